@@ -1,0 +1,71 @@
+"""The ``fidelity`` command line: parse arguments, run one command, print.
+
+Each command lives in ``fidelity/commands/<name>.py`` and exposes
+``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Errors raised on purpose (:class:`~fidelity.errors.FidelityError`) become one
+line on stderr and exit code 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from typing import Sequence
+
+from .errors import FidelityError
+
+COMMANDS = ("report", "diff", "render", "fork", "gate", "calibrate")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fidelity",
+        description="Prove that forked subagents keep the parent's prompt-cache prefix; "
+        "when they do not, say where and what it costs.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"fidelity {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f".commands.{name}", __package__)
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__package__}.commands.{name}":
+                continue
+            raise
+        cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help="show tracebacks on errors")
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except FidelityError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"fidelity {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fidelity: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

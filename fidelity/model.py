@@ -1,0 +1,290 @@
+"""The canonical, provider-neutral request.
+
+Every reader produces a :class:`Request`, every fork builder maps requests or
+histories to new ones, and every wire dialect renders a :class:`Request` to the
+exact bytes an official SDK would send.
+
+Two rules shape this module:
+
+* **Immutable.** Objects are frozen dataclasses holding tuples; JSON values
+  are :class:`FrozenDict` / tuple trees (see :func:`freeze`). A builder that
+  "changes" a request returns a new one (``dataclasses.replace``), so an input
+  can never be modified behind the caller's back.
+* **Order is data.** Key order inside tool schemas and tool-call arguments is
+  part of the bytes the provider's prefix cache sees. Nothing here sorts keys;
+  ``FrozenDict`` keeps insertion order, and ``orjson`` serialises it in that
+  order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Literal, Union
+
+__all__ = [
+    "FrozenDict",
+    "freeze",
+    "thaw",
+    "Route",
+    "SystemBlock",
+    "Tool",
+    "Text",
+    "Reasoning",
+    "ToolCall",
+    "ToolResult",
+    "Image",
+    "Part",
+    "Message",
+    "Request",
+    "EMPTY",
+]
+
+
+class FrozenDict(dict):
+    """A ``dict`` that refuses mutation and keeps insertion order.
+
+    It subclasses ``dict`` so that ``orjson`` and ``json`` serialise it
+    natively, in insertion order, with no conversion step.
+    """
+
+    __slots__ = ()
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("FrozenDict is immutable")
+
+    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+    __ior__ = _readonly  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple((k, _hashable(v)) for k, v in self.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> "FrozenDict":
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "FrozenDict":
+        return self
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict) and not isinstance(value, FrozenDict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+EMPTY: FrozenDict = FrozenDict()
+
+
+def freeze(value: Any) -> Any:
+    """Return an immutable copy of a JSON value: dicts become ``FrozenDict``,
+    lists become tuples; key order is preserved exactly.
+
+    >>> freeze({"b": [1, {"a": 2}]})
+    FrozenDict({'b': (1, FrozenDict({'a': 2}))})
+    """
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, dict):
+        return FrozenDict((k, freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Return a plain, mutable copy (dicts and lists) of a frozen JSON value,
+    in the same key order. Used to hand values to SDKs and deepdiff."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _frozen(obj: Any, *names: str) -> None:
+    for name in names:
+        object.__setattr__(obj, name, freeze(getattr(obj, name)))
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a request goes: provider (a cache-model / price family such as
+    ``openai``, ``anthropic``, ``deepseek``) and model name."""
+
+    provider: str
+    model: str
+
+
+@dataclass(frozen=True)
+class SystemBlock:
+    """One block of the system prompt.
+
+    ``name`` labels a section (DeepSeek Harness composes its system prompt
+    from named sections such as ``tool:report``); it is metadata and does not
+    reach the wire. ``cache_control`` is Anthropic/DashScope's breakpoint
+    marker on the block, ``extra`` any other wire keys in their order.
+    """
+
+    text: str
+    name: str | None = None
+    cache_control: FrozenDict | None = None
+    extra: FrozenDict = EMPTY
+
+    def __post_init__(self) -> None:
+        _frozen(self, "cache_control", "extra")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool (function) schema.
+
+    ``parameters`` is the JSON schema exactly as the caller wrote it, key
+    order included. ``extra`` holds other keys of the function object
+    (``strict``, ``cache_control``, ...) in their order.
+    """
+
+    name: str
+    description: str | None = None
+    parameters: FrozenDict | None = None
+    extra: FrozenDict = EMPTY
+
+    def __post_init__(self) -> None:
+        _frozen(self, "parameters", "extra")
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    cache_control: FrozenDict | None = None
+    kind: Literal["text"] = field(default="text", init=False)
+
+    def __post_init__(self) -> None:
+        _frozen(self, "cache_control")
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Model reasoning carried in history (DeepSeek ``reasoning_content``,
+    Anthropic ``thinking`` with its ``signature``, Gemini ``thought`` parts)."""
+
+    text: str
+    signature: str | None = None
+    kind: Literal["reasoning"] = field(default="reasoning", init=False)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call made by the model.
+
+    ``arguments`` is the parsed argument object (key order preserved).
+    ``arguments_json`` is the exact argument string where the wire carries
+    one (OpenAI-style ``function.arguments``); renderers prefer it so that
+    the bytes a harness replays are reproduced exactly.
+    """
+
+    id: str
+    name: str
+    arguments: Any = EMPTY
+    arguments_json: str | None = None
+    kind: Literal["tool_call"] = field(default="tool_call", init=False)
+
+    def __post_init__(self) -> None:
+        _frozen(self, "arguments")
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The result of a tool call. ``content`` is text, or a tuple of parts
+    (``Text`` / ``Image``), or for Gemini the ``response`` object."""
+
+    call_id: str
+    name: str | None = None
+    content: Any = ""
+    is_error: bool = False
+    kind: Literal["tool_result"] = field(default="tool_result", init=False)
+
+    def __post_init__(self) -> None:
+        _frozen(self, "content")
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image by reference (URL or data URL). ``detail`` is OpenAI's knob."""
+
+    url: str
+    detail: str | None = None
+    media_type: str | None = None
+    kind: Literal["image"] = field(default="image", init=False)
+
+
+Part = Union[Text, Reasoning, ToolCall, ToolResult, Image]
+
+Role = Literal["user", "assistant", "tool", "system", "developer"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One conversation message: a role and ordered parts. ``extra`` keeps
+    unknown wire keys of the message object, in order."""
+
+    role: str
+    parts: tuple[Part, ...] = ()
+    extra: FrozenDict = EMPTY
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
+        _frozen(self, "extra")
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolResult))
+
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, Text))
+
+
+@dataclass(frozen=True)
+class Request:
+    """A provider-neutral chat request.
+
+    ``params`` holds the other request parameters (``max_tokens``,
+    ``temperature``, ``tool_choice``, ``reasoning_effort``, ``thinking``,
+    ``stream`` ...) in the order the caller gave them.
+    """
+
+    route: Route
+    system: tuple[SystemBlock, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    messages: tuple[Message, ...] = ()
+    params: FrozenDict = EMPTY
+
+    def __post_init__(self) -> None:
+        for name in ("system", "tools", "messages"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        _frozen(self, "params")
+
+    def iter_parts(self) -> Iterator[tuple[int, Part]]:
+        for index, message in enumerate(self.messages):
+            for part in message.parts:
+                yield index, part
+
+    def system_text(self, sep: str = "\n\n") -> str:
+        return sep.join(block.text for block in self.system)
+
+    def with_params(self, **changes: Any) -> "Request":
+        merged = dict(self.params)
+        merged.update(changes)
+        return replace(self, params=freeze(merged))

@@ -1,0 +1,41 @@
+"""Shared test setup: hypothesis profiles and paths to shared data.
+
+CI runs the ``ci`` profile: derandomized, so a red run reproduces, and at
+least 200 examples per property. Explore locally with
+``HYPOTHESIS_PROFILE=explore pytest``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=200,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "explore",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_REAL = REPO.parent / "shared" / "real"
+
+
+@pytest.fixture
+def shared_real() -> Path:
+    """``../shared/real``; the test is skipped when the folder is absent."""
+    if not SHARED_REAL.is_dir():
+        pytest.skip("../shared/real is absent")
+    return SHARED_REAL
