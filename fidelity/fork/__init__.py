@@ -1,0 +1,103 @@
+"""Reference fork and seed builders: how a child request is made from its
+parent, one module per harness rule.
+
+=====================  =============================================  ===========================
+builder name           rule                                           source
+=====================  =============================================  ===========================
+``completed-turn``     prefix ending at the last completed turn       DeepSeek Harness (seed 002)
+``gemini-placeholder`` placeholder functionResponses, model ack,      Qwen Code (seed 000 §3)
+                       ``Begin.``
+``claude-placeholder`` placeholder tool results + child message in    Claude Code forkSubagent.ts
+                       one user message
+``cache-safe``         head from a CacheSafeParams snapshot           Qwen Code (seed 000 §2)
+``cache-safe-fallback`` no snapshot: default system prompt, full      Qwen Code (seed 000,
+                       tool list                                      Graceful Degradation)
+``spawn``              no inherited history (the control)             DeepSeek Harness (seed 002)
+=====================  =============================================  ===========================
+
+Every builder is a pure function ``(parent: Request, directive: str) ->
+Request``; sibling children of one parent differ only in the directive's
+bytes. :func:`fork_request` picks a builder by name.
+
+>>> from fidelity.model import Message, Request, Route, Text
+>>> parent = Request(Route("deepseek", "deepseek-v4-flash"),
+...                  messages=(Message("user", (Text("hi"),)), Message("assistant", (Text("hello"),))))
+>>> child = fork_request(parent, "spawn", "count the files")
+>>> [m.text() for m in child.messages]
+['count the files']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from ..errors import UnknownName
+from ..model import Request
+from . import cache_safe, claude_placeholder, completed_turn, gemini_placeholder, spawn
+from .balance import Problem, event_problems, history_problems
+from .cache_safe import CacheSafeParams, CacheSafeStore
+from .completed_turn import completed_turn_seed, seed_at, seed_length
+from .gemini_placeholder import ForkPlan, child_message, is_in_fork_child
+
+__all__ = [
+    "BUILDERS",
+    "Builder",
+    "fork_request",
+    "names",
+    "ForkPlan",
+    "child_message",
+    "is_in_fork_child",
+    "completed_turn_seed",
+    "seed_at",
+    "seed_length",
+    "CacheSafeParams",
+    "CacheSafeStore",
+    "Problem",
+    "history_problems",
+    "event_problems",
+    "cache_safe",
+    "claude_placeholder",
+    "completed_turn",
+    "gemini_placeholder",
+    "spawn",
+]
+
+Builder = Callable[..., Request]
+
+
+def _cache_safe(parent: Request, directive: str, **options: Any) -> Request:
+    """Snapshot the parent itself, then fork from the snapshot."""
+    return cache_safe.fork_request(CacheSafeStore().update(parent), parent, directive, **options)
+
+
+def _cache_safe_fallback(parent: Request, directive: str, **options: Any) -> Request:
+    """Fork as if no snapshot existed yet."""
+    return cache_safe.fork_request(None, parent, directive, **options)
+
+
+BUILDERS: Mapping[str, Builder] = {
+    "completed-turn": completed_turn.fork_request,
+    "gemini-placeholder": gemini_placeholder.fork_request,
+    "claude-placeholder": claude_placeholder.fork_request,
+    "cache-safe": _cache_safe,
+    "cache-safe-fallback": _cache_safe_fallback,
+    "spawn": spawn.fork_request,
+}
+
+
+def names() -> list[str]:
+    """Builder names, in registry order."""
+    return list(BUILDERS)
+
+
+def fork_request(parent: Request, builder: str | Builder, directive: str, **options: Any) -> Request:
+    """The child's first request made from ``parent`` by ``builder`` (a name
+    from :data:`BUILDERS` or a callable of the same shape). ``options`` go to
+    the builder. Raises :class:`~fidelity.errors.UnknownName` for an unknown
+    name, :class:`~fidelity.errors.ForkUnavailable` when the builder refuses."""
+    if isinstance(builder, str):
+        try:
+            builder = BUILDERS[builder]
+        except KeyError:
+            raise UnknownName("fork builder", builder, list(BUILDERS)) from None
+    return builder(parent, directive, **options)

@@ -1,0 +1,77 @@
+"""``fidelity gate``: fail CI when forks lose more cached tokens than the baseline."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .. import gate
+from ..errors import InputError
+from ..jsonio import atomic_write, load
+
+HELP = ("Compare lost cached tokens and cost per fork against a baseline: exit 1 on a regression "
+        "or when a cache-preserving variant loses tokens, 2 on bad input.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="baseline JSON (default: [tool.fidelity.gate] baseline, else reports/baseline.json)")
+    parser.add_argument("--update-baseline", action="store_true",
+                        help="write the current figures as the new baseline and exit 0")
+    parser.add_argument("--format", choices=("text", "github"), default=None,
+                        help="text, or GitHub workflow commands (default: github when GITHUB_ACTIONS=true)")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--snapshots", metavar="DIR",
+                        help="gate a snapshot folder: each child request diffed against its parent")
+    source.add_argument("--report", metavar="FILE", help="gate a saved `fidelity report --json` result")
+    parser.add_argument("--config", metavar="FILE", default="pyproject.toml",
+                        help="pyproject.toml holding [tool.fidelity.gate] (default: ./pyproject.toml)")
+    parser.add_argument("--prices", metavar="FILE",
+                        help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+
+
+def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
+    if args.snapshots:
+        prices = None
+        if args.prices:
+            from .. import pricing
+
+            prices = pricing.load(args.prices)
+        return gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd()), f"snapshots:{args.snapshots}"
+    if args.report:
+        return gate.rows_from_report(load(args.report), path=args.report), f"report:{args.report}"
+    return _run_report(args)
+
+
+def _run_report(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
+    """Run the report pipeline in-process when it offers ``result_json(args)``."""
+    try:
+        from . import report
+    except ModuleNotFoundError:
+        report = None  # type: ignore[assignment]
+    fn = getattr(report, "result_json", None) if report is not None else None
+    if fn is None:
+        raise InputError("nothing to gate: pass --snapshots DIR or --report FILE (a `fidelity report --json` result)")
+    return gate.rows_from_report(fn(args)), "report"
+
+
+def run(args: argparse.Namespace) -> int:
+    th = gate.load_config(args.config)
+    baseline_path = args.baseline or th.baseline
+    rows, source = _current(args)
+    if args.update_baseline:
+        gate.write_baseline(baseline_path, rows, source=source)
+        print(f"fidelity gate: wrote baseline {baseline_path} ({len(rows)} row(s))")
+        return 0
+    baseline = gate.load_baseline(baseline_path)  # missing: InputError, exit 2
+    result = gate.evaluate(rows, baseline, th)
+    result.baseline_path = str(baseline_path)
+    fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
+    text = gate.format_github(result) if fmt == "github" else gate.format_text(result)
+    sys.stdout.write(text)
+    if args.junit:
+        atomic_write(args.junit, gate.junit_xml(result))
+    return result.exit_code

@@ -1,0 +1,35 @@
+"""``fidelity render --provider P REQUEST.json``: the exact wire body bytes.
+
+Reads a canonical request (see :mod:`fidelity.canonical`), renders it with the
+named dialect and writes the body to stdout with nothing added (no trailing
+newline), so that ``fidelity render ... > body.json`` is byte-identical to
+what the official SDK would send.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import wire
+from ..canonical import load_request
+
+HELP = "write the exact request body a provider SDK would send for a canonical request"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--provider", "-p", required=True, metavar="P",
+                        help="wire dialect name (e.g. openai-chat, openai-responses, deepseek, dashscope, vllm)")
+    parser.add_argument("request", metavar="REQUEST.json", help="canonical request JSON file")
+
+
+def run(args: argparse.Namespace) -> int:
+    dialect = wire.get(args.provider)  # UnknownName -> one line, exit 2
+    body = dialect.render(load_request(args.request))
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    if out is None:  # pragma: no cover - text-only stdout (captured by some runners)
+        sys.stdout.write(body.decode("utf-8"))
+    else:
+        out.write(body)
+        out.flush()
+    return 0

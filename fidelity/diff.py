@@ -1,0 +1,338 @@
+"""Why did the child miss the cache? Compare a parent and a child wire body.
+
+The comparison runs in four steps, each a pure function of the two bodies:
+
+1. **Raw bytes**: the first divergent byte of the bodies as sent (what a
+   snapshot test sees).
+2. **Cache view**: both bodies re-ordered as the provider's prefix cache
+   reads them (``Dialect.cache_view``); the first divergent byte there, the
+   segment it falls in, the JSON pointer of the deepest value holding it and
+   an excerpt of each side.
+3. **Cause**: what kind of change broke the prefix (:mod:`fidelity.causes`).
+4. **Tokens, cache, cost**: the common prefix in real tokens (or an
+   estimate, said so), the cached tokens the provider's cache model predicts
+   for the child sent right after the parent, the tokens lost against a child
+   whose prefix matched, and what the loss costs per child request.
+
+See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, Sequence
+
+from . import cache as cache_models
+from . import jsonio, pricing, tokens, wire
+from .bytediff import excerpt, first_divergence
+from .causes import Cause, classify
+from .errors import InputError
+from .locate import pointer_at
+from .model import Request
+from .wire import Segment
+from .wire._json import member_spans, value_spans
+
+SCHEMA = "fidelity.diff/1"
+
+
+@dataclass(frozen=True)
+class RawDiff:
+    identical: bool
+    first_divergent_byte: int | None
+    parent_size: int
+    child_size: int
+
+
+@dataclass(frozen=True)
+class ViewDiff:
+    first_divergent_byte: int | None
+    segment: tuple[str, int] | None
+    pointer: str | None
+    parent_excerpt: str | None
+    child_excerpt: str | None
+    parent_segments: int
+    child_segments: int
+
+
+@dataclass(frozen=True)
+class TokenFigures:
+    tokenizer: str
+    estimated: bool
+    common_prefix: int
+    parent_prompt: int
+    child_prompt: int
+
+
+@dataclass(frozen=True)
+class CacheFigures:
+    model: str
+    predicted_cached: int
+    written: int
+    lost: int
+
+
+@dataclass(frozen=True)
+class CostFigures:
+    usd_lost: float
+    price_table: str
+    as_of: str
+    price_model: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    dialect: str
+    provider: str
+    model: str
+    raw: RawDiff
+    view: ViewDiff
+    cause: Cause
+    tokens: TokenFigures
+    cache: CacheFigures
+    cost: CostFigures | None
+    cost_note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable, documented JSON schema (``fidelity.diff/1``)."""
+        view = self.view
+        cost: dict[str, Any] | None = None
+        if self.cost is not None:
+            cost = {
+                "usd_lost_per_request": round(self.cost.usd_lost, 8),
+                "usd_lost_per_1000": round(self.cost.usd_lost * 1000, 6),
+                "price_table": self.cost.price_table,
+                "as_of": self.cost.as_of,
+                "price_model": self.cost.price_model,
+                "source": self.cost.source,
+            }
+        return {
+            "schema": SCHEMA,
+            "dialect": self.dialect,
+            "provider": self.provider,
+            "model": self.model,
+            "raw": {
+                "identical": self.raw.identical,
+                "first_divergent_byte": self.raw.first_divergent_byte,
+                "parent_bytes": self.raw.parent_size,
+                "child_bytes": self.raw.child_size,
+            },
+            "cache_view": {
+                "identical": view.first_divergent_byte is None,
+                "first_divergent_byte": view.first_divergent_byte,
+                "segment": None if view.segment is None
+                else {"kind": view.segment[0], "index": view.segment[1]},
+                "pointer": view.pointer,
+                "parent_excerpt": view.parent_excerpt,
+                "child_excerpt": view.child_excerpt,
+                "parent_segments": view.parent_segments,
+                "child_segments": view.child_segments,
+            },
+            "cause": {"kind": self.cause.kind, "detail": self.cause.detail,
+                      "deepdiff": self.cause.summary},
+            "tokens": {
+                "tokenizer": self.tokens.tokenizer,
+                "estimated": self.tokens.estimated,
+                "common_prefix": self.tokens.common_prefix,
+                "parent_prompt": self.tokens.parent_prompt,
+                "child_prompt": self.tokens.child_prompt,
+            },
+            "cache": {
+                "model": self.cache.model,
+                "predicted_cached": self.cache.predicted_cached,
+                "written": self.cache.written,
+                "lost": self.cache.lost,
+            },
+            "cost": cost,
+            "cost_note": self.cost_note,
+        }
+
+
+def compare(
+    parent: bytes,
+    child: bytes,
+    *,
+    dialect: str | None = None,
+    model: str | None = None,
+    prices: pricing.PriceTable | None = None,
+    parent_path: str | None = None,
+    child_path: str | None = None,
+) -> DiffResult:
+    """Compare two wire bodies of one dialect (detected from the parent when
+    not given). Bad input raises :class:`InputError` naming the file."""
+    parent_obj = jsonio.loads(parent, path=parent_path)
+    child_obj = jsonio.loads(child, path=child_path)
+    if dialect is not None:
+        d = wire.get(dialect)
+    else:
+        d = wire.detect(parent_obj, path=parent_path)
+        if not d.detect(child_obj):
+            raise InputError(f"child body is not a {d.name} request like its parent", path=child_path)
+    p_segs = _view(d, parent, parent_path)
+    c_segs = _view(d, child, child_path)
+    if model is None:
+        model = _model_of(parent_obj) or _model_of(child_obj)
+        if model is None:
+            raise InputError("the body names no model; pass --model", path=parent_path)
+    return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
+
+
+def compare_requests(
+    parent: Request,
+    child: Request,
+    dialect: str,
+    *,
+    prices: pricing.PriceTable | None = None,
+) -> DiffResult:
+    """Render both requests in ``dialect`` and compare the bodies."""
+    d = wire.get(dialect)
+    p_body, c_body = d.render(parent), d.render(child)
+    return _compare_views(d, child.route.model, p_body, c_body,
+                          d.cache_view(p_body), d.cache_view(c_body), prices)
+
+
+def _view(d: wire.Dialect, body: bytes, path: str | None) -> list[Segment]:
+    try:
+        return d.cache_view(body)
+    except InputError as exc:
+        raise exc.at(path) if path else exc
+
+
+def _model_of(obj: Any) -> str | None:
+    if isinstance(obj, dict) and isinstance(obj.get("model"), str):
+        return obj["model"]
+    return None
+
+
+def _compare_views(
+    d: wire.Dialect,
+    model: str,
+    parent: bytes,
+    child: bytes,
+    p_segs: Sequence[Segment],
+    c_segs: Sequence[Segment],
+    prices: pricing.PriceTable | None,
+) -> DiffResult:
+    raw_at = first_divergence(parent, child)
+    raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
+
+    split = _first_differing_segment(p_segs, c_segs)
+    view = _locate_view(parent, child, p_segs, c_segs, split)
+    cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
+
+    tok = tokens.for_model(model, d.provider)
+    p_ids = tokens.segment_tokens(tok, p_segs)
+    c_ids = tokens.segment_tokens(tok, c_segs)
+    common = _common_tokens(p_ids, c_ids, split)
+    p_len = sum(map(len, p_ids))
+    c_len = sum(map(len, c_ids))
+    figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
+
+    cm = cache_models.for_provider(d.provider)
+    outcome = cm.predict(
+        [cache_models.PromptTokens(tuple(chain.from_iterable(p_ids)), 0.0, _breakpoints(p_segs, p_ids))],
+        cache_models.PromptTokens(tuple(chain.from_iterable(c_ids)), 1.0, _breakpoints(c_segs, c_ids)),
+    )
+    lost = max(0, cm.reusable(min(p_len, c_len), c_len) - outcome.cached)
+    cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
+
+    cost, note = _cost(prices, d.provider, model, lost)
+    return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
+
+
+def _first_differing_segment(p: Sequence[Segment], c: Sequence[Segment]) -> int | None:
+    """Index of the first segment that differs (``None``: identical views).
+    When one view is a segment-prefix of the other, the shorter length."""
+    for i, (a, b) in enumerate(zip(p, c)):
+        if a.data != b.data or a.kind != b.kind:
+            return i
+    if len(p) == len(c):
+        return None
+    return min(len(p), len(c))
+
+
+def _offset(segs: Sequence[Segment], index: int) -> int:
+    return sum(len(s.data) for s in segs[:index])
+
+
+def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
+                 c_segs: Sequence[Segment], split: int | None) -> ViewDiff:
+    counts = (len(p_segs), len(c_segs))
+    if split is None:
+        return ViewDiff(None, None, None, None, None, *counts)
+    p_seg = p_segs[split] if split < len(p_segs) else None
+    c_seg = c_segs[split] if split < len(c_segs) else None
+    inner = first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0
+    inner = inner or 0
+    at = _offset(c_segs if c_seg else p_segs, split) + inner
+    seg = c_seg or p_seg
+    assert seg is not None
+    p_at = _body_offset(parent, p_seg, inner) if p_seg else len(parent)
+    c_at = _body_offset(child, c_seg, inner) if c_seg else len(child)
+    body, body_at = (child, c_at) if c_seg else (parent, p_at)
+    return ViewDiff(
+        at,
+        (seg.kind, seg.index),
+        pointer_at(body, body_at) if body_at < len(body) else seg.pointer,
+        excerpt(parent, p_at),
+        excerpt(child, c_at),
+        *counts,
+    )
+
+
+def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
+    """Where byte ``inner`` of a segment sits in the wire body."""
+    if seg.pointer == "" and seg.kind == "params":
+        # The params segment concatenates top-level members in cache order.
+        pos = 0
+        for member in member_spans(body):
+            raw = body[member.start : member.end]
+            if seg.data.startswith(raw, pos):
+                if inner < pos + len(raw):
+                    return member.start + (inner - pos)
+                pos += len(raw)
+        return 0
+    span = value_spans(body, [seg.pointer]).get(seg.pointer)
+    if span is None:
+        found = body.find(seg.data)
+        return max(found, 0) + inner
+    return span[0] + inner
+
+
+def _common_tokens(p_ids: Sequence[tuple[int, ...]], c_ids: Sequence[tuple[int, ...]],
+                   split: int | None) -> int:
+    if split is None:
+        return sum(map(len, c_ids))
+    common = sum(len(ids) for ids in c_ids[:split])
+    if split < len(p_ids) and split < len(c_ids):
+        a, b = p_ids[split], c_ids[split]
+        n = min(len(a), len(b))
+        k = 0
+        while k < n and a[k] == b[k]:
+            k += 1
+        common += k
+    return common
+
+
+def _breakpoints(segs: Sequence[Segment], ids: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """Token offsets that close a segment carrying an explicit ``cache_control``
+    marker (Anthropic and DashScope explicit caching)."""
+    out: list[int] = []
+    total = 0
+    for seg, seg_ids in zip(segs, ids):
+        total += len(seg_ids)
+        if b'"cache_control"' in seg.data:
+            out.append(total)
+    return tuple(out)
+
+
+def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
+          lost: int) -> tuple[CostFigures | None, str | None]:
+    table = prices if prices is not None else pricing.load()
+    try:
+        price = table.lookup(provider, model)
+    except Exception as exc:  # UnknownName: the report still stands without a price
+        return None, f"no price: {exc}"
+    usd = lost * (price.input - price.cache_read) / 1_000_000
+    return CostFigures(usd, table.name, table.as_of, price.model, price.source), None

@@ -1,0 +1,116 @@
+"""The bundled fixtures: parent sessions and the provider table.
+
+They ship as package data (``fidelity/data/fixtures``) so that
+``fidelity report`` works from any directory. A fixtures directory given on
+the command line has the same layout: ``sessions.toml`` (an index naming each
+session's canonical request file, its directive and sibling directives),
+optionally ``providers.toml`` and ``compositions.toml``; what it lacks is
+taken from the bundled set.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from .canonical import request_from_json
+from .errors import InputError
+from .model import Request
+
+__all__ = ["Session", "ProviderSetup", "FixtureSet", "load", "bundled_dir"]
+
+
+@dataclass(frozen=True)
+class Session:
+    """A parent's history (a trailing assistant message is its last
+    response) and the child directives to fork it with."""
+
+    name: str
+    title: str
+    description: str
+    file: str
+    history: Request
+    directive: str
+    siblings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProviderSetup:
+    """One scored provider: the wire dialect, its model and the
+    route-change target."""
+
+    dialect: str
+    model: str
+    alt_model: str
+
+
+@dataclass(frozen=True)
+class FixtureSet:
+    """Sessions and providers to score, and where the definitions came from
+    (``source``: ``bundled`` or the directory name as given)."""
+
+    source: str
+    sessions: tuple[Session, ...]
+    providers: tuple[ProviderSetup, ...]
+    compositions: bytes
+
+
+def bundled_dir() -> Any:
+    """The bundled fixtures folder (an importlib Traversable)."""
+    return resources.files("fidelity").joinpath("data", "fixtures")
+
+
+def _read(base: Any, name: str, fallback: Any | None) -> tuple[bytes, str]:
+    item = base.joinpath(name)
+    if item.is_file():
+        return item.read_bytes(), name
+    if fallback is not None:
+        return fallback.joinpath(name).read_bytes(), f"bundled {name}"
+    raise InputError(f"missing {name}", path=str(base))
+
+
+def _toml(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid TOML: {exc}", path=where) from None
+
+
+def _session(base: Any, obj: Mapping[str, Any], where: str) -> Session:
+    for key in ("name", "file", "directive"):
+        if not isinstance(obj.get(key), str):
+            raise InputError(f"session needs a string {key!r}", path=where)
+    item = base.joinpath(obj["file"])
+    if not item.is_file():
+        raise InputError(f"session {obj['name']!r}: no such file {obj['file']!r}", path=where)
+    history = request_from_json(item.read_bytes(), path=obj["file"])
+    siblings = tuple(obj.get("siblings", ()))
+    return Session(obj["name"], obj.get("title", obj["name"]), str(obj.get("description", "")).strip(),
+                   obj["file"], history, obj["directive"], (obj["directive"],) + siblings)
+
+
+def load(directory: str | Path | None = None) -> FixtureSet:
+    """Load a fixture set: the bundled one, or ``directory``."""
+    bundled = bundled_dir()
+    if directory is None:
+        base, fallback, source = bundled, None, "bundled"
+    else:
+        path = Path(directory)
+        if not path.is_dir():
+            raise InputError("no such fixtures directory", path=path)
+        base, fallback, source = path, bundled, path.name or str(directory)
+    data, where = _read(base, "sessions.toml", None)
+    doc = _toml(data, where)
+    sessions = tuple(_session(base, s, where) for s in doc.get("session", ()))
+    if not sessions:
+        raise InputError("no [[session]] entries", path=where)
+    pdata, pwhere = _read(base, "providers.toml", fallback)
+    providers = tuple(
+        ProviderSetup(p["dialect"], p["model"], p.get("alt_model", p["model"]))
+        for p in _toml(pdata, pwhere).get("provider", ())
+    )
+    compositions, _ = _read(base, "compositions.toml", fallback)
+    return FixtureSet(source, sessions, providers, compositions)

@@ -1,0 +1,143 @@
+"""CacheSafeParams (Qwen Code): a snapshot of the parent's cache-critical
+request head, and the fallback that loses it.
+
+Source: seed 000 section 2 ("CacheSafeParams Integration") and "Graceful
+Degradation"; Qwen Code ``packages/core/src/followup/forkedQuery.ts``
+(``saveCacheSafeParams``: the version increments when the JSON of
+``systemInstruction`` or ``tools`` changes; ``createForkedChat``: at most the
+last 40 history entries, ``maxHistoryEntries = 40``).
+
+When no snapshot exists yet ("erster Durchlauf, noch kein Verlauf"), the
+fork falls back to ``FORK_AGENT.systemPrompt`` and ``prepareTools()`` — a
+different system prompt and the full tool list — so its request head, and
+with it everything after it, differs from the parent's. :func:`fork_request`
+builds both so that the differ can show that loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import orjson
+
+from ..errors import ForkUnavailable
+from ..model import EMPTY, FrozenDict, Message, Request, Route, SystemBlock, Text, Tool
+from . import gemini_placeholder
+
+__all__ = [
+    "HISTORY_WINDOW",
+    "DEFAULT_FORK_SYSTEM_PROMPT",
+    "CacheSafeParams",
+    "CacheSafeStore",
+    "fork_request",
+    "query_request",
+]
+
+HISTORY_WINDOW = 40
+"""Qwen Code ``createForkedChat``: ``maxHistoryEntries = 40``."""
+
+DEFAULT_FORK_SYSTEM_PROMPT = (
+    "You are a forked worker. The conversation shows your directive; carry it out "
+    "with the tools you have and report once at the end. Do not start subagents."
+)
+"""fidelity's own wording for the fallback system prompt (Qwen Code's
+``FORK_AGENT.systemPrompt`` plays this part)."""
+
+
+def _head_bytes(system: tuple[SystemBlock, ...], tools: tuple[Tool, ...]) -> tuple[bytes, bytes]:
+    return orjson.dumps(system), orjson.dumps(tools)
+
+
+@dataclass(frozen=True)
+class CacheSafeParams:
+    """One snapshot: route (model), system, tools, generation parameters,
+    the last ``window`` history entries, and the head ``version``."""
+
+    route: Route
+    system: tuple[SystemBlock, ...]
+    tools: tuple[Tool, ...]
+    params: FrozenDict
+    history: tuple[Message, ...]
+    version: int
+
+
+@dataclass(frozen=True)
+class CacheSafeStore:
+    """Immutable holder of the current snapshot (Qwen Code keeps one module
+    global; here each :meth:`update` returns a new store).
+
+    >>> from fidelity.model import Request, Route, SystemBlock
+    >>> parent = Request(Route("dashscope", "qwen3-coder-plus"), system=(SystemBlock("Be useful."),))
+    >>> store = CacheSafeStore().update(parent)
+    >>> store.snapshot.version, store.update(parent).snapshot.version
+    (1, 1)
+    >>> store.update(parent.with_params(temperature=0)).snapshot.version
+    1
+    """
+
+    snapshot: CacheSafeParams | None = None
+    window: int = HISTORY_WINDOW
+
+    def update(self, request: Request) -> "CacheSafeStore":
+        """Snapshot ``request`` (call it after a completed parent turn, with
+        the model's reply in ``request.messages``). The version goes up by one
+        when the serialised system or tools differ from the previous
+        snapshot's, or when there was none; history, model and parameter
+        changes keep it (``saveCacheSafeParams`` compares only
+        ``systemInstruction`` and ``tools``)."""
+        previous = self.snapshot
+        version = previous.version if previous else 0
+        if previous is None or _head_bytes(previous.system, previous.tools) != _head_bytes(request.system, request.tools):
+            version += 1
+        history = request.messages[-self.window :] if self.window > 0 else ()
+        snapshot = CacheSafeParams(request.route, request.system, request.tools, request.params, history, version)
+        return replace(self, snapshot=snapshot)
+
+    def clear(self) -> "CacheSafeStore":
+        """A store without snapshot (Qwen Code ``clearCacheSafeParams``)."""
+        return replace(self, snapshot=None)
+
+
+def fork_request(
+    snapshot: CacheSafeParams | CacheSafeStore | None,
+    parent: Request,
+    directive: str,
+    *,
+    fallback_system: str = DEFAULT_FORK_SYSTEM_PROMPT,
+    fallback_tools: Sequence[Tool] | None = None,
+    **options: str,
+) -> Request:
+    """The fork child's first request, head taken from the snapshot.
+
+    With a snapshot: route, system, tools and parameters from the snapshot
+    (Qwen Code's ``generationConfigOverride`` / ``toolsOverride``); messages
+    from the Gemini placeholder rule applied to the parent's live history
+    (:func:`fidelity.fork.gemini_placeholder.plan`; ``options`` go there).
+
+    Without one (seed 000 "Graceful Degradation"): system = one block of
+    ``fallback_system``, tools = ``fallback_tools`` (the full tool list,
+    ``prepareTools()``; default: the parent's tools), route and parameters
+    the parent's. The head then differs from the parent's and no inherited
+    message can be read from a prefix cache.
+    """
+    if isinstance(snapshot, CacheSafeStore):
+        snapshot = snapshot.snapshot
+    messages = gemini_placeholder.plan(parent.messages, directive, **options).messages()
+    if snapshot is None:
+        tools = parent.tools if fallback_tools is None else tuple(fallback_tools)
+        return replace(parent, system=(SystemBlock(fallback_system),), tools=tools, messages=messages)
+    return Request(snapshot.route, snapshot.system, snapshot.tools, messages, snapshot.params)
+
+
+def query_request(snapshot: CacheSafeParams | CacheSafeStore, user_message: str) -> Request:
+    """A forked query (Qwen Code ``runForkedQuery``): the snapshot's head and
+    windowed history, then ``user_message``. With more than ``window``
+    entries the history no longer starts where the parent's does, so its
+    prefix differs from the parent's from the first message on."""
+    if isinstance(snapshot, CacheSafeStore):
+        if snapshot.snapshot is None:
+            raise ForkUnavailable("fork unavailable: no CacheSafeParams snapshot yet (no completed parent turn)")
+        snapshot = snapshot.snapshot
+    messages = snapshot.history + (Message("user", (Text(user_message),)),)
+    return Request(snapshot.route, snapshot.system, snapshot.tools, messages, snapshot.params or EMPTY)

@@ -1,0 +1,36 @@
+"""Spawn: a child with no inherited history — the control.
+
+Source: seed 002 (DSH fork provider README): fork "shares all run mechanics
+with spawn; the session seed is the only behavioral difference". A spawned
+child therefore starts from the same request head with an empty history and
+the task as its first user message. Comparing a fork child against this
+control shows what the inherited prefix buys: a spawned child has no shared
+message prefix with the parent to read from cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from ..model import Message, Request, SystemBlock, Text, Tool
+
+__all__ = ["fork_request"]
+
+
+def fork_request(
+    parent: Request,
+    directive: str,
+    *,
+    system: Sequence[SystemBlock] | None = None,
+    tools: Sequence[Tool] | None = None,
+) -> Request:
+    """The spawned child's first request: the parent's route and parameters,
+    its system and tools unless ``system`` / ``tools`` replace them, and one
+    user message holding the directive verbatim."""
+    return replace(
+        parent,
+        system=tuple(parent.system if system is None else system),
+        tools=tuple(parent.tools if tools is None else tools),
+        messages=(Message("user", (Text(directive),)),),
+    )

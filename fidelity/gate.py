@@ -1,0 +1,460 @@
+"""The CI gate: compare lost cached tokens and their cost against a baseline.
+
+Inputs are *rows*: one per (fixture, variant), each with the tokens a fork
+loses per request, the dollars that costs, and whether the variant is
+declared cache-preserving. Rows come from a ``fidelity report --json``
+result, or from a snapshot folder (each child request diffed against its
+parent with :func:`fidelity.diff.compare`).
+
+A row **fails** the gate (exit 1) when
+
+* it is declared cache-preserving and loses any token at all, or
+* its lost tokens rise above the baseline by more than
+  ``max(max_lost_tokens_increase, max_lost_tokens_increase_pct% of baseline)``,
+  or its cost per fork by more than
+  ``max(max_cost_increase_usd, max_cost_increase_pct% of baseline)``
+  (an absolute floor and a relative allowance; the larger one applies, like
+  ``math.isclose``'s ``abs_tol`` / ``rel_tol``).
+
+Bad input or configuration exits 2; otherwise 0. Thresholds live in
+``pyproject.toml``::
+
+    [tool.fidelity.gate]
+    baseline = "reports/baseline.json"
+    max_lost_tokens_increase = 0        # tokens per fork
+    max_lost_tokens_increase_pct = 0    # percent of the baseline figure
+    max_cost_increase_usd = 0.0         # dollars per fork
+    max_cost_increase_pct = 0
+    cache_preserving = ["completed-turn", "*fork*"]   # fnmatch on variant or key
+
+Outputs: plain text, GitHub workflow commands (``::error file=...,line=...::``,
+https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands,
+escaped as ``@actions/core``'s ``command.ts`` does) and JUnit XML (the
+schema CI servers read: https://github.com/testmoapp/junitxml).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import tomllib
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import orjson
+
+from .errors import InputError
+from .jsonio import atomic_write, load
+
+__all__ = [
+    "BASELINE_SCHEMA",
+    "Row",
+    "Thresholds",
+    "Finding",
+    "GateResult",
+    "load_config",
+    "evaluate",
+    "rows_from_report",
+    "rows_from_snapshots",
+    "load_baseline",
+    "baseline_bytes",
+    "write_baseline",
+    "format_text",
+    "format_github",
+    "junit_xml",
+]
+
+BASELINE_SCHEMA = "fidelity.gate-baseline/1"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One gated figure: a variant on a fixture (or a child snapshot)."""
+
+    key: str
+    variant: str
+    lost_tokens: float
+    usd_per_fork: float | None = None
+    fixture: str | None = None
+    line: int | None = None
+    cache_preserving: bool = False
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "cache_preserving"}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Allowed rises against the baseline (see the module doc)."""
+
+    max_lost_tokens_increase: float = 0.0
+    max_lost_tokens_increase_pct: float = 0.0
+    max_cost_increase_usd: float = 0.0
+    max_cost_increase_pct: float = 0.0
+    cache_preserving: tuple[str, ...] = ()
+    baseline: str = "reports/baseline.json"
+
+    def preserving(self, row: Row) -> bool:
+        return row.cache_preserving or any(
+            fnmatch.fnmatchcase(row.variant, pat) or fnmatch.fnmatchcase(row.key, pat) for pat in self.cache_preserving
+        )
+
+
+_NUMERIC = ("max_lost_tokens_increase", "max_lost_tokens_increase_pct", "max_cost_increase_usd", "max_cost_increase_pct")
+
+
+def load_config(path: str | Path | None = "pyproject.toml") -> Thresholds:
+    """Thresholds from ``[tool.fidelity.gate]`` of a ``pyproject.toml``
+    (defaults when the file or table is absent). Unknown keys, negative or
+    non-numeric thresholds raise :class:`InputError`."""
+    if path is None:
+        return Thresholds()
+    p = Path(path)
+    if not p.is_file():
+        return Thresholds()
+    try:
+        doc = tomllib.loads(p.read_text("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid TOML: {exc}", path=p) from None
+    table = doc.get("tool", {}).get("fidelity", {}).get("gate", {})
+    if not isinstance(table, dict):
+        raise InputError("[tool.fidelity.gate] must be a table", path=p)
+    known = set(_NUMERIC) | {"cache_preserving", "baseline"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise InputError(f"[tool.fidelity.gate]: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}", path=p)
+    kwargs: dict[str, Any] = {}
+    for key in _NUMERIC:
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InputError(f"[tool.fidelity.gate] {key} must be a number >= 0, got {value!r}", path=p)
+            kwargs[key] = float(value)
+    if "cache_preserving" in table:
+        pats = table["cache_preserving"]
+        if not isinstance(pats, list) or not all(isinstance(x, str) for x in pats):
+            raise InputError("[tool.fidelity.gate] cache_preserving must be a list of strings", path=p)
+        kwargs["cache_preserving"] = tuple(pats)
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str):
+            raise InputError("[tool.fidelity.gate] baseline must be a path string", path=p)
+        kwargs["baseline"] = table["baseline"]
+    return Thresholds(**kwargs)
+
+
+# -- evaluation ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the gate says about one row. ``kind``: ``cache_lost``,
+    ``regression``, ``new``, ``removed``, ``improved`` or ``ok``."""
+
+    row: Row
+    kind: str
+    message: str
+    failed: bool
+    baseline: Row | None = None
+
+
+@dataclass
+class GateResult:
+    findings: list[Finding] = field(default_factory=list)
+    baseline_path: str | None = None
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.failed]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures else 0
+
+
+def _allowed(base: float, abs_tol: float, pct: float) -> float:
+    return max(abs_tol, abs(base) * pct / 100.0)
+
+
+def _fmt_usd(x: float | None) -> str:
+    return "n/a" if x is None else f"${x:.6f}"
+
+
+def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresholds) -> GateResult:
+    """Apply the rules of the module doc to every row."""
+    result = GateResult()
+    base = {r.key: r for r in baseline or ()}
+    for row in current:
+        why = f" ({row.detail})" if row.detail else ""
+        old = base.get(row.key)
+        if th.preserving(row) and row.lost_tokens > 0:
+            result.findings.append(Finding(row, "cache_lost", f"{row.variant} is declared cache-preserving but loses "
+                                           f"{row.lost_tokens:,.0f} cached tokens per fork{why}", True, old))
+            continue
+        if old is None:
+            result.findings.append(Finding(row, "new", f"{row.variant}: not in the baseline; loses "
+                                           f"{row.lost_tokens:,.0f} tokens per fork{why}", False))
+            continue
+        problems = []
+        d_tok = row.lost_tokens - old.lost_tokens
+        if d_tok > _allowed(old.lost_tokens, th.max_lost_tokens_increase, th.max_lost_tokens_increase_pct):
+            problems.append(f"lost tokens per fork rose {old.lost_tokens:,.0f} → {row.lost_tokens:,.0f} (+{d_tok:,.0f})")
+        if row.usd_per_fork is not None and old.usd_per_fork is not None:
+            d_usd = row.usd_per_fork - old.usd_per_fork
+            if d_usd > _allowed(old.usd_per_fork, th.max_cost_increase_usd, th.max_cost_increase_pct) + 1e-12:
+                problems.append(f"cost per fork rose {_fmt_usd(old.usd_per_fork)} → {_fmt_usd(row.usd_per_fork)}")
+        if problems:
+            result.findings.append(Finding(row, "regression", f"{row.variant}: " + "; ".join(problems) + why, True, old))
+        elif d_tok < 0:
+            result.findings.append(Finding(row, "improved", f"{row.variant}: lost tokens per fork fell "
+                                           f"{old.lost_tokens:,.0f} → {row.lost_tokens:,.0f}", False, old))
+        else:
+            result.findings.append(Finding(row, "ok", f"{row.variant}: {row.lost_tokens:,.0f} lost tokens per fork "
+                                           f"(baseline {old.lost_tokens:,.0f})", False, old))
+    keys = {r.key for r in current}
+    for old in baseline or ():
+        if old.key not in keys:
+            result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline but not measured now", False, old))
+    return result
+
+
+# -- rows from a report or from snapshots --------------------------------------------
+
+_NAME_KEYS = ("variant", "name", "id")
+_LOST_KEYS = ("lost_tokens_per_fork", "lost_tokens", "lost")
+_COST_KEYS = ("usd_lost_per_fork", "usd_per_fork", "cost_per_fork", "usd_lost_per_request", "usd_lost")
+_FIXTURE_KEYS = ("fixture", "path", "file", "source", "child_path")
+
+
+def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    for nest in ("cache", "cost", "loss", "lost", "per_fork"):
+        sub = obj.get(nest)
+        if isinstance(sub, dict):
+            v = _num_flat(sub, keys)
+            if v is not None:
+                return v
+    return None
+
+
+def _num_flat(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+def _str(obj: dict[str, Any], keys: Iterable[str]) -> str | None:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
+    """Rows from a report JSON result: every object that names a variant and
+    carries a lost-token figure (``lost_tokens`` / ``lost``, directly or under
+    ``cache``), inheriting a ``fixture``/``path`` from an enclosing object.
+    ``cache_preserving`` / ``preserves_cache`` flags are honoured."""
+    rows: list[Row] = []
+
+    def walk(node: Any, fixture: str | None, pointer: str) -> None:
+        if isinstance(node, dict):
+            here = _str(node, _FIXTURE_KEYS) or fixture
+            name = _str(node, _NAME_KEYS)
+            lost = _num(node, _LOST_KEYS)
+            if name is not None and lost is not None:
+                cause = node.get("cause")
+                detail = None
+                if isinstance(cause, dict):
+                    detail = ": ".join(str(x) for x in (cause.get("kind"), cause.get("detail")) if x)
+                elif isinstance(node.get("detail"), str):
+                    detail = node["detail"]
+                line = node.get("line") if isinstance(node.get("line"), int) else None
+                key = f"{here}::{name}" if here else name
+                rows.append(Row(key=key, variant=name, lost_tokens=lost, usd_per_fork=_num(node, _COST_KEYS),
+                                fixture=here, line=line,
+                                cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
+                                detail=detail))
+                return
+            for k, v in node.items():
+                walk(v, here, f"{pointer}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, fixture, f"{pointer}/{i}")
+
+    walk(obj, None, "")
+    if not rows:
+        raise InputError("no variant rows found (objects with a variant name and lost tokens)", path=path)
+    seen: set[str] = set()
+    for r in rows:
+        if r.key in seen:
+            raise InputError(f"two rows for {r.key!r}; the gate needs one per fixture and variant", path=path)
+        seen.add(r.key)
+    return rows
+
+
+def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> int:
+    """1-based line in the file holding body byte ``offset``."""
+    head = 1 if is_snapshot else 0
+    if offset is None:
+        return head + 1
+    return head + 1 + body[:offset].count(b"\n")
+
+
+def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None) -> list[Row]:
+    """Diff each child request of a snapshot folder against its parent
+    (:func:`fidelity.snapshot.pairs_in_folder`); one row per child, keyed by
+    its file name, pointing at the child file and the line of its first
+    divergent byte."""
+    from .diff import compare
+    from .snapshot import pairs_in_folder
+
+    rows = []
+    base = Path(relative_to) if relative_to is not None else None
+    for parent, child in pairs_in_folder(folder):
+        dialect = None
+        for meta in (parent.meta, child.meta):
+            if meta is not None and meta.provider:
+                dialect = meta.provider
+                break
+        res = compare(parent.body, child.body, dialect=dialect, prices=prices,
+                      parent_path=str(parent.path), child_path=str(child.path))
+        detail = res.cause.kind
+        if res.cause.detail:
+            detail += f": {res.cause.detail}"
+        if res.view.pointer:
+            detail += f" at {res.view.pointer}"
+        shown = child.path
+        if base is not None:
+            try:
+                shown = child.path.resolve().relative_to(Path(base).resolve())
+            except ValueError:
+                pass
+        rows.append(Row(
+            key=child.path.name,
+            variant=child.path.name,
+            lost_tokens=float(res.cache.lost),
+            usd_per_fork=res.cost.usd_lost if res.cost else None,
+            fixture=str(shown),
+            line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
+            detail=f"{detail}; parent {parent.path.name}",
+        ))
+    if not rows:
+        raise InputError("no (parent, child) pair of requests in this folder", path=folder)
+    return rows
+
+
+# -- baselines --------------------------------------------------------------------
+
+
+def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
+    """The baseline file: schema, where the rows came from, the rows."""
+    doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:
+    atomic_write(path, baseline_bytes(rows, source=source))
+
+
+def load_baseline(path: str | Path) -> list[Row]:
+    """Rows of a baseline written by :func:`write_baseline`, or of a saved
+    report JSON result. A missing file raises :class:`InputError` that says
+    how to create one."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no baseline; create it with `fidelity gate --update-baseline`", path=p)
+    doc = load(p)
+    if isinstance(doc, dict) and doc.get("schema") == BASELINE_SCHEMA:
+        rows = doc.get("rows")
+        if not isinstance(rows, list):
+            raise InputError("baseline rows must be a list", path=p, pointer="/rows")
+        out = []
+        for i, r in enumerate(rows):
+            try:
+                out.append(Row(key=str(r["key"]), variant=str(r["variant"]), lost_tokens=float(r["lost_tokens"]),
+                               usd_per_fork=None if r.get("usd_per_fork") is None else float(r["usd_per_fork"]),
+                               fixture=r.get("fixture"), line=r.get("line"), detail=r.get("detail")))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise InputError("baseline row needs key, variant and a numeric lost_tokens", path=p,
+                                 pointer=f"/rows/{i}") from None
+        return out
+    return rows_from_report(doc, path=p)
+
+
+# -- output -----------------------------------------------------------------------
+
+_MARK = {"cache_lost": "FAIL", "regression": "FAIL", "new": "new ", "removed": "gone", "improved": "ok  ", "ok": "ok  "}
+
+
+def format_text(result: GateResult) -> str:
+    """Plain lines, failures first, and a verdict."""
+    order = sorted(result.findings, key=lambda f: (not f.failed, f.row.key))
+    lines = []
+    for f in order:
+        where = f"{f.row.fixture}:{f.row.line}: " if f.failed and f.row.fixture and f.row.line else ""
+        lines.append(f"{_MARK[f.kind]} {where}{f.message}")
+    n = len(result.failures)
+    lines.append(f"fidelity gate: {'FAILED' if n else 'passed'} — {n} failure(s), {len(result.findings)} row(s)"
+                 + (f", baseline {result.baseline_path}" if result.baseline_path else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(result: GateResult) -> str:
+    """GitHub workflow commands: ``::error`` for each failure (pointing at its
+    fixture or snapshot file and line), ``::notice`` for new rows, then the
+    text summary."""
+    out = []
+    for f in result.findings:
+        if not (f.failed or f.kind == "new"):
+            continue
+        level = "error" if f.failed else "notice"
+        props = []
+        if f.row.fixture:
+            props.append(f"file={_escape_property(f.row.fixture)}")
+            if f.row.line:
+                props.append(f"line={f.row.line}")
+        title = "cache-preserving variant lost tokens" if f.kind == "cache_lost" else (
+            "prompt-cache regression" if f.failed else "new gated row")
+        props.append(f"title={_escape_property('fidelity: ' + title)}")
+        out.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
+    return "\n".join(out) + ("\n" if out else "") + format_text(result)
+
+
+def junit_xml(result: GateResult) -> bytes:
+    """A JUnit XML report: one test case per row, failures with their message."""
+    suites = ET.Element("testsuites", name="fidelity")
+    cases = [f for f in result.findings if f.kind != "removed"]
+    suite = ET.SubElement(suites, "testsuite", name="fidelity gate", tests=str(len(cases)),
+                          failures=str(len(result.failures)), errors="0", skipped="0")
+    for f in cases:
+        attrs = {"classname": "fidelity.gate", "name": f.row.key}
+        if f.row.fixture:
+            attrs["file"] = f.row.fixture
+        if f.row.line:
+            attrs["line"] = str(f.row.line)
+        case = ET.SubElement(suite, "testcase", attrs)
+        if f.failed:
+            fail = ET.SubElement(case, "failure", message=f.message, type=f.kind)
+            fail.text = f.message
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = f.message
+    ET.indent(suites)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode").encode("utf-8") + b"\n"

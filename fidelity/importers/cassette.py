@@ -1,0 +1,144 @@
+"""vcrpy cassettes (the YAML default serializer, or the JSON one).
+
+A cassette is ``{"version": 1, "interactions": [{"request": {"method",
+"uri", "headers": {name: [values]}, "body"}, "response": {...}}]}``
+(vcrpy ``vcr/cassette.py`` and ``vcr/serializers/``). vcrpy decodes a body
+to text when it is UTF-8 and keeps bytes otherwise (YAML writes them as
+``!!binary``; the JSON serializer cannot store them at all).
+
+A cassette cannot always hold the exact body bytes, and this importer says
+so in its warnings and in each snapshot's ``notes`` / ``body_exact``:
+
+* vcrpy's ``filter_post_data_parameters`` re-serialises a JSON body with
+  ``json.dumps`` defaults (``", "`` and ``": "`` separators) even when no key
+  matched (``vcr/filters.py``, ``replace_post_data_parameters``). The openai
+  and anthropic SDKs send compact JSON, so a body from them that is spaced
+  exactly as ``json.dumps`` writes it is not what they sent;
+* a ``Content-Length`` header that disagrees with the stored body;
+* any ``before_record_request`` hook may have rewritten the body: the
+  importer cannot see that, and says so once.
+
+YAML cassettes need PyYAML (``pip install pyyaml``, which vcrpy itself
+requires); JSON cassettes need nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..jsonio import loads, read_bytes
+from ._base import Imported, looks_like_model_request
+
+__all__ = ["read_cassette", "reserialised_by_vcrpy"]
+
+_SDK_HINTS = ("openai/python", "anthropic/python", "x-stainless-lang")
+
+
+def _load(path: str | Path) -> Any:
+    data = read_bytes(path)
+    if data.lstrip()[:1] == b"{":
+        return loads(data, path=path)
+    try:
+        import yaml
+    except ImportError:
+        raise InputError("a YAML cassette needs PyYAML (pip install pyyaml)", path=path) from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(data, Loader=loader)  # safe loader: plain data and !!binary only
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
+
+
+def reserialised_by_vcrpy(body: bytes) -> bool:
+    """True when ``body`` is JSON written with ``json.dumps`` defaults and
+    differs from its compact form, i.e. it has vcrpy's re-dump spacing."""
+    try:
+        obj = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    spaced = json.dumps(obj).encode("utf-8")
+    compact = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    return body == spaced and spaced != compact
+
+
+def read_cassette(path: str | Path) -> Imported:
+    """Every model request of a vcrpy cassette, in interaction order."""
+    doc = _load(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
+        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
+    out = Imported(source=f"cassette:{Path(path).name}")
+    out.warnings.append(
+        "a vcrpy cassette stores each body after vcrpy's filters and any before_record_request hook; "
+        "a hook that rewrote a body cannot be detected"
+    )
+    for i, inter in enumerate(doc["interactions"]):
+        where = f"/interactions/{i}/request"
+        req = inter.get("request") if isinstance(inter, dict) else None
+        if not isinstance(req, dict):
+            raise InputError("interaction has no request mapping", path=path, pointer=where)
+        raw = req.get("body")
+        if isinstance(raw, dict) and "string" in raw:  # the response-style shape
+            raw = raw["string"]
+        if raw is None or raw == "" or raw == b"":
+            out.skipped += 1
+            continue
+        if isinstance(raw, bytes):
+            body = raw
+        elif isinstance(raw, str):
+            body = raw.encode("utf-8", "surrogatepass")
+        else:
+            raise InputError(f"request body must be text or bytes, not {type(raw).__name__}", path=path, pointer=where + "/body")
+        if not looks_like_model_request(body):
+            out.skipped += 1
+            continue
+        headers = _headers(req.get("headers"), path, where)
+        notes: list[str] = []
+        low = {k.lower(): v for k, v in headers}
+        length = low.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) != len(body):
+            notes.append(
+                f"Content-Length says {int(length)} bytes but the cassette body is {len(body)}: "
+                "the cassette does not hold the exact body bytes"
+            )
+        hints = " ".join(f"{k}:{v}" for k, v in low.items()).lower()
+        if reserialised_by_vcrpy(body):
+            if any(h in hints for h in _SDK_HINTS):
+                notes.append(
+                    "the body is spaced as json.dumps writes it, but the SDK that sent it writes compact "
+                    "JSON: vcrpy re-serialised it (filter_post_data_parameters); the cassette does not "
+                    "hold the exact body bytes"
+                )
+            else:
+                out.warnings.append(
+                    f"{where}: the body is spaced as json.dumps writes it; if the client sent compact JSON, "
+                    "vcrpy re-serialised it (filter_post_data_parameters) and the bytes are not exact"
+                )
+        uri = req.get("uri")
+        if not isinstance(uri, str):
+            raise InputError("request has no uri", path=path, pointer=where)
+        out.add(
+            method=str(req.get("method") or "POST"),
+            url=uri,
+            headers=headers,
+            body=body,
+            where=where,
+            notes=notes,
+            body_exact=not notes,
+        )
+        out.warnings.extend(f"{where}: {n}" for n in notes)
+    return out
+
+
+def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise InputError("request headers must be a mapping", path=path, pointer=where + "/headers")
+    out = []
+    for name, vals in value.items():
+        for v in vals if isinstance(vals, list) else [vals]:
+            out.append((str(name), v.decode("latin-1") if isinstance(v, bytes) else str(v)))
+    return out

