@@ -170,22 +170,22 @@ def _message_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> s
     pm = [s.data for s in p if s.kind == "message"]
     cm = [s.data for s in c if s.kind == "message"]
     a, b = p[split], c[split]
-    i = a.index
+    i, at = a.index, f"at {b.pointer}"
     if any(k in a.data for k in _REASONING_KEYS) and not any(k in b.data for k in _REASONING_KEYS):
-        return f"reasoning dropped on replay (message {i})"
+        return f"reasoning dropped on replay ({at})"
     if i + 1 < len(pm) and pm[i + 1] == b.data:
-        return f"message removed (message {i})"
+        return f"message removed ({at})"
     if i + 1 < len(cm) and cm[i + 1] == a.data:
-        return f"message inserted (message {i})"
+        return f"message inserted ({at})"
     va, vb = _json(a.data), _json(b.data)
     if va is not None and va == vb:
-        return f"key order changed (message {i})"
+        return f"key order changed ({at})"
     if _arguments_equal(va, vb):
-        return f"tool-call argument key order changed (message {i})"
+        return f"tool-call argument key order changed ({at})"
     volatile = _volatile(a.data, b.data)
     if volatile:
-        return f"{volatile} (message {i})"
-    return f"text edited (message {i})"
+        return f"{volatile} ({at})"
+    return f"text edited ({at})"
 
 
 def _arguments_equal(va: Any, vb: Any) -> bool:

@@ -222,16 +222,21 @@ def _compare_views(
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
 
     tok = tokens.for_model(model, d.provider)
-    p_ids = tokens.segment_tokens(tok, p_segs)
-    c_ids = tokens.segment_tokens(tok, c_segs)
+    p_ids = _prompt_tokens(tok, p_segs)
+    c_ids = _prompt_tokens(tok, c_segs)
     common = _common_tokens(p_ids, c_ids, split)
     p_len = sum(map(len, p_ids))
     c_len = sum(map(len, c_ids))
     figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
 
     cm = cache_models.for_provider(d.provider)
+    # The provider keys its cache by the params segment (model, thinking...):
+    # a parent under another key holds nothing this child can read.
+    same_key = split != 0 or not p_segs or p_segs[0].kind != "params"
+    earlier = [cache_models.PromptTokens(tuple(chain.from_iterable(p_ids)), 0.0,
+                                         _breakpoints(p_segs, p_ids))] if same_key else []
     outcome = cm.predict(
-        [cache_models.PromptTokens(tuple(chain.from_iterable(p_ids)), 0.0, _breakpoints(p_segs, p_ids))],
+        earlier,
         cache_models.PromptTokens(tuple(chain.from_iterable(c_ids)), 1.0, _breakpoints(c_segs, c_ids)),
     )
     lost = max(0, cm.reusable(min(p_len, c_len), c_len) - outcome.cached)
@@ -239,6 +244,13 @@ def _compare_views(
 
     cost, note = _cost(prices, d.provider, model, lost)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
+
+
+def _prompt_tokens(tok: tokens.Tokenizer, segs: Sequence[Segment]) -> list[tuple[int, ...]]:
+    """Token ids per segment. The params segment is a cache key, not prompt
+    text: it holds no tokens, and when it differs nothing is shared."""
+    ids = tokens.segment_tokens(tok, segs)
+    return [() if seg.kind == "params" else tuple(t) for seg, t in zip(segs, ids)]
 
 
 def _first_differing_segment(p: Sequence[Segment], c: Sequence[Segment]) -> int | None:
@@ -304,6 +316,8 @@ def _common_tokens(p_ids: Sequence[tuple[int, ...]], c_ids: Sequence[tuple[int, 
                    split: int | None) -> int:
     if split is None:
         return sum(map(len, c_ids))
+    if split == 0:  # the cache key (params) differs: no prefix is shared
+        return 0
     common = sum(len(ids) for ids in c_ids[:split])
     if split < len(p_ids) and split < len(c_ids):
         a, b = p_ids[split], c_ids[split]

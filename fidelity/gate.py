@@ -58,6 +58,7 @@ __all__ = [
     "evaluate",
     "rows_from_report",
     "rows_from_snapshots",
+    "rows_from_score",
     "load_baseline",
     "baseline_bytes",
     "write_baseline",
@@ -224,8 +225,8 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
 
 _NAME_KEYS = ("variant", "name", "id")
 _LOST_KEYS = ("lost_tokens_per_fork", "lost_tokens", "lost")
-_COST_KEYS = ("usd_lost_per_fork", "usd_per_fork", "cost_per_fork", "usd_lost_per_request", "usd_lost")
-_FIXTURE_KEYS = ("fixture", "path", "file", "source", "child_path")
+_COST_KEYS = ("usd_per_fork", "cost_per_fork", "per_child", "usd_lost_per_fork", "usd_lost_per_request", "usd_lost")
+_FIXTURE_KEYS = ("fixture", "file", "path", "source", "child_path", "session")
 
 
 def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
@@ -275,10 +276,13 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
                 detail = None
                 if isinstance(cause, dict):
                     detail = ": ".join(str(x) for x in (cause.get("kind"), cause.get("detail")) if x)
+                elif isinstance(cause, str):
+                    detail = ": ".join(str(x) for x in (cause, node.get("cause_detail")) if x)
                 elif isinstance(node.get("detail"), str):
                     detail = node["detail"]
                 line = node.get("line") if isinstance(node.get("line"), int) else None
-                key = f"{here}::{name}" if here else name
+                dialect = node.get("dialect") if isinstance(node.get("dialect"), str) else None
+                key = "::".join(x for x in (here, name, dialect) if x)
                 rows.append(Row(key=key, variant=name, lost_tokens=lost, usd_per_fork=_num(node, _COST_KEYS),
                                 fixture=here, line=line,
                                 cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
@@ -298,6 +302,24 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
         if r.key in seen:
             raise InputError(f"two rows for {r.key!r}; the gate needs one per fixture and variant", path=path)
         seen.add(r.key)
+    return rows
+
+
+def rows_from_score(result: Any) -> list[Row]:
+    """Rows from a :class:`fidelity.score.Score` (the report's result
+    object): one per session × variant × dialect, cost per fork being the
+    prompt-side cost of one child request, pointing at the session's file."""
+    rows = []
+    by_name = {s.name: s for s in getattr(result, "sessions", ())}
+    for r in result.rows:
+        session = by_name.get(r.session)
+        detail = r.cause + (f": {r.cause_detail}" if r.cause_detail else "")
+        if r.pointer:
+            detail += f" at {r.pointer}"
+        rows.append(Row(key=f"{r.session}::{r.variant}::{r.dialect}", variant=f"{r.variant} ({r.dialect}, {r.session})",
+                        lost_tokens=float(r.lost), usd_per_fork=r.cost.per_child if r.cost else None,
+                        fixture=getattr(session, "file", None) or r.session, line=None,
+                        cache_preserving=bool(r.cache_preserving), detail=detail))
     return rows
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from fidelity.canonical import load_request, request_from_json, request_to_json
 from fidelity.errors import InputError

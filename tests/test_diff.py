@@ -11,6 +11,7 @@ import copy
 import json
 
 import httpx
+import httpx2
 import pytest
 
 from fidelity.diff import compare
@@ -20,21 +21,22 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 
 
-def _capture_client(cls, **kwargs):
+def _capture_client(cls, http=httpx, **kwargs):
+    """An SDK client whose transport records each body and answers 400."""
     seen: list[bytes] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request):
         seen.append(request.content)
-        return httpx.Response(400, json={"error": {"message": "captured", "type": "x"}})
+        return http.Response(400, json={"error": {"message": "captured", "type": "x"}})
 
     client = cls(api_key="sk-test", max_retries=0,
-                 http_client=httpx.Client(transport=httpx.MockTransport(handler)), **kwargs)
+                 http_client=http.Client(transport=http.MockTransport(handler)), **kwargs)
     return client, seen
 
 
 _OPENAI, _OPENAI_SEEN = _capture_client(openai.OpenAI)
 _DEEPSEEK, _DEEPSEEK_SEEN = _capture_client(openai.OpenAI, base_url="https://api.deepseek.com")
-_ANTHROPIC, _ANTHROPIC_SEEN = _capture_client(anthropic.Anthropic)
+_ANTHROPIC, _ANTHROPIC_SEEN = _capture_client(anthropic.Anthropic, http=httpx2)  # anthropic 2.x is built on httpx2
 
 
 def openai_body(**kwargs) -> bytes:
@@ -93,7 +95,7 @@ def test_child_that_only_appends_loses_nothing():
     assert r.dialect == "openai-chat" and r.model == "gpt-4o"
     assert r.cause.kind == "appended_only"
     assert not r.raw.identical and r.raw.first_divergent_byte is not None
-    assert r.view.segment == ("message", len(child_msgs) - 1)
+    assert r.view.segment == ("message", len(child_msgs) - 2)  # index within kind: system is its own kind
     assert r.tokens.common_prefix == r.tokens.parent_prompt > 1024
     assert r.cache.lost == 0
     assert r.cache.predicted_cached > 0 and r.cache.predicted_cached <= r.tokens.parent_prompt
@@ -185,8 +187,8 @@ def test_earlier_message_edited():
     msgs[5] = {**msgs[5], "content": "Step 1: look at module ONE and explain it."}
     r = compare(parent, openai_body(**{**PARENT, "messages": msgs}))
     assert r.cause.kind == "messages_rewritten"
-    assert r.cause.detail == "text edited (message 5)"
-    assert r.view.segment == ("message", 5) and r.view.pointer == "/messages/5/content"
+    assert r.cause.detail == "text edited (at /messages/5)"
+    assert r.view.segment == ("message", 4) and r.view.pointer == "/messages/5/content"
     assert 0 < r.tokens.common_prefix < r.tokens.parent_prompt
 
 
@@ -197,7 +199,7 @@ def test_argument_key_order_drift():
     call["function"]["arguments"] = json.dumps({"limit": 200, "path": "src/m0.py"})
     r = compare(parent, openai_body(**{**PARENT, "messages": msgs}))
     assert r.cause.kind == "messages_rewritten"
-    assert r.cause.detail == "tool-call argument key order changed (message 2)"
+    assert r.cause.detail == "tool-call argument key order changed (at /messages/2)"
     assert r.view.pointer == "/messages/2/tool_calls/0/function/arguments"
 
 
@@ -218,7 +220,7 @@ def test_reasoning_dropped_on_replay_deepseek():
 
 
 def test_anthropic_tool_added_is_seen_first_in_cache_order():
-    base = dict(model="claude-sonnet-4-5", max_tokens=1024, system=SYSTEM,
+    base = dict(model="claude-opus-4-5", max_tokens=1024, system=SYSTEM,
                 messages=[{"role": "user", "content": "hello"}],
                 tools=[{"name": "read_file", "description": "Read.", "input_schema": {"type": "object"}}])
     parent = anthropic_body(**base)

@@ -34,7 +34,9 @@ class DashScopeImplicitCache(CacheModel):
 class DashScopeExplicitCache(BreakpointCache):
     """DashScope explicit cache (``cache_control: {"type": "ephemeral"}``).
 
-    Rules (same page, "Explicit cache"): each marker ends a cache block
+    Rules (https://www.alibabacloud.com/help/en/model-studio/context-cache,
+    "Explicit cache"; https://help.aliyun.com/zh/model-studio/context-cache
+    spells out the lookback): each marker ends a cache block
     written from the start of ``messages``; the system looks back at most 20
     content blocks from each marker and reads the longest matching prefix;
     at most 4 markers per request; a block must hold at least 1024 tokens;

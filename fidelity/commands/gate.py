@@ -47,15 +47,16 @@ def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
 
 
 def _run_report(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
-    """Run the report pipeline in-process when it offers ``result_json(args)``."""
+    """Run the report in-process: ``fidelity.commands.report.build_score(args)``
+    (the :class:`fidelity.score.Score` the report renders) when it exists."""
     try:
         from . import report
     except ModuleNotFoundError:
         report = None  # type: ignore[assignment]
-    fn = getattr(report, "result_json", None) if report is not None else None
-    if fn is None:
+    build = getattr(report, "build_score", None) if report is not None else None
+    if build is None:
         raise InputError("nothing to gate: pass --snapshots DIR or --report FILE (a `fidelity report --json` result)")
-    return gate.rows_from_report(fn(args)), "report"
+    return gate.rows_from_score(build(args)), "report"
 
 
 def run(args: argparse.Namespace) -> int:

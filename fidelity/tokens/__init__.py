@@ -28,8 +28,7 @@ gemini-estimate 4 characters per token                          yes
 from __future__ import annotations
 
 import functools
-import re
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 from ..errors import UnknownName
 from ._base import CHUNK_CHARS, Tokenizer, safe_chunks

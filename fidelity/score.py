@@ -1,0 +1,350 @@
+"""Score session × variant × provider: what a fork child inherits, reuses,
+loses, and what that costs.
+
+Every scored pair goes through :func:`fidelity.diff.compare_requests` (one
+differ for the whole toolkit); this module only decides *which* pairs to
+compare and turns their figures into the report's columns. It is pure: the
+same fixtures, variants and price table give the same :class:`Score`.
+
+Definitions (tokens of the child's prompt, under the provider's tokenizer and
+cache model):
+
+* **inherited**: the child's prompt up to the end of the history it copied
+  from the parent (head plus inherited messages); 0 when it copied no message.
+* **inheritable**: what a faithful child of the variant's baseline
+  composition reads from the parent's cache (the cache model's prediction for
+  that child sent right after the parent's last request).
+* **reused**: what the cache model predicts this child reads from cache.
+* **lost**: ``max(0, inheritable - reused)``: prefix the composition threw
+  away. A declared cache-preserving variant must lose 0.
+* **cost**: ``reused × cache_read + written × cache_write + rest × input``
+  per child request (prompt side only: output is the same across variants),
+  and ×1000 per 1,000 forks; savings against spawn = spawn's cost − this cost
+  (negative: inherited context costs more than a bare directive, the price of
+  the context the child starts with).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from . import diff as differ
+from . import pricing, tokens, wire
+from .compose import Variant, parent_request
+from .diff import DiffResult
+from .errors import FidelityError
+from .fixtures import FixtureSet, ProviderSetup, Session
+from .model import Request, Route
+
+__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS"]
+
+HEAD_KINDS = ("params", "tools", "system")
+#: coarse regions of the cache view, in the order the bars draw them
+REGIONS = ("params", "tools", "system", "history")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Prompt-side cost of one child request, USD, from one price row."""
+
+    per_child: float
+    per_1000: float
+    cold_per_child: float
+    savings_vs_spawn_per_child: float | None
+    savings_vs_spawn_per_1000: float | None
+    price_model: str
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class SiblingFigures:
+    """One sibling of a fan-out against the first sibling."""
+
+    index: int
+    reused: int
+    child_prompt: int
+    first_divergent_byte: int | None
+    segment: tuple[str, int] | None
+    cause: str
+
+
+@dataclass(frozen=True)
+class Row:
+    session: str
+    variant: str
+    dialect: str
+    provider: str
+    model: str
+    tokenizer: str
+    estimated: bool
+    cache_model: str
+    parent_prompt: int
+    child_prompt: int
+    inherited: int
+    inheritable: int
+    reused: int
+    lost: int
+    written: int
+    first_divergent_byte: int | None
+    raw_first_divergent_byte: int | None
+    segment: tuple[str, int] | None
+    pointer: str | None
+    cause: str
+    cause_detail: str | None
+    #: token counts of the child's cache view per region (params, tools, system, history)
+    regions: tuple[tuple[str, int], ...]
+    cost: Cost | None
+    cost_note: str | None
+    expected: str
+    meets_expectation: bool
+    cache_preserving: bool
+    siblings: tuple[SiblingFigures, ...] = ()
+
+    @property
+    def region(self) -> str | None:
+        """Where the divergence sits: params, tools, system or history."""
+        if self.segment is None:
+            return None
+        return "history" if self.segment[0] == "message" else self.segment[0]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A combination that could not be scored, and why (for example a
+    builder whose child the dialect cannot render)."""
+
+    session: str
+    variant: str
+    dialect: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Score:
+    """The result object every report view renders."""
+
+    fixtures: str
+    price_table: str
+    price_as_of: str
+    sessions: tuple[Session, ...]
+    variants: tuple[Variant, ...]
+    providers: tuple[ProviderSetup, ...]
+    rows: tuple[Row, ...]
+    skipped: tuple[Skipped, ...] = ()
+
+    def row(self, session: str, variant: str, dialect: str) -> Row:
+        for r in self.rows:
+            if (r.session, r.variant, r.dialect) == (session, variant, dialect):
+                return r
+        raise KeyError((session, variant, dialect))
+
+
+def _views(dialect: str, model: str, body: bytes) -> tuple[tuple[str, int], ...]:
+    """``(segment kind, token count)`` of a body's cache view; memoised per body."""
+    key = (dialect, model, body)
+    hit = _VIEW_MEMO.get(key)
+    if hit is None:
+        d = wire.get(dialect)
+        segs = d.cache_view(body)
+        ids = tokens.segment_tokens(tokens.for_model(model, d.provider), segs)
+        hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids))
+    return hit  # type: ignore[return-value]
+
+
+_VIEW_MEMO: dict[tuple[str, str, bytes], tuple[tuple[tuple[str, int], ...], tuple[tuple[int, ...], ...]]] = {}
+
+
+def layout(child: Request, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
+    """Tokens of ``child``'s cache view per region, in region order."""
+    kinds, _ = _views(dialect, model, wire.get(dialect).render(child))
+    totals = dict.fromkeys(REGIONS, 0)
+    for kind, count in kinds:
+        totals["history" if kind == "message" else kind] += count
+    return tuple(totals.items())
+
+
+def _common_tokens(dialect: str, model: str, a: bytes, b: bytes) -> int:
+    """Tokens shared at the start of two bodies' cache views."""
+    ia, ib = _views(dialect, model, a)[1], _views(dialect, model, b)[1]
+    total = 0
+    for x, y in zip(ia, ib):
+        if x == y:
+            total += len(x)
+            continue
+        k = 0
+        while k < min(len(x), len(y)) and x[k] == y[k]:
+            k += 1
+        return total + k
+    return total
+
+
+def _inherited_messages(base: Request, history: Request) -> int:
+    n = 0
+    for a, b in zip(base.messages, history.messages):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def _cost(prices: pricing.PriceTable, result: DiffResult, provider: str) -> tuple[Cost | None, str | None]:
+    try:
+        price = prices.lookup(provider, result.model)
+    except Exception as exc:  # UnknownName: self-hosted engines have no list price
+        return None, f"no list price for {provider}/{result.model} in {prices.name}"
+    cached, written = result.cache.predicted_cached, result.cache.written
+    rest = max(0, result.tokens.child_prompt - cached - written)
+    read = price.cache_read if price.cache_read is not None else price.input
+    write = price.cache_write if price.cache_write is not None else price.input
+    usd = (cached * read + written * write + rest * price.input) / 1_000_000
+    cold = result.tokens.child_prompt * price.input / 1_000_000
+    return Cost(usd, usd * 1000, cold, None, None, price.model, price.source, price.as_of), None
+
+
+def _meets(variant: Variant, inherited: int, reused: int, lost: int, result: DiffResult) -> bool:
+    seg = result.view.segment
+    if variant.expect == "keeps-prefix":
+        return lost == 0
+    if variant.expect in ("loses-history", "loses-after-head"):
+        return lost > 0 and seg is not None and seg[0] in HEAD_KINDS
+    if variant.expect == "loses-all":
+        return reused == 0
+    if variant.expect == "no-inheritance":
+        return inherited == 0
+    if variant.expect == "defect":  # invisible on a provider that does not carry the defect's bytes
+        return result.cause.kind in (variant.cause, "identical")
+    return False
+
+
+class _Scorer:
+    def __init__(self, prices: pricing.PriceTable, variants: Sequence[Variant]) -> None:
+        self.prices = prices
+        self.by_name = {v.name: v for v in variants}
+
+        self._memo: dict[tuple[str, str, bytes, bytes], DiffResult] = {}
+
+    def compare(self, parent: Request, child: Request, dialect: str) -> DiffResult:
+        """:func:`fidelity.diff.compare_requests`, memoised on the rendered
+        pair (many variants share their faithful reference child)."""
+        d = wire.get(dialect)
+        key = (dialect, child.route.model, d.render(parent), d.render(child))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = differ.compare_requests(parent, child, dialect, prices=self.prices)
+        return hit
+
+    def row(self, session: Session, variant: Variant, setup: ProviderSetup) -> Row:
+        d = wire.get(setup.dialect)
+        history = replace(session.history, route=Route(d.provider, setup.model))
+        parent = parent_request(history)
+        context = {"alt_model": setup.alt_model, "model": setup.model}
+        directives = session.siblings[: variant.fanout] if variant.fanout > 1 else (session.directive,)
+        children = variant.children(history, directives, context)
+        child = children[0]
+        result = self.compare(parent, child, setup.dialect)
+
+        base = variant.base(history, directives[0])
+        n = _inherited_messages(base, history)
+        inherited = 0
+        if n and variant.builder != "spawn":
+            head = replace(child, messages=child.messages[:n])
+            inherited = _common_tokens(setup.dialect, result.model, d.render(head), d.render(child))
+        if variant.expect == "no-inheritance":
+            inheritable = 0
+        else:
+            ref = self.by_name.get(variant.baseline) if variant.baseline else None
+            faithful = ref.apply(history, directives[0], context) if ref else base
+            inheritable = self.compare(parent, faithful, setup.dialect).cache.predicted_cached
+        reused = result.cache.predicted_cached
+        lost = max(0, inheritable - reused)
+
+        cost, note = _cost(self.prices, result, d.provider)
+        siblings: list[SiblingFigures] = []
+        if len(children) > 1 and cost is not None:
+            total = cost.per_child
+            for k, sib in enumerate(children[1:], start=2):
+                r = self.compare(children[0], sib, setup.dialect)
+                siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
+                                               r.view.first_divergent_byte, r.view.segment, r.cause.kind))
+                c, _ = _cost(self.prices, r, d.provider)
+                total += c.per_child if c else 0.0
+            mean = total / len(children)
+            cost = replace(cost, per_child=mean, per_1000=mean * 1000)
+        elif len(children) > 1:
+            for k, sib in enumerate(children[1:], start=2):
+                r = self.compare(children[0], sib, setup.dialect)
+                siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
+                                               r.view.first_divergent_byte, r.view.segment, r.cause.kind))
+        return Row(
+            session=session.name, variant=variant.name, dialect=setup.dialect, provider=d.provider,
+            model=result.model, tokenizer=result.tokens.tokenizer, estimated=result.tokens.estimated,
+            cache_model=result.cache.model, parent_prompt=result.tokens.parent_prompt,
+            child_prompt=result.tokens.child_prompt, inherited=inherited, inheritable=inheritable,
+            reused=reused, lost=lost, written=result.cache.written,
+            first_divergent_byte=result.view.first_divergent_byte,
+            raw_first_divergent_byte=result.raw.first_divergent_byte, segment=result.view.segment,
+            pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
+            regions=layout(child, setup.dialect, result.model), cost=cost, cost_note=note,
+            expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result),
+            cache_preserving=variant.cache_preserving, siblings=tuple(siblings),
+        )
+
+
+def _with_spawn_savings(rows: list[Row]) -> list[Row]:
+    spawn = {(r.session, r.dialect): r.cost for r in rows if r.expected == "no-inheritance" and r.cost}
+    out = []
+    for r in rows:
+        base = spawn.get((r.session, r.dialect))
+        if r.cost is not None and base is not None:
+            saved = base.per_child - r.cost.per_child
+            r = replace(r, cost=replace(r.cost, savings_vs_spawn_per_child=saved,
+                                        savings_vs_spawn_per_1000=saved * 1000))
+        out.append(r)
+    return out
+
+
+def score(
+    fixtures: FixtureSet,
+    variants: Sequence[Variant],
+    *,
+    providers: Sequence[str] | None = None,
+    prices: pricing.PriceTable | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Score:
+    """Score every session × variant × provider (providers: the fixture
+    table's dialects that are registered, optionally narrowed to
+    ``providers``). ``progress`` is called once per row with its label."""
+    table = prices if prices is not None else pricing.load()
+    known = set(wire.names())
+    setups = [p for p in fixtures.providers if p.dialect in known]
+    if providers:
+        wanted = list(providers)
+        from .errors import UnknownName
+
+        for name in wanted:
+            if name not in {p.dialect for p in setups}:
+                raise UnknownName("provider", name, [p.dialect for p in setups])
+        setups = [p for p in setups if p.dialect in wanted]
+    scorer = _Scorer(table, variants)
+    rows: list[Row] = []
+    skipped: list[Skipped] = []
+    for session in fixtures.sessions:
+        for variant in variants:
+            for setup in setups:
+                try:
+                    rows.append(scorer.row(session, variant, setup))
+                except FidelityError as exc:
+                    skipped.append(Skipped(session.name, variant.name, setup.dialect, str(exc)))
+                if progress is not None:
+                    progress(f"{session.name} / {variant.name} / {setup.dialect}")
+    return Score(fixtures.source, table.name, table.as_of, tuple(fixtures.sessions), tuple(variants),
+                 tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
+
+
+def row_count(fixtures: FixtureSet, variants: Sequence[Variant], providers: Sequence[str] | None = None) -> int:
+    """How many rows :func:`score` will produce (for a progress bar)."""
+    known = set(wire.names())
+    setups = [p for p in fixtures.providers if p.dialect in known and (not providers or p.dialect in providers)]
+    return len(fixtures.sessions) * len(variants) * len(setups)
