@@ -49,6 +49,7 @@ __all__ = [
     "Delta",
     "Variant",
     "load_variants",
+    "load_variants_from_bytes",
     "variant_names",
     "get_variant",
     "render_sdk",
@@ -371,12 +372,14 @@ def load_variants(path: str | Path | None = None) -> tuple[Variant, ...]:
     ``compositions.toml``), in file order."""
     if path is None:
         data = resources.files("fidelity").joinpath("data/fixtures/compositions.toml").read_bytes()
-        where = "compositions.toml"
-    else:
-        data = Path(path).read_bytes() if Path(path).is_file() else b""
-        where = str(path)
-        if not data:
-            raise InputError("no such compositions file", path=path)
+        return load_variants_from_bytes(data, "compositions.toml")
+    if not Path(path).is_file():
+        raise InputError("no such compositions file", path=path)
+    return load_variants_from_bytes(Path(path).read_bytes(), str(path))
+
+
+def load_variants_from_bytes(data: bytes, where: str = "compositions.toml") -> tuple[Variant, ...]:
+    """Variants from the bytes of a compositions TOML document."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -87,6 +87,8 @@ class Row:
     reused: int
     lost: int
     written: int
+    #: tokens shared with the parent's prompt before the first divergence
+    common_prefix: int
     first_divergent_byte: int | None
     raw_first_divergent_byte: int | None
     segment: tuple[str, int] | None
@@ -96,7 +98,7 @@ class Row:
     #: token counts of the child's cache view per region (params, tools, system, history)
     regions: tuple[tuple[str, int], ...]
     cost: Cost | None
-    cost_note: str | None
+    note: str | None
     expected: str
     meets_expectation: bool
     cache_preserving: bool
@@ -189,12 +191,15 @@ def _inherited_messages(base: Request, history: Request) -> int:
     return n
 
 
-def _cost(prices: pricing.PriceTable, result: DiffResult, provider: str) -> tuple[Cost | None, str | None]:
+def _cost(prices: pricing.PriceTable, result: DiffResult, provider: str,
+          cached: int | None = None) -> tuple[Cost | None, str | None]:
     try:
         price = prices.lookup(provider, result.model)
-    except Exception as exc:  # UnknownName: self-hosted engines have no list price
+    except FidelityError:  # UnknownName: self-hosted engines have no list price
         return None, f"no list price for {provider}/{result.model} in {prices.name}"
-    cached, written = result.cache.predicted_cached, result.cache.written
+    if cached is None:
+        cached = result.cache.predicted_cached
+    written = result.cache.written
     rest = max(0, result.tokens.child_prompt - cached - written)
     read = price.cache_read if price.cache_read is not None else price.input
     write = price.cache_write if price.cache_write is not None else price.input
@@ -213,8 +218,8 @@ def _meets(variant: Variant, inherited: int, reused: int, lost: int, result: Dif
         return reused == 0
     if variant.expect == "no-inheritance":
         return inherited == 0
-    if variant.expect == "defect":  # invisible on a provider that does not carry the defect's bytes
-        return result.cause.kind in (variant.cause, "identical")
+    if variant.expect == "defect":  # or invisible: the provider never sees the defect's tokens
+        return lost == 0 or result.cause.kind == variant.cause
     return False
 
 
@@ -258,9 +263,15 @@ class _Scorer:
             faithful = ref.apply(history, directives[0], context) if ref else base
             inheritable = self.compare(parent, faithful, setup.dialect).cache.predicted_cached
         reused = result.cache.predicted_cached
+        note = None
+        if child.route != parent.route:
+            # caches are keyed by model: some bodies do not carry it (Gemini
+            # names the model in the URL) and one engine serves one model
+            reused, note = 0, "another model: the parent's cache entry is not visible to the child"
         lost = max(0, inheritable - reused)
 
-        cost, note = _cost(self.prices, result, d.provider)
+        cost, cost_note = _cost(self.prices, result, d.provider, reused)
+        note = "; ".join(x for x in (note, cost_note) if x) or None
         siblings: list[SiblingFigures] = []
         if len(children) > 1 and cost is not None:
             total = cost.per_child
@@ -282,11 +293,11 @@ class _Scorer:
             model=result.model, tokenizer=result.tokens.tokenizer, estimated=result.tokens.estimated,
             cache_model=result.cache.model, parent_prompt=result.tokens.parent_prompt,
             child_prompt=result.tokens.child_prompt, inherited=inherited, inheritable=inheritable,
-            reused=reused, lost=lost, written=result.cache.written,
+            reused=reused, lost=lost, written=result.cache.written, common_prefix=result.tokens.common_prefix,
             first_divergent_byte=result.view.first_divergent_byte,
             raw_first_divergent_byte=result.raw.first_divergent_byte, segment=result.view.segment,
             pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
-            regions=layout(child, setup.dialect, result.model), cost=cost, cost_note=note,
+            regions=layout(child, setup.dialect, result.model), cost=cost, note=note,
             expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result),
             cache_preserving=variant.cache_preserving, siblings=tuple(siblings),
         )

@@ -1,0 +1,39 @@
+"""Views of one :class:`fidelity.score.Score`: JSON, Markdown, HTML and a
+rich console table. Every view renders the same result object; none computes
+a figure of its own (derived values such as per-1,000 costs come from
+:mod:`._data`, shared by all views).
+
+>>> from fidelity.report import write  # doctest: +SKIP
+>>> write(score, "reports")            # doctest: +SKIP
+['reports/fidelity-report.md', 'reports/fidelity-report.json', 'reports/fidelity-report.html']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..jsonio import atomic_write
+from ..score import Score
+from ._data import SCHEMA, to_json
+from .console_view import console_table
+from .html_view import render_html
+from .json_view import render_json
+from .markdown_view import render_markdown
+
+__all__ = ["SCHEMA", "to_json", "render_json", "render_markdown", "render_html", "console_table", "write",
+           "FILES"]
+
+FILES = ("fidelity-report.md", "fidelity-report.json", "fidelity-report.html")
+
+
+def write(score: Score, out_dir: str | Path, *, runtime_note: str | None = None) -> list[str]:
+    """Write the three report files atomically into ``out_dir``; returns
+    their paths as given (relative stays relative)."""
+    out = Path(out_dir)
+    data = to_json(score)
+    views = (render_markdown(data).encode("utf-8"), render_json(data), render_html(data).encode("utf-8"))
+    paths = []
+    for name, body in zip(FILES, views):
+        atomic_write(out / name, body)
+        paths.append(str(out / name))
+    return paths

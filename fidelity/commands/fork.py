@@ -1,0 +1,48 @@
+"""``fidelity fork PARENT --variant V --directive TEXT``: write the reference
+child request body that a composition variant makes from a captured parent
+body, byte-exact for the provider."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import compose, jsonio, wire
+
+HELP = ("Make the reference child request of a composition variant from a captured parent request body "
+        "(any supported dialect), byte-exact for that provider.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("parent", help="the parent's request body (JSON) as sent, optionally with the "
+                        "assistant reply appended to its history")
+    parser.add_argument("--variant", required=True, help="composition variant (see docs/report.md): "
+                        + ", ".join(compose.variant_names()))
+    parser.add_argument("--directive", required=True, help="the child's task")
+    parser.add_argument("--provider", help="wire dialect of the body (default: detected)")
+    parser.add_argument("--alt-model", help="target model of the route-change variant")
+    parser.add_argument("--out", metavar="FILE", help="write the body here (default: stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    body = jsonio.read_bytes(args.parent)
+    obj = jsonio.loads(body, path=args.parent)
+    dialect = wire.get(args.provider) if args.provider else wire.detect(obj, path=args.parent)
+    try:
+        parent = dialect.parse(body)
+    except Exception as exc:
+        from ..errors import InputError
+
+        if isinstance(exc, InputError):
+            raise exc.at(args.parent) from None
+        raise
+    variant = compose.get_variant(args.variant)
+    context = {"model": parent.route.model, "alt_model": args.alt_model or parent.route.model}
+    child = variant.apply(parent, args.directive, context)
+    data = dialect.render(child)
+    if args.out:
+        jsonio.atomic_write(args.out, data)
+        print(args.out)
+    else:
+        sys.stdout.buffer.write(data)
+    return 0

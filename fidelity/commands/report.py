@@ -1,0 +1,58 @@
+"""``fidelity report``: score every session × variant × provider and write
+the Markdown, JSON and HTML reports (views of one result object)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import compose, fixtures, pricing, score
+from ..report import console_table, to_json, write
+
+HELP = ("Score the bundled (or given) fixtures for every composition variant and provider: inherited, "
+        "reused and lost cached tokens, first divergent byte, cost; writes fidelity-report.{md,json,html}.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fixtures", metavar="DIR",
+                        help="fixtures folder with sessions.toml (default: the bundled fixtures)")
+    parser.add_argument("--providers", nargs="+", metavar="P", help="only these wire dialects")
+    parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants")
+    parser.add_argument("--prices", metavar="FILE",
+                        help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+    parser.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: ./reports)")
+    parser.add_argument("--quiet", action="store_true", help="print only the paths written")
+
+
+def run(args: argparse.Namespace) -> int:
+    fx = fixtures.load(args.fixtures)
+    variants = compose.load_variants_from_bytes(fx.compositions)
+    if args.variants:
+        by_name = {v.name: v for v in variants}
+        missing = [n for n in args.variants if n not in by_name]
+        if missing:
+            from ..errors import UnknownName
+
+            raise UnknownName("variant", missing[0], list(by_name))
+        variants = tuple(by_name[n] for n in args.variants)
+    prices = pricing.load(args.prices) if args.prices else pricing.load()
+    console = Console(stderr=True)
+    started = time.monotonic()
+    total = score.row_count(fx, variants, args.providers)
+    show = not args.quiet and console.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not show) as bar:
+        task = bar.add_task("scoring", total=total)
+        result = score.score(fx, variants, providers=args.providers, prices=prices,
+                             progress=lambda label: bar.update(task, advance=1, description=label))
+    paths = write(result, args.out)
+    elapsed = time.monotonic() - started
+    if not args.quiet:
+        Console().print(console_table(to_json(result)))
+        console.print(f"scored {len(result.rows)} combinations in {elapsed:.1f} s")
+    for path in paths:
+        print(path)
+    return 0

@@ -1,0 +1,135 @@
+"""The HTML view: one self-contained page (inline CSS and SVG, no scripts,
+no external resources) that opens offline.
+
+Each variant gets one inline SVG with a bar per provider, drawn to the scale
+of the child's prompt: a thin strip shows the child's layout in cache order
+(params, tools, system, history), the bar shows the tokens read from cache
+(reused), the tokens a faithful fork would have read but this one does not
+(lost), and the rest; a marker sits at the first divergence, labelled with
+the region it falls in.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from . import _fmt
+
+WIDTH, LABEL, BAR, STRIP, GAP = 640, 150, 14, 5, 12
+COLORS = {"params": "#9e9e9e", "tools": "#5c6bc0", "system": "#8e24aa", "history": "#00897b",
+          "reused": "#43a047", "lost": "#e53935", "rest": "#cfd8dc"}
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif;margin:2rem auto;max-width:1100px;color:#1b1b1b;padding:0 1rem}
+h1{font-size:1.6rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd}h3{margin-bottom:.2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+td:first-child,th:first-child{text-align:left}.ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}
+.legend span{display:inline-block;margin-right:1rem}.sw{display:inline-block;width:.9em;height:.9em;vertical-align:-1px;margin-right:.3em}
+.variant{margin:1rem 0 1.6rem}.effects p{margin:.2rem 0}.meta{color:#555}svg text{font-size:11px;font-family:inherit}
+"""
+
+
+def _swatch(name: str, label: str) -> str:
+    return f'<span><i class="sw" style="background:{COLORS[name]}"></i>{escape(label)}</span>'
+
+
+def _bar(y: int, row: dict[str, Any] | None, provider: str, scale: float) -> str:
+    parts = [f'<text x="0" y="{y + BAR - 2}">{escape(provider)}</text>']
+    if row is None:
+        parts.append(f'<text x="{LABEL}" y="{y + BAR - 2}" fill="#777">skipped (see report)</text>')
+        return "".join(parts)
+    t = row["tokens"]
+    x = float(LABEL)
+    for name, count in row["regions"].items():
+        w = count * scale
+        if w > 0:
+            parts.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{STRIP}" fill="{COLORS[name]}">'
+                         f'<title>{name}: {count:,} tokens</title></rect>')
+        x += w
+    top = y + STRIP + 1
+    reused, lost = t["reused"], min(t["lost"], max(0, t["child_prompt"] - t["reused"]))
+    rest = max(0, t["child_prompt"] - reused - lost)
+    x = float(LABEL)
+    for name, count in (("reused", reused), ("lost", lost), ("rest", rest)):
+        w = count * scale
+        if w > 0:
+            parts.append(f'<rect x="{x:.2f}" y="{top}" width="{w:.2f}" height="{BAR - STRIP}" fill="{COLORS[name]}">'
+                         f'<title>{name}: {count:,} tokens</title></rect>')
+        x += w
+    d = row["divergence"]
+    if d["first_divergent_byte"] is not None:
+        mx = LABEL + t["common_prefix"] * scale
+        parts.append(f'<line x1="{mx:.2f}" y1="{y - 2}" x2="{mx:.2f}" y2="{y + BAR + 2}" stroke="#111" stroke-width="1.5">'
+                     f'<title>first divergence: {escape(_fmt.where(row))} ({escape(d["region"] or "")}), '
+                     f'after {t["common_prefix"]:,} tokens; cause {escape(d["cause"])}</title></line>')
+    end = LABEL + t["child_prompt"] * scale
+    label = f"lost {t['lost']:,} · {d['region'] or 'identical'}"
+    parts.append(f'<text x="{end + 6:.2f}" y="{y + BAR - 2}" fill="#333">{escape(label)}</text>')
+    return "".join(parts)
+
+
+def _variant_svg(data: dict[str, Any], session: str, variant: str) -> str:
+    providers = [p["provider"] for p in data["providers"]]
+    rows = {r["provider"]: r for r in data["rows"] if r["session"] == session and r["variant"] == variant}
+    biggest = max((r["tokens"]["child_prompt"] for r in data["rows"] if r["session"] == session), default=1) or 1
+    scale = (WIDTH - LABEL - 10) / biggest * 0.78
+    height = len(providers) * (BAR + GAP) + 4
+    bars = "".join(_bar(4 + i * (BAR + GAP), rows.get(p), p, scale) for i, p in enumerate(providers))
+    title = f"{variant} on {session}: reused and lost prefix per provider"
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH + 160}" height="{height}" '
+            f'viewBox="0 0 {WIDTH + 160} {height}"><title>{escape(title)}</title>{bars}</svg>')
+
+
+def _table(data: dict[str, Any], session: str) -> str:
+    head = ("<tr><th>variant</th><th>provider</th><th>inherited</th><th>reused</th><th>lost</th>"
+            "<th>first divergence</th><th>cause</th><th>$ / child</th><th>$ / 1,000</th><th>vs spawn / 1,000</th></tr>")
+    body = []
+    for r in data["rows"]:
+        if r["session"] != session:
+            continue
+        t, c = r["tokens"], r["cost"] or {}
+        cls = "ok" if r["meets_expectation"] else "bad"
+        est = " (est.)" if r["tokens_estimated"] else ""
+        body.append(
+            f"<tr class=\"{cls}\"><td>{escape(r['variant'])}</td><td>{escape(r['provider'] + est)}</td>"
+            f"<td>{t['inherited']:,}</td><td>{t['reused']:,}</td><td>{t['lost']:,}</td>"
+            f"<td>{escape(_fmt.where(r))}</td><td>{escape(r['divergence']['cause'])}</td>"
+            f"<td>{escape(_fmt.usd(c.get('usd_per_child'), 5))}</td><td>{escape(_fmt.usd(c.get('usd_per_1000'), 2))}</td>"
+            f"<td>{escape(_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2))}</td></tr>")
+    return f"<details><summary>All figures</summary><table>{head}{''.join(body)}</table></details>"
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The whole report as one HTML document."""
+    s = data["summary"]
+    variants = {v["name"]: v for v in data["variants"]}
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width,initial-scale=1">',
+           "<title>Prompt-cache fidelity report</title>", f"<style>{CSS}</style></head><body>",
+           "<h1>Prompt-cache fidelity report</h1>",
+           f'<p class="meta">Fixtures: {escape(data["fixtures"])}. Prices: {escape(data["prices"]["table"])} '
+           f'(as of {escape(data["prices"]["as_of"])}). Costs are prompt-side only.</p>',
+           f"<p>{s['rows']} combinations, {s['skipped']} skipped. Declared cache-preserving variants losing tokens: "
+           f"<b>{s['cache_preserving_rows_losing_tokens']}</b>. Missing their expected outcome: "
+           f"<b>{s['rows_missing_expectation']}</b>.</p>",
+           "<ul class=\"meta\">" + "".join(f"<li>{escape(x)}</li>" for x in _fmt.provenance(data)) + "</ul>",
+           '<p class="legend">' + "".join(_swatch(k, k) for k in COLORS) + " <span>│ first divergence</span></p>"]
+    for sess in data["sessions"]:
+        out.append(f"<h2>{escape(sess['name'])}: {escape(sess['title'])}</h2><p>{escape(sess['description'])}</p>")
+        for name, v in variants.items():
+            out.append(f'<div class="variant"><h3>{escape(v["title"])}</h3>'
+                       f'<p class="meta">{escape(name)} · builder {escape(v["builder"])} · '
+                       f'cache-preserving: {"yes" if v["cache_preserving"] else "no"}</p>'
+                       f"{_variant_svg(data, sess['name'], name)}</div>")
+        out.append(_table(data, sess["name"]))
+    out.append("<h2>Variants</h2>")
+    for v in data["variants"]:
+        out.append(f'<div class="effects"><h3>{escape(v["title"])}</h3><p>{escape(v["summary"])}</p>'
+                   f"<p><b>Token effect.</b> {escape(v['token_effect'])}</p>"
+                   f"<p><b>KV cache effect.</b> {escape(v['kv_cache_effect'])}</p></div>")
+    if data["skipped"]:
+        out.append("<h2>Skipped</h2><ul>" + "".join(
+            f"<li>{escape(k['session'])} / {escape(k['variant'])} / {escape(k['provider'])}: {escape(k['reason'])}</li>"
+            for k in data["skipped"]) + "</ul>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

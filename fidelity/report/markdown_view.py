@@ -1,0 +1,100 @@
+"""The Markdown view of the report (GitHub-flavoured tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _fmt
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _headline(data: dict[str, Any], session: str) -> list[str]:
+    providers = [p["provider"] for p in data["providers"]]
+    rows = {(r["variant"], r["provider"]): r for r in data["rows"] if r["session"] == session}
+    out = ["| variant | cache-preserving | " + " | ".join(providers) + " |",
+           "|---|---|" + "---:|" * len(providers)]
+    for v in data["variants"]:
+        cells = []
+        for p in providers:
+            r = rows.get((v["name"], p))
+            if r is None:
+                cells.append("skipped")
+                continue
+            lost = r["tokens"]["lost"]
+            mark = "" if r["meets_expectation"] else " ⚠"
+            cells.append(f"{_fmt.tokens(lost)}{mark}")
+        out.append(f"| {v['name']} | {'yes' if v['cache_preserving'] else 'no'} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _session_table(data: dict[str, Any], session: str) -> list[str]:
+    out = ["| variant | provider | inherited | reused | lost | first divergence | region | cause | "
+           "$ / child | $ / 1,000 forks | vs spawn / 1,000 |",
+           "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|"]
+    for r in data["rows"]:
+        if r["session"] != session:
+            continue
+        t, c = r["tokens"], r["cost"] or {}
+        est = " (est.)" if r["tokens_estimated"] else ""
+        out.append(
+            f"| {r['variant']} | {r['provider']}{est} | {_fmt.tokens(t['inherited'])} | {_fmt.tokens(t['reused'])} | "
+            f"{_fmt.tokens(t['lost'])} | {_fmt.where(r)} | {r['divergence']['region'] or '–'} | "
+            f"{r['divergence']['cause']} | {_fmt.usd(c.get('usd_per_child'), 5)} | {_fmt.usd(c.get('usd_per_1000'), 2)} | "
+            f"{_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2)} |")
+    return out
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The whole report as Markdown."""
+    s = data["summary"]
+    lines = [
+        "# Prompt-cache fidelity report",
+        "",
+        f"Fixtures: {data['fixtures']}. Prices: {data['prices']['table']} (as of {data['prices']['as_of']}); "
+        "each row's price source and date are in the JSON report. Costs are prompt-side only (output tokens "
+        "are the same across variants).",
+        "",
+        f"- {s['rows']} scored combinations (session × variant × provider), {s['skipped']} skipped.",
+        f"- Declared cache-preserving variants that lose tokens: **{s['cache_preserving_rows_losing_tokens']}**.",
+        f"- Combinations missing their expected outcome: **{s['rows_missing_expectation']}**"
+        + (": " + ", ".join(s["missing"]) if s["missing"] else "") + ".",
+        "",
+        "## Where the figures come from",
+        "",
+    ]
+    lines += [f"- {line}" for line in _fmt.provenance(data)]
+    lines += [
+        "",
+        "Definitions: *inherited* = child prompt tokens up to the end of the copied history; *reused* = tokens "
+        "the cache model predicts the child reads from the parent's cache; *lost* = tokens a faithful child of "
+        "the baseline composition reads that this one does not; *vs spawn* = spawn's cost minus this one "
+        "(negative: the inherited context costs more than a bare directive).",
+        "",
+    ]
+    for sess in data["sessions"]:
+        lines += [f"## {sess['name']}: {sess['title']}", "", sess["description"], "",
+                  f"{sess['messages']} messages, {sess['tools']} tools, {sess['system_sections']} system sections. "
+                  f"Directive: “{_esc(sess['directive'])}”", "",
+                  "Lost tokens per variant and provider (⚠: outcome differs from the variant's declared expectation):",
+                  ""]
+        lines += _headline(data, sess["name"])
+        lines += ["", "<details><summary>All figures</summary>", ""]
+        lines += _session_table(data, sess["name"])
+        lines += ["", "</details>", ""]
+    lines += ["## Variants", ""]
+    for v in data["variants"]:
+        lines += [f"### {v['name']}: {v['title']}", "",
+                  f"Builder `{v['builder']}`; deltas: {', '.join(f'`{d}`' for d in v['deltas']) or 'none'}; "
+                  f"cache-preserving: {'yes' if v['cache_preserving'] else 'no'}; expected: {v['expect_meaning']}"
+                  + (f" (cause `{v['cause']}`)" if v["cause"] else "") + ".", "",
+                  _esc(v["summary"]), "",
+                  f"**Token effect.** {_esc(v['token_effect'])}", "",
+                  f"**KV cache effect.** {_esc(v['kv_cache_effect'])}", ""]
+    if data["skipped"]:
+        lines += ["## Skipped", ""]
+        lines += [f"- {k['session']} / {k['variant']} / {k['provider']}: {_esc(k['reason'])}" for k in data["skipped"]]
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
