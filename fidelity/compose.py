@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import fork
 from .errors import InputError, UnknownName
-from .model import FrozenDict, Message, Reasoning, Request, Route, SystemBlock, Tool, ToolCall, freeze, thaw
+from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Tool, ToolCall, freeze, thaw
 
 __all__ = [
     "EXPECTATIONS",

@@ -188,8 +188,11 @@ def compare_requests(
     """Render both requests in ``dialect`` and compare the bodies."""
     d = wire.get(dialect)
     p_body, c_body = d.render(parent), d.render(child)
+    # Some bodies do not carry the model (Gemini names it in the URL), and
+    # one engine serves one model: another route never shares a cache entry.
     return _compare_views(d, child.route.model, p_body, c_body,
-                          d.cache_view(p_body), d.cache_view(c_body), prices)
+                          d.cache_view(p_body), d.cache_view(c_body), prices,
+                          key_changed=parent.route != child.route)
 
 
 def _view(d: wire.Dialect, body: bytes, path: str | None) -> list[Segment]:
@@ -213,6 +216,8 @@ def _compare_views(
     p_segs: Sequence[Segment],
     c_segs: Sequence[Segment],
     prices: pricing.PriceTable | None,
+    *,
+    key_changed: bool = False,
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
@@ -224,7 +229,7 @@ def _compare_views(
     tok = tokens.for_model(model, d.provider)
     p_ids = _prompt_tokens(tok, p_segs)
     c_ids = _prompt_tokens(tok, c_segs)
-    common = _common_tokens(p_ids, c_ids, split)
+    common = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
     p_len = sum(map(len, p_ids))
     c_len = sum(map(len, c_ids))
     figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
@@ -232,7 +237,7 @@ def _compare_views(
     cm = cache_models.for_provider(d.provider)
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
-    same_key = split != 0 or not p_segs or p_segs[0].kind != "params"
+    same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
     earlier = [cache_models.PromptTokens(tuple(chain.from_iterable(p_ids)), 0.0,
                                          _breakpoints(p_segs, p_ids))] if same_key else []
     outcome = cm.predict(

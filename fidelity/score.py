@@ -33,7 +33,7 @@ from . import diff as differ
 from . import pricing, tokens, wire
 from .compose import Variant, parent_request
 from .diff import DiffResult
-from .errors import FidelityError
+from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import Request, Route
 
@@ -263,15 +263,9 @@ class _Scorer:
             faithful = ref.apply(history, directives[0], context) if ref else base
             inheritable = self.compare(parent, faithful, setup.dialect).cache.predicted_cached
         reused = result.cache.predicted_cached
-        note = None
-        if child.route != parent.route:
-            # caches are keyed by model: some bodies do not carry it (Gemini
-            # names the model in the URL) and one engine serves one model
-            reused, note = 0, "another model: the parent's cache entry is not visible to the child"
         lost = max(0, inheritable - reused)
 
-        cost, cost_note = _cost(self.prices, result, d.provider, reused)
-        note = "; ".join(x for x in (note, cost_note) if x) or None
+        cost, note = _cost(self.prices, result, d.provider, reused)
         siblings: list[SiblingFigures] = []
         if len(children) > 1 and cost is not None:
             total = cost.per_child
@@ -332,8 +326,6 @@ def score(
     setups = [p for p in fixtures.providers if p.dialect in known]
     if providers:
         wanted = list(providers)
-        from .errors import UnknownName
-
         for name in wanted:
             if name not in {p.dialect for p in setups}:
                 raise UnknownName("provider", name, [p.dialect for p in setups])

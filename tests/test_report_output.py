@@ -4,7 +4,6 @@ that renders offline in a real browser, and the fixtures' provenance."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 

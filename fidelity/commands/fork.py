@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from .. import compose, jsonio, wire
+from ..errors import InputError
 
 HELP = ("Make the reference child request of a composition variant from a captured parent request body "
         "(any supported dialect), byte-exact for that provider.")
@@ -30,12 +31,8 @@ def run(args: argparse.Namespace) -> int:
     dialect = wire.get(args.provider) if args.provider else wire.detect(obj, path=args.parent)
     try:
         parent = dialect.parse(body)
-    except Exception as exc:
-        from ..errors import InputError
-
-        if isinstance(exc, InputError):
-            raise exc.at(args.parent) from None
-        raise
+    except InputError as exc:
+        raise exc.at(args.parent) from None
     variant = compose.get_variant(args.variant)
     context = {"model": parent.route.model, "alt_model": args.alt_model or parent.route.model}
     child = variant.apply(parent, args.directive, context)

@@ -51,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
     paths = write(result, args.out)
     elapsed = time.monotonic() - started
     if not args.quiet:
-        Console().print(console_table(to_json(result)))
+        out = Console()
+        if not out.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
+            out = Console(width=160)
+        out.print(console_table(to_json(result)))
         console.print(f"scored {len(result.rows)} combinations in {elapsed:.1f} s")
     for path in paths:
         print(path)

@@ -18,7 +18,7 @@ def console_table(data: dict[str, Any]) -> Group:
     parts: list[Any] = []
     for sess in data["sessions"]:
         table = Table(title=f"{sess['name']}: lost cached tokens per child", title_justify="left")
-        table.add_column("variant")
+        table.add_column("variant", no_wrap=True)
         table.add_column("keeps?", justify="center")
         for p in providers:
             table.add_column(p, justify="right")

@@ -136,6 +136,18 @@ def parse_tool(obj: Any, where: str) -> Tool:
 # ---------------------------------------------------------------- content parts
 
 
+def result_content(content: Any, render: Any) -> Any:
+    """Wire ``content`` of a tool result: text as is, a list of parts through
+    ``render``, and an object (a Gemini-style ``response``) as its compact
+    JSON text, the way harnesses bridge Gemini histories to OpenAI-style
+    APIs (Qwen Code serialises ``functionResponse.response`` to a string)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        return dumps_compact(content).decode("utf-8")
+    return [render(p) for p in content]
+
+
 def render_part(part: Any) -> dict[str, Any]:
     """A Chat Completions content part (text or image_url)."""
     if isinstance(part, Text):

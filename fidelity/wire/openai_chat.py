@@ -59,6 +59,7 @@ from ._openai_common import (
     render_tool,
     require_list,
     require_object,
+    result_content,
     same_json,
     sdk_ordered,
 )
@@ -93,7 +94,7 @@ def render_message(message: Message) -> dict[str, Any]:
         if len(results) != 1:
             raise InputError(f"a tool message holds exactly one tool result, found {len(results)}")
         r = results[0]
-        content = r.content if isinstance(r.content, str) else [render_part(p) for p in r.content]
+        content = result_content(r.content, render_part)
         out = {"role": "tool", "tool_call_id": r.call_id, "content": content}
     else:
         parts = [p for p in message.parts if isinstance(p, (Text,)) or p.kind == "image"]

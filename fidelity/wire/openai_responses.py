@@ -45,6 +45,7 @@ from ._openai_common import (
     params_segment,
     parse_arguments,
     require_object,
+    result_content,
     same_json,
     sdk_ordered,
 )
@@ -80,7 +81,7 @@ def render_items(message: Message) -> list[dict[str, Any]]:
         if isinstance(p, ToolCall):
             items.append({"type": "function_call", "call_id": p.id, "name": p.name, "arguments": arguments_string(p)})
         elif isinstance(p, ToolResult):
-            output = p.content if isinstance(p.content, str) else [_render_part(q) for q in p.content]
+            output = result_content(p.content, _render_part)
             items.append({"type": "function_call_output", "call_id": p.call_id, "output": output})
     return items
 
