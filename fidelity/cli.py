@@ -1,6 +1,6 @@
 """The ``fidelity`` command line: parse arguments, run one command, print.
 
-Each command lives in ``fidelity/commands/<name>.py`` and exposes
+Each command lives in a module of ``fidelity/commands/`` and exposes
 ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
 Errors raised on purpose (:class:`~fidelity.errors.FidelityError`) become one
 line on stderr and exit code 2; ``--debug`` shows the traceback instead.
@@ -16,7 +16,9 @@ from typing import Sequence
 
 from .errors import FidelityError
 
-COMMANDS = ("report", "diff", "render", "fork", "gate", "calibrate")
+#: command name -> module in fidelity/commands
+COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
+            "import": "import_snapshots", "calibrate": "calibrate"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,13 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"fidelity {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".commands.{name}", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__package__}.commands.{name}":
-                continue
-            raise
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(f".commands.{module_name}", __package__)
         cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
         cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                          help="show tracebacks on errors")

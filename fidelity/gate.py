@@ -229,11 +229,18 @@ _COST_KEYS = ("usd_per_fork", "cost_per_fork", "per_child", "usd_lost_per_fork",
 _FIXTURE_KEYS = ("fixture", "file", "path", "source", "child_path", "session")
 
 
+def _as_float(v: int | float, key: str) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        raise InputError(f"{key} is too large a number ({len(str(v))} digits)") from None
+
+
 def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
     for k in keys:
         v = obj.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            return _as_float(v, k)
     for nest in ("cache", "cost", "loss", "lost", "per_fork"):
         sub = obj.get(nest)
         if isinstance(sub, dict):
@@ -247,7 +254,7 @@ def _num_flat(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
     for k in keys:
         v = obj.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            return _as_float(v, k)
     return None
 
 
@@ -294,7 +301,10 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
             for i, v in enumerate(node):
                 walk(v, fixture, f"{pointer}/{i}")
 
-    walk(obj, None, "")
+    try:
+        walk(obj, None, "")
+    except InputError as exc:
+        raise exc.at(path) if path is not None else exc
     if not rows:
         raise InputError("no variant rows found (objects with a variant name and lost tokens)", path=path)
     seen: set[str] = set()
@@ -405,7 +415,7 @@ def load_baseline(path: str | Path) -> list[Row]:
                 out.append(Row(key=str(r["key"]), variant=str(r["variant"]), lost_tokens=float(r["lost_tokens"]),
                                usd_per_fork=None if r.get("usd_per_fork") is None else float(r["usd_per_fork"]),
                                fixture=r.get("fixture"), line=r.get("line"), detail=r.get("detail")))
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 raise InputError("baseline row needs key, variant and a numeric lost_tokens", path=p,
                                  pointer=f"/rows/{i}") from None
         return out

@@ -1,16 +1,19 @@
 """Reading JSON and JSONL input, with one-line errors that name the file.
 
-orjson keeps object key order (Python dicts are ordered), which the whole
-toolkit relies on: nothing here or elsewhere sorts keys.
+Every reader parses with :func:`loads` (one set of rules: see there), which
+keeps object key order (Python dicts are ordered); the whole toolkit relies
+on it: nothing here or elsewhere sorts keys.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
-
-import orjson
 
 from .errors import InputError
 
@@ -31,18 +34,154 @@ def read_bytes(path: str | Path) -> bytes:
         raise InputError(exc.strerror or str(exc), path=p) from None
 
 
+#: Deepest nesting of arrays and objects accepted. Real request bodies nest
+#: a few dozen levels (tool schemas); the toolkit walks values recursively,
+#: so a deeper document is refused up front with one clear line instead of a
+#: ``RecursionError`` somewhere downstream.
+MAX_DEPTH = 256
+
+
+class _Refused(Exception):
+    """Raised from inside ``json.loads`` hooks; becomes :class:`InputError`."""
+
+    def __init__(self, problem: str, obj: Any = None) -> None:
+        super().__init__(problem)
+        self.problem, self.obj = problem, obj
+
+
+class _DupDict(dict):
+    """An object that held a duplicate key (only ever seen on the error path)."""
+
+    duplicate: str = ""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        dup = _DupDict(pairs)
+        dup.duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Refused("", dup)
+    return d
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _Refused(f"number {text[:40]} is out of range (overflows a double)")
+    return value
+
+
 def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None = None) -> Any:
-    """Parse one JSON document; the error says what is wrong and where."""
+    """Parse one JSON document strictly; the error says what is wrong and where.
+
+    One parser for every reader (request bodies, snapshots, logs, HAR,
+    cassettes, baselines, price tables), with these rules:
+
+    * UTF-8 only; a byte order mark, invalid UTF-8 or an empty document is
+      refused;
+    * ``NaN``, ``Infinity`` and numbers that overflow a double are refused
+      (not JSON; the SDKs cannot send them);
+    * integers of any size are kept exactly (up to Python's 4300-digit
+      conversion limit), lone surrogate escapes (``"\\ud800"``) are
+      accepted, as ``json.loads`` (the SDKs' own parser) accepts them;
+    * a **duplicate key** is refused with the JSON pointer of its object:
+      parsers disagree on which value wins, so the cache-relevant bytes of
+      such a body are ambiguous;
+    * nesting deeper than :data:`MAX_DEPTH` is refused.
+
+    Key order is kept (nothing is ever sorted).
+    """
     if isinstance(data, str):
-        data = data.encode("utf-8", "surrogatepass")
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise InputError("starts with a UTF-8 byte order mark; JSON bodies must not", path=path, line=line)
-    if not data.strip():
+        text = data
+    else:
+        data = bytes(data)
+        if data.startswith(b"\xef\xbb\xbf"):
+            raise InputError("starts with a UTF-8 byte order mark; JSON bodies must not", path=path, line=line)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8: invalid byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                             path=path, line=line) from None
+    if text.startswith("\ufeff"):
+        raise InputError("starts with a byte order mark; JSON bodies must not", path=path, line=line)
+    if not text.strip():
         raise InputError("empty input, expected JSON", path=path, line=line)
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {_short(exc)}", path=path, line=line) from None
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}, char {exc.pos})",
+                         path=path, line=line) from None
+    except _Refused as exc:
+        if isinstance(exc.obj, _DupDict):
+            raise _duplicate(text, exc.obj.duplicate, path, line) from None
+        raise InputError(f"not valid JSON: {exc.problem}", path=path, line=line) from None
+    except RecursionError:
+        raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep", path=path, line=line) from None
+    except MemoryError:
+        raise InputError(f"too large to parse in memory ({len(text):,} characters)", path=path, line=line) from None
+    except ValueError as exc:  # int() beyond sys.get_int_max_str_digits()
+        limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+        problem = f"an integer has more than {limit} digits" if "digits" in str(exc) else _short(exc)
+        raise InputError(f"not valid JSON: {problem}", path=path, line=line) from None
+    if text.count("[") + text.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+        raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep", path=path, line=line)
+    return value
+
+
+def depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value (a scalar is 0), iteratively."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _duplicate(text: str, key: str, path: str | Path | None, line: int | None) -> InputError:
+    """Name the duplicate key and the pointer of its object (found with a
+    second, pointer-tracking pass; only ever run on the error path)."""
+    where = _first_duplicate(text)
+    pointer, key = where if where is not None else (None, key)
+    return InputError(f"duplicate key {key!r}: parsers disagree on which value wins, so the bytes "
+                      "that matter are ambiguous; remove one", path=path, line=line, pointer=pointer)
+
+
+def _first_duplicate(text: str) -> tuple[str, str] | None:
+    def hook(pairs: list[tuple[str, Any]]) -> Any:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            seen: set[str] = set()
+            dup = _DupDict(d)
+            dup.duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+            return dup
+        return d
+
+    root = json.loads(text, object_pairs_hook=hook)
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, ptr = stack.pop()
+        if isinstance(node, _DupDict):
+            return ptr, node.duplicate
+        if isinstance(node, dict):
+            items = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            continue
+        for k, v in reversed(items):
+            stack.append((v, f"{ptr}/{str(k).replace('~', '~0').replace('/', '~1')}"))
+    return None
 
 
 def load(path: str | Path) -> Any:
@@ -59,17 +198,30 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             yield number, loads(raw, path=path, line=number)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once: os.umask is process-wide, not thread-safe
+
+
 def atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into
-    place, so a reader never sees a half-written report, baseline or snapshot."""
+    """Write ``data`` to a fresh temporary file beside ``path`` and rename it
+    into place, so a reader never sees a half-written report, baseline or
+    snapshot: after a crash (disk full, interrupt) ``path`` holds either its
+    old content or the new, never a mix, and no temporary file is left."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    tmp = Path(tmp_name)
     try:
-        with open(tmp, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, p)
     finally:
         if tmp.exists():

@@ -53,6 +53,7 @@ import orjson
 
 from .errors import InputError
 from .jsonio import atomic_write, read_bytes
+from .jsonio import loads as _jsonio_loads
 
 __all__ = [
     "FORMAT_VERSION",
@@ -148,9 +149,9 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
     if newline < 0:
         raise InputError("snapshot has no body (no newline after the metadata line)", path=path)
     try:
-        meta = orjson.loads(data[:newline])
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"snapshot metadata line is not valid JSON: {str(exc)[:120]}", path=path, line=1) from None
+        meta = _jsonio_loads(data[:newline], path=path, line=1)
+    except InputError as exc:
+        raise InputError(f"snapshot metadata line: {exc.problem}", path=path, line=1, pointer=exc.pointer) from None
     if not isinstance(meta, dict):
         raise InputError("snapshot metadata line is not a JSON object", path=path, line=1)
     version = meta.get("fidelity_snapshot")
@@ -168,8 +169,21 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
     if not isinstance(headers, dict):
         raise InputError("snapshot headers must be a JSON object", path=path, line=1)
     seq = meta.get("seq", 1)
-    if not isinstance(seq, int):
+    if not isinstance(seq, int) or isinstance(seq, bool):
         raise InputError("snapshot seq must be an integer", path=path, line=1)
+    for key in ("provider", "family", "model", "method", "url", "source"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise InputError(f"snapshot {key} must be a string or null", path=path, line=1, pointer=f"/{key}")
+    for key in ("redacted", "notes"):
+        if meta.get(key) is not None and not isinstance(meta[key], list):
+            raise InputError(f"snapshot {key} must be a list", path=path, line=1, pointer=f"/{key}")
+    parent = meta.get("parent")
+    if parent is not None and not isinstance(parent, (str, int)) or isinstance(parent, bool):
+        raise InputError("snapshot parent must be a file name, a seq number or null", path=path, line=1,
+                         pointer="/parent")
+    digest = meta.get("body_sha256")
+    if isinstance(digest, str) and digest != hashlib.sha256(body).hexdigest():
+        raise InputError("snapshot body does not match its body_sha256 (edited after capture?)", path=path)
     return Snapshot(
         body=body,
         seq=seq,
@@ -230,6 +244,32 @@ def _natural(name: str) -> tuple[Any, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
+def _head(path: Path) -> tuple[int, Any]:
+    """``(seq, parent)`` from a snapshot's metadata line, without reading the
+    body (a folder is listed in bounded memory; bodies are checked when read)."""
+    try:
+        with open(path, "rb") as fh:
+            line = fh.readline(1 << 20)
+    except OSError:
+        read_bytes(path)  # raises the one-line InputError for this path
+        raise
+    try:
+        meta = _jsonio_loads(line, path=path, line=1) if is_snapshot(line) and line.endswith(b"\n") else None
+    except InputError:
+        meta = None
+    if not isinstance(meta, dict):  # the full reader says what is wrong
+        s = read(path)
+        return s.seq, s.parent
+    seq = meta.get("seq", 1)
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise InputError("snapshot seq must be an integer", path=path, line=1)
+    parent = meta["parent"] if "parent" in meta else _UNSET
+    if parent is not _UNSET and parent is not None and (not isinstance(parent, (str, int)) or isinstance(parent, bool)):
+        raise InputError("snapshot parent must be a file name, a seq number or null", path=path, line=1,
+                         pointer="/parent")
+    return seq, parent
+
+
 def _entries(folder: Path) -> list[_Entry]:
     if not folder.is_dir():
         raise InputError("no such folder" if not folder.exists() else "not a folder", path=folder)
@@ -239,8 +279,8 @@ def _entries(folder: Path) -> list[_Entry]:
         if p.name.startswith(".") or not p.is_file():
             continue
         if p.suffix == SUFFIX:
-            s = read(p)
-            snaps.append(_Entry(p, s.seq, s.parent))
+            seq, parent = _head(p)
+            snaps.append(_Entry(p, seq, parent))
         elif p.suffix == ".json":
             raws.append(_Entry(p, None, _UNSET))
     snaps.sort(key=lambda e: (e.seq, _natural(e.path.name)))
@@ -252,6 +292,17 @@ def iter_folder(folder: str | Path) -> list[Path]:
     """Request files of a folder in order: snapshots by ``seq``, then raw
     ``*.json`` bodies in natural name order (``2.json`` before ``10.json``)."""
     return [e.path for e in _entries(Path(folder))]
+
+
+#: request bodies :func:`pairs_in_folder` keeps in memory at once
+_KEEP_LOADED = 4
+
+
+def count_pairs(folder: str | Path) -> int:
+    """How many pairs :func:`pairs_in_folder` will yield (for a progress bar);
+    reads only the metadata lines."""
+    entries = _entries(Path(folder))
+    return sum(1 for i, e in enumerate(entries) if (e.parent is _UNSET and i > 0) or e.parent not in (_UNSET, None))
 
 
 class Loaded(NamedTuple):
@@ -273,12 +324,18 @@ def pairs_in_folder(folder: str | Path) -> Iterator[tuple[Loaded, Loaded]]:
     request before it (consecutive turns of one conversation).
     """
     entries = _entries(Path(folder))
+    # Streaming: only the last few bodies stay in memory (a child usually
+    # pairs with the request just before it); an older parent is read again.
     cache: dict[Path, Loaded] = {}
 
     def loaded(p: Path) -> Loaded:
-        if p not in cache:
+        if p in cache:
+            cache[p] = cache.pop(p)  # most recently used last
+        else:
             body, meta = load_body(p)
             cache[p] = Loaded(p, body, meta)
+            while len(cache) > _KEEP_LOADED:
+                del cache[next(iter(cache))]
         return cache[p]
 
     by_name = {e.path.name: e for e in entries}

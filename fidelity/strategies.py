@@ -25,6 +25,7 @@ traffic has them, escaped inside JSON text (``ToolCall.arguments_json`` with
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Literal, Sequence
 
 import orjson
@@ -91,7 +92,8 @@ differing bytes between serialisers or tokenizers."""
 _PRIVATE_OR_SURROGATE = ("Cs", "Co")
 
 
-def unicode_text(*, min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str]:
+@lru_cache(maxsize=None)
+def unicode_text(*, min_size: int = 0, max_size: int = 12) -> st.SearchStrategy[str]:
     """Text mixing ASCII, any encodable code point and :data:`SPECIAL_TEXTS`
     (CJK, emoji, ZWJ, combining marks, separators that encoders escape
     differently). Never surrogates or private-use characters.
@@ -107,10 +109,17 @@ def unicode_text(*, min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[
     return st.lists(fragment, min_size=min_size, max_size=max_size).map("".join)
 
 
+@lru_cache(maxsize=None)
 def identifiers(*, max_size: int = 16) -> st.SearchStrategy[str]:
     """Tool / property names: ``[a-zA-Z_][a-zA-Z0-9_]*``."""
-    return st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,%d}" % (max_size - 1), fullmatch=True)
+    head = st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+    tail = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", max_size=max_size - 1)
+    return st.builds(lambda h, t: h + t, head, tail)
 
+
+_BOOLEANS = st.booleans()
+_ONE_IN_FIVE = st.integers(0, 4).map(lambda n: n == 0)
+_ONE_IN_FOUR = st.integers(0, 3).map(lambda n: n == 0)
 
 _scalars = st.one_of(
     st.none(),
@@ -121,6 +130,7 @@ _scalars = st.one_of(
 )
 
 
+@lru_cache(maxsize=None)
 def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
     """Plain JSON values (dicts, lists, scalars); dict keys in arbitrary
     insertion order, which must survive every step of the pipeline."""
@@ -132,6 +142,7 @@ def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
     )
 
 
+@lru_cache(maxsize=None)
 def json_objects(*, max_leaves: int = 12) -> st.SearchStrategy[dict[str, Any]]:
     """Plain JSON objects (the shape of tool arguments)."""
     return st.dictionaries(unicode_text(max_size=8), json_values(max_leaves=max_leaves), max_size=5)
@@ -152,9 +163,9 @@ def json_schemas(*, max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
         kinds = ["string", "integer", "number", "boolean"] + (["array", "object"] if depth > 0 else [])
         kind = kind or draw(st.sampled_from(kinds))
         entries: list[tuple[str, Any]] = [("type", kind)]
-        if draw(st.booleans()):
-            entries.append(("description", draw(unicode_text(max_size=20))))
-        if kind == "string" and draw(st.booleans()):
+        if draw(_BOOLEANS):
+            entries.append(("description", draw(unicode_text(max_size=10))))
+        if kind == "string" and draw(_BOOLEANS):
             entries.append(("enum", draw(st.lists(unicode_text(max_size=6), min_size=1, max_size=3, unique=True))))
         if kind == "array":
             entries.append(("items", draw(schema(depth - 1))))
@@ -162,9 +173,9 @@ def json_schemas(*, max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
             names = draw(st.lists(identifiers(max_size=10), max_size=4, unique=True))
             properties = {name: draw(schema(depth - 1)) for name in names}
             entries.append(("properties", properties))
-            if names and draw(st.booleans()):
+            if names and draw(_BOOLEANS):
                 entries.append(("required", draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
-            if draw(st.booleans()):
+            if draw(_BOOLEANS):
                 entries.append(("additionalProperties", False))
         return draw(_ordered(entries))
 
@@ -177,16 +188,24 @@ def tool_schemas(*, names: st.SearchStrategy[str] | None = None) -> st.SearchStr
     return st.builds(
         Tool,
         name=names if names is not None else identifiers(),
-        description=st.none() | unicode_text(max_size=30),
+        description=st.none() | unicode_text(max_size=12),
         parameters=json_schemas().map(freeze),
         extra=st.sampled_from([FrozenDict(), freeze({"strict": True}), freeze({"strict": False})]),
     )
 
 
+@lru_cache(maxsize=None)
 def tool_lists(*, min_size: int = 0, max_size: int = 4) -> st.SearchStrategy[tuple[Tool, ...]]:
     """Tuples of :class:`Tool` with unique names, in a drawn order."""
     return st.lists(tool_schemas(), min_size=min_size, max_size=max_size, unique_by=lambda t: t.name).map(tuple)
 
+
+_argument_objects = st.dictionaries(
+    st.sampled_from(["path", "query", "limit", "options", "名前", "b", "a"]) | unicode_text(max_size=6),
+    st.recursive(_scalars, lambda children: st.lists(children, max_size=3)
+                 | st.dictionaries(unicode_text(max_size=5), children, max_size=3), max_leaves=3),
+    max_size=3,
+)
 
 _LONE_SURROGATES = ("\ud800", "\udbff", "\udc00", "\udfff", "\ud83d")
 
@@ -198,7 +217,7 @@ def tool_arguments_json(draw: st.DrawFn, *, surrogate_escapes: bool = False) -> 
     separators, ASCII-escaped or raw UTF-8). With ``surrogate_escapes`` a
     value may be a lone surrogate, escaped in the text as ``\\udXXX`` (what
     a model that cut an emoji in half emits)."""
-    arguments = draw(json_objects(max_leaves=6))
+    arguments = draw(_argument_objects)
     if surrogate_escapes and draw(st.booleans()):
         key = draw(unicode_text(max_size=6))
         arguments = {**arguments, key: draw(st.sampled_from(_LONE_SURROGATES))}
@@ -216,6 +235,13 @@ def tool_arguments_json(draw: st.DrawFn, *, surrogate_escapes: bool = False) -> 
     return freeze(arguments), text
 
 
+@lru_cache(maxsize=256)
+def _names(names: tuple[str, ...]) -> st.SearchStrategy[str]:
+    return st.sampled_from(names) if names else identifiers()
+
+
+
+
 @st.composite
 def tool_calls(
     draw: st.DrawFn,
@@ -228,21 +254,25 @@ def tool_calls(
     ones); ``names`` restricts the tool name to known tools. Half of the calls
     carry ``arguments_json`` (OpenAI-style wires), half only ``arguments``
     (Gemini / Anthropic objects)."""
-    name = draw(st.sampled_from(list(names)) if names else identifiers())
-    ident = call_id if call_id is not None else "call_" + draw(st.from_regex(r"[A-Za-z0-9]{4,24}", fullmatch=True))
+    name = draw(_names(tuple(names)))
+    ident = call_id if call_id is not None else "call_" + draw(_ID_TAILS)
     arguments, text = draw(tool_arguments_json(surrogate_escapes=surrogate_escapes))
-    return ToolCall(ident, name, arguments, text if draw(st.booleans()) else None)
+    return ToolCall(ident, name, arguments, text if draw(_BOOLEANS) else None)
 
 
+@lru_cache(maxsize=None)
 def tool_result_contents() -> st.SearchStrategy[Any]:
     """A result's content: text, a tuple of :class:`Text` parts, or a
     Gemini-style ``response`` object (``{"output": …}`` / ``{"error": …}``)."""
-    text = unicode_text(max_size=30)
+    text = unicode_text(max_size=12)
     return st.one_of(
         text,
         st.lists(text.map(Text), min_size=1, max_size=2).map(tuple),
         st.builds(lambda key, value: freeze({key: value}), st.sampled_from(["output", "error"]), text),
     )
+
+
+_ID_TAILS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", max_size=12)
 
 
 class _Ids:
@@ -253,15 +283,15 @@ class _Ids:
 
     def next(self, draw: st.DrawFn) -> str:
         self.count += 1
-        return f"call_{self.count:02d}_" + draw(st.from_regex(r"[A-Za-z0-9]{0,12}", fullmatch=True))
+        return f"call_{self.count:02d}_" + draw(_ID_TAILS)
 
 
 def _assistant_parts(draw: st.DrawFn) -> tuple[Any, ...]:
     parts: list[Any] = []
-    if draw(st.booleans()):
-        parts.append(Reasoning(draw(unicode_text(max_size=30)), draw(st.none() | st.just("sig_" + "A" * 8))))
-    if draw(st.booleans()):
-        parts.append(Text(draw(unicode_text(max_size=30))))
+    if draw(_BOOLEANS):
+        parts.append(Reasoning(draw(unicode_text(max_size=12)), draw(st.none() | st.just("sig_" + "A" * 8))))
+    if draw(_BOOLEANS):
+        parts.append(Text(draw(unicode_text(max_size=12))))
     return tuple(parts)
 
 
@@ -273,9 +303,9 @@ def _calls_message(draw: st.DrawFn, ids: _Ids, names: Sequence[str], max_paralle
 
 def _results(draw: st.DrawFn, message: Message, tool_results_in: str) -> tuple[Message, ...]:
     calls = list(message.tool_calls())
-    order = draw(st.permutations(calls)) if draw(st.integers(0, 3)) == 0 else calls
+    order = draw(st.permutations(calls)) if draw(_ONE_IN_FOUR) else calls
     results = [
-        ToolResult(c.id, draw(st.sampled_from([c.name, None])), draw(tool_result_contents()), draw(st.integers(0, 4)) == 0)
+        ToolResult(c.id, c.name if draw(_BOOLEANS) else None, draw(tool_result_contents()), draw(_ONE_IN_FIVE))
         for c in order
     ]
     if tool_results_in == "tool":
@@ -283,8 +313,11 @@ def _results(draw: st.DrawFn, message: Message, tool_results_in: str) -> tuple[M
     return (Message("user", tuple(results)),)
 
 
+_PROMPT_TEXTS = st.lists(unicode_text(min_size=1, max_size=12), min_size=1, max_size=2)
+
+
 def _user_prompt(draw: st.DrawFn) -> Message:
-    texts = draw(st.lists(unicode_text(min_size=1, max_size=40), min_size=1, max_size=2))
+    texts = draw(_PROMPT_TEXTS)
     return Message("user", tuple(Text(t) for t in texts))
 
 
@@ -293,7 +326,7 @@ def histories(
     draw: st.DrawFn,
     *,
     min_turns: int = 0,
-    max_turns: int = 3,
+    max_turns: int = 2,
     max_steps: int = 2,
     max_parallel: int = 3,
     endings: Sequence[Ending] = ENDINGS,
@@ -336,13 +369,13 @@ def histories(
             messages.append(call_message)
             messages.extend(_results(draw, call_message, tool_results_in))
         if close:
-            final = _assistant_parts(draw) or (Text(draw(unicode_text(min_size=1, max_size=30))),)
+            final = _assistant_parts(draw) or (Text(draw(unicode_text(min_size=1, max_size=12))),)
             messages.append(Message("assistant", final))
 
     for _ in range(draw(st.integers(min_turns, max_turns))):
         messages.append(_user_prompt(draw))
         steps(close=True)
-    if ending == "in_flight" or (ending == "user" and draw(st.booleans())):
+    if ending == "in_flight" or (ending == "user" and draw(_BOOLEANS)):
         messages.append(_user_prompt(draw))
         steps(close=False)
         call_message = _calls_message(draw, ids, tool_names, max_parallel, surrogate_escapes)
@@ -354,12 +387,13 @@ def histories(
     return tuple(messages)
 
 
+@lru_cache(maxsize=None)
 def system_blocks(*, max_size: int = 3) -> st.SearchStrategy[tuple[SystemBlock, ...]]:
     """System prompts: 0..``max_size`` blocks, some named sections (DSH
     ``tool:report`` style), some with an Anthropic ``cache_control``."""
     block = st.builds(
         SystemBlock,
-        text=unicode_text(min_size=1, max_size=60),
+        text=unicode_text(min_size=1, max_size=16),
         name=st.none() | st.sampled_from(["base", "tool:report", "sandbox:policy", "env"]),
         cache_control=st.none() | st.just(freeze({"type": "ephemeral"})),
     )
@@ -443,9 +477,10 @@ def requests(
     )
 
 
+@lru_cache(maxsize=None)
 def directives() -> st.SearchStrategy[str]:
     """Fork directives: non-empty unicode text."""
-    return unicode_text(min_size=1, max_size=40)
+    return unicode_text(min_size=1, max_size=12)
 
 
 # --------------------------------------------------------------------------
@@ -462,7 +497,7 @@ def dsh_event_logs(
     draw: st.DrawFn,
     *,
     min_turns: int = 0,
-    max_turns: int = 3,
+    max_turns: int = 2,
     in_flight: bool | None = None,
     header: bool = True,
 ) -> list[dict[str, Any]]:
@@ -493,7 +528,7 @@ def dsh_event_logs(
             events.append({"type": "step/start", "data": {"turn": number, "step": step}})
             if step == 1:
                 events.append({"type": "user/message", "data": {
-                    "content": _dsh_text(draw(unicode_text(min_size=1, max_size=30))),
+                    "content": _dsh_text(draw(unicode_text(min_size=1, max_size=12))),
                     "source": {"kind": "user"}, "role": "user", "id": f"u-{number}"}, "surfaceOp": "append"})
                 events.append({"type": "request/header", "data": {"header": {
                     "config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
@@ -507,7 +542,7 @@ def dsh_event_logs(
                 for _ in range(draw(st.integers(1, 3))):
                     counter[0] += 1
                     calls.append((f"call_{counter[0]:02d}", draw(identifiers(max_size=10)),
-                                  json.dumps(draw(json_objects(max_leaves=3)))))
+                                  json.dumps(draw(_argument_objects))))
             content: list[dict[str, Any]] = [{"type": "reasoning", "text": "".join(texts)}]
             content += [{"type": "tool-call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
             if not calls:
@@ -524,8 +559,8 @@ def dsh_event_logs(
                     events.append({"type": "tool/result", "data": {"turn": number, "step": step, "message": {
                         "source": {"kind": "tool", "callId": call_id},
                         "content": [{"type": "tool-result", "toolCallId": call_id,
-                                     "content": _dsh_text(draw(unicode_text(max_size=20))),
-                                     "isError": draw(st.integers(0, 4)) == 0}],
+                                     "content": _dsh_text(draw(unicode_text(max_size=10))),
+                                     "isError": draw(_ONE_IN_FIVE)}],
                         "role": "user"}}, "surfaceOp": "append"})
             if complete or not last:
                 events.append({"type": "step/end", "data": {"turn": number, "step": step}})
@@ -535,6 +570,6 @@ def dsh_event_logs(
     completed = draw(st.integers(min_turns, max_turns))
     for number in range(1, completed + 1):
         turn(number, complete=True)
-    if in_flight if in_flight is not None else draw(st.booleans()):
+    if in_flight if in_flight is not None else draw(_BOOLEANS):
         turn(completed + 1, complete=False)
     return events

@@ -12,7 +12,7 @@ import pytest
 from fidelity import snapshot
 from fidelity.errors import InputError
 from fidelity.importers import guess_kind, import_file, write_imported
-from fidelity.importers.__main__ import main as importer_main
+from fidelity.cli import main as cli_main
 
 SECRET = "sk-import-SECRET-99999999"
 BODY = '{"model":"gpt-4o","messages":[{"role":"user","content":"héllo"}],"tools":[]}'
@@ -143,10 +143,10 @@ def test_guess_kind(tmp_path: Path) -> None:
 def test_cli_prints_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "c.json"
     src.write_text(json.dumps(_cassette(json.dumps(json.loads(BODY)), {"x-stainless-lang": ["python"]})))
-    assert importer_main([str(src), str(tmp_path / "out")]) == 0
+    assert cli_main(["import", str(src), str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
     assert "does not hold the exact body bytes" in err and "1 without exact body bytes" in err
-    assert importer_main([str(tmp_path / "missing.har"), str(tmp_path / "out")]) == 2
+    assert cli_main(["import", str(tmp_path / "missing.har"), str(tmp_path / "out")]) == 2
 
 
 def test_dsh_fork_session(shared_real: Path, tmp_path: Path) -> None:

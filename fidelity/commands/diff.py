@@ -32,17 +32,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
-    results = [compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
+    # One pair at a time: a folder of thousands of snapshots is streamed
+    # (bodies are read, compared and dropped; only the small results stay).
+    results = (compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
                        prices=prices, parent_path=p_name, child_path=c_name)
-               for p_name, p_body, c_name, c_body, p_meta_provider in _pairs(args)]
+               for p_name, p_body, c_name, c_body, p_meta_provider in _pairs(args))
     if args.json:
-        payload: Any = results[0].to_json() if args.child else [r.to_json() for r in results]
+        payload: Any = [r.to_json() for r in _progress(results, args)]
+        if args.child:
+            payload = payload[0]
         sys.stdout.buffer.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
     console = Console()
-    for result in results:
+    for result in _progress(results, args):
         console.print(render(result))
     return 0
+
+
+def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterator[DiffResult]:
+    """A progress bar on stderr for a snapshot folder (only when stderr is a
+    terminal, so piped output and CI logs stay clean)."""
+    if args.child is not None:
+        yield from results
+        return
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        yield from results
+        return
+    from rich.progress import track
+
+    total = snapshot.count_pairs(Path(args.parent))
+    yield from track(results, total=total, description="diffing pairs", console=err, transient=True)
 
 
 def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None]]:

@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from .. import gate
+from .. import gate, pricing
+from . import report
 from ..errors import InputError
 from ..jsonio import atomic_write, load
 
@@ -29,17 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--report", metavar="FILE", help="gate a saved `fidelity report --json` result")
     parser.add_argument("--config", metavar="FILE", default="pyproject.toml",
                         help="pyproject.toml holding [tool.fidelity.gate] (default: ./pyproject.toml)")
-    parser.add_argument("--prices", metavar="FILE",
-                        help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+    # Without --snapshots or --report the gate runs the report in-process.
+    report.add_input_arguments(parser)
 
 
 def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
     if args.snapshots:
-        prices = None
-        if args.prices:
-            from .. import pricing
-
-            prices = pricing.load(args.prices)
+        prices = pricing.load(args.prices) if args.prices else None
         return gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd()), f"snapshots:{args.snapshots}"
     if args.report:
         return gate.rows_from_report(load(args.report), path=args.report), f"report:{args.report}"
@@ -47,16 +44,9 @@ def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
 
 
 def _run_report(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
-    """Run the report in-process: ``fidelity.commands.report.build_score(args)``
-    (the :class:`fidelity.score.Score` the report renders) when it exists."""
-    try:
-        from . import report
-    except ModuleNotFoundError:
-        report = None  # type: ignore[assignment]
-    build = getattr(report, "build_score", None) if report is not None else None
-    if build is None:
-        raise InputError("nothing to gate: pass --snapshots DIR or --report FILE (a `fidelity report --json` result)")
-    return gate.rows_from_score(build(args)), "report"
+    """Run the report in-process (the :class:`fidelity.score.Score` that
+    ``fidelity report`` renders) and gate its rows."""
+    return gate.rows_from_score(report.build_score(args)), "report"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ import sys
 from .. import wire
 from ..canonical import load_request
 
-HELP = "write the exact request body a provider SDK would send for a canonical request"
+HELP = "Write the exact request body a provider SDK would send for a canonical request"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,17 +18,24 @@ HELP = ("Score the bundled (or given) fixtures for every composition variant and
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
+    parser.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: ./reports)")
+    parser.add_argument("--quiet", action="store_true", help="print only the paths written")
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what is scored (shared with ``fidelity gate``)."""
     parser.add_argument("--fixtures", metavar="DIR",
                         help="fixtures folder with sessions.toml (default: the bundled fixtures)")
     parser.add_argument("--providers", nargs="+", metavar="P", help="only these wire dialects")
     parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
-    parser.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: ./reports)")
-    parser.add_argument("--quiet", action="store_true", help="print only the paths written")
 
 
-def run(args: argparse.Namespace) -> int:
+def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> score.Score:
+    """Score what the input options choose: the one result object every
+    report view (and the gate) reads."""
     fx = fixtures.load(args.fixtures)
     variants = compose.load_variants_from_bytes(fx.compositions)
     if args.variants:
@@ -39,15 +47,20 @@ def run(args: argparse.Namespace) -> int:
             raise UnknownName("variant", missing[0], list(by_name))
         variants = tuple(by_name[n] for n in args.variants)
     prices = pricing.load(args.prices) if args.prices else pricing.load()
+    if progress is None:
+        return score.score(fx, variants, providers=args.providers, prices=prices)
     console = Console(stderr=True)
-    started = time.monotonic()
-    total = score.row_count(fx, variants, args.providers)
-    show = not args.quiet and console.is_terminal
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=not show) as bar:
-        task = bar.add_task("scoring", total=total)
-        result = score.score(fx, variants, providers=args.providers, prices=prices,
-                             progress=lambda label: bar.update(task, advance=1, description=label))
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("scoring", total=score.row_count(fx, variants, args.providers))
+        return score.score(fx, variants, providers=args.providers, prices=prices,
+                           progress=lambda label: (progress(label), bar.update(task, advance=1, description=label)))
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    result = build_score(args, progress=(lambda label: None) if not args.quiet else None)
+    console = Console(stderr=True)
     paths = write(result, args.out)
     elapsed = time.monotonic() - started
     if not args.quiet:

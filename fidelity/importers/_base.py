@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import orjson
+import json
 
 from ..jsonio import atomic_write
 from ..redact import Redactor, ensure_clean
@@ -98,8 +98,8 @@ def looks_like_model_request(body: bytes) -> bool:
         return False
     if not any(h in body for h in _HINTS):
         return False
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
+    try:  # lenient on purpose: keep the bytes of any JSON request; `fidelity diff` judges them
+        obj = json.loads(body.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and any(k in obj for k in ("messages", "contents", "input", "prompt"))

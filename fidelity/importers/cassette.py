@@ -45,11 +45,28 @@ def _load(path: str | Path) -> Any:
         import yaml
     except ImportError:
         raise InputError("a YAML cassette needs PyYAML (pip install pyyaml)", path=path) from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type,misc]
+        """The safe loader, refusing duplicate keys as every fidelity reader does."""
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, (str, int, float, bool, bytes)) or key is None:
+                    if key in seen:
+                        raise InputError(f"duplicate key {str(key)[:80]!r} in a YAML mapping: which value wins "
+                                         "is ambiguous; remove one", path=path, line=key_node.start_mark.line + 1)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
     try:
-        return yaml.load(data, Loader=loader)  # safe loader: plain data and !!binary only
+        return yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
+    except RecursionError:
+        raise InputError("YAML nested too deeply", path=path) from None
 
 
 def reserialised_by_vcrpy(body: bytes) -> bool:

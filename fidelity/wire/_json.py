@@ -17,7 +17,9 @@ Three jobs, all byte-exact:
   ``": "``, ``ensure_ascii=True``) for clients that post ``json.dumps(body)``.
 * **Parse without losing order.** :func:`loads` keeps key order and accepts
   what the SDKs' inverse accepts (``json.loads``; lone surrogate escapes such
-  as ``"\\ud800"`` parse, unlike ``orjson``).
+  as ``"\\ud800"`` parse, unlike ``orjson``); it is :func:`fidelity.jsonio.loads`,
+  the one strict parser of every reader (duplicate keys, NaN, over-deep
+  nesting refused).
 * **Find bytes, never re-serialise.** :func:`value_spans`,
   :func:`member_spans` and :func:`element_spans` scan a body and return the
   exact ``(start, end)`` byte offsets of values (addressed by RFC 6901 JSON
@@ -42,6 +44,7 @@ import json
 import re
 from typing import Any, Iterable, NamedTuple
 
+from .. import jsonio as _jsonio
 from ..errors import InputError
 
 __all__ = [
@@ -96,23 +99,11 @@ def dumps_pyjson(obj: Any) -> bytes:
 
 
 def loads(body: bytes | str, *, path: str | None = None) -> Any:
-    """Parse one JSON document with ``json.loads`` (key order kept, lone
-    surrogate escapes accepted); errors become :class:`InputError`."""
-    if isinstance(body, (bytes, bytearray)):
-        try:
-            text = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"body is not UTF-8 (byte {exc.start})", path=path) from None
-    else:
-        text = body
-    if text.startswith("\ufeff"):
-        raise InputError("starts with a byte order mark; JSON bodies must not", path=path)
-    if not text.strip():
-        raise InputError("empty body, expected JSON", path=path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} at char {exc.pos}", path=path) from None
+    """Parse one JSON document with :func:`fidelity.jsonio.loads` (``json.loads``
+    underneath: key order kept, lone surrogate escapes accepted; duplicate
+    keys, NaN / Infinity and over-deep nesting refused); errors become
+    :class:`InputError`."""
+    return _jsonio.loads(body, path=path)
 
 
 # --------------------------------------------------------------------------
