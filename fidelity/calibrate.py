@@ -14,13 +14,14 @@ Everything here is pure: it takes sessions already read
 :class:`Calibration` value; ``fidelity calibrate`` does the reading and the
 printing.
 
-Two pieces are *calibrated rules* that belong elsewhere once the lead moves
-them (see ``docs/calibration-proposed-changes.md``):
-
-* :func:`deepseek_v4_texts`: the DeepSeek V4 chat-template rendering of a
-  Chat Completions body (for ``fidelity/wire/_template.py``);
-* :class:`CalibratedDeepSeekCache`: DeepSeek's cache as the data shows it
-  (for ``fidelity/cache/deepseek.py``).
+The calibrated rules live in the core, so that ``fidelity diff``, ``report``
+and ``gate`` use them too: DeepSeek's cache in
+:class:`fidelity.cache.deepseek.DeepSeekCache` (``cache.for_provider
+("deepseek")``, 128-token unit), the DeepSeek V4 chat template in
+:mod:`fidelity.wire.deepseek` (:func:`~fidelity.wire.deepseek.deepseek_v4_texts`,
+the ``Segment.text`` of the ``deepseek`` dialect's cache view). What stays
+here is specific to the recorded logs: the ``{{cwd}}`` stand-in, header
+anchoring and the comparison.
 
 What the data established, and how, is written up in ``docs/calibration.md``.
 """
@@ -30,21 +31,20 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from .cache._base import CacheModel, CacheOutcome, PromptTokens, common_prefix
+from . import cache as cache_models
+from .cache import DEEPSEEK_UNIT, CacheModel, PromptTokens
 from .model import Message, Request, Route
 from .sources import dsh
 from .tokens import Tokenizer
+from .wire.deepseek import deepseek_v4_prompt, deepseek_v4_reply
 
 __all__ = [
-    "CACHE_UNIT",
     "CWD_PLACEHOLDER",
     "CWD_STANDIN",
-    "CalibratedDeepSeekCache",
-    "deepseek_v4_texts",
-    "deepseek_v4_prompt",
-    "deepseek_v4_reply",
+    "prompt_text",
+    "reply_text",
     "GroupInput",
     "StepResult",
     "SessionResult",
@@ -54,61 +54,7 @@ __all__ = [
     "summarize",
 ]
 
-# --------------------------------------------------------------------------- the calibrated cache
-
-#: DeepSeek's cache unit today, in tokens. Every non-zero ``cacheReadTokens``
-#: in the recorded logs is a multiple of 128 (and not all are multiples of
-#: 256); the documentation's 64 would leave half of them odd multiples of 64.
-CACHE_UNIT = 128
-
-
-class CalibratedDeepSeekCache(CacheModel):
-    """DeepSeek's context cache as the recorded usage shows it.
-
-    A request reads the longest prefix it shares with what an earlier
-    request left in the cache, rounded *down* to whole :data:`CACHE_UNIT`
-    token units. What a request leaves is its prompt followed by the model's
-    reply (``PromptTokens.output``): a tool round's next request reads past
-    the end of the previous prompt. No request-boundary unit is ever served
-    whole: no recorded hit is a non-multiple of the unit, even where the next
-    prompt repeated the previous prompt and reply completely.
-
-    Token effect: none (the cache does not change what is sent). KV cache
-    effect: cached = ``floor(common_prefix / 128) * 128``, so up to 127
-    shared tokens at the end of the prefix are billed as misses.
-    """
-
-    name = "deepseek-calibrated"
-    provider = "deepseek"
-    unit = CACHE_UNIT
-    includes_output = True
-    ttl: float | None = None
-    read_multiplier = 0.1
-    write_multiplier = 1.0
-
-    def reusable(self, common_prefix: int, prompt_len: int) -> int:
-        return min(common_prefix, prompt_len) // self.unit * self.unit
-
-    def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        n = len(request.tokens)
-        best = 0
-        for prior in earlier:
-            if not self.alive(prior.time, request.time):
-                continue
-            best = max(best, self.reusable(common_prefix(prior.stored, request.tokens), n))
-        stored = self.reusable(n, n)
-        return CacheOutcome(cached=best, written=max(0, stored - best), uncached=n - best)
-
-
-# --------------------------------------------------------------------------- the calibrated template
-
-BOS = "<｜begin▁of▁sentence｜>"
-EOS = "<｜end▁of▁sentence｜>"
-USER = "<｜User｜>"
-ASSISTANT = "<｜Assistant｜>"
-THINK = "<think>"
-END_THINK = "</think>"
-DSML = "｜DSML｜"
+# --------------------------------------------------------------------------- the recorded logs
 
 #: The log's working-directory placeholder, and the stand-in used when
 #: counting tokens. The recording machine's directory is unknown; every
@@ -118,181 +64,19 @@ DSML = "｜DSML｜"
 CWD_PLACEHOLDER = "{{cwd}}"
 CWD_STANDIN = "/private/var/folders/7q/kx0bz3yd1v5gh9jw2lt8m4rc0000gn/T/dsh-acp-8Rk2vQ"
 
-_TOOLS_BLOCK = """## Tools
 
-You have access to a set of tools you can use to answer the user's question.
-You can invoke functions by writing a "<{d}function_calls>" block like the following as part of your reply to the user:
-<{d}function_calls>
-<{d}invoke name="$FUNCTION_NAME">
-<{d}parameter name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</{d}parameter>
-...
-</{d}invoke>
-<{d}invoke name="$FUNCTION_NAME2">
-...
-</{d}invoke>
-</{d}function_calls>
-
-String and scalar parameters should be specified as is without any escaping or quotes, while lists and objects should use JSON format. The "string" attribute should be set to "true" for string type parameters and "false" for other types (numbers, booleans, arrays, objects).
-
-If the thinking_mode is enabled, then after function results you should strongly consider outputting a thinking block. Here is an example:
-
-<{d}function_calls>
-...
-</{d}function_calls>
-
-<function_results>
-...
-</function_results>
-
-{think}...thinking about results{end_think}
-
-Here are the functions available in JSONSchema format:
-<functions>
-{schemas}
-</functions>
-"""
-
-Texts = dict[tuple[str, int], str]
+def prompt_text(body: Mapping[str, Any]) -> str:
+    """The prompt DeepSeek V4 read for a recorded request body
+    (:func:`fidelity.wire.deepseek.deepseek_v4_prompt`, thinking mode), with
+    ``{{cwd}}`` replaced by :data:`CWD_STANDIN`."""
+    return deepseek_v4_prompt(body).replace(CWD_PLACEHOLDER, CWD_STANDIN)
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
-def _dsml_calls(calls: Sequence[Any], *, compact: bool) -> str:
-    """DSML tool-call block. ``compact``: JSON for non-string values without
-    spaces (how the API re-renders history); otherwise ``", "``/``": "`` (how
-    the model writes them, per ``outputTokens``)."""
-    seps = (",", ":") if compact else (", ", ": ")
-    invokes = []
-    for call in calls:
-        fn = call.get("function", {}) if isinstance(call, dict) else {}
-        raw = fn.get("arguments") or "{}"
-        try:
-            args = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            args = None
-        if isinstance(args, dict):
-            params = []
-            for key, value in args.items():
-                is_str = isinstance(value, str)
-                text = value if is_str else json.dumps(value, ensure_ascii=False, separators=seps)
-                params.append(f'<{DSML}parameter name="{key}" string="{"true" if is_str else "false"}">'
-                              f"{text}</{DSML}parameter>")
-            inner = "\n".join(params)
-        else:
-            inner = str(raw)
-        invokes.append(f'<{DSML}invoke name="{fn.get("name", "")}">\n{inner}\n</{DSML}invoke>')
-    return f"\n\n<{DSML}function_calls>\n" + "\n".join(invokes) + f"\n</{DSML}function_calls>"
-
-
-def _keeps_reasoning(message: Mapping[str, Any], index: int, last_user: int) -> bool:
-    """Reasoning stays in the prompt on assistant messages after the last
-    user message and on every assistant message that made tool calls; it is
-    dropped from the final (tool-free) answer of an earlier turn."""
-    return index > last_user or bool(message.get("tool_calls"))
-
-
-def deepseek_v4_texts(body: Mapping[str, Any]) -> Texts:
-    """Per-segment DeepSeek V4 chat-template text of a Chat Completions body,
-    keyed like :func:`fidelity.wire._template.deepseek_texts` (``("message",
-    i)`` by index into ``messages``, ``("tools", i)``).
-
-    Framing (DSML generation, thinking mode):
-    ``BOS`` + system text (+ ``"\\n\\n"`` + tool block when there are tools),
-    each user message ``<｜User｜>text<｜Assistant｜>``, each assistant message
-    ``<think>reasoning</think>`` (or only ``</think>`` where the reasoning is
-    dropped) + content + DSML tool calls + ``EOS``, each run of tool results
-    ``<｜User｜><tool_result>..</tool_result>...<｜Assistant｜>``. The
-    generation prompt ``<think>`` is not part of any segment; see
-    :func:`deepseek_v4_prompt`. ``{{cwd}}`` is left as is.
-    """
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-    n_system = 0
-    for m in messages:
-        if not (isinstance(m, dict) and m.get("role") in ("system", "developer")):
-            break
-        n_system += 1
-    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
-                    default=-1)
-    out: Texts = {}
-    system = "\n\n".join(_content_text(m.get("content")) for m in messages[:n_system])
-    for i in range(n_system):
-        out[("message", i)] = (BOS + system) if i == 0 else ""
-    for i, tool in enumerate(tools):
-        fn = tool.get("function", tool) if isinstance(tool, dict) else tool
-        schema = json.dumps(fn, ensure_ascii=False)
-        if i == 0:
-            lead = (BOS if not n_system else "") + ("\n\n" if system else "")
-            head, tail = _TOOLS_BLOCK.split("{schemas}")
-            lead += head.format(d=DSML, think=THINK, end_think=END_THINK)
-        else:
-            lead = "\n"
-        text = lead + schema
-        if i == len(tools) - 1:
-            text += _TOOLS_BLOCK.split("{schemas}")[1]
-        out[("tools", i)] = text
-    if not n_system and not tools:
-        out[("params", 0)] = BOS
-    for i in range(n_system, len(messages)):
-        m = messages[i] if isinstance(messages[i], dict) else {}
-        role = m.get("role")
-        if role == "assistant":
-            reasoning = m.get("reasoning_content") or ""
-            text = (THINK + reasoning + END_THINK) if _keeps_reasoning(m, i, last_user) else END_THINK
-            text += _content_text(m.get("content"))
-            if m.get("tool_calls"):
-                text += _dsml_calls(m["tool_calls"], compact=True)
-            out[("message", i)] = text + EOS
-        elif role == "tool":
-            prev = messages[i - 1].get("role") if i and isinstance(messages[i - 1], dict) else None
-            nxt = messages[i + 1].get("role") if i + 1 < len(messages) and isinstance(messages[i + 1], dict) else None
-            text = (USER if prev != "tool" else "") + "<tool_result>" + _content_text(m.get("content")) + "</tool_result>"
-            out[("message", i)] = text + (ASSISTANT if nxt != "tool" else "")
-        else:
-            out[("message", i)] = USER + _content_text(m.get("content")) + ASSISTANT
-    return out
-
-
-def _ordered(body: Mapping[str, Any], texts: Texts) -> list[str]:
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-    n_system = sum(1 for _ in _leading_system(messages))
-    keys: list[tuple[str, int]] = [("params", 0)]
-    keys += [("message", i) for i in range(n_system)]
-    keys += [("tools", i) for i in range(len(tools))]
-    keys += [("message", i) for i in range(n_system, len(messages))]
-    return [texts[k] for k in keys if k in texts]
-
-
-def _leading_system(messages: list[Any]) -> Iterable[Any]:
-    for m in messages:
-        if not (isinstance(m, dict) and m.get("role") in ("system", "developer")):
-            return
-        yield m
-
-
-def deepseek_v4_prompt(body: Mapping[str, Any], *, thinking: bool = True) -> str:
-    """The whole prompt text DeepSeek V4 reads for a Chat Completions body:
-    the segments in cache order, then the generation prompt (``<think>`` in
-    thinking mode), with ``{{cwd}}`` replaced by :data:`CWD_STANDIN`."""
-    text = "".join(_ordered(body, deepseek_v4_texts(body))) + (THINK if thinking else END_THINK)
-    return text.replace(CWD_PLACEHOLDER, CWD_STANDIN)
-
-
-def deepseek_v4_reply(message: Mapping[str, Any]) -> str:
-    """The text the model generated for an assistant message (wire form):
-    reasoning, ``</think>``, content, tool calls as written, ``EOS``. It
-    follows the generation prompt in the cache."""
-    text = (message.get("reasoning_content") or "") + END_THINK + _content_text(message.get("content"))
-    if message.get("tool_calls"):
-        text += _dsml_calls(message["tool_calls"], compact=False)
-    return (text + EOS).replace(CWD_PLACEHOLDER, CWD_STANDIN)
+def reply_text(message: Mapping[str, Any]) -> str:
+    """The reply the model generated for a recorded assistant message
+    (:func:`fidelity.wire.deepseek.deepseek_v4_reply`), with ``{{cwd}}``
+    replaced by :data:`CWD_STANDIN`."""
+    return deepseek_v4_reply(message).replace(CWD_PLACEHOLDER, CWD_STANDIN)
 
 
 # --------------------------------------------------------------------------- the comparison
@@ -387,7 +171,7 @@ class Summary:
 class Calibration:
     sessions: tuple[SessionResult, ...]
     summary: Summary
-    cache_model: str = CalibratedDeepSeekCache.name
+    cache_model: str = "deepseek"
     tokenizer: str = ""
     notes: tuple[str, ...] = field(default=())
 
@@ -410,7 +194,7 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return float(ordered[int(rank) - 1])
 
 
-def summarize(steps: Sequence[StepResult], unit: int = CACHE_UNIT) -> Summary:
+def summarize(steps: Sequence[StepResult], unit: int = DEEPSEEK_UNIT) -> Summary:
     """Median and 95th percentile of the absolute prompt-token error (anchor
     steps left out), share of exact and within-one-unit cached predictions,
     over- and under-predicted steps."""
@@ -441,15 +225,6 @@ def summarize(steps: Sequence[StepResult], unit: int = CACHE_UNIT) -> Summary:
 Render = Callable[[Request], bytes]
 
 
-def _reply_message(session: dsh.Session, step: dsh.Step) -> Message | None:
-    """The assistant message a step produced (the surface message at the
-    step's request cut)."""
-    for index, message in session._messages:  # noqa: SLF001 - see proposed dsh.step_reply
-        if index == step.request_index and message is not None and message.role == "assistant":
-            return message
-    return None
-
-
 def _is_real(step: dsh.Step) -> bool:
     """DeepSeek reported its cache for this request (scripted providers in
     the recorded tests report usage without ``cacheReadTokens``)."""
@@ -474,7 +249,7 @@ def _timeline(group: dsh.SessionGroup) -> list[tuple[dsh.Session, dsh.Step]]:
         task = _first_user_text(child)
         if task and group.parent:
             for i, (_, ps) in enumerate(parent_steps):
-                reply = _reply_message(group.parent, ps)
+                reply = dsh.step_reply(group.parent, ps.turn, ps.step)
                 if reply and any(task in (c.arguments_json or json.dumps(c.arguments)) for c in reply.tool_calls()):
                     slot = i
                     break
@@ -506,8 +281,9 @@ def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render
     Per session group (a parent and its children, which share DeepSeek's
     cache), in recorded order: rebuild the request (system prompt and tools
     from the sidecars where they exist), render it with ``render`` (the
-    DeepSeek wire dialect), read it through :func:`deepseek_v4_prompt`,
-    tokenize, and predict the cached tokens with ``cache`` from the earlier
+    DeepSeek wire dialect), read it through :func:`prompt_text`, tokenize,
+    and predict the cached tokens with ``cache`` (default: the core's
+    ``cache.for_provider("deepseek")``) from the earlier
     requests of the group (each with its reply, from the log). The header
     the logs leave as ``{{system}}``/``{{tools}}`` is known only through
     sidecars written for today's harness, not the recorded one, so each
@@ -515,12 +291,12 @@ def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render
     is set so that request's prompt matches, and every later request of
     that header is a true prediction.
     """
-    cache = cache or CalibratedDeepSeekCache()
+    cache = cache or cache_models.for_provider("deepseek")
     results: list[SessionResult] = []
     for gi in groups:
         results.extend(_calibrate_group(gi, tokenizer, render, cache))
     all_steps = [s for r in results for s in r.steps]
-    return Calibration(sessions=tuple(results), summary=summarize(all_steps, getattr(cache, "unit", CACHE_UNIT)),
+    return Calibration(sessions=tuple(results), summary=summarize(all_steps, getattr(cache, "unit", DEEPSEEK_UNIT)),
                        cache_model=cache.name, tokenizer=tokenizer.name)
 
 
@@ -558,7 +334,7 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         request = dsh.step_request(session, step.turn, step.step, system, tools, sidecars=sc)
         request = Request(route=Route("deepseek", request.route.model), system=request.system,
                           tools=request.tools, messages=request.messages, params=request.params)
-        ids = tuple(tokenizer.ids(deepseek_v4_prompt(_wire_body(request, render))))
+        ids = tuple(tokenizer.ids(prompt_text(_wire_body(request, render))))
         absolute = len(ids) if known or (step.header.system is not None and step.header.tools is not None) else None
         usage = step.usage
         assert usage is not None and usage.prompt_tokens is not None
@@ -573,11 +349,11 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
             tokens = tuple(marker - i for i in range(offset)) + ids
         else:  # the sidecar header is longer than the recorded one: drop its surplus
             tokens = (marker,) + ids[1 - offset:]
-        reply = _reply_message(session, step)
+        reply = dsh.step_reply(session, step.turn, step.step)
         reply_ids: tuple[int, ...] = ()
         if reply is not None:
             wire_reply = _wire_body(Request(route=request.route, messages=(reply,)), render)["messages"][0]
-            reply_ids = tuple(tokenizer.ids(deepseek_v4_reply(wire_reply)))
+            reply_ids = tuple(tokenizer.ids(reply_text(wire_reply)))
         outcome = cache.predict(earlier, PromptTokens(tokens=tokens))
         earlier.append(PromptTokens(tokens=tokens, output=reply_ids))
         per_session[session.index].append(StepResult(

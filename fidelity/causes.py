@@ -62,7 +62,7 @@ def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
 def _json(data: bytes) -> Any:
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to compare: no verdict
         return None
 
 
@@ -193,7 +193,8 @@ def _arguments_equal(va: Any, vb: Any) -> bool:
     strings (OpenAI-style ``function.arguments`` JSON text)."""
     def decode(v: Any) -> Any:
         if isinstance(v, dict):
-            return {k: (_json(x.encode()) if k == "arguments" and isinstance(x, str) else decode(x))
+            return {k: (_json(x.encode("utf-8", "surrogatepass")) if k == "arguments" and isinstance(x, str)
+                        else decode(x))
                     for k, x in v.items()}
         if isinstance(v, list):
             return [decode(x) for x in v]

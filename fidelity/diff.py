@@ -197,9 +197,15 @@ def compare_requests(
 
 def _view(d: wire.Dialect, body: bytes, path: str | None) -> list[Segment]:
     try:
-        return d.cache_view(body)
+        segs = d.cache_view(body)
     except InputError as exc:
         raise exc.at(path) if path else exc
+    if not any(seg.kind in ("system", "message") for seg in segs):
+        # the dialects' cache views are lenient; a body of another shape (a
+        # Gemini body under --provider openai-chat) would otherwise "diff" as empty
+        raise InputError(f"not a {d.name} request body: it holds no system prompt or messages "
+                         "for this dialect (wrong --provider?)", path=path)
+    return segs
 
 
 def _model_of(obj: Any) -> str | None:

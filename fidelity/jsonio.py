@@ -151,7 +151,13 @@ def depth(value: Any) -> int:
 def _duplicate(text: str, key: str, path: str | Path | None, line: int | None) -> InputError:
     """Name the duplicate key and the pointer of its object (found with a
     second, pointer-tracking pass; only ever run on the error path)."""
-    where = _first_duplicate(text)
+    try:
+        where = _first_duplicate(text)
+    except json.JSONDecodeError as exc:  # broken further on as well: report that first
+        return InputError(f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno}, char {exc.pos})",
+                          path=path, line=line)
+    except (_Refused, ValueError, RecursionError):
+        where = None
     pointer, key = where if where is not None else (None, key)
     return InputError(f"duplicate key {key!r}: parsers disagree on which value wins, so the bytes "
                       "that matter are ambiguous; remove one", path=path, line=line, pointer=pointer)
@@ -167,7 +173,7 @@ def _first_duplicate(text: str) -> tuple[str, str] | None:
             return dup
         return d
 
-    root = json.loads(text, object_pairs_hook=hook)
+    root = json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_float)
     stack: list[tuple[Any, str]] = [(root, "")]
     while stack:
         node, ptr = stack.pop()

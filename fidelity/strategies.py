@@ -328,7 +328,7 @@ def histories(
     min_turns: int = 0,
     max_turns: int = 2,
     max_steps: int = 2,
-    max_parallel: int = 3,
+    max_parallel: int = 2,
     endings: Sequence[Ending] = ENDINGS,
     tool_names: Sequence[str] = (),
     tool_results_in: Literal["user", "tool"] = "user",
@@ -488,6 +488,9 @@ def directives() -> st.SearchStrategy[str]:
 # --------------------------------------------------------------------------
 
 
+_CHUNK_TEXTS = st.lists(unicode_text(min_size=1, max_size=4), min_size=1, max_size=4)
+
+
 def _dsh_text(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}]
 
@@ -522,7 +525,7 @@ def dsh_event_logs(
 
     def turn(number: int, complete: bool) -> None:
         events.append({"type": "turn/start", "data": {"turn": number}})
-        steps = draw(st.integers(1 if not complete else 0, 2)) + (1 if complete else 0)
+        steps = draw(st.integers(1, 2))
         for step in range(1, steps + 1):
             last = step == steps
             events.append({"type": "step/start", "data": {"turn": number, "step": step}})
@@ -533,7 +536,7 @@ def dsh_event_logs(
                 events.append({"type": "request/header", "data": {"header": {
                     "config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
                     "system": "{{system}}", "tools": "{{tools}}"}, "reason": "initial" if number == 1 else "resume"}})
-            texts = draw(st.lists(unicode_text(min_size=1, max_size=6), min_size=1, max_size=5))
+            texts = draw(_CHUNK_TEXTS)
             events.append({"type": "reasoning-chunks", "data": {"turn": number, "step": step, "index": 0,
                                                                 "dt": [0] * (len(texts) - 1), "texts": texts}})
             with_calls = not (complete and last)

@@ -178,45 +178,83 @@ def test_prompt_tokens_validation() -> None:
 def test_deepseek_real_fork_2816() -> None:
     """../shared/real subagent-fork-in-process: the parent's first request has
     2885 prompt tokens (0 cached); the forked child's first request 2913 (97
-    missed + 2816 cached). With the 64-token unit, a shared prefix of
-    2816..2879 tokens reproduces 2816 = 44 * 64."""
-    m = cache.get("deepseek")  # the default unit (64 today; 128 proposed by calibration)
-    for shared in (2816, 2850, 2879):
+    missed + 2816 cached). Parent and child share 2884 tokens (the calibrated
+    rendering, docs/calibration.md); with the 128-token unit any shared
+    prefix of 2816..2884 tokens reproduces 2816 = 22 * 128."""
+    m = cache.get("deepseek")
+    for shared in (2816, 2850, 2884):
         parent, child = fork(shared, 2885, 2913)
-        assert m.predict([], parent) == CacheOutcome(cached=0, written=2885, uncached=2885)
+        # only whole units are stored: 2816 of the parent's 2885 tokens
+        assert m.predict([], parent) == CacheOutcome(cached=0, written=2816, uncached=2885)
         out = m.predict([parent], child)
         assert (out.cached, out.uncached) == (2816, 97)
+    parent, child = fork(2815, 2885, 2913)
+    assert m.predict([parent], child).cached == 2688  # one token short of the unit: 21 * 128
 
 
 def test_deepseek_unit_alternatives_on_real_hits() -> None:
     """If parent and child share all but the last token of the parent's
-    prompt (2884), a 64-token unit predicts 2880 while 128 and 256 reproduce
-    the real 2816, and also the parent's third request (3137 tokens, 3072
-    cached, after a 2974-token request that produced 147 tokens)."""
+    prompt (2884), a 64-token unit predicts 2880 while 128 (the default) and
+    256 reproduce the real 2816, and also the parent's third request (3137
+    tokens, 3072 cached, after a 2974-token request that produced 147 tokens)."""
     parent, child = fork(2884, 2885, 2913)
     assert cache.DeepSeekCache(unit=64).predict([parent], child).cached == 2880
     prev = PromptTokens(seq(2974), time=0, output=seq(147, start=2974))
     third = PromptTokens(seq(3120) + seq(17, start=10**6), time=1)
-    for unit in (128, 256):
-        model = cache.DeepSeekCache(unit=unit)
+    for model in (cache.get("deepseek"), cache.DeepSeekCache(unit=128), cache.DeepSeekCache(unit=256)):
         assert model.predict([parent], child).cached == 2816
         assert model.predict([prev], third).cached == 3072
 
 
-def test_deepseek_request_boundary_and_common_prefix_units() -> None:
-    m = cache.DeepSeekCache(unit=64)
+def test_deepseek_no_whole_request_units() -> None:
+    """Calibrated rule 2: a whole earlier request (prompt, or prompt and
+    reply) is never served past its last whole 128-token unit, and a prefix
+    two earlier requests share is not a unit of its own."""
+    m = cache.get("deepseek")
     a_b = PromptTokens(seq(1000), time=0)
     a_b_c = PromptTokens(seq(1500), time=1)
-    assert m.predict([a_b], a_b_c).cached == 1000  # whole earlier request, not a multiple of 64
+    assert m.predict([a_b], a_b_c) == CacheOutcome(cached=896, written=512, uncached=604)  # 7 * 128, not 1000
     a_c = PromptTokens(seq(700) + seq(300, start=10**6), time=1)
     a_d = PromptTokens(seq(700) + seq(300, start=2 * 10**6), time=2)
-    assert m.predict([a_b, a_c], a_d).cached == 700  # common prefix A persisted
-    assert m.predict([a_b], a_d).cached == 640  # only interval units without it
+    assert m.predict([a_b, a_c], a_d).cached == 640  # 5 * 128, no common-prefix unit at 700
+    assert m.predict([a_b], a_d).cached == 640
+    with_reply = PromptTokens(seq(1000), time=0, output=seq(24, start=1000))  # 1024 = 8 * 128 stored
+    assert m.predict([with_reply], a_b_c).cached == 1024
+
+
+def test_deepseek_reply_is_cached_after_its_prompt() -> None:
+    """Calibrated rule 3, on the recorded approval-composer step 2: a
+    5441-token prompt and its 872-token reply repeated completely by the
+    next prompt; DeepSeek served 6272 = 49 * 128 of the 6313 shared."""
+    m = cache.get("deepseek")
+    prior = PromptTokens(seq(5441), time=0, output=seq(872, start=5441))
+    nxt = PromptTokens(seq(6313) + seq(200, start=10**6), time=1)
+    assert m.predict([prior], nxt) == CacheOutcome(cached=6272, written=128, uncached=241)
+    without_reply = PromptTokens(seq(5441), time=0)
+    assert m.predict([without_reply], nxt).cached == 5376  # 42 * 128: the prompt alone
+    diverged = PromptTokens(seq(5441) + seq(900, start=10**6), time=1)  # a different continuation
+    assert m.predict([prior], diverged).cached == 5376
+    later = PromptTokens(seq(5441), time=5, output=seq(872, start=5441))
+    assert m.predict([later], nxt).cached == 0  # a request sent later is not in the cache yet
+
+
+@given(shared=st.integers(0, 4000), prompt=st.integers(1, 3000), reply=st.integers(0, 2000))
+def test_deepseek_hits_are_whole_units_of_prompt_and_reply(shared: int, prompt: int, reply: int) -> None:
+    stored = seq(prompt) + seq(reply, start=prompt)
+    shared = min(shared, len(stored))
+    prior = PromptTokens(seq(prompt), time=0, output=seq(reply, start=prompt))
+    request = PromptTokens(stored[:shared] + seq(50, start=10**6), time=1)
+    out = cache.get("deepseek").predict([prior], request)
+    assert out.cached == shared // 128 * 128
+    assert out.cached % cache.DEEPSEEK_UNIT == 0
 
 
 def test_deepseek_unit_is_one_named_constant() -> None:
+    assert cache.DEEPSEEK_UNIT == 128
     assert cache.get("deepseek").unit == cache.DEEPSEEK_UNIT
     assert cache.get("deepseek").reusable(1000, 5000) == 1000 // cache.DEEPSEEK_UNIT * cache.DEEPSEEK_UNIT
+    assert "https://api-docs.deepseek.com/guides/kv_cache" in cache.get("deepseek").doc
+    assert "docs/calibration.md" in cache.get("deepseek").doc
 
 
 # -- DashScope, Gemini, registry ---------------------------------------------

@@ -11,24 +11,22 @@ import json
 
 import pytest
 
-from fidelity import cli, tokens, wire
-from fidelity.cache._base import PromptTokens
-from fidelity.calibrate import (
-    CACHE_UNIT,
-    CalibratedDeepSeekCache,
-    StepResult,
-    calibrate,
-    deepseek_v4_prompt,
-    deepseek_v4_texts,
-    summarize,
-)
+from fidelity import cache, cli, tokens, wire
+from fidelity.cache import DEEPSEEK_UNIT, PromptTokens
+from fidelity.calibrate import CWD_STANDIN, StepResult, calibrate, prompt_text, reply_text, summarize
 from fidelity.commands.calibrate import load
+from fidelity.wire.deepseek import deepseek_v4_prompt, deepseek_v4_texts
 
-# --------------------------------------------------------------------------- cache model
+# --------------------------------------------------------------------------- cache model (the core's)
+
+
+def test_calibrate_uses_the_core_deepseek_model() -> None:
+    model = cache.for_provider("deepseek")
+    assert (model.name, model.unit) == ("deepseek", 128)
 
 
 def test_hits_round_down_to_whole_units() -> None:
-    model = CalibratedDeepSeekCache()
+    model = cache.for_provider("deepseek")
     first = PromptTokens(tokens=tuple(range(300)))
     again = PromptTokens(tokens=tuple(range(300)) + (9999,))
     assert model.predict([first], again).cached == 256
@@ -36,7 +34,7 @@ def test_hits_round_down_to_whole_units() -> None:
 
 
 def test_reply_is_cached_after_the_prompt() -> None:
-    model = CalibratedDeepSeekCache()
+    model = cache.for_provider("deepseek")
     prior = PromptTokens(tokens=tuple(range(200)), output=tuple(range(200, 300)))
     nxt = PromptTokens(tokens=tuple(range(300)) + (7,) * 10)
     assert model.predict([prior], nxt).cached == 256
@@ -45,11 +43,11 @@ def test_reply_is_cached_after_the_prompt() -> None:
 
 
 def test_whole_request_is_not_served_below_a_unit_boundary() -> None:
-    model = CalibratedDeepSeekCache()
+    model = cache.for_provider("deepseek")
     prior = PromptTokens(tokens=tuple(range(200)))
     outcome = model.predict([prior], PromptTokens(tokens=tuple(range(250))))
     assert (outcome.cached, outcome.uncached) == (128, 122)
-    assert outcome.cached % CACHE_UNIT == 0
+    assert outcome.cached % DEEPSEEK_UNIT == 0
 
 
 # --------------------------------------------------------------------------- template
@@ -89,6 +87,42 @@ def test_tools_follow_the_system_text() -> None:
     assert '{"name": "f", "description": "d", "parameters": {"type": "object"}}\n</functions>\n' in prompt
 
 
+def test_cwd_stand_in_is_a_calibration_rule_not_a_template_rule() -> None:
+    body = _body([{"role": "user", "content": "in {{cwd}}"}])
+    assert "{{cwd}}" in deepseek_v4_prompt(body)
+    assert prompt_text(body) == deepseek_v4_prompt(body).replace("{{cwd}}", CWD_STANDIN)
+    reply = {"role": "assistant", "content": "at {{cwd}}", "reasoning_content": "r"}
+    assert reply_text(reply) == "r</think>at " + CWD_STANDIN + "<｜end▁of▁sentence｜>"
+
+
+
+def test_deepseek_cache_view_text_is_the_v4_template() -> None:
+    """The deepseek dialect's Segment.text is the calibrated V4 framing, in
+    cache order; joined it is the prompt without the generation prompt."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": [1, 2]}'}}
+    tool = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "", "reasoning_content": "R1", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+    ]
+    body = _body(messages, [tool])
+    segs = wire.get("deepseek").cache_view(json.dumps(body).encode())
+    assert [s.kind for s in segs] == ["params", "system", "tools", "message", "message", "message"]
+    assert "".join(s.text or "" for s in segs[1:]) + "<think>" == deepseek_v4_prompt(body)
+    assert segs[4].text.endswith('<｜DSML｜parameter name="a" string="false">[1,2]</｜DSML｜parameter>\n'
+                                 "</｜DSML｜invoke>\n</｜DSML｜function_calls><｜end▁of▁sentence｜>")
+    assert "tool▁output" not in "".join(s.text or "" for s in segs)  # not the V3.1 framing
+
+
+def test_bos_goes_to_the_first_message_without_system_or_tools() -> None:
+    body = _body([{"role": "user", "content": "u"}])
+    texts = deepseek_v4_texts(body)
+    assert texts == {("message", 0): "<｜begin▁of▁sentence｜><｜User｜>u<｜Assistant｜>"}
+    assert deepseek_v4_prompt(body, thinking=False) == texts[("message", 0)] + "</think>"
+
+
 def test_summary_figures() -> None:
     def step(real: int, pred: int, anchor: bool = False) -> StepResult:
         return StepResult("s", 1, 1, 1000, real, 1000 + (0 if anchor else 3), pred, anchor, None, 5, 5)
@@ -115,6 +149,7 @@ def calibration():
 
 def test_real_summary_figures(calibration, shared_real) -> None:
     s = calibration.summary
+    assert calibration.cache_model == "deepseek"
     assert s.unit == 128
     assert s.steps == 53 and s.prompt_steps == 33
     assert s.prompt_error_median <= 3

@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 from fidelity.errors import ForkUnavailable
 from fidelity.fork import CacheSafeStore, cache_safe, gemini_placeholder
 from fidelity.model import Message, Request, Route, SystemBlock, Text, Tool, freeze
-from fidelity.strategies import histories, requests
+from fidelity.strategies import histories, requests, tool_lists
 
 TOOL = Tool("read", "Read a file", freeze({"type": "object", "properties": {"path": {"type": "string"}}}))
 TOOL_REORDERED = Tool("read", "Read a file", freeze({"properties": {"path": {"type": "string"}}, "type": "object"}))
@@ -34,7 +34,7 @@ def test_version_moves_only_with_system_or_tools():
     assert store.update(replace(PARENT, tools=())).update(PARENT).snapshot.version == 3
 
 
-heads = requests(messages=st.just(()))
+heads = requests(messages=st.just(()), tools=tool_lists(max_size=2))
 
 
 @given(heads, heads, histories())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fidelity.errors import ForkUnavailable
-from fidelity.fork import claude_placeholder, fork_request, gemini_placeholder
+from fidelity.fork import claude_placeholder, fork_request
 from fidelity.fork.gemini_placeholder import ForkPlan, child_message, plan
 from fidelity.model import Message, Request, Route, Text, ToolCall, ToolResult, freeze
 

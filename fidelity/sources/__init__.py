@@ -26,6 +26,7 @@ from .dsh import (
     read_session,
     sidecars,
     step_messages,
+    step_reply,
     step_request,
 )
 from .gemini_history import from_gemini_contents, read_gemini_history, to_gemini_contents
@@ -44,6 +45,7 @@ __all__ = [
     "read_session",
     "sidecars",
     "step_messages",
+    "step_reply",
     "step_request",
     "from_gemini_contents",
     "read_gemini_history",

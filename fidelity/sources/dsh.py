@@ -72,6 +72,7 @@ __all__ = [
     "find_sessions",
     "sidecars",
     "step_messages",
+    "step_reply",
     "step_request",
     "header_tools",
     "PACKED_ROWS",
@@ -622,6 +623,18 @@ def step_messages(session: Session, turn: int, step: int) -> tuple[Message, ...]
     """
     s = session.step(turn, step)
     return tuple(_surface_until(session, s.request_index))
+
+
+def step_reply(session: Session, turn: int, step: int) -> Message | None:
+    """The assistant message the model produced at ``(turn, step)``: the
+    surface message recorded at the step's request cut, or ``None`` when the
+    step has none (in flight, failed). DeepSeek caches it after the step's
+    prompt, so the next request can read it from the cache."""
+    s = session.step(turn, step)
+    for index, message in session._messages:
+        if index == s.request_index and message is not None and message.role == "assistant":
+            return message
+    return None
 
 
 # --------------------------------------------------------------------------- requests

