@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -75,13 +74,17 @@ def make_folder(folder: Path, count: int) -> Path:
 def measure(argv: list[str]) -> tuple[float, float, int]:
     """(seconds, peak RSS MB, exit code) of ``python3 -m fidelity argv``."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "fidelity", *argv], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parent.parent)
-    seconds = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KB on Linux
-    if proc.returncode != 0:
-        print(proc.stderr.decode(errors="replace")[-2000:], file=sys.stderr)
-    return seconds, peak_kb / 1024, proc.returncode
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "fidelity", *argv], stdout=subprocess.DEVNULL,
+                                stderr=err, cwd=Path(__file__).resolve().parent.parent)
+        _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not every child's
+        seconds = time.perf_counter() - start
+        rc = os.waitstatus_to_exitcode(status)
+        proc.returncode = rc
+        if rc != 0:
+            err.seek(0)
+            print(err.read().decode(errors="replace")[-2000:], file=sys.stderr)
+    return seconds, usage.ru_maxrss / 1024, rc  # ru_maxrss is in KB on Linux
 
 
 def main() -> int:

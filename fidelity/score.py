@@ -27,7 +27,7 @@ cache model):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import diff as differ
 from . import pricing, tokens, wire
@@ -143,24 +143,25 @@ class Score:
         raise KeyError((session, variant, dialect))
 
 
-def _views(dialect: str, model: str, body: bytes) -> tuple[tuple[str, int], ...]:
+def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
     """``(segment kind, token count)`` of a body's cache view; memoised per body."""
     key = (dialect, model, body)
     hit = _VIEW_MEMO.get(key)
     if hit is None:
         d = wire.get(dialect)
         segs = d.cache_view(body)
-        ids = tokens.segment_tokens(tokens.for_model(model, d.provider), segs)
-        hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids))
-    return hit  # type: ignore[return-value]
+        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs)
+        hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))
+    return hit
 
 
-_VIEW_MEMO: dict[tuple[str, str, bytes], tuple[tuple[tuple[str, int], ...], tuple[tuple[int, ...], ...]]] = {}
+#: (dialect, model, body) -> (kind and token count per segment, token ids per segment, segments)
+_VIEW_MEMO: dict[tuple[str, str, bytes], tuple[Any, ...]] = {}
 
 
 def layout(child: Request, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
     """Tokens of ``child``'s cache view per region, in region order."""
-    kinds, _ = _views(dialect, model, wire.get(dialect).render(child))
+    kinds = _views(dialect, model, wire.get(dialect).render(child))[0]
     totals = dict.fromkeys(REGIONS, 0)
     for kind, count in kinds:
         totals["history" if kind == "message" else kind] += count
@@ -169,17 +170,9 @@ def layout(child: Request, dialect: str, model: str) -> tuple[tuple[str, int], .
 
 def _common_tokens(dialect: str, model: str, a: bytes, b: bytes) -> int:
     """Tokens shared at the start of two bodies' cache views."""
-    ia, ib = _views(dialect, model, a)[1], _views(dialect, model, b)[1]
-    total = 0
-    for x, y in zip(ia, ib):
-        if x == y:
-            total += len(x)
-            continue
-        k = 0
-        while k < min(len(x), len(y)) and x[k] == y[k]:
-            k += 1
-        return total + k
-    return total
+    _, ia, sa = _views(dialect, model, a)
+    _, ib, sb = _views(dialect, model, b)
+    return differ.shared_tokens(sa, ia, sb, ib)
 
 
 def _inherited_messages(base: Request, history: Request) -> int:
