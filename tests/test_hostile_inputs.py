@@ -463,3 +463,23 @@ def test_reader_errors_are_fidelity_errors_not_crashes(tmp_path: Path) -> None:
     for reader in READERS.values():
         with pytest.raises(FidelityError):
             reader(bad)
+
+
+def test_render_error_from_the_sdk_rules_names_the_file(tmp_path: Path) -> None:
+    req = tmp_path / "r.json"
+    req.write_text('{"fidelity":"request/1","route":{"provider":"openai","model":"gpt-4o"},'
+                   '"messages":[{"role":"user","parts":[{"type":"text","text":"\\ud800"}]}]}')
+    rc, err, out = run_cli(main, ["render", "--provider", "openai-chat", str(req)])
+    assert rc == 2 and out == b""
+    assert_one_line(err, req, "lone surrogate")
+
+
+def test_lone_surrogate_in_a_body_string_reaches_the_output_escaped(tmp_path: Path) -> None:
+    body = tmp_path / "s.json"
+    body.write_bytes(b'{"model":"\\ud800gpt-4o","messages":[{"role":"user","content":"hi"}]}')
+    rc, err, out = run_cli(main, ["diff", str(body), str(body), "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["model"] == "\ud800gpt-4o"
+    rc, err, out = run_cli(main, ["diff", str(body), str(body)])
+    assert rc == 0, err
+    assert b"\\ud800gpt-4o" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -41,12 +42,30 @@ def run(args: argparse.Namespace) -> int:
         payload: Any = [r.to_json() for r in _progress(results, args)]
         if args.child:
             payload = payload[0]
-        sys.stdout.buffer.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+        try:
+            data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
+        except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing
+            data = json.dumps(payload, indent=2, ensure_ascii=True).encode("ascii")
+        sys.stdout.buffer.write(data + b"\n")
         return 0
-    console = Console()
+    console = Console(file=_Escaping(sys.stdout))
     for result in _progress(results, args):
         console.print(render(result))
     return 0
+
+
+class _Escaping:
+    """A text stream that writes a lone surrogate as ``\\ud800`` instead of
+    failing with ``UnicodeEncodeError`` (body strings may hold one)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterator[DiffResult]:

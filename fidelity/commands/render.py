@@ -13,6 +13,7 @@ import sys
 
 from .. import wire
 from ..canonical import load_request
+from ..errors import InputError
 
 HELP = "Write the exact request body a provider SDK would send for a canonical request"
 
@@ -25,7 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     dialect = wire.get(args.provider)  # UnknownName -> one line, exit 2
-    body = dialect.render(load_request(args.request))
+    request = load_request(args.request)
+    try:
+        body = dialect.render(request)
+    except InputError as exc:  # a value the SDK cannot send (lone surrogate, NaN): name the file
+        raise exc.at(args.request) from None
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
     if out is None:  # pragma: no cover - text-only stdout (captured by some runners)
         sys.stdout.write(body.decode("utf-8"))
