@@ -57,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"fidelity {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an output path that cannot be written (a file where a folder goes, a full disk)
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"fidelity {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("fidelity: interrupted", file=sys.stderr)
         return 130

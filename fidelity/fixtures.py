@@ -66,7 +66,7 @@ def bundled_dir() -> Any:
 def _read(base: Any, name: str, fallback: Any | None) -> tuple[bytes, str]:
     item = base.joinpath(name)
     if item.is_file():
-        return item.read_bytes(), name
+        return item.read_bytes(), str(item)
     if fallback is not None:
         return fallback.joinpath(name).read_bytes(), f"bundled {name}"
     raise InputError(f"missing {name}", path=str(base))
@@ -86,7 +86,7 @@ def _session(base: Any, obj: Mapping[str, Any], where: str) -> Session:
     item = base.joinpath(obj["file"])
     if not item.is_file():
         raise InputError(f"session {obj['name']!r}: no such file {obj['file']!r}", path=where)
-    history = request_from_json(item.read_bytes(), path=obj["file"])
+    history = request_from_json(item.read_bytes(), path=str(item))
     siblings = tuple(obj.get("siblings", ()))
     return Session(obj["name"], obj.get("title", obj["name"]), str(obj.get("description", "")).strip(),
                    obj["file"], history, obj["directive"], (obj["directive"],) + siblings)
