@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import json
 import statistics
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import cache as cache_models
 from .cache import DEEPSEEK_UNIT, CacheModel, PromptTokens
-from .model import Message, Request, Route
+from .model import Request, Route
 from .sources import dsh
 from .tokens import Tokenizer
 from .wire.deepseek import deepseek_v4_prompt, deepseek_v4_reply
@@ -334,7 +335,7 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         request = dsh.step_request(session, step.turn, step.step, system, tools, sidecars=sc)
         request = Request(route=Route("deepseek", request.route.model), system=request.system,
                           tools=request.tools, messages=request.messages, params=request.params)
-        ids = tuple(tokenizer.ids(prompt_text(_wire_body(request, render))))
+        ids = tokenizer.ids(prompt_text(_wire_body(request, render)))  # array('q'), read-only
         absolute = len(ids) if known or (step.header.system is not None and step.header.tools is not None) else None
         usage = step.usage
         assert usage is not None and usage.prompt_tokens is not None
@@ -346,14 +347,14 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         anchor_id, offset = anchors[key]
         marker = -anchor_id * 10_000_000
         if offset >= 0:  # an opaque head of the missing length, unique to this header
-            tokens = tuple(marker - i for i in range(offset)) + ids
+            tokens = array("q", range(marker, marker - offset, -1)) + ids
         else:  # the sidecar header is longer than the recorded one: drop its surplus
-            tokens = (marker,) + ids[1 - offset:]
+            tokens = array("q", (marker,)) + ids[1 - offset:]
         reply = dsh.step_reply(session, step.turn, step.step)
-        reply_ids: tuple[int, ...] = ()
+        reply_ids: Sequence[int] = ()
         if reply is not None:
             wire_reply = _wire_body(Request(route=request.route, messages=(reply,)), render)["messages"][0]
-            reply_ids = tuple(tokenizer.ids(reply_text(wire_reply)))
+            reply_ids = tokenizer.ids(reply_text(wire_reply))
         outcome = cache.predict(earlier, PromptTokens(tokens=tokens))
         earlier.append(PromptTokens(tokens=tokens, output=reply_ids))
         per_session[session.index].append(StepResult(

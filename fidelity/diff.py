@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Sequence
 
 from . import cache as cache_models
@@ -246,12 +245,8 @@ def _compare_views(
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
     same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-    earlier = [cache_models.PromptTokens(tuple(chain.from_iterable(p_ids)), 0.0,
-                                         _breakpoints(p_segs, p_ids))] if same_key else []
-    outcome = cm.predict(
-        earlier,
-        cache_models.PromptTokens(tuple(chain.from_iterable(c_ids)), 1.0, _breakpoints(c_segs, c_ids)),
-    )
+    earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, _breakpoints(p_segs, p_ids))] if same_key else []
+    outcome = cm.predict(earlier, cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_segs, c_ids)))
     lost = max(0, cm.reusable(min(p_len, c_len), c_len) - outcome.cached)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
@@ -259,16 +254,30 @@ def _compare_views(
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
 
 
-def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment]) -> list[tuple[int, ...]]:
-    """Token ids per segment of a cache view. The params segment is a cache
-    key, not prompt text: it holds no tokens (and when it differs, nothing is
+def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment]) -> list[array]:
+    """Token ids per segment of a cache view, each an ``array('q')`` shared
+    with the tokenizer memos (read-only). The params segment is a cache key,
+    not prompt text: it holds no tokens (and when it differs, nothing is
     shared: see :func:`shared_tokens`)."""
     ids = tokens.segment_tokens(tok, segs)
-    return [() if seg.kind == "params" else tuple(t) for seg, t in zip(segs, ids)]
+    return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
 
 
-def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[tuple[int, ...]],
-                  c_segs: Sequence[Segment], c_ids: Sequence[tuple[int, ...]]) -> int:
+def _concat(ids: Sequence[array]) -> array:
+    """One prompt's ids: the segments' arrays joined, into an array allocated
+    once at its final size (growing it would briefly hold two copies)."""
+    ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through
+    out = array(tokens.TOKEN_TYPECODE, (0,)) * sum(map(len, ids))
+    view, at = memoryview(out), 0
+    for seg_ids in ids:
+        view[at : at + len(seg_ids)] = memoryview(seg_ids)  # a memcpy
+        at += len(seg_ids)
+    view.release()
+    return out
+
+
+def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
+                  c_segs: Sequence[Segment], c_ids: Sequence[Sequence[int]]) -> int:
     """Tokens at the start of the child's cache view that the parent's shares."""
     return _common_tokens(p_ids, c_ids, _first_differing_segment(p_segs, c_segs))
 
@@ -332,7 +341,7 @@ def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
     return span[0] + inner
 
 
-def _common_tokens(p_ids: Sequence[tuple[int, ...]], c_ids: Sequence[tuple[int, ...]],
+def _common_tokens(p_ids: Sequence[Sequence[int]], c_ids: Sequence[Sequence[int]],
                    split: int | None) -> int:
     if split is None:
         return sum(map(len, c_ids))
@@ -340,19 +349,11 @@ def _common_tokens(p_ids: Sequence[tuple[int, ...]], c_ids: Sequence[tuple[int, 
         return 0
     common = sum(len(ids) for ids in c_ids[:split])
     if split < len(p_ids) and split < len(c_ids):
-        common += _common_prefix(p_ids[split], c_ids[split])
+        common += cache_models.common_prefix(p_ids[split], c_ids[split])
     return common
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the common prefix of two token id sequences, compared as
-    packed 64-bit integers at ``memcmp`` speed."""
-    n = min(len(a), len(b))
-    at = first_divergence(array("q", a[:n]).tobytes(), array("q", b[:n]).tobytes())
-    return n if at is None else at // 8
-
-
-def _breakpoints(segs: Sequence[Segment], ids: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """Token offsets that close a segment carrying an explicit ``cache_control``
     marker (Anthropic and DashScope explicit caching)."""
     out: list[int] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -298,3 +300,41 @@ def test_common_prefix_matches_naive(a: list[int], b: list[int]) -> None:
 def test_common_prefix_long() -> None:
     a = seq(100_000)
     assert cache.common_prefix(a, a[:77_777] + (-1,)) == 77_777
+
+
+@given(a=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=200),
+       b=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=200), shared=st.integers(0, 200))
+def test_common_prefix_on_packed_ids_matches_naive(a: list[int], b: list[int], shared: int) -> None:
+    b = a[:shared] + b  # often a long shared run, then 64-bit ids that may differ in any byte
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    assert cache.common_prefix(array("q", a), array("q", b)) == n
+    assert cache.common_prefix(a, array("q", b)) == cache.common_prefix(tuple(a), b) == n
+
+
+def test_common_prefix_across_windows() -> None:
+    a = array("q", range(400_000))  # 3.2 MB packed: several 1 MB windows
+    for at in (0, 131_071, 131_072, 131_073, 399_999):
+        b = array("q", a)
+        b[at] = -1
+        assert cache.common_prefix(a, b) == at
+        b[at] = a[at] + (1 << 56)  # differs only in the last (high) byte
+        assert cache.common_prefix(a, b) == at
+    assert cache.common_prefix(a, a[:250_000]) == 250_000
+    assert cache.common_prefix(a, a) == 400_000
+
+
+def test_prompt_tokens_pack_ids_and_keep_value_semantics() -> None:
+    p = PromptTokens((1, 2, 3), output=[4, 5], breakpoints=[3])
+    assert isinstance(p.tokens, array) and p.tokens.typecode == "q" and p.tokens.tolist() == [1, 2, 3]
+    assert isinstance(p.output, array) and p.output.tolist() == [4, 5] and p.breakpoints == (3,)
+    assert p.stored.tolist() == [1, 2, 3, 4, 5] and len(p) == 3
+    q = PromptTokens(array("q", [1, 2, 3]), output=array("q", [4, 5]), breakpoints=(3,))
+    assert p == q and hash(p) == hash(q) and len({p, q}) == 1  # hashable, by value
+    assert PromptTokens([1, 2, 3]) != PromptTokens([1, 2, 4])
+    assert PromptTokens(range(3)).tokens.tolist() == [0, 1, 2]
+    ids = array("q", [7, 8])
+    assert PromptTokens(ids).tokens is ids  # an array('q') is adopted, not copied
+    assert PromptTokens(array("i", [7, 8])).tokens.typecode == "q"  # other typecodes are packed as 'q'
+    assert PromptTokens((2**32 - 1, -(10**7))).tokens.tolist() == [2**32 - 1, -(10**7)]  # CRC-32 ids, markers

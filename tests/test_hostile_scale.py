@@ -37,7 +37,8 @@ def test_diff_peak_memory_is_a_small_multiple_of_the_input() -> None:
     finally:
         tracemalloc.stop()
     assert result.raw.first_divergent_byte is not None and result.tokens.common_prefix > 0
-    assert peak < 16 * (len(parent) + len(child)), peak / (len(parent) + len(child))
+    # measured 8.6x run alone (o200k vocabulary loaded inside the window), 4.5x with it loaded
+    assert peak < 10 * (len(parent) + len(child)), peak / (len(parent) + len(child))
 
 
 def test_segment_memo_is_bounded_by_bytes(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import socket
 import time
+from array import array
 
 import pytest
 from hypothesis import assume, given, settings
@@ -167,6 +168,13 @@ def test_estimate_ids_keep_shared_prefixes(name: str, a: str, b: str) -> None:
     assert len(ids_ab) >= len(ids_a)  # prefix monotonicity holds for the estimate
 
 
+def test_estimate_pseudo_ids_fill_32_bits_and_fit_the_packed_array() -> None:
+    # CRC-32 pseudo ids reach 2**32 - 1: a signed 32-bit array would overflow
+    text = "".join(chr(0x21 + i % 90) for i in range(20_000))
+    ids = tokens.get("claude-estimate").ids(text)
+    assert ids.typecode == "q" and max(ids) >= 2**31 and ids.tolist() == tokens.get("claude-estimate").encode(text)
+
+
 def test_estimate_counts_follow_documented_ratio() -> None:
     assert tokens.get("claude-estimate").count("x" * 35) == 10
     assert tokens.get("gemini-estimate").count("x" * 400) == 100
@@ -208,9 +216,10 @@ def test_segment_tokens_prefers_text_and_decodes_bytes() -> None:
         Segment("message", 1, "/messages/1", b"\xff bad"),
     ]
     out = tokens.segment_tokens(tok, segs)
-    assert out[0] == tuple(tok.encode('"model":"qwen-plus"'))
-    assert out[1][0] == 151644 and out[1] == tuple(tok.encode(segs[1].text or ""))
-    assert out[2] == tuple(tok.encode("\ufffd bad"))
+    assert all(isinstance(ids, array) and ids.typecode == "q" for ids in out)  # packed, 8 bytes a token
+    assert out[0].tolist() == tok.encode('"model":"qwen-plus"')
+    assert out[1][0] == 151644 and out[1].tolist() == tok.encode(segs[1].text or "")
+    assert out[2].tolist() == tok.encode("\ufffd bad")
     assert tokens.segment_tokens(tok, segs) == out
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import UnknownName
-from ._base import CacheModel, CacheOutcome, PromptTokens, common_prefix
+from ._base import CacheModel, CacheOutcome, PromptTokens, as_token_array, common_prefix
 from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
@@ -39,6 +39,7 @@ __all__ = [
     "CacheOutcome",
     "CacheModel",
     "common_prefix",
+    "as_token_array",
     "OpenAICache",
     "AnthropicCache",
     "DeepSeekCache",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import orjson
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -16,6 +16,7 @@ from .. import tokens, wire
 from ..calibrate import Calibration, GroupInput, SessionResult, calibrate
 from ..errors import InputError
 from ..sources import dsh
+from ._console import stdout_console
 
 HELP = ("Replay DeepSeek Harness session logs under PATH: predicted prompt and cached tokens "
         "per request against the real DeepSeek usage, with summary figures.")
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
         return 0
-    Console().print(render(result))
+    stdout_console().print(render(result))
     return 0
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from .. import gate, pricing
 from . import report
-from ..errors import InputError
 from ..jsonio import atomic_write, load
 
 HELP = ("Compare lost cached tokens and cost per fork against a baseline: exit 1 on a regression "

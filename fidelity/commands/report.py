@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import compose, fixtures, pricing, score
 from ..report import console_table, to_json, write
+from ._console import stdout_console
 
 HELP = ("Score the bundled (or given) fixtures for every composition variant and provider: inherited, "
         "reused and lost cached tokens, first divergent byte, cost; writes fidelity-report.{md,json,html}.")
@@ -64,10 +65,7 @@ def run(args: argparse.Namespace) -> int:
     paths = write(result, args.out)
     elapsed = time.monotonic() - started
     if not args.quiet:
-        out = Console()
-        if not out.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
-            out = Console(width=160)
-        out.print(console_table(to_json(result)))
+        stdout_console().print(console_table(to_json(result)))
         console.print(f"scored {len(result.rows)} combinations in {elapsed:.1f} s")
     for path in paths:
         print(path)

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import functools
 import threading
+from array import array
 from collections import OrderedDict
 from typing import Callable, Iterable
 
 from ..errors import UnknownName
-from ._base import CHUNK_CHARS, Tokenizer, safe_chunks
+from ._base import CHUNK_CHARS, TOKEN_TYPECODE, Tokenizer, safe_chunks
 from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, deepseek_v4, o200k_base, qwen3, qwen3_6
 from ._estimate import EstimateTokenizer, claude_estimate, gemini_estimate
 
@@ -43,6 +44,7 @@ __all__ = [
     "HFTokenizer",
     "EstimateTokenizer",
     "CHUNK_CHARS",
+    "TOKEN_TYPECODE",
     "safe_chunks",
     "get",
     "names",
@@ -164,23 +166,26 @@ class _HasBytes:  # typing aid: anything with ``data`` and ``text`` like wire.Se
     text: str | None
 
 
-def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[tuple[int, ...]]:
+def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[array]:
     """Token ids of each segment, in order: its chat-template ``text`` where
     the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
     become U+FFFD). Memoised per (tokenizer, bytes, text), in a memo bounded
     by bytes (:data:`MEMO_BYTES`), so a stream of thousands of requests or
-    two 200 MB bodies run in bounded memory."""
+    two 200 MB bodies run in bounded memory.
+
+    Each segment's ids are an ``array('q')`` (8 bytes a token) shared with
+    the memos: **read-only**; copy one before changing it."""
     return [_segment_ids(tokenizer, seg.data, seg.text) for seg in segments]
 
 
 #: total segment bytes the per-segment memo keeps (least recently used go first)
 MEMO_BYTES = 32 * 1024 * 1024
-_MEMO: "OrderedDict[tuple[str, bytes, str | None], tuple[int, ...]]" = OrderedDict()
+_MEMO: "OrderedDict[tuple[str, bytes, str | None], array]" = OrderedDict()
 _MEMO_SIZE = 0
 _MEMO_LOCK = threading.Lock()
 
 
-def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> tuple[int, ...]:
+def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array:
     global _MEMO_SIZE
     key = (tokenizer.name, data, text)
     with _MEMO_LOCK:

@@ -23,11 +23,18 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
 
 #: texts up to this many characters are encoded whole
 CHUNK_CHARS = 32_768
 #: entries kept by each tokenizer's memo
 MEMO_SIZE = 8192
+#: ``array`` typecode of token ids: signed 64-bit, 8 bytes a token (a tuple
+#: of Python ints costs about 36). 'q' holds every id here: BPE ranks are
+#: below 2**31, the estimate tokenizers' CRC-32 pseudo ids below 2**32 (too
+#: big for a signed 32-bit 'i'), calibration's negative placeholder ids and
+#: whatever a tokenizer added with ``tokens.register`` returns.
+TOKEN_TYPECODE = "q"
 
 _SAFE_BOUNDARY = re.compile(r"\n(?=[A-Za-z])")
 
@@ -67,7 +74,7 @@ class Tokenizer:
         self.source = source
         self.estimated = estimated
         self.chunk_chars = chunk_chars
-        self._chunk_memo = functools.lru_cache(maxsize=MEMO_SIZE)(self._encode_tuple)
+        self._chunk_memo = functools.lru_cache(maxsize=MEMO_SIZE)(self._encode_array)
         self._count_memo = functools.lru_cache(maxsize=MEMO_SIZE)(self._count_uncached)
 
     def __repr__(self) -> str:
@@ -82,18 +89,22 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (special-token strings are recognised only
         by tokenizers whose input is a chat-template rendering)."""
-        return list(self.ids(text))
+        return self.ids(text).tolist()
 
-    def ids(self, text: str) -> tuple[int, ...]:
-        """Like :meth:`encode`, as a tuple shared with the memo (do not rely
-        on identity; it is immutable so sharing is safe)."""
+    def ids(self, text: str) -> array:
+        """Like :meth:`encode`, packed as ``array('q')`` (8 bytes a token).
+
+        **Read-only**: the array may be the memo's own (do not rely on
+        identity either); copy it (``array('q', ids)``) before changing it,
+        or every later call for the same text sees the change.
+        """
         chunks = safe_chunks(text, self.chunk_chars)
         if len(chunks) == 1:
             return self._chunk_memo(text)
-        out: list[int] = []
+        out = array(TOKEN_TYPECODE)
         for chunk in chunks:
-            out.extend(self._chunk_memo(chunk))
-        return tuple(out)
+            out.extend(self._chunk_memo(chunk))  # array to array: a memcpy
+        return out
 
     def count(self, text: str) -> int:
         """Number of tokens of ``text``, memoised per text."""
@@ -104,8 +115,8 @@ class Tokenizer:
         self._count_memo.cache_clear()
 
     # -- internals --------------------------------------------------------
-    def _encode_tuple(self, text: str) -> tuple[int, ...]:
-        return tuple(self._encode_chunk(text))
+    def _encode_array(self, text: str) -> array:
+        return array(TOKEN_TYPECODE, self._encode_chunk(text))
 
     def _count_uncached(self, text: str) -> int:
         return len(self.ids(text))

@@ -16,13 +16,15 @@ the text is cut into consecutive runs of about ``chars_per_token`` characters
 (the k-th cut at ``floor(k * chars_per_token)``) and each run's id is its
 CRC-32. Two texts that share a prefix share the ids of every run inside it,
 so prefix lengths come out right to within one run. Every figure from these
-tokenizers is marked ``estimated``.
+tokenizers is marked ``estimated``. CRC-32 ids run up to ``2**32 - 1``, so
+they need the 64-bit ``array('q')`` every tokenizer's ids are held in.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
+from array import array
 
 from ._base import Tokenizer
 
@@ -34,7 +36,7 @@ class EstimateTokenizer(Tokenizer):
         super().__init__(name, source=source, estimated=True)
         self.chars_per_token = chars_per_token
 
-    def ids(self, text: str) -> tuple[int, ...]:
+    def ids(self, text: str) -> array:
         # The estimate is linear already; no chunking, which would shift runs.
         return self._chunk_memo(text)
 

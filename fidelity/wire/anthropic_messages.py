@@ -85,7 +85,6 @@ from typing import Any, Mapping, Sequence
 from ..errors import InputError
 from ..model import (
     EMPTY,
-    FrozenDict,
     Image,
     Message,
     Part,

@@ -37,7 +37,7 @@ output schemas as cached prefix content).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from ..errors import InputError
 from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
