@@ -27,7 +27,6 @@ gemini-estimate 4 characters per token                          yes
 
 from __future__ import annotations
 
-import functools
 import threading
 from array import array
 from collections import OrderedDict
