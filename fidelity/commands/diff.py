@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data + b"\n")
         return 0
     console = Console(file=_Escaping(sys.stdout))
+    if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
+        console = Console(file=_Escaping(sys.stdout), width=200)
     for result in _progress(results, args):
         console.print(render(result))
     return 0
@@ -112,6 +114,8 @@ def render(result: DiffResult) -> Group:
     head = Text()
     if cause.kind in ("identical", "appended_only"):
         head.append("✔ prefix preserved", style="bold green")
+    elif result.cache.lost == 0:
+        head.append("✔ no cached token lost (the bodies diverge past what the cache can serve)", style="bold green")
     else:
         head.append("✘ prefix broken", style="bold red")
     head.append(f"  {cause.kind}")
