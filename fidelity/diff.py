@@ -245,9 +245,18 @@ def _compare_views(
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
     same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-    earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, _breakpoints(p_segs, p_ids))] if same_key else []
-    outcome = cm.predict(earlier, cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_segs, c_ids)))
-    lost = max(0, cm.reusable(min(p_len, c_len), c_len) - outcome.cached)
+    p_bps = _breakpoints(p_segs, p_ids)
+    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_segs, c_ids))
+    earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, p_bps)] if same_key else []
+    outcome = cm.predict(earlier, child_prompt)
+    # What a child whose prefix matched would have read: the same model run
+    # against a parent holding the child's own first min(P, C) tokens with the
+    # parent's cache breakpoints, so explicit-breakpoint rules apply too.
+    m = min(p_len, c_len)
+    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(b for b in p_bps if b <= m)) \
+        if m else None
+    ideal = cm.predict([matched], child_prompt).cached if matched is not None else 0
+    lost = max(0, ideal - outcome.cached)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost)
