@@ -16,10 +16,13 @@ write it. One JSON object::
 
     {"type": "text", "text": "...", "cache_control": {...}?}
     {"type": "reasoning", "text": "...", "signature": "..."?}
-    {"type": "tool_call", "id": "...", "name": "...", "arguments": {...}, "arguments_json": "..."?}
-    {"type": "tool_result", "call_id": "...", "name": "..."?, "content": "..." | [PART, ...], "is_error": true?}
+    {"type": "tool_call", "id": "...", "name": "...", "arguments": {...}, "arguments_json": "..."?, "cache_control": {...}?}
+    {"type": "tool_result", "call_id": "...", "name": "..."?, "content": "..." | [PART, ...], "is_error": true?, "cache_control": {...}?}
     {"type": "tool_result", "call_id": "...", "content_json": ANY}      (non-text result, e.g. Gemini's response object)
-    {"type": "image", "url": "...", "detail": "..."?, "media_type": "..."?}
+    {"type": "image", "url": "...", "detail": "..."?, "media_type": "..."?, "cache_control": {...}?}
+
+``cache_control`` is a breakpoint marker (Anthropic on every block;
+DashScope on text parts); dialects without per-part breakpoints ignore it.
 
 Rules: key order inside ``parameters``, ``arguments``, ``params`` and every
 ``extra`` is kept exactly (it is cache-relevant); nothing is sorted. Keys
@@ -60,6 +63,8 @@ def _part_to_obj(part: Any) -> dict[str, Any]:
         out = {"type": "tool_call", "id": part.id, "name": part.name, "arguments": thaw(part.arguments)}
         if part.arguments_json is not None:
             out["arguments_json"] = part.arguments_json
+        if part.cache_control is not None:
+            out["cache_control"] = thaw(part.cache_control)
     elif isinstance(part, ToolResult):
         out = {"type": "tool_result", "call_id": part.call_id}
         if part.name is not None:
@@ -73,12 +78,16 @@ def _part_to_obj(part: Any) -> dict[str, Any]:
             out["content_json"] = thaw(content)
         if part.is_error:
             out["is_error"] = True
+        if part.cache_control is not None:
+            out["cache_control"] = thaw(part.cache_control)
     elif isinstance(part, Image):
         out = {"type": "image", "url": part.url}
         if part.detail is not None:
             out["detail"] = part.detail
         if part.media_type is not None:
             out["media_type"] = part.media_type
+        if part.cache_control is not None:
+            out["cache_control"] = thaw(part.cache_control)
     else:
         raise InputError(f"unknown part type {type(part).__name__}")
     return out
@@ -191,21 +200,23 @@ def _part_from_obj(r: _Reader, obj: Any, ptr: str, *, nested: bool = False) -> A
         r.check_keys(obj, ("type", "text", "cache_control"), ptr)
         return Text(r.string(obj, "text", ptr), cache_control=r.mapping(obj, "cache_control", ptr))
     if kind == "image":
-        r.check_keys(obj, ("type", "url", "detail", "media_type"), ptr)
+        r.check_keys(obj, ("type", "url", "detail", "media_type", "cache_control"), ptr)
         return Image(r.string(obj, "url", ptr), detail=r.string(obj, "detail", ptr, optional=True),
-                     media_type=r.string(obj, "media_type", ptr, optional=True))
+                     media_type=r.string(obj, "media_type", ptr, optional=True),
+                     cache_control=r.mapping(obj, "cache_control", ptr))
     if nested:
         raise r.fail(f"a tool result holds text and image parts only, not {kind!r}", ptr)
     if kind == "reasoning":
         r.check_keys(obj, ("type", "text", "signature"), ptr)
         return Reasoning(r.string(obj, "text", ptr), signature=r.string(obj, "signature", ptr, optional=True))
     if kind == "tool_call":
-        r.check_keys(obj, ("type", "id", "name", "arguments", "arguments_json"), ptr)
+        r.check_keys(obj, ("type", "id", "name", "arguments", "arguments_json", "cache_control"), ptr)
         return ToolCall(r.string(obj, "id", ptr), r.string(obj, "name", ptr),
                         arguments=freeze(obj.get("arguments", {})),
-                        arguments_json=r.string(obj, "arguments_json", ptr, optional=True))
+                        arguments_json=r.string(obj, "arguments_json", ptr, optional=True),
+                        cache_control=r.mapping(obj, "cache_control", ptr))
     if kind == "tool_result":
-        r.check_keys(obj, ("type", "call_id", "name", "content", "content_json", "is_error"), ptr)
+        r.check_keys(obj, ("type", "call_id", "name", "content", "content_json", "is_error", "cache_control"), ptr)
         if "content" in obj and "content_json" in obj:
             raise r.fail("give 'content' or 'content_json', not both", ptr)
         if "content_json" in obj:
@@ -221,7 +232,7 @@ def _part_from_obj(r: _Reader, obj: Any, ptr: str, *, nested: bool = False) -> A
         if not isinstance(is_error, bool):
             raise r.fail("'is_error' must be true or false", f"{ptr}/is_error")
         return ToolResult(r.string(obj, "call_id", ptr), name=r.string(obj, "name", ptr, optional=True),
-                          content=content, is_error=is_error)
+                          content=content, is_error=is_error, cache_control=r.mapping(obj, "cache_control", ptr))
     raise r.fail(f"unknown part type {kind!r} (known: text, reasoning, tool_call, tool_result, image)", ptr)
 
 

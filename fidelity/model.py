@@ -188,41 +188,57 @@ class ToolCall:
     ``arguments_json`` is the exact argument string where the wire carries
     one (OpenAI-style ``function.arguments``); renderers prefer it so that
     the bytes a harness replays are reproduced exactly.
+    ``cache_control`` is Anthropic's breakpoint marker on the ``tool_use``
+    block (other dialects have no per-part breakpoint and ignore it).
     """
 
     id: str
     name: str
     arguments: Any = EMPTY
     arguments_json: str | None = None
+    cache_control: FrozenDict | None = None
     kind: Literal["tool_call"] = field(default="tool_call", init=False)
 
     def __post_init__(self) -> None:
-        _frozen(self, "arguments")
+        _frozen(self, "arguments", "cache_control")
 
 
 @dataclass(frozen=True)
 class ToolResult:
     """The result of a tool call. ``content`` is text, or a tuple of parts
-    (``Text`` / ``Image``), or for Gemini the ``response`` object."""
+    (``Text`` / ``Image``), or for Gemini the ``response`` object.
+
+    ``cache_control`` is Anthropic's breakpoint marker on the
+    ``tool_result`` block itself (Claude Code's moving breakpoint often lands
+    there). OpenAI, DeepSeek and Gemini have no per-part breakpoints and
+    ignore it; DashScope's markers ride on the result's ``Text`` parts
+    (``content``), not on the tool message, so it ignores it too."""
 
     call_id: str
     name: str | None = None
     content: Any = ""
     is_error: bool = False
+    cache_control: FrozenDict | None = None
     kind: Literal["tool_result"] = field(default="tool_result", init=False)
 
     def __post_init__(self) -> None:
-        _frozen(self, "content")
+        _frozen(self, "content", "cache_control")
 
 
 @dataclass(frozen=True)
 class Image:
-    """An image by reference (URL or data URL). ``detail`` is OpenAI's knob."""
+    """An image by reference (URL or data URL). ``detail`` is OpenAI's knob;
+    ``cache_control`` is Anthropic's breakpoint marker on the ``image`` block
+    (ignored by the other dialects)."""
 
     url: str
     detail: str | None = None
     media_type: str | None = None
+    cache_control: FrozenDict | None = None
     kind: Literal["image"] = field(default="image", init=False)
+
+    def __post_init__(self) -> None:
+        _frozen(self, "cache_control")
 
 
 Part = Union[Text, Reasoning, ToolCall, ToolResult, Image]

@@ -13,6 +13,7 @@ from fidelity.errors import InputError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_wire_openai import request as request_strategy  # noqa: E402
+from test_wire_anthropic import requests as anthropic_requests  # noqa: E402
 from conftest import REPO  # noqa: E402
 
 EXAMPLE = REPO / "fixtures" / "request.example.json"
@@ -24,6 +25,31 @@ def test_round_trip_is_exact(req) -> None:
     back = request_from_json(data)
     assert back == req
     assert request_to_json(back) == data
+
+
+@given(anthropic_requests)
+def test_round_trip_keeps_block_breakpoints(req) -> None:
+    """cache_control on tool_use, tool_result, image and text blocks (Anthropic's strategy)."""
+    data = request_to_json(req)
+    back = request_from_json(data)
+    assert back == req
+    assert request_to_json(back) == data
+
+
+def test_block_breakpoints_are_written_last_in_each_part() -> None:
+    from fidelity.canonical import request_to_obj
+    from fidelity.model import Image, Message, Request, Route, ToolCall, ToolResult, freeze
+
+    eph = freeze({"type": "ephemeral", "ttl": "1h"})
+    req = Request(Route("anthropic", "m"), messages=(
+        Message("assistant", (ToolCall("t1", "ls", freeze({"p": "."}), '{"p":"."}', eph),)),
+        Message("user", (ToolResult("t1", "ls", (Image("u", cache_control=eph),), True, eph),)),
+    ))
+    parts = [m["parts"][0] for m in request_to_obj(req)["messages"]]
+    assert list(parts[0]) == ["type", "id", "name", "arguments", "arguments_json", "cache_control"]
+    assert list(parts[1]) == ["type", "call_id", "name", "content", "is_error", "cache_control"]
+    assert list(parts[1]["content"][0]) == ["type", "url", "cache_control"]
+    assert request_from_json(request_to_json(req)) == req
 
 
 def test_example_fixture_loads() -> None:

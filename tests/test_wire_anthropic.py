@@ -80,14 +80,17 @@ def _block(part: Any) -> dict[str, Any]:
             d["cache_control"] = thaw(part.cache_control)
         return d
     if isinstance(part, Image):
-        return {"type": "image", "source": {"type": "url", "url": part.url}}
-    if isinstance(part, ToolCall):
-        return {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
-    if isinstance(part, ToolResult):
+        d = {"type": "image", "source": {"type": "url", "url": part.url}}
+    elif isinstance(part, ToolCall):
+        d = {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
+    elif isinstance(part, ToolResult):
         content = part.content if isinstance(part.content, str) else [_block(p) for p in part.content]
         d = {"type": "tool_result", "tool_use_id": part.call_id, "content": content}
         if part.is_error:
             d["is_error"] = True
+    if isinstance(part, (Image, ToolCall, ToolResult)):
+        if part.cache_control is not None:
+            d["cache_control"] = thaw(part.cache_control)
         return d
     assert isinstance(part, Reasoning)
     return {"type": "thinking", "thinking": part.text, "signature": part.signature}
@@ -172,17 +175,22 @@ def schemas(draw: Any, depth: int = 2) -> dict[str, Any]:
     return dict(draw(st.permutations(members)))
 
 
-images = st.sampled_from(["https://example.com/a.png", "https://例え.jp/画像.jpg?q=1&x=é", "https://x.test/😀.gif"]).map(Image)
+images = st.builds(
+    Image, st.sampled_from(["https://example.com/a.png", "https://例え.jp/画像.jpg?q=1&x=é", "https://x.test/😀.gif"]),
+    cache_control=cache_controls,
+)
 user_parts = st.one_of(
     st.builds(Text, texts, cache_control=cache_controls),
     images,
-    st.builds(ToolResult, ids, content=st.one_of(texts, st.lists(st.one_of(st.builds(Text, texts), images), max_size=2).map(tuple)),
-              is_error=st.booleans()),
+    st.builds(ToolResult, ids,
+              content=st.one_of(texts, st.lists(st.one_of(st.builds(Text, texts, cache_control=cache_controls), images),
+                                                max_size=2).map(tuple)),
+              is_error=st.booleans(), cache_control=cache_controls),
 )
 assistant_parts = st.one_of(
     st.builds(Text, texts, cache_control=cache_controls),
     st.builds(Reasoning, texts, signature=st.text("ABCDEFabcdef0123456789+/=", min_size=1, max_size=20)),
-    st.builds(ToolCall, ids, names, arguments=json_objects),
+    st.builds(ToolCall, ids, names, arguments=json_objects, cache_control=cache_controls),
 )
 
 
@@ -265,7 +273,10 @@ def raw_messages(draw: Any) -> list[dict[str, Any]]:
         st.builds(lambda t, cc: {"type": "text", "text": t, **({"cache_control": cc} if cc else {})}, texts, cache_controls),
         st.builds(lambda i, n, a, cc: {"type": "tool_use", "id": i, "name": n, "input": a, **({"cache_control": cc} if cc else {})},
                   ids, names, json_objects, cache_controls),
-        st.builds(lambda i, c: {"type": "tool_result", "tool_use_id": i, "content": c, "is_error": False}, ids, texts),
+        st.builds(lambda i, c, cc: {"type": "tool_result", "tool_use_id": i, "content": c, "is_error": False,
+                                    **({"cache_control": cc} if cc else {})}, ids, texts, cache_controls),
+        st.builds(lambda u, cc: {"type": "image", "source": {"type": "url", "url": u}, **({"cache_control": cc} if cc else {})},
+                  st.just("https://example.com/a.png"), cache_controls),
         st.builds(lambda d: {"type": "redacted_thinking", "data": d}, texts),
         st.builds(lambda d: {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": d}}, texts),
     )
@@ -376,6 +387,30 @@ def test_tool_result_name_is_recovered_from_the_tool_use() -> None:
         Message("user", (ToolResult("toolu_1", content="found"),)),
     ), params=freeze({"max_tokens": 5})))
     assert D.parse(body).messages[1].parts[0].name == "grep"
+
+
+def test_cache_control_on_tool_result_tool_use_and_image_needs_no_verbatim_fallback() -> None:
+    eph = {"type": "ephemeral"}
+    body = sdk_body(model="m", max_tokens=5, messages=[
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {"q": "x"},
+                                           "cache_control": eph}]},
+        {"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}, "cache_control": eph},
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "found", "cache_control": eph},
+        ]},
+    ])
+    parsed = D.parse(body)
+    assert all("role" not in m.extra for m in parsed.messages)
+    call, = parsed.messages[0].parts
+    image, result = parsed.messages[1].parts
+    assert call.cache_control == image.cache_control == result.cache_control == freeze(eph)
+    assert D.render(parsed) == body
+    # a breakpoint ahead of another key is not the canonical layout: kept verbatim, bytes intact
+    odd = sdk_body(model="m", max_tokens=5, messages=[{"role": "user", "content": [
+        {"type": "tool_result", "cache_control": eph, "tool_use_id": "toolu_1", "content": "found"}]}])
+    parsed = D.parse(odd)
+    assert "role" in parsed.messages[0].extra and parsed.messages[0].parts[0].cache_control == freeze(eph)
+    assert D.render(parsed) == odd
 
 
 def test_bad_input() -> None:

@@ -32,19 +32,20 @@ the Messages API reference, https://docs.claude.com/en/api/messages):
   :class:`~fidelity.model.Text` part without ``cache_control``, else a list
   of blocks;
 * ``{"type": "text", "text", "cache_control"?}``;
-  ``{"type": "image", "source": {"type": "url", "url"}}`` (a ``data:`` URL
-  becomes ``{"type": "base64", "media_type", "data"}``);
-  ``{"type": "tool_use", "id", "name", "input"}``;
-  ``{"type": "tool_result", "tool_use_id", "content", "is_error"?}``
-  (``is_error`` only when true); ``{"type": "thinking", "thinking",
-  "signature"}``;
+  ``{"type": "image", "source": {"type": "url", "url"}, "cache_control"?}``
+  (a ``data:`` URL becomes ``{"type": "base64", "media_type", "data"}``);
+  ``{"type": "tool_use", "id", "name", "input", "cache_control"?}``;
+  ``{"type": "tool_result", "tool_use_id", "content", "is_error"?,
+  "cache_control"?}`` (``is_error`` only when true); ``{"type": "thinking",
+  "thinking", "signature"}`` (thinking blocks cannot carry ``cache_control``);
+  ``cache_control`` comes last wherever a block carries one;
 * tool ``{"name", "description"?, "input_schema"?, ...Tool.extra}``;
 * system: a string for one plain :class:`~fidelity.model.SystemBlock`,
   else a list of ``{"type": "text", "text", "cache_control"?}`` blocks.
 
 ``parse`` maps every object that re-renders to the same bytes onto that
 layout. Any other object (different key order, a block type the canonical
-model has no part for, ``cache_control`` on a ``tool_use`` block, a list
+model has no part for, ``cache_control`` ahead of another key, a list
 holding a single plain text block...) is kept verbatim so that
 ``render(parse(b)) == b`` for every body: the whole wire object goes into
 ``Message.extra`` (recognisable by its ``"role"`` key), ``Tool.extra``
@@ -144,20 +145,27 @@ def _render_block(part: Part) -> dict[str, Any]:
             source = {"type": "base64", "media_type": m.group(1), "data": m.group(2)}
         else:
             source = {"type": "url", "url": part.url}
-        return {"type": "image", "source": source}
+        return _with_cache_control({"type": "image", "source": source}, part.cache_control)
     if isinstance(part, ToolCall):
-        return {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
+        out = {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
+        return _with_cache_control(out, part.cache_control)
     if isinstance(part, ToolResult):
         out = {"type": "tool_result", "tool_use_id": part.call_id, "content": _render_result_content(part.content)}
         if part.is_error:
             out["is_error"] = True
-        return out
+        return _with_cache_control(out, part.cache_control)
     if isinstance(part, Reasoning):
         out = {"type": "thinking", "thinking": part.text}
         if part.signature is not None:
             out["signature"] = part.signature
         return out
     raise InputError(f"anthropic-messages cannot render a {type(part).__name__} part")
+
+
+def _with_cache_control(block: dict[str, Any], cache_control: Any) -> dict[str, Any]:
+    if cache_control is not None:
+        block["cache_control"] = thaw(cache_control)
+    return block
 
 
 def _render_result_content(content: Any) -> Any:
@@ -257,20 +265,25 @@ def _parse_block(obj: Any, where: str, names: Mapping[str, str]) -> Part | None:
     kind = block.get("type")
     if kind == "text":
         return Text(_str(block.get("text"), where + "/text"), cache_control=block.get("cache_control"))
+    cache_control = block.get("cache_control")
+    if not isinstance(cache_control, dict):
+        cache_control = None  # another shape: the block re-renders differently and is kept verbatim
     if kind == "image":
         source = block.get("source")
         if isinstance(source, dict):
             if source.get("type") == "url" and isinstance(source.get("url"), str):
-                return Image(source["url"])
+                return Image(source["url"], cache_control=cache_control)
             if source.get("type") == "base64" and isinstance(source.get("data"), str):
                 mt = source.get("media_type")
-                return Image(f"data:{mt};base64,{source['data']}", media_type=mt if isinstance(mt, str) else None)
+                return Image(f"data:{mt};base64,{source['data']}", media_type=mt if isinstance(mt, str) else None,
+                             cache_control=cache_control)
         return None
     if kind == "tool_use":
         return ToolCall(
             id=_str(block.get("id"), where + "/id"),
             name=_str(block.get("name"), where + "/name"),
             arguments=block.get("input", EMPTY),
+            cache_control=cache_control,
         )
     if kind == "tool_result":
         call_id = _str(block.get("tool_use_id"), where + "/tool_use_id")
@@ -280,7 +293,8 @@ def _parse_block(obj: Any, where: str, names: Mapping[str, str]) -> Part | None:
                 p for i, c in enumerate(content)
                 if (p := _parse_block(c, f"{where}/content/{i}", names)) is not None
             )
-        return ToolResult(call_id, name=names.get(call_id), content=content, is_error=block.get("is_error") is True)
+        return ToolResult(call_id, name=names.get(call_id), content=content, is_error=block.get("is_error") is True,
+                          cache_control=cache_control)
     if kind == "thinking":
         sig = block.get("signature")
         return Reasoning(_str(block.get("thinking"), where + "/thinking"), signature=sig if isinstance(sig, str) else None)
