@@ -236,7 +236,7 @@ def test_reasoning_dropped_on_replay_deepseek():
 
 
 def test_anthropic_tool_added_is_seen_first_in_cache_order():
-    base = dict(model="claude-opus-4-5", max_tokens=1024, system=SYSTEM,
+    base = dict(model="claude-sonnet-4-6", max_tokens=1024, system=SYSTEM,
                 messages=[{"role": "user", "content": "hello"}],
                 tools=[{"name": "read_file", "description": "Read.", "input_schema": {"type": "object"}}])
     parent = anthropic_body(**base)
