@@ -346,8 +346,8 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
     (:func:`fidelity.snapshot.pairs_in_folder`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
     divergent byte."""
-    from .diff import compare
-    from .snapshot import pairs_in_folder
+    from .diff._compare import compare
+    from .capture.snapshot import pairs_in_folder
 
     rows = []
     base = Path(relative_to) if relative_to is not None else None

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from .bytediff import first_divergence
+from .diff.bytediff import first_divergence
 
 __all__ = ["assert_prefix_preserved", "RequestSnapshot", "PrefixNotPreserved"]
 
@@ -51,7 +51,7 @@ def _as_body(value: Any, provider: str | None, what: str) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, os.PathLike):
-        from .snapshot import load_body
+        from .capture.snapshot import load_body
 
         return load_body(value)[0]
     if isinstance(value, str):
@@ -63,7 +63,7 @@ def _as_body(value: Any, provider: str | None, what: str) -> bytes:
 
         return wire.get(provider).render(value)
     if isinstance(value, dict):
-        from .wire._json import dumps_compact
+        from .jsonbytes import dumps_compact
 
         return dumps_compact(value)
     body = getattr(value, "body", None)  # fidelity.snapshot.Snapshot
@@ -107,7 +107,7 @@ def assert_prefix_preserved(parent: Any, child: Any, provider: str | None = None
     ``provider`` is a wire dialect name (``openai-chat``, ...), detected from
     the parent body when omitted; it is required for :class:`Request` inputs.
     """
-    from .diff import compare
+    from .diff._compare import compare
 
     p = _as_body(parent, provider, "parent")
     c = _as_body(child, provider, "child")
@@ -229,7 +229,7 @@ def _mismatch(path: Path, stored: bytes, data: bytes) -> str:
         lines.append(f"  snapshot: {stored[lo:at + 40]!r}")
         lines.append(f"  body:     {data[lo:at + 40]!r}")
     try:
-        from .diff import compare
+        from .diff._compare import compare
 
         result = compare(stored, data)
         lines.append(explain(result).replace("prefix not preserved", "as a parent/child pair", 1))

@@ -14,7 +14,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..bytediff import first_divergence
+from ..diff.bytediff import first_divergence
 from ..errors import InputError
 
 #: typecode of packed token ids (signed 64-bit; see ``fidelity.tokens.TOKEN_TYPECODE``)

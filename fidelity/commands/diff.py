@@ -13,8 +13,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from .. import pricing, snapshot
-from ..diff import DiffResult, compare
+from .. import pricing
+from ..capture import snapshot
+from ..diff._compare import DiffResult, compare
 from ..errors import InputError
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "

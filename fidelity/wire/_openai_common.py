@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import InputError
 from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, freeze
 from . import Segment
-from ._json import dumps_compact, element_spans, escape_token, member_spans, pointer
+from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 
 #: ``Completions.create`` body literal order (openai 3.57.0,
 #: openai/resources/chat/completions/completions.py).

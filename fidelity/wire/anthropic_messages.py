@@ -101,7 +101,7 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
-from ._json import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
+from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS"]
 

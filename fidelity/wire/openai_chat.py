@@ -42,7 +42,7 @@ from typing import Any, Callable
 from ..errors import InputError
 from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
 from . import Segment, register
-from ._json import dumps_compact, loads
+from ..jsonbytes import dumps_compact, loads
 from ._openai_common import (
     CHAT_KEYS,
     arguments_string,

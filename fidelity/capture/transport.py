@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .redact import Redactor, ensure_clean
-from .jsonio import atomic_write
+from ..jsonio import atomic_write
 from .snapshot import SnapshotWriter, dumps, from_request
 
 def _modules() -> list[Any]:

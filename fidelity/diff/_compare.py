@@ -23,15 +23,15 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import cache as cache_models
-from . import jsonio, pricing, tokens, wire
+from .. import cache as cache_models
+from .. import jsonio, pricing, tokens, wire
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
-from .errors import InputError
+from ..errors import InputError
 from .locate import pointer_at
-from .model import Request
-from .wire import Segment
-from .wire._json import member_spans, value_spans
+from ..model import Request
+from ..wire import Segment
+from ..jsonbytes import member_spans, value_spans
 
 SCHEMA = "fidelity.diff/1"
 

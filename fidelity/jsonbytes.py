@@ -44,8 +44,8 @@ import json
 import re
 from typing import Any, Iterable, NamedTuple
 
-from .. import jsonio as _jsonio
-from ..errors import InputError
+from . import jsonio as _jsonio
+from .errors import InputError
 
 __all__ = [
     "dumps_compact",
@@ -60,6 +60,10 @@ __all__ = [
     "member_spans",
     "element_spans",
     "slice_at",
+    "skip_ws",
+    "skip_value",
+    "iter_members",
+    "iter_elements",
 ]
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -164,7 +168,7 @@ class Member(NamedTuple):
     end: int
 
 
-def _ws(body: bytes, pos: int) -> int:
+def skip_ws(body: bytes, pos: int) -> int:
     return _WS.match(body, pos).end()  # type: ignore[union-attr]
 
 
@@ -172,7 +176,7 @@ def _bad(body: bytes, pos: int, what: str) -> InputError:
     return InputError(f"malformed JSON at byte {pos}: {what}")
 
 
-def _skip_value(body: bytes, pos: int) -> int:
+def skip_value(body: bytes, pos: int) -> int:
     """Return the end offset of the value starting at ``pos`` (no whitespace)."""
     if pos >= len(body):
         raise _bad(body, pos, "unexpected end")
@@ -197,11 +201,11 @@ def _skip_value(body: bytes, pos: int) -> int:
     return m.end()
 
 
-def _iter_members(body: bytes, pos: int) -> Iterable[Member]:
+def iter_members(body: bytes, pos: int) -> Iterable[Member]:
     """Members of the object starting at ``pos`` (which must be ``{``)."""
     if body[pos : pos + 1] != b"{":
         raise _bad(body, pos, "expected an object")
-    pos = _ws(body, pos + 1)
+    pos = skip_ws(body, pos + 1)
     if body[pos : pos + 1] == b"}":
         return
     while True:
@@ -209,56 +213,56 @@ def _iter_members(body: bytes, pos: int) -> Iterable[Member]:
         if not key_match:
             raise _bad(body, pos, "expected a key")
         key = json.loads(key_match.group().decode("utf-8"))
-        pos = _ws(body, key_match.end())
+        pos = skip_ws(body, key_match.end())
         if body[pos : pos + 1] != b":":
             raise _bad(body, pos, "expected ':'")
-        value_start = _ws(body, pos + 1)
-        end = _skip_value(body, value_start)
+        value_start = skip_ws(body, pos + 1)
+        end = skip_value(body, value_start)
         yield Member(key, key_match.start(), value_start, end)
-        pos = _ws(body, end)
+        pos = skip_ws(body, end)
         sep = body[pos : pos + 1]
         if sep == b"}":
             return
         if sep != b",":
             raise _bad(body, pos, "expected ',' or '}'")
-        pos = _ws(body, pos + 1)
+        pos = skip_ws(body, pos + 1)
 
 
-def _iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
+def iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
     """``(start, end)`` of each element of the array starting at ``pos``."""
     if body[pos : pos + 1] != b"[":
         raise _bad(body, pos, "expected an array")
-    pos = _ws(body, pos + 1)
+    pos = skip_ws(body, pos + 1)
     if body[pos : pos + 1] == b"]":
         return
     while True:
-        end = _skip_value(body, pos)
+        end = skip_value(body, pos)
         yield pos, end
-        pos = _ws(body, end)
+        pos = skip_ws(body, end)
         sep = body[pos : pos + 1]
         if sep == b"]":
             return
         if sep != b",":
             raise _bad(body, pos, "expected ',' or ']'")
-        pos = _ws(body, pos + 1)
+        pos = skip_ws(body, pos + 1)
 
 
 def _locate(body: bytes, tokens: tuple[str, ...]) -> tuple[int, int] | None:
     """Span of the value at ``tokens`` or ``None`` when it is absent."""
-    start = _ws(body, 0)
-    end = _skip_value(body, start)
+    start = skip_ws(body, 0)
+    end = skip_value(body, start)
     for token in tokens:
         opener = body[start : start + 1]
         found: tuple[int, int] | None = None
         if opener == b"{":
-            for member in _iter_members(body, start):
+            for member in iter_members(body, start):
                 if member.key == token:
                     found = (member.value_start, member.end)  # last duplicate wins, as json.loads
         elif opener == b"[":
             if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
                 return None
             wanted = int(token)
-            for i, span in enumerate(_iter_elements(body, start)):
+            for i, span in enumerate(iter_elements(body, start)):
                 if i == wanted:
                     found = span
                     break
@@ -299,7 +303,7 @@ def member_spans(body: bytes, ptr: str = "") -> list[Member]:
     span = _locate(body, split_pointer(ptr))
     if span is None or body[span[0] : span[0] + 1] != b"{":
         return []
-    return list(_iter_members(body, span[0]))
+    return list(iter_members(body, span[0]))
 
 
 def element_spans(body: bytes, ptr: str) -> list[tuple[int, int]]:
@@ -309,4 +313,4 @@ def element_spans(body: bytes, ptr: str) -> list[tuple[int, int]]:
     span = _locate(body, split_pointer(ptr))
     if span is None or body[span[0] : span[0] + 1] != b"[":
         return []
-    return list(_iter_elements(body, span[0]))
+    return list(iter_elements(body, span[0]))

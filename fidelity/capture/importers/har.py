@@ -21,8 +21,8 @@ import binascii
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..jsonio import load
+from ...errors import InputError
+from ...jsonio import load
 from ._base import Imported, looks_like_model_request
 
 __all__ = ["read_har"]

@@ -21,9 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..jsonio import read_bytes
-from ..wire import _json
+from ...errors import InputError
+from ...jsonio import read_bytes
+from ... import jsonbytes as _json
 from ._base import Imported, looks_like_model_request
 
 __all__ = ["read_jsonl"]

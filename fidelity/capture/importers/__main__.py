@@ -2,6 +2,6 @@
 
 import sys
 
-from ..cli import main
+from ...cli import main
 
 sys.exit(main(["import", *sys.argv[1:]]))

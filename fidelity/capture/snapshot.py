@@ -51,9 +51,9 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from .errors import InputError
-from .jsonio import atomic_write, read_bytes
-from .jsonio import loads as _jsonio_loads
+from ..errors import InputError
+from ..jsonio import atomic_write, read_bytes
+from ..jsonio import loads as _jsonio_loads
 
 __all__ = [
     "FORMAT_VERSION",
@@ -462,7 +462,7 @@ def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str 
                 break
     if dialect is None and isinstance(obj, dict):
         try:
-            from . import wire
+            from .. import wire
 
             found = wire.detect(obj)
             dialect, family = found.name, found.provider

@@ -9,7 +9,7 @@ deepest value whose bytes contain the offset.
 
 from __future__ import annotations
 
-from .wire._json import _iter_elements, _iter_members, _skip_value, _ws, escape_token
+from ..jsonbytes import iter_elements, iter_members, skip_value, skip_ws, escape_token
 
 
 def pointer_at(body: bytes, offset: int) -> str:
@@ -23,21 +23,21 @@ def pointer_at(body: bytes, offset: int) -> str:
     >>> pointer_at(b'{"a":[1,{"b":"xyz"}]}', 2)
     ''
     """
-    start = _ws(body, 0)
-    end = _skip_value(body, start)
+    start = skip_ws(body, 0)
+    end = skip_value(body, start)
     path = ""
     while start <= offset < end:
         opener = body[start : start + 1]
         child: tuple[str, int, int] | None = None
         if opener == b"{":
-            for member in _iter_members(body, start):
+            for member in iter_members(body, start):
                 if member.value_start <= offset < member.end:
                     child = (escape_token(member.key), member.value_start, member.end)
                     break
                 if member.start > offset:
                     break
         elif opener == b"[":
-            for index, (lo, hi) in enumerate(_iter_elements(body, start)):
+            for index, (lo, hi) in enumerate(iter_elements(body, start)):
                 if lo <= offset < hi:
                     child = (str(index), lo, hi)
                     break
@@ -52,10 +52,10 @@ def pointer_at(body: bytes, offset: int) -> str:
 
 def member_at(body: bytes, offset: int) -> str | None:
     """The top-level key whose ``"key":value`` member contains ``offset``."""
-    start = _ws(body, 0)
+    start = skip_ws(body, 0)
     if body[start : start + 1] != b"{":
         return None
-    for member in _iter_members(body, start):
+    for member in iter_members(body, start):
         if member.start <= offset < member.end:
             return member.key
     return None

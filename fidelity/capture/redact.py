@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
-from .errors import FidelityError
+from ..errors import FidelityError
 
 __all__ = [
     "REDACTED",

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
-from ..jsonio import read_bytes
+from ...errors import InputError
+from ...jsonio import read_bytes
 from ._base import Imported, write_imported
 
 __all__ = ["Imported", "import_file", "write_imported", "KINDS", "guess_kind"]

@@ -28,8 +28,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..jsonio import loads, read_bytes
+from ...errors import InputError
+from ...jsonio import loads, read_bytes
 from ._base import Imported, looks_like_model_request
 
 __all__ = ["read_cassette", "reserialised_by_vcrpy"]

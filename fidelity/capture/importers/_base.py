@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 
 import json
 
-from ..jsonio import atomic_write
+from ...jsonio import atomic_write
 from ..redact import Redactor, ensure_clean
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from deepdiff import DeepDiff
 
 from .bytediff import first_divergence
-from .wire import Segment
+from ..wire import Segment
 
 KINDS = ("identical", "appended_only", "params_changed", "tools_changed",
          "system_changed", "messages_rewritten")
