@@ -303,7 +303,7 @@ class Variant:
     deltas: tuple[Delta, ...] = ()
     cache_preserving: bool = False
     expect: str = "keeps-prefix"
-    #: the cause kind (:data:`fidelity.causes.KINDS`) a defect must be named by
+    #: the cause kind (:data:`fidelity.diff.causes.KINDS`) a defect must be named by
     cause: str | None = None
     #: the base composition whose faithful child this variant is measured
     #: against (``None``: itself, without deltas)

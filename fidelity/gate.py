@@ -343,7 +343,7 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
 
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None) -> list[Row]:
     """Diff each child request of a snapshot folder against its parent
-    (:func:`fidelity.snapshot.pairs_in_folder`); one row per child, keyed by
+    (:func:`fidelity.capture.snapshot.pairs_in_folder`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
     divergent byte."""
     from .diff._compare import compare

@@ -66,7 +66,7 @@ def _as_body(value: Any, provider: str | None, what: str) -> bytes:
         from .jsonbytes import dumps_compact
 
         return dumps_compact(value)
-    body = getattr(value, "body", None)  # fidelity.snapshot.Snapshot
+    body = getattr(value, "body", None)  # fidelity.capture.snapshot.Snapshot
     if isinstance(body, bytes):
         return body
     content = getattr(value, "content", None)  # httpx / httpx2 Request

@@ -18,7 +18,7 @@ the three. Two ways to attach it:
 Either way the body is read exactly as the transport receives it (httpx
 event hooks run after auth, right before the transport; see
 https://www.python-httpx.org/advanced/event-hooks/), redacted in memory
-(:mod:`fidelity.redact`) and checked for known secrets before the file is
+(:mod:`fidelity.capture.redact`) and checked for known secrets before the file is
 written atomically. A request is recorded before it is sent, so a failing
 call is still captured.
 """

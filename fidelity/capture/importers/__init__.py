@@ -1,7 +1,7 @@
 """Turn recorded traffic into request snapshots.
 
 Each importer reads one kind of recording and returns an :class:`Imported`:
-redacted :class:`~fidelity.snapshot.Snapshot` objects in request order plus
+redacted :class:`~fidelity.capture.snapshot.Snapshot` objects in request order plus
 warnings that say what the source could not keep (a cassette that re-encoded
 the body, a HAR entry whose body size disagrees with its text...).
 
