@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import fork
+from ._registry import Registry
 from .errors import InputError, UnknownName
 from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Tool, ToolCall, freeze, thaw
 
@@ -67,12 +68,12 @@ EXPECTATIONS: Mapping[str, str] = {
 }
 
 DeltaFn = Callable[..., Request]
-DELTAS: dict[str, DeltaFn] = {}
+DELTAS: Registry[DeltaFn] = Registry("delta")
 
 
 def _delta(name: str) -> Callable[[DeltaFn], DeltaFn]:
     def register(fn: DeltaFn) -> DeltaFn:
-        DELTAS[name] = fn
+        DELTAS.add(name, fn)
         return fn
 
     return register
@@ -274,10 +275,7 @@ class Delta:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def apply(self, child: Request, parent: Request, context: Mapping[str, Any] | None = None) -> Request:
-        try:
-            fn = DELTAS[self.op]
-        except KeyError:
-            raise UnknownName("delta", self.op, list(DELTAS)) from None
+        fn = DELTAS.get(self.op)
         params = {k: _resolve(v, context or {}) for k, v in self.params.items()}
         return fn(child, parent, **params)
 
@@ -356,8 +354,7 @@ def _variant_from(obj: Mapping[str, Any], where: str) -> Variant:
     deltas = []
     for d in obj.get("delta", ()):
         params = {k: v for k, v in d.items() if k != "op"}
-        if d.get("op") not in DELTAS:
-            raise UnknownName("delta", str(d.get("op")), list(DELTAS))
+        DELTAS.get(str(d.get("op")))  # UnknownName lists the known deltas
         deltas.append(Delta(d["op"], params))
     return Variant(
         name=obj["name"], title=obj["title"], builder=obj["builder"], deltas=tuple(deltas),

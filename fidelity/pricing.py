@@ -22,26 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import jsonio
+from . import jsonio, providers
 from .errors import InputError, UnknownName
 
-__all__ = ["Price", "PriceTable", "load", "parse_bundled", "parse_litellm", "PROVIDER_ALIASES"]
+__all__ = ["Price", "PriceTable", "load", "parse_bundled", "parse_litellm"]
 
-#: Provider names accepted for each family (LiteLLM's ``litellm_provider``
-#: values on the left).
-PROVIDER_ALIASES: dict[str, str] = {
-    "google": "gemini",
-    "vertex_ai": "gemini",
-    "vertex_ai-language-models": "gemini",
-    "gemini": "gemini",
-    "qwen": "dashscope",
-    "alibaba": "dashscope",
-    "dashscope": "dashscope",
-    "openai": "openai",
-    "azure": "openai",
-    "anthropic": "anthropic",
-    "deepseek": "deepseek",
-}
 
 # A model name's tail that does not change the price: a date, "latest",
 # "preview" with a date, an "exp" tag, a version tag.
@@ -104,8 +89,13 @@ class PriceTable:
 
 
 def _family(provider: str) -> str:
+    """The price table's provider column for a provider name (its family per
+    :func:`fidelity.providers.family`; unknown names are kept as given)."""
     p = provider.strip().lower()
-    return PROVIDER_ALIASES.get(p, p)
+    try:
+        return providers.family(p)
+    except UnknownName:
+        return p
 
 
 def load(path: str | Path | None = None) -> PriceTable:

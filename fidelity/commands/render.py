@@ -20,7 +20,7 @@ HELP = "Write the exact request body a provider SDK would send for a canonical r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", "-p", required=True, metavar="P",
-                        help="wire dialect name (e.g. openai-chat, openai-responses, deepseek, dashscope, vllm)")
+                        help="wire dialect name: " + ", ".join(wire.names()))
     parser.add_argument("request", metavar="REQUEST.json", help="canonical request JSON file")
 
 

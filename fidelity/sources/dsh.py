@@ -40,7 +40,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
-from ..errors import InputError
+from .. import providers
+from ..errors import InputError, UnknownName
 from ..jsonio import load, loads, read_bytes
 from ..model import (
     EMPTY,
@@ -642,7 +643,10 @@ def step_reply(session: Session, turn: int, step: int) -> Message | None:
 
 def _family(provider: str) -> str:
     """DSH provider ids (``deepseek-official``, ``deepseek``) -> cache/price family."""
-    return "deepseek" if provider.startswith("deepseek") else provider
+    try:
+        return providers.family(provider)
+    except UnknownName:
+        return provider
 
 
 def _tool(value: Any) -> Tool:
