@@ -63,6 +63,13 @@ class Registry(Generic[T]):
                 if alias != name:
                     self._aliases[alias] = name
 
+    def remove(self, name: str) -> None:
+        """Forget ``name`` and its aliases (a no-op for an unknown name)."""
+        with self._lock:
+            self._entries.pop(name, None)
+            for alias in [a for a, n in self._aliases.items() if n == name]:
+                del self._aliases[alias]
+
     def alias(self, alias: str, name: str) -> None:
         """Make ``alias`` another spelling of the registered ``name``."""
         with self._lock:

@@ -16,6 +16,8 @@ from typing import Sequence
 
 from .errors import FidelityError
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
 #: command name -> module in fidelity/commands
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
             "import": "import_snapshots", "calibrate": "calibrate"}

@@ -346,7 +346,7 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
     (:func:`fidelity.capture.snapshot.pairs_in_folder`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
     divergent byte."""
-    from .diff._compare import compare
+    from .diff import compare
     from .capture.snapshot import pairs_in_folder
 
     rows = []

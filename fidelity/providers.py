@@ -39,6 +39,7 @@ __all__ = [
     "ReportSetup",
     "Provider",
     "register",
+    "unregister",
     "get",
     "names",
     "family",
@@ -117,6 +118,11 @@ def register(provider: Provider) -> Provider:
     """Add (or replace) a provider descriptor; returns it."""
     _PROVIDERS.add(provider.name, provider, aliases=provider.aliases)
     return provider
+
+
+def unregister(name: str) -> None:
+    """Remove a provider descriptor (tests, plugins that swap one out)."""
+    _PROVIDERS.remove(name)
 
 
 def get(name: str) -> Provider:

@@ -107,7 +107,7 @@ def assert_prefix_preserved(parent: Any, child: Any, provider: str | None = None
     ``provider`` is a wire dialect name (``openai-chat``, ...), detected from
     the parent body when omitted; it is required for :class:`Request` inputs.
     """
-    from .diff._compare import compare
+    from .diff import compare
 
     p = _as_body(parent, provider, "parent")
     c = _as_body(child, provider, "child")
@@ -229,7 +229,7 @@ def _mismatch(path: Path, stored: bytes, data: bytes) -> str:
         lines.append(f"  snapshot: {stored[lo:at + 40]!r}")
         lines.append(f"  body:     {data[lo:at + 40]!r}")
     try:
-        from .diff._compare import compare
+        from .diff import compare
 
         result = compare(stored, data)
         lines.append(explain(result).replace("prefix not preserved", "as a parent/child pair", 1))

@@ -29,10 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from .diff import _compare as differ
+from . import diff as differ
 from . import pricing, tokens, wire
 from .compose import Variant, parent_request
-from .diff._compare import DiffResult
+from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import Request, Route

@@ -17,6 +17,8 @@ from typing import Sequence
 from ..diff.bytediff import first_divergence
 from ..errors import InputError
 
+__all__ = ["as_token_array", "PromptTokens", "CacheOutcome", "common_prefix", "CacheModel"]
+
 #: typecode of packed token ids (signed 64-bit; see ``fidelity.tokens.TOKEN_TYPECODE``)
 _TYPECODE = "q"
 _ITEM = 8

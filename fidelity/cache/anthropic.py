@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ._breakpoints import BreakpointCache
 
+__all__ = ["ANTHROPIC_MINIMUMS", "anthropic_minimum", "AnthropicCache"]
+
 #: Minimum cacheable prompt length per model, from the table "Cache
 #: limitations" in https://platform.claude.com/docs/en/build-with-claude/prompt-caching
 #: (also quoted at https://docs.orq.ai/docs/proxy/prompt-caching): 4096 for

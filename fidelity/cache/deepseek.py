@@ -6,6 +6,8 @@ from typing import Sequence
 
 from ._base import CacheModel, CacheOutcome, PromptTokens, common_prefix
 
+__all__ = ["DEEPSEEK_UNIT", "DeepSeekCache"]
+
 #: Fixed interval (tokens) at which DeepSeek persists cache prefix units.
 #: Calibrated on real usage (docs/calibration.md, rule 1): every one of the
 #: 48 non-zero ``cacheReadTokens`` recorded against ``deepseek-v4-flash`` is

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ._base import CacheModel
 
+__all__ = ["GEMINI_MINIMUMS", "gemini_minimum", "GeminiImplicitCache"]
+
 #: Minimum input tokens for implicit caching per model family, from the table
 #: in https://ai.google.dev/gemini-api/docs/caching ("Implicit caching"):
 #: Gemini 3 Flash 1024, Gemini 3 Pro 4096, Gemini 2.5 Flash 1024, Gemini 2.5 Pro 4096.

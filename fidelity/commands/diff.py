@@ -15,8 +15,10 @@ from rich.text import Text
 
 from .. import pricing
 from ..capture import snapshot
-from ..diff._compare import DiffResult, compare
+from ..diff import DiffResult, compare
 from ..errors import InputError
+
+__all__ = ["HELP", "add_arguments", "run", "render"]
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "
         "first divergent byte, cause, lost cached tokens and their cost.")

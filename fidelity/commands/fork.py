@@ -10,6 +10,8 @@ import sys
 from .. import compose, jsonio, wire
 from ..errors import InputError
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = ("Make the reference child request of a composition variant from a captured parent request body "
         "(any supported dialect), byte-exact for that provider.")
 

@@ -11,6 +11,8 @@ from .. import gate, pricing
 from . import report
 from ..jsonio import atomic_write, load
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = ("Compare lost cached tokens and cost per fork against a baseline: exit 1 on a regression "
         "or when a cache-preserving variant loses tokens, 2 on bad input.")
 

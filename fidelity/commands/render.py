@@ -15,6 +15,8 @@ from .. import wire
 from ..canonical import load_request
 from ..errors import InputError
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = "Write the exact request body a provider SDK would send for a canonical request"
 
 

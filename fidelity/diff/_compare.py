@@ -33,6 +33,20 @@ from ..model import Request
 from ..wire import Segment
 from ..jsonbytes import member_spans, value_spans
 
+__all__ = [
+    "SCHEMA",
+    "RawDiff",
+    "ViewDiff",
+    "TokenFigures",
+    "CacheFigures",
+    "CostFigures",
+    "DiffResult",
+    "compare",
+    "compare_requests",
+    "prompt_token_ids",
+    "shared_tokens",
+]
+
 SCHEMA = "fidelity.diff/1"
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ..jsonbytes import iter_elements, iter_members, skip_value, skip_ws, escape_token
 
+__all__ = ["pointer_at", "member_at"]
+
 
 def pointer_at(body: bytes, offset: int) -> str:
     """Pointer of the deepest value in ``body`` whose span contains ``offset``.

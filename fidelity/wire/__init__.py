@@ -17,6 +17,8 @@ from .._registry import Registry
 from ..errors import InputError
 from ..model import Request
 
+__all__ = ["SegmentKind", "Segment", "Dialect", "register", "unregister", "names", "get", "detect", "joined"]
+
 SegmentKind = Literal["params", "tools", "system", "message"]
 
 
@@ -76,6 +78,11 @@ def register(dialect: Dialect) -> Dialect:
     """Add (or replace) a dialect; a module that defines one calls this."""
     _DIALECTS.add(dialect.name, dialect)
     return dialect
+
+
+def unregister(name: str) -> None:
+    """Remove a dialect (tests, plugins that swap one out)."""
+    _DIALECTS.remove(name)
 
 
 def _load_all() -> list[Dialect]:

@@ -37,6 +37,30 @@ from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, fre
 from . import Segment
 from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 
+__all__ = [
+    "CHAT_KEYS",
+    "RESPONSES_KEYS",
+    "sdk_ordered",
+    "same_json",
+    "require_object",
+    "require_list",
+    "require_str",
+    "render_tool",
+    "parse_tool",
+    "result_content",
+    "render_part",
+    "parse_part",
+    "render_content",
+    "parse_content",
+    "arguments_string",
+    "parse_arguments",
+    "params_segment",
+    "array_segments",
+    "is_system_message",
+    "leading_system_count",
+    "message_from_verbatim",
+]
+
 #: ``Completions.create`` body literal order (openai 3.57.0,
 #: openai/resources/chat/completions/completions.py).
 CHAT_KEYS: tuple[str, ...] = (

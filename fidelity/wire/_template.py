@@ -41,6 +41,21 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+__all__ = [
+    "Texts",
+    "BOS",
+    "EOS",
+    "chatml_texts",
+    "USER",
+    "ASSISTANT",
+    "THINK",
+    "END_THINK",
+    "DSML",
+    "deepseek_v4_texts",
+    "deepseek_v4_prompt",
+    "deepseek_v4_reply",
+]
+
 Texts = dict[tuple[str, int], str]
 
 _TOOLS_HEAD = (

@@ -8,6 +8,8 @@ from typing import Any
 from ...errors import InputError
 from ...model import FrozenDict
 
+__all__ = []
+
 
 def _fail(problem: str, path: Path, line: int | None) -> InputError:
     return InputError(problem, path=path, line=line)

@@ -11,6 +11,8 @@ from ...errors import InputError
 from ._read import read_session
 from ._values import _CHILD_RE, SessionGroup
 
+__all__ = ["find_sessions"]
+
 
 def find_sessions(root: str | Path) -> list[SessionGroup]:
     """Every folder under ``root`` (``root`` included) holding ``session*.jsonl``,

@@ -24,6 +24,8 @@ from ...model import (
 from ._checks import _fail, _obj
 from ._values import _SURFACE_TYPES, Event, Session
 
+__all__ = ["step_messages", "step_reply"]
+
 
 def _content(value: Any, what: str, path: Path, line: int) -> tuple[FrozenDict, ...]:
     if not isinstance(value, tuple) or not all(isinstance(v, dict) for v in value):

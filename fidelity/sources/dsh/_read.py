@@ -29,6 +29,8 @@ from ._values import (
     Usage,
 )
 
+__all__ = ["read_session"]
+
 
 def _lines(path: Path) -> list[tuple[int, Any]]:
     data = read_bytes(path)

@@ -20,6 +20,8 @@ from ._messages import step_messages
 from ._sidecars import Sidecars
 from ._values import SYSTEM_PLACEHOLDER, TOOLS_PLACEHOLDER, Session
 
+__all__ = ["header_tools", "step_request"]
+
 
 def _family(provider: str) -> str:
     """DSH provider ids (``deepseek-official``, ``deepseek``) -> cache/price family."""

@@ -17,6 +17,8 @@ from ...model import (
 )
 from ._values import _JS_WHITESPACE, _PROMPT_CHANGE_RE
 
+__all__ = ["Sidecars", "read_system_sidecar", "read_tools_sidecar", "sidecars"]
+
 
 @dataclass(frozen=True)
 class Sidecars:

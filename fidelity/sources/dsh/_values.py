@@ -17,6 +17,19 @@ from ...model import (
     Message,
 )
 
+__all__ = [
+    "PACKED_ROWS",
+    "SYSTEM_PLACEHOLDER",
+    "TOOLS_PLACEHOLDER",
+    "Event",
+    "Usage",
+    "RequestHeader",
+    "Step",
+    "Turn",
+    "Session",
+    "SessionGroup",
+]
+
 #: Packed chunk rows and the list whose length is the number of events each stands for.
 PACKED_ROWS: Mapping[str, str] = FrozenDict(
     {"text-chunks": "texts", "reasoning-chunks": "texts", "tool-call-chunks": "args"}
