@@ -223,7 +223,8 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
                  url: str | None = None) -> PromptCount:
-    """The billed prompt tokens of one request body (see :func:`segment_ids`)."""
+    """The billed prompt tokens of one request body: its segments'
+    :func:`segment_ids` plus the provider's reply priming (OpenAI: 3)."""
     from .. import tokens, wire
     from ..capture.snapshot import describe
 
@@ -235,8 +236,13 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
     kinds = _kinds(body, d.name, segs, parts)
+    tail = 0
+    if d.name in _FRAMED:
+        from .framing_openai import PRIMING
+
+        tail = sum(len(tok.ids(p)) if isinstance(p, str) else 1 for p in PRIMING)
     estimated = tok.estimated or any(p.estimated for p in parts)
-    return PromptCount(sum(map(len, ids)), estimated, tok.name, kinds, tuple(parts))
+    return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
 
 
 def _kinds(body: bytes, dialect: str, segs: Sequence[Segment], parts: Sequence[MediaPart]) -> tuple[str, ...]:

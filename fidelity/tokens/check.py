@@ -25,6 +25,7 @@ import orjson
 
 from ..capture.snapshot import describe
 from ..errors import InputError, UnknownName
+from . import for_model as tokens_for_model
 from .billed import count_prompt
 from .recorded import RecordedRequest, iter_recorded
 
@@ -136,6 +137,14 @@ def check_records(records: Iterable[RecordedRequest]) -> CheckResult:
         reason = _skip_reason(obj, dialect, rec.url)
         if reason is None and not model:
             reason = "no model named"
+        if reason is None and rec.response_model and "/" in rec.response_model and "/" not in model:
+            # e.g. a cassette recorded through OpenRouter and edited to name an OpenAI model
+            reason = "served by another model than the body names (the response says so)"
+        if reason is None:
+            try:
+                tokens_for_model(model)
+            except UnknownName:
+                reason = "model matches no tokenizer rule (its vocabulary is unknown)"
         if reason is not None:
             skipped[reason] += 1
             continue

@@ -325,7 +325,9 @@ def schema_pieces(fmt: Any) -> list[Piece]:
 
 def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> list[list[Piece]]:
     """Pieces of each segment of an ``openai-chat`` / ``openai-responses``
-    cache view, so that their token counts sum to the billed prompt."""
+    cache view. Their token counts plus the reply priming (:data:`PRIMING`,
+    which belongs to no segment: a child's next message starts where it
+    stands) sum to the billed prompt."""
     out: list[list[Piece]] = []
     tool_idx = [i for i, s in enumerate(segs) if s.kind == "tools"]
     tools = [_loads(segs[i].data) for i in tool_idx]
@@ -358,6 +360,4 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
             else:
                 pieces += message_pieces(value, model, names)
         out.append(pieces)
-    if out:
-        out[-1] = out[-1] + list(PRIMING)
     return out

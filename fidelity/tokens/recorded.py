@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ class RecordedRequest:
     usage: dict[str, Any]
     #: the body bytes are not the wire bytes (pydantic-ai's sorted ``parsed_body``)
     reserialised: bool = False
+    #: the model the response says served the request (``None``: not said)
+    response_model: str | None = None
 
 
 def iter_recorded(folder: str | Path) -> Iterator[RecordedRequest]:
@@ -117,6 +120,15 @@ def _inflate(data: bytes) -> bytes:
     return data
 
 
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"]{1,200})"')
+
+
+def response_model(body: bytes) -> str | None:
+    """The ``model`` a response names first (JSON or SSE), if any."""
+    m = _MODEL.search(body, 0, 65536)
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
 def _body_bytes(holder: dict[str, Any]) -> tuple[bytes | None, bool]:
     """A cassette request/response body: bytes and whether they were re-serialised."""
     if "parsed_body" in holder and holder["parsed_body"] is not None:
@@ -157,7 +169,7 @@ def _cassette(path: Path, doc: Any) -> Iterator[RecordedRequest]:
         if usage is None or usage.get("prompt") is None:
             continue
         uri = req.get("uri") if isinstance(req.get("uri"), str) else None
-        yield RecordedRequest(str(path), f"/interactions/{i}", uri, body, usage, reser)
+        yield RecordedRequest(str(path), f"/interactions/{i}", uri, body, usage, reser, response_model(out))
 
 
 def _har(path: Path, doc: Any) -> Iterator[RecordedRequest]:
@@ -176,7 +188,8 @@ def _har(path: Path, doc: Any) -> Iterator[RecordedRequest]:
         usage = from_response("", content.get("mimeType"), out)
         if usage is None or usage.get("prompt") is None:
             continue
-        yield RecordedRequest(str(path), f"/log/entries/{i}", req.get("url"), text.encode("utf-8", "surrogatepass"), usage)
+        yield RecordedRequest(str(path), f"/log/entries/{i}", req.get("url"), text.encode("utf-8", "surrogatepass"),
+                              usage, False, response_model(out))
 
 
 def _trace(path: Path) -> Iterator[RecordedRequest]:
@@ -200,7 +213,8 @@ def _trace(path: Path) -> Iterator[RecordedRequest]:
         usage = from_response("", None, out_b)
         if usage is None or usage.get("prompt") is None:
             continue
-        yield RecordedRequest(str(path), f"line {n}", req.get("url"), body_b, usage, isinstance(body, (dict, list)))
+        yield RecordedRequest(str(path), f"line {n}", req.get("url"), body_b, usage, isinstance(body, (dict, list)),
+                              response_model(out_b))
 
 
 def _snapshot(path: Path) -> Iterator[RecordedRequest]:
