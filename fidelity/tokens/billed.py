@@ -33,6 +33,8 @@ __all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_p
 
 #: dialects whose framing module renders each segment as the model reads it
 _FRAMED = {"openai-chat", "openai-responses"}
+#: dialects counted with the calibrated estimate (:mod:`.framing_estimate`)
+_ESTIMATED = {"anthropic-messages": "anthropic", "gemini": "gemini"}
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,10 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
         from .framing_openai import segment_pieces as openai_pieces
 
         return openai_pieces(dialect, segs, model)
+    if dialect in _ESTIMATED:
+        from .framing_estimate import segment_pieces as estimate_pieces
+
+        return estimate_pieces(_ESTIMATED[dialect], segs, model, _media_in)
     return None
 
 

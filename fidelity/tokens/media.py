@@ -121,7 +121,11 @@ def decode_data_url(url: str) -> tuple[str | None, str] | None:
 
 def _b64(payload: str, limit: int | None = None) -> bytes:
     text = payload if limit is None else payload[: limit - limit % 4]
+    text = text.strip()
+    text += "=" * (-len(text) % 4)
     try:
+        if "-" in text or "_" in text:  # URL-safe alphabet (Gemini REST accepts it)
+            return base64.urlsafe_b64decode(text)
         return base64.b64decode(text, validate=False)
     except (binascii.Error, ValueError):
         return b""
@@ -306,9 +310,12 @@ def _gemini3(model: str) -> bool:
 
 
 def gemini_image_tokens(model: str, width: int, height: int) -> int:
-    """258 per 768 px tile (Gemini 2.x; one tile for images up to 384 px); 1120 on Gemini 3."""
+    """258 per 768 px tile (Gemini 2.0 / 1.5; one tile for images up to 384 px);
+    258 flat on Gemini 2.5; 1120 on Gemini 3."""
     if _gemini3(model):
         return 1120
+    if not _key(model).startswith(("gemini-2.0", "gemini-1.5")):
+        return GEMINI_TILE  # Gemini 2.5: one 258-token image at the default media resolution
     if width <= 384 and height <= 384:
         return GEMINI_TILE
     unit = max(1, math.floor(min(width, height) / 1.5))
