@@ -233,7 +233,9 @@ def _compare_views(
     view = _locate_view(parent, child, p_segs, c_segs, split)
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
 
-    tok = tokens.for_model(model, d.provider)
+    from ..tokens.billed import billing_tokenizer
+
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
     c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
     common = 0 if key_changed else _common_tokens(p_ids, c_ids, split)

@@ -29,12 +29,34 @@ from . import TOKEN_TYPECODE, Tokenizer, segment_tokens
 from ._pieces import Media, Piece, Special
 from .media import MediaCount, count_media, probe, probe_b64
 
-__all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids"]
+__all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
+           "billing_tokenizer"]
 
 #: dialects whose framing module renders each segment as the model reads it
 _FRAMED = {"openai-chat", "openai-responses"}
 #: dialects counted with the calibrated estimate (:mod:`.framing_estimate`)
 _ESTIMATED = {"anthropic-messages": "anthropic", "gemini": "gemini"}
+_CALIBRATED = {"claude-estimate": "claude-calibrated", "gemini-estimate": "gemini-calibrated"}
+
+
+def _register() -> None:
+    from . import names, register
+    from .calibrated import claude_calibrated, gemini_calibrated
+
+    if "claude-calibrated" not in names():
+        register("claude-calibrated", claude_calibrated)
+        register("gemini-calibrated", gemini_calibrated)
+
+
+def billing_tokenizer(tok: Tokenizer, dialect: str) -> Tokenizer:
+    """The tokenizer billed counts use: for Claude and Gemini bodies the
+    calibrated estimate (:mod:`.calibrated`) in place of the plain one."""
+    if dialect in _ESTIMATED and tok.name in _CALIBRATED:
+        from . import get
+
+        _register()
+        return get(_CALIBRATED[tok.name])
+    return tok
 
 
 @dataclass(frozen=True)
@@ -211,6 +233,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
     renders part of it (a response schema). ``media`` collects each media
     part's rule. Arrays may be shared with memos: read-only."""
     parts: list[MediaPart] = [] if media is None else media
+    tok = billing_tokenizer(tok, dialect)
     framed = segment_pieces(dialect, segs, model)
     if framed is not None:
         return [_pieces_ids(tok, pieces, provider, model, parts) for pieces in framed]
@@ -237,7 +260,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     d_name, family, found_model = describe(url, body)
     d = wire.get(dialect or d_name) if (dialect or d_name) else wire.detect(orjson.loads(body))
     model = model or found_model or ""
-    tok = tokens.for_model(model, d.provider)
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     segs = d.cache_view(body)
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)

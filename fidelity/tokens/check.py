@@ -102,6 +102,8 @@ def _skip_reason(obj: Any, dialect: str | None, url: str | None) -> str | None:
         return "body is not a JSON object"
     if obj.get("previous_response_id") or obj.get("conversation"):
         return "server-side state (previous_response_id / conversation)"
+    if obj.get("context_management"):
+        return "server-side state (context_management: compaction or clearing)"
     if obj.get("cachedContent"):
         return "server-side state (Gemini cachedContent)"
     if "requests" in obj or (url and ("embed" in url)):

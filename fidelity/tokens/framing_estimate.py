@@ -18,7 +18,8 @@ prompt:
   (https://platform.claude.com/docs/en/build-with-claude/extended-thinking,
   "How context window is calculated"): they are not counted.
 
-The characters per token and the fixed counts (:data:`CONSTANTS`) were
+Text is counted by the calibrated tokenizers (:mod:`.calibrated`); the
+fixed counts (:data:`CONSTANTS`) were
 fitted by :mod:`fidelity.tokens.fit` on part of ``../shared/real/recorded-
 usage`` and checked on the rest; the figures of both parts are in
 ``docs/tokens-billed.md``.
@@ -41,8 +42,8 @@ MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Speci
 #: fitted per provider: characters per token, tokens per message, per tool,
 #: for extended thinking, per request (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"chars_per_token": 3.5, "message": 4, "tool": 0, "thinking": 0, "base": 4},
-    "gemini": {"chars_per_token": 4.0, "message": 3, "tool": 0, "thinking": 0, "base": 0},
+    "anthropic": {"message": 2.335, "tool": 5.835, "thinking": 14.856, "base": 2.54},
+    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0},
 }
 
 #: keys whose string values the model does not read as text
