@@ -18,6 +18,7 @@ pdf, audio) and each media part's rule.
 from __future__ import annotations
 
 import hashlib
+import re
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ import orjson
 from ..wire import Segment
 from . import TOKEN_TYPECODE, Tokenizer, segment_tokens
 from ._pieces import Media, Piece, Special
-from .media import MediaCount, count_media, probe, probe_b64
+from .media import MediaCount, MediaInfo, count_media, probe, probe_b64
 
 __all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
            "billing_tokenizer"]
@@ -97,6 +98,9 @@ def media_ids(media: Media, n: int) -> array:
     return array(TOKEN_TYPECODE, range(-base, -base - n, -1))
 
 
+_ATTACHMENT_SIZE = re.compile(r"^attachment:[^?]*\?(?:.*&)?width=(\d+)&height=(\d+)")
+
+
 def _measure(media: Media, provider: str, model: str) -> MediaPart:
     if media.kind == "reasoning":
         from .framing_openai import reasoning_tokens
@@ -104,6 +108,11 @@ def _measure(media: Media, provider: str, model: str) -> MediaPart:
         return MediaPart("reasoning", reasoning_tokens(len(media.data or b"")), True,
                          "openai reasoning item: fitted on encrypted_content length", "body")
     info = None
+    sized = _ATTACHMENT_SIZE.match(media.url or "") if media.data is None else None
+    if sized is not None:  # a DeepSeek Harness attachment: the log records its size
+        info = MediaInfo("image", width=int(sized.group(1)), height=int(sized.group(2)))
+        got = count_media(provider, model, "image", info, detail=media.detail)
+        return MediaPart("image", got.tokens, got.estimated, got.rule, "log")
     if media.data is not None:
         if media.mime is not None and media.kind in ("image", "pdf", "audio", "file") and _is_b64(media.data):
             info = probe_b64(media.data.decode("ascii", "replace"), media.mime)
@@ -152,6 +161,10 @@ def _media_in(value: Any) -> Media | None:
             return Media(_gemini_kind(mime), url=str(fd.get("fileUri") or fd.get("file_uri") or ""), mime=mime)
     if t == "image" and isinstance(value.get("attachment"), (str, Mapping)):  # DeepSeek Harness
         return Media("image", url=orjson.dumps(value["attachment"]).decode())
+    if t in ("image_url", "input_image", "input_audio", "file", "input_file"):  # OpenAI-compatible dialects
+        from .framing_openai import _media_of_part
+
+        return _media_of_part(value)
     return None
 
 
@@ -182,7 +195,8 @@ def _generic_pieces(seg: Segment) -> list[Piece] | None:
     """Segment text (template text, else bytes) with media as pieces;
     ``None`` when the segment holds no media (the caller tokenizes as before)."""
     if b'"data"' not in seg.data and b'"source"' not in seg.data and b"fileData" not in seg.data \
-            and b"file_data" not in seg.data and b'"attachment"' not in seg.data:
+            and b"file_data" not in seg.data and b'"attachment"' not in seg.data \
+            and b'"image_url"' not in seg.data and b'"input_audio"' not in seg.data:
         return None
     try:
         value = orjson.loads(seg.data if seg.kind != "params" else b"{" + seg.data + b"}")

@@ -184,8 +184,11 @@ def _image_info(data: bytes) -> MediaInfo:
 
 def _pdf_info(data: bytes) -> MediaInfo:
     try:
+        import logging
+
         from pypdf import PdfReader
 
+        logging.getLogger("pypdf").setLevel(logging.ERROR)  # repaired xref tables are not the user's problem
         reader = PdfReader(io.BytesIO(data))
         sizes = []
         chars = []
@@ -285,7 +288,9 @@ def openai_patches(width: int, height: int, cap: int = 1536) -> int:
 # ------------------------------------------------------------------ Anthropic
 
 ANTHROPIC_LONG_EDGE = 1568
-ANTHROPIC_MAX_PIXELS = 1_150_000
+#: the page says "about 1.15 megapixels"; its table's largest 1:1 size, 1092 x 1092
+#: (~1590 tokens), is 1,192,464 pixels, so the cap is taken there
+ANTHROPIC_MAX_PIXELS = 1092 * 1092
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
