@@ -11,8 +11,9 @@ so near-identical requests never sit on both sides. A group is held out
 when the first byte of the SHA-1 of its name is divisible by 3 (about one
 in three).
 
-Model: ``billed - media - documented tool prompt = chars / cpt + m * messages
-+ t * tools + k * thinking + b``, solved by least squares.
+Model: ``billed - media - documented tool prompt = factor * o200k tokens of
+the text + m * messages + t * tools + k * thinking + b``, solved by least
+squares weighted by ``1 / billed``.
 """
 
 from __future__ import annotations
@@ -143,16 +144,21 @@ def fit(data: Sequence[Sample]) -> dict[str, float]:
     rows, ys = [], []
     for s in data:
         w = 1.0 / max(s.billed, 1)
-        rows.append([s.chars * w, s.messages * w, s.tools * w, s.thinking * w, s.base * w])
+        rows.append([s.proxy * w, s.messages * w, s.tools * w, s.thinking * w, s.base * w])
         ys.append((s.billed - s.fixed) * w)
-    inv_cpt, m, t, k, b = _solve(rows, ys)
-    return {"chars_per_token": round(1 / inv_cpt, 3) if inv_cpt > 0 else 4.0, "message": round(max(m, 0), 1),
-            "tool": round(max(t, 0), 1), "thinking": round(max(k, 0), 1), "base": round(max(b, 0), 1)}
+    factor, m, t, k, b = _solve(rows, ys)
+    return {"factor": round(factor, 3), "message": round(max(m, 0), 3),
+            "tool": round(max(t, 0), 3), "thinking": round(max(k, 0), 3), "base": round(max(b, 0), 3)}
 
 
 def predict(s: Sample, c: dict[str, float]) -> float:
-    return (s.chars / c["chars_per_token"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
+    return (s.proxy * c["factor"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
             + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base + s.fixed)
+
+
+#: models left out of the fit: Claude Opus 4.7+ reads with a new tokenizer
+#: (https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7)
+EXCLUDED = ("opus-4-7", "opus-4-8")
 
 
 def errors(data: Sequence[Sample], c: dict[str, float]) -> list[float]:
@@ -165,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for root in args:
         data.extend(samples(iter_recorded(root)))
     for provider in sorted({s.provider for s in data}):
-        mine = [s for s in data if s.provider == provider]
+        mine = [s for s in data if s.provider == provider and not any(x in s.model for x in EXCLUDED)]
         train = [s for s in mine if not held_out(s.group)]
         test = [s for s in mine if held_out(s.group)]
         if not train:
