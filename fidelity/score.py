@@ -150,7 +150,8 @@ def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
     if hit is None:
         d = wire.get(dialect)
         segs = d.cache_view(body)
-        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs)
+        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs,
+                                      dialect=d.name, provider=d.provider, model=model)
         hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))
     return hit
 

@@ -247,9 +247,11 @@ def _compare_views(
     view = _locate_view(parent, child, p_segs, c_segs, split)
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
 
-    tok = tokens.for_model(model, d.provider)
-    p_ids = prompt_token_ids(tok, p_segs)
-    c_ids = prompt_token_ids(tok, c_segs)
+    from ..tokens.billed import billing_tokenizer
+
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
+    c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
     common = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
     p_len = sum(map(len, p_ids))
     c_len = sum(map(len, c_ids))
@@ -277,11 +279,18 @@ def _compare_views(
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
 
 
-def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment]) -> list[array]:
+def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
+                     provider: str | None = None, model: str | None = None) -> list[array]:
     """Token ids per segment of a cache view, each an ``array('q')`` shared
     with the tokenizer memos (read-only). The params segment is a cache key,
     not prompt text: it holds no tokens (and when it differs, nothing is
-    shared: see :func:`shared_tokens`)."""
+    shared: see :func:`shared_tokens`). Given the ``dialect``, the ids are
+    the billed ones (:func:`fidelity.tokens.billed.segment_ids`: the
+    provider's framing, media by its rule, a response schema in params)."""
+    if dialect is not None:
+        from ..tokens.billed import segment_ids
+
+        return segment_ids(tok, segs, dialect=dialect, provider=provider or "", model=model or "")
     ids = tokens.segment_tokens(tok, segs)
     return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
 

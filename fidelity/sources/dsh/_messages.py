@@ -44,7 +44,25 @@ def _text_or_image(part: FrozenDict, what: str, path: Path, line: int) -> Part:
             if not url.startswith(("data:", "http:", "https:")) and isinstance(media, str):
                 url = f"data:{media};base64,{url}"
             return Image(url=url, media_type=media if isinstance(media, str) else None)
+        att = part.get("attachment")
+        if isinstance(att, dict):
+            return attachment_image(att)
     raise _fail(f"{what}: unsupported content part {orjson.dumps(part)[:80].decode()}", path, line)
+
+
+def attachment_image(att: Any) -> Image:
+    """An image attachment (``{"type":"image","attachment":{"attachmentId",
+    "mediaType","bytes","width","height","name"}}``): the log keeps its
+    metadata, not its bytes (they sit in the harness's content-addressed
+    store), so the image is a reference ``attachment:<id>`` whose query
+    carries the recorded size; token counts read the size from it
+    (:mod:`fidelity.tokens.media`)."""
+    ident = att.get("attachmentId") or att.get("sha256") or att.get("name") or "unknown"
+    query = "&".join(f"{k}={att[k]}" for k in ("width", "height", "bytes")
+                     if isinstance(att.get(k), int) and not isinstance(att.get(k), bool))
+    media = att.get("mediaType")
+    return Image(url=f"attachment:{ident}" + (f"?{query}" if query else ""),
+                 media_type=media if isinstance(media, str) else None)
 
 
 def _tool_result_content(parts: tuple[FrozenDict, ...], path: Path, line: int) -> Any:
