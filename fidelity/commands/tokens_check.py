@@ -12,6 +12,8 @@ from rich.table import Table
 from ..tokens.check import check
 from ._console import stdout_console
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = ("Compare fidelity's prompt-token counts with the usage providers billed in recorded traffic "
         "(cassettes, HAR, claude-trace JSONL, snapshot folders): median and p95 relative error per "
         "provider and kind of request.")
