@@ -315,11 +315,17 @@ class _Responses:
             yield _sse({"type": "response.output_item.added", "sequence_number": next(n), "output_index": i,
                         "item": start}, "response.output_item.added")
             if item["type"] == "message":
+                part = {"type": "output_text", "text": "", "annotations": []}
+                yield _sse({"type": "response.content_part.added", "sequence_number": next(n), "item_id": item["id"],
+                            "output_index": i, "content_index": 0, "part": part}, "response.content_part.added")
                 for piece in _pieces(reply.text or ""):
                     yield _sse({"type": "response.output_text.delta", "sequence_number": next(n), "item_id": item["id"],
                                 "output_index": i, "content_index": 0, "delta": piece}, "response.output_text.delta")
                 yield _sse({"type": "response.output_text.done", "sequence_number": next(n), "item_id": item["id"],
                             "output_index": i, "content_index": 0, "text": reply.text}, "response.output_text.done")
+                yield _sse({"type": "response.content_part.done", "sequence_number": next(n), "item_id": item["id"],
+                            "output_index": i, "content_index": 0, "part": item["content"][0]},
+                           "response.content_part.done")
             else:
                 yield _sse({"type": "response.function_call_arguments.done", "sequence_number": next(n),
                             "item_id": item["id"], "output_index": i, "arguments": item["arguments"]},
