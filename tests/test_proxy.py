@@ -297,3 +297,10 @@ def test_ctrl_c_flushes_and_exits_0(upstream, tmp_path):
     assert "#0001 openai-chat gpt-4o 200" in stdout
     assert "1 requests, 1 snapshots" in stderr
     assert [s.body for s in snapshots(out)] == [chat_body("hello")]
+
+
+def test_fidelity_upstream_fixture(fidelity_upstream):
+    up = fidelity_upstream({"defaults": {"text": "fixture reply"}})
+    r = httpx.post(up.url + "/v1/chat/completions", content=chat_body("x", stream=False), timeout=30)
+    assert r.json()["choices"][0]["message"]["content"] == "fixture reply"
+    assert up.received[0].body == chat_body("x", stream=False)

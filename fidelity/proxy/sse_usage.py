@@ -99,6 +99,15 @@ def _anthropic(u: Any) -> Usage | None:
     read = _int(u.get("cache_read_input_tokens"))
     made = _int(u.get("cache_creation_input_tokens"))
     plain = _int(u.get("input_tokens"))
+    steps = u.get("iterations")
+    if isinstance(steps, list) and steps and all(isinstance(s, dict) for s in steps):
+        # server-side compaction runs several model calls for one reply and
+        # reports each in ``usage.iterations`` (the top level is the last
+        # call's); the reply's figures are their sums (recorded in
+        # ../shared/real: pydantic-ai test_anthropic_compaction_usage_with_cache_streaming)
+        read = sum(_int(s.get("cache_read_input_tokens")) or 0 for s in steps)
+        made = sum(_int(s.get("cache_creation_input_tokens")) or 0 for s in steps)
+        plain = sum(_int(s.get("input_tokens")) or 0 for s in steps)
     prompt = None if plain is None else plain + (read or 0) + (made or 0)
     return Usage("anthropic", prompt, read, made, _int(u.get("output_tokens")), dict(u))
 
