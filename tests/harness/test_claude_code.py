@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from _drive import DUMMY_KEY, drive, record, tool_names
+from harness._drive import DUMMY_KEY, drive, record, tool_names
 
 from fidelity.diff import compare
 from fidelity.proxy.script import parse_script

@@ -10,7 +10,7 @@ fidelity names them as the cause and counts the tokens lost (0.24.4 drops
 from __future__ import annotations
 
 import pytest
-from _drive import DUMMY_KEY, drive, record, tool_names
+from harness._drive import DUMMY_KEY, drive, record, tool_names
 
 from fidelity.diff import compare
 from fidelity.proxy.script import parse_script
