@@ -345,3 +345,26 @@ def fidelity_snapshot(request: pytest.FixtureRequest) -> RequestSnapshot:
 def prefix_preserved() -> Any:
     """:func:`assert_prefix_preserved`, as a fixture for tests that prefer one."""
     return assert_prefix_preserved
+
+
+@pytest.fixture
+def fidelity_upstream() -> Any:
+    """A factory for scripted fake providers (:mod:`fidelity.proxy.upstream`):
+    ``up = fidelity_upstream({"defaults": {"text": "hi"}})`` (a script as a
+    dict, or the path of a TOML/JSON script) returns a started
+    :class:`~fidelity.proxy.testing.UpstreamThread` (``up.url``,
+    ``up.received``), closed after the test. Needs aiohttp (the ``proxy`` extra)."""
+    pytest.importorskip("aiohttp")
+    from .proxy.script import load_script, parse_script
+    from .proxy.testing import UpstreamThread
+
+    started: list[Any] = []
+
+    def start(script: Any, **options: Any) -> Any:
+        parsed = parse_script(script) if isinstance(script, dict) else load_script(script)
+        started.append(UpstreamThread(parsed, **options))
+        return started[-1]
+
+    yield start
+    for up in started:
+        up.close()

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model for tokenizer and prices (default: from the body)")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+    parser.add_argument("--endpoint", metavar="URL",
+                        help="where the requests went, for caches that depend on it (default: the snapshot's URL, "
+                        "else the provider's own API; Anthropic's API does not key on Claude Code's billing block)")
     parser.add_argument("--json", action="store_true", help="print the documented JSON schema")
 
 
@@ -39,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     # One pair at a time: a folder of thousands of snapshots is streamed
     # (bodies are read, compared and dropped; only the small results stay).
     results = (compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
-                       prices=prices, parent_path=p_name, child_path=c_name)
-               for p_name, p_body, c_name, c_body, p_meta_provider in _pairs(args))
+                       prices=prices, parent_path=p_name, child_path=c_name,
+                       endpoint=args.endpoint or endpoint)
+               for p_name, p_body, c_name, c_body, p_meta_provider, endpoint in _pairs(args))
     if args.json:
         payload: Any = [r.to_json() for r in _progress(results, args)]
         if args.child:
@@ -89,7 +93,7 @@ def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterat
     yield from track(results, total=total, description="diffing pairs", console=err, transient=True)
 
 
-def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None]]:
+def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None, str | None]]:
     parent = Path(args.parent)
     if args.child is None:
         if not parent.is_dir():
@@ -97,13 +101,17 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, s
         found = False
         for (p_path, p_body, p_meta), (c_path, c_body, _c_meta) in snapshot.pairs_in_folder(parent):
             found = True
-            yield str(p_path), p_body, str(c_path), c_body, _provider(p_meta)
+            yield str(p_path), p_body, str(c_path), c_body, _provider(p_meta), _url(p_meta)
         if not found:
             raise InputError("no pair of requests in this folder", path=parent)
         return
     p_body, p_meta = snapshot.load_body(parent)
     c_body, _ = snapshot.load_body(Path(args.child))
-    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta)
+    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta), _url(p_meta)
+
+
+def _url(meta: Any) -> str | None:
+    return getattr(meta, "url", None) if meta is not None else None
 
 
 def _provider(meta: Any) -> str | None:

@@ -172,9 +172,12 @@ def compare(
     prices: pricing.PriceTable | None = None,
     parent_path: str | None = None,
     child_path: str | None = None,
+    endpoint: str | None = None,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
-    not given). Bad input raises :class:`InputError` naming the file."""
+    not given). ``endpoint``: the URL both went to, for dialects whose cache
+    view depends on it (``None``: the provider's own API). Bad input raises
+    :class:`InputError` naming the file."""
     parent_obj = jsonio.loads(parent, path=parent_path)
     child_obj = jsonio.loads(child, path=child_path)
     if dialect is not None:
@@ -188,8 +191,8 @@ def compare(
         if model is None:
             raise InputError("the body names no model; pass --model", path=parent_path)
     del parent_obj, child_obj  # large bodies: do not hold the parsed trees while tokenizing
-    p_segs = _view(d, parent, parent_path)
-    c_segs = _view(d, child, child_path)
+    p_segs = _view(d, parent, parent_path, endpoint)
+    c_segs = _view(d, child, child_path, endpoint)
     return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
 
 
@@ -210,9 +213,9 @@ def compare_requests(
                           key_changed=parent.route != child.route)
 
 
-def _view(d: wire.Dialect, body: bytes, path: str | None) -> list[Segment]:
+def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None = None) -> list[Segment]:
     try:
-        segs = d.cache_view(body)
+        segs = wire.cache_view_at(d, body, endpoint)
     except InputError as exc:
         raise exc.at(path) if path else exc
     if not any(seg.kind in ("system", "message") for seg in segs):
@@ -267,10 +270,14 @@ def _compare_views(
     outcome = cm.predict(earlier, child_prompt)
     # What a child whose prefix matched would have read: the same model run
     # against a parent holding the child's own first min(P, C) tokens with the
-    # parent's cache breakpoints, so explicit-breakpoint rules apply too.
+    # parent's cache breakpoints, so explicit-breakpoint rules apply too. The
+    # parent's breakpoints sit at the ends of its segments; the matched
+    # parent has them at the ends of the same segments of the child (an
+    # edited segment ahead of them shifts their offsets).
     m = min(p_len, c_len)
-    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(b for b in p_bps if b <= m)) \
-        if m else None
+    c_ends = _segment_ends(c_ids)
+    mapped = sorted({c_ends[i] for i in _breakpoint_segments(p_segs) if i < len(c_ends) and 0 < c_ends[i] <= m})
+    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(mapped)) if m else None
     ideal = cm.predict([matched], child_prompt).cached if matched is not None else 0
     lost = max(0, ideal - outcome.cached)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
@@ -395,6 +402,20 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
         if b'"cache_control"' in seg.data:
             out.append(total)
     return tuple(out)
+
+
+def _breakpoint_segments(segs: Sequence[Segment]) -> list[int]:
+    """Indices of the segments that carry an explicit ``cache_control`` marker."""
+    return [i for i, seg in enumerate(segs) if b'"cache_control"' in seg.data]
+
+
+def _segment_ends(ids: Sequence[Sequence[int]]) -> list[int]:
+    """Token offset at the end of each segment."""
+    out, total = [], 0
+    for seg_ids in ids:
+        total += len(seg_ids)
+        out.append(total)
+    return out
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,

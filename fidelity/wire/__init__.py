@@ -115,6 +115,15 @@ def detect(obj: Any, *, path: str | None = None) -> Dialect:
     return hits[0]
 
 
+def cache_view_at(dialect: Dialect, body: bytes, endpoint: str | None = None) -> list[Segment]:
+    """``dialect.cache_view(body)`` as the cache of ``endpoint`` (a URL; ``None``:
+    the provider's own API) reads it. Only dialects whose view depends on the
+    endpoint (``endpoint_aware = True``, Anthropic Messages) are told it."""
+    if getattr(dialect, "endpoint_aware", False):
+        return dialect.cache_view(body, endpoint=endpoint)  # type: ignore[call-arg]
+    return dialect.cache_view(body)
+
+
 def joined(segments: Sequence[Segment]) -> bytes:
     """The cache view as one byte string: segments concatenated in cache order."""
     return b"".join(s.data for s in segments)
