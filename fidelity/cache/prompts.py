@@ -162,6 +162,19 @@ def _generic(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, time: float | 
 _LEVEL_SALTS = {"tool_choice": "messages", "thinking": "messages", "output_config": "messages", "speed": "system"}
 
 
+def _as_text_list(body: bytes, s: int, e: int) -> bytes:
+    """A message ``{"role", "content": "text"}`` keyed as its equivalent
+    list form ``"content": [{"type": "text", "text": "text"}]``: Anthropic
+    reads a string content as one text block, and a client that moves its
+    breakpoint rewrites the previous turn from the list form (with the
+    marker) to the string form (without): no content change."""
+    for m in iter_members(body, s):
+        if m.key == "content":
+            return (body[s : m.value_start] + b'[{"type":"text","text":' + body[m.value_start : m.end]
+                    + b"}]" + body[m.end : e])
+    return body[s:e]
+
+
 def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: float | None,
                label: Hashable | None, output: Sequence[int]) -> SimRequest:
     if not isinstance(obj, dict):
@@ -177,8 +190,8 @@ def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: f
             blocks.append(("system", body[s:e], b.get("cache_control") if isinstance(b, dict) else None))
     elif system is not None:
         for m in iter_members(body, skip_ws(body, 0)):
-            if m.key == "system":
-                blocks.append(("system", body[m.value_start : m.end], None))
+            if m.key == "system":  # a string is one text block (the same key as its list form)
+                blocks.append(("system", b'{"type":"text","text":' + body[m.value_start : m.end] + b"}", None))
     messages = obj.get("messages")
     images = 0
     if isinstance(messages, list):
@@ -194,6 +207,8 @@ def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: f
                     if isinstance(part, dict) and part.get("type") == "image":
                         images += 1
                     blocks.append(("messages", body[bs:be], cc))
+            elif isinstance(content, str):
+                blocks.append(("messages", _as_text_list(body, s, e), None))
             else:
                 blocks.append(("messages", body[s:e], None))
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}

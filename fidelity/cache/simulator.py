@@ -47,7 +47,7 @@ children) against all of it.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
@@ -125,6 +125,11 @@ class SimRequest:
     output: Sequence[int] = ()
     key: Hashable = ""
     label: Hashable | None = None
+    #: provider tokens per token of ``tokens`` (1.0: the same tokenizer). A
+    #: replay that knows the reported prompt length of a request sets it so
+    #: that minimums, steps and the predicted figures are in the provider's
+    #: count while prefixes are still matched on ``tokens``.
+    scale: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", as_token_array(self.tokens))
@@ -516,7 +521,7 @@ class Simulator:
         for i in order:
             r = reqs[i]
             if r.label is None:
-                r = SimRequest(r.tokens, r.time, r.breakpoints, r.ttls, r.blocks, r.output, r.key, self._fed)
+                r = replace(r, label=i)
             out[i] = self.feed(r)
         return [p for p in out if p is not None]
 
@@ -537,9 +542,10 @@ class Simulator:
         return pred
 
     def _implicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
-        n = len(req.tokens)
+        n = _scaled(len(req.tokens), req.scale)
         store: PrefixStore | None = self._store(req.key, commit)
         shared, parent = store.longest(req.tokens, now) if store is not None else (0, None)
+        shared = _scaled(shared, req.scale)
         read = min(n, self.model.reusable(shared, n)) if shared else 0
         stored = min(n, self.model.reusable(n, n + 1))
         written = max(0, stored - read)
@@ -552,28 +558,33 @@ class Simulator:
         model = self.model
         assert isinstance(model, BreakpointCache)
         model._check(req)  # noqa: SLF001 -- the model's own limit on breakpoints
-        n = len(req.tokens)
+        n = _scaled(len(req.tokens), req.scale)
         store: BreakpointStore | None = self._store(req.key, commit)
         entry = store.hit(req, now) if store is not None else None
-        read = entry.length if entry is not None else 0
+        read = _scaled(entry.length, req.scale) if entry is not None else 0
         parent = entry.label if entry is not None else None
         ttls = self._ttls(req)
         writes: dict[float, int] = {}
         at = read
         for bp, ttl in sorted(zip(req.breakpoints, ttls)):
-            if bp < model.minimum or bp <= at:
+            bp_s = _scaled(bp, req.scale)
+            if bp_s < model.minimum or bp_s <= at:
                 continue
-            writes[ttl] = writes.get(ttl, 0) + bp - at
-            at = bp
+            writes[ttl] = writes.get(ttl, 0) + bp_s - at
+            at = bp_s
         written = at - read
         if commit and store is not None:
             if entry is not None:
                 entry.last_used = now
                 entry.label = label
             for bp, ttl in zip(req.breakpoints, ttls):
-                if bp >= model.minimum:
+                if _scaled(bp, req.scale) >= model.minimum:
                     store.write(req, bp, ttl, now, label)
         return Prediction(n, read, written, parent, tuple(sorted(writes.items())))
+
+
+def _scaled(count: int, scale: float) -> int:
+    return count if scale == 1.0 else int(round(count * scale))
 
 
 def simulate(provider: str, requests: Iterable[SimRequest], model: str | None = None,
