@@ -18,7 +18,8 @@ from .errors import FidelityError
 
 #: command name -> module in fidelity/commands
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
-            "import": "import_snapshots", "calibrate": "calibrate"}
+            "import": "import_snapshots", "calibrate": "calibrate",
+            "replay": "replay"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -96,6 +96,10 @@ class Prediction(Usage):
 
     parent: Hashable | None = None
     write_ttls: tuple[tuple[float, int], ...] = ()
+    #: prefix caches: the earlier live request sharing the longest prefix
+    #: with this one even when the rule lets nothing be read (what a differ
+    #: compares a miss with); ``None`` when none shares a token
+    nearest: Hashable | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "parent": self.parent}
@@ -552,7 +556,7 @@ class Simulator:
         if commit and store is not None:
             data = req.tokens + req.output if (self.model.includes_output and len(req.output)) else req.tokens
             store.store(data, now, label)
-        return Prediction(n, read, written, parent if read else None)
+        return Prediction(n, read, written, parent if read else None, nearest=parent)
 
     def _explicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
         model = self.model
