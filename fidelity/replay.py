@@ -539,6 +539,11 @@ def replay(path: str | Path, **params: Any) -> Replay:
     if not rows:
         raise InputError("no recorded request with a model body under this path", path=path)
     summary = summarize(rows)
+    if dsh_rows:  # DeepSeek's unit fitted on one part of the sessions, scored on the other
+        from .commands.calibrate import load
+        from .deepseek_split import split_figures
+
+        summary.setdefault("deepseek", {})["harness_split"] = split_figures(load(Path(path))).to_json()
     for prov, figures in summarize(scaled).items():
         summary[prov]["scaled_to_reported_prompt"] = {
             k: figures[k] for k in ("hit_miss_agree", "read_within_5pct", "read_within_128", "read_exact")}

@@ -88,3 +88,14 @@ def test_cli_bad_path(tmp_path: Path) -> None:
                           capture_output=True, env=env, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no such file or folder" in proc.stderr
+
+
+def test_deepseek_split_held_out_beside_fitted(shared_real: Path) -> None:
+    from fidelity.commands.calibrate import load
+    from fidelity.deepseek_split import part_of, split_figures
+
+    assert part_of("subagent-fork-in-process") in ("fit", "held_out")
+    fig = split_figures(load(shared_real / "deepseek-harness"))
+    assert fig.unit == 128  # re-derived on the fit part alone
+    assert fig.fit_scenarios and fig.held_out_scenarios and fig.held_out_requests >= 10
+    assert fig.held_out_exact is not None and fig.held_out_exact >= 0.85
