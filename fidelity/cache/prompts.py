@@ -107,7 +107,9 @@ class CachePrompt:
 
 def _salt(value: bytes) -> int:
     """A large id that no tokenizer produces, derived from ``value``."""
-    return (int.from_bytes(hashlib.blake2b(value, digest_size=6).digest(), "big") | 1) << 16
+    # 40 bits shifted past every tokenizer's ids (< 2**32, CRC-32 estimates
+    # included): the XOR stays below 2**63, inside array('q')
+    return (int.from_bytes(hashlib.blake2b(value, digest_size=5).digest(), "big") | 1) << 22
 
 
 def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
