@@ -99,3 +99,9 @@ def test_deepseek_split_held_out_beside_fitted(shared_real: Path) -> None:
     assert fig.unit == 128  # re-derived on the fit part alone
     assert fig.fit_scenarios and fig.held_out_scenarios and fig.held_out_requests >= 10
     assert fig.held_out_exact is not None and fig.held_out_exact >= 0.85
+
+
+def test_docs_example_runs() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "replay.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/replay.md", "exec"), {})  # noqa: S102 -- the documented example, as written
