@@ -342,16 +342,17 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
 
 
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None) -> list[Row]:
-    """Diff each child request of a snapshot folder against its parent
-    (:func:`fidelity.capture.snapshot.pairs_in_folder`); one row per child, keyed by
+    """Diff each child request of a snapshot folder against the earlier
+    request its cache reads from (:func:`fidelity.diff.by_cache.pairs_by_cache`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
     divergent byte."""
     from .diff import compare
-    from .capture.snapshot import pairs_in_folder
+    from .diff.by_cache import pairs_by_cache
 
     rows = []
     base = Path(relative_to) if relative_to is not None else None
-    for parent, child in pairs_in_folder(folder):
+    for pair in pairs_by_cache(folder):  # each child against the request its cache reads from
+        parent, child = pair.parent, pair.child
         dialect = None
         for meta in (parent.meta, child.meta):
             if meta is not None and meta.provider:
@@ -377,7 +378,7 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
             usd_per_fork=res.cost.usd_lost if res.cost else None,
             fixture=str(shown),
             line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
-            detail=f"{detail}; parent {parent.path.name}",
+            detail=f"{detail}; parent {parent.path.name} ({pair.how})",
         ))
     if not rows:
         raise InputError("no (parent, child) pair of requests in this folder", path=folder)

@@ -41,14 +41,22 @@ def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
     # One pair at a time: a folder of thousands of snapshots is streamed
     # (bodies are read, compared and dropped; only the small results stay).
-    results = (compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
-                       prices=prices, parent_path=p_name, child_path=c_name,
-                       endpoint=args.endpoint or endpoint)
-               for p_name, p_body, c_name, c_body, p_meta_provider, endpoint in _pairs(args))
+    pairs: list[dict[str, Any]] = []  # for a folder: which request each child is compared with, and why
+
+    def results_of() -> Iterator[DiffResult]:
+        for p_name, p_body, c_name, c_body, p_meta_provider, endpoint, how in _pairs(args):
+            pairs.append({"parent": p_name, "child": c_name, "how": how})
+            yield compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
+                          prices=prices, parent_path=p_name, child_path=c_name,
+                          endpoint=args.endpoint or endpoint)
+
+    results = results_of()
     if args.json:
         payload: Any = [r.to_json() for r in _progress(results, args)]
         if args.child:
             payload = payload[0]
+        else:
+            payload = [{**r, "pair": pair} for r, pair in zip(payload, pairs)]
         try:
             data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
         except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing
@@ -59,8 +67,16 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
         console = Console(file=_Escaping(sys.stdout), width=200)
     for result in _progress(results, args):
+        if args.child is None:
+            pair = pairs[-1]
+            console.print(Text(f"{Path(pair['child']).name} {_HOW[pair['how']]} {Path(pair['parent']).name}",
+                               style="bold"))
         console.print(render(result))
     return 0
+
+
+_HOW = {"reads": "reads from (simulated cache)", "nearest": "reads nothing; longest shared prefix with",
+        "parent": "reads nothing; fork parent", "previous": "reads nothing; previous request"}
 
 
 class _Escaping:
@@ -93,21 +109,25 @@ def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterat
     yield from track(results, total=total, description="diffing pairs", console=err, transient=True)
 
 
-def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None, str | None]]:
+def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None, str | None, str]]:
     parent = Path(args.parent)
     if args.child is None:
         if not parent.is_dir():
             raise InputError("give a CHILD file, or a snapshot folder as the only argument", path=parent)
+        from ..diff.by_cache import pairs_by_cache
+
         found = False
-        for (p_path, p_body, p_meta), (c_path, c_body, _c_meta) in snapshot.pairs_in_folder(parent):
+        for pair in pairs_by_cache(parent):
             found = True
-            yield str(p_path), p_body, str(c_path), c_body, _provider(p_meta), _url(p_meta)
+            p, c = pair.parent, pair.child
+            yield (str(p.path), p.body, str(c.path), c.body, _provider(p.meta) or _provider(c.meta),
+                   _url(p.meta), pair.how)
         if not found:
             raise InputError("no pair of requests in this folder", path=parent)
         return
     p_body, p_meta = snapshot.load_body(parent)
     c_body, _ = snapshot.load_body(Path(args.child))
-    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta), _url(p_meta)
+    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta), _url(p_meta), "given"
 
 
 def _url(meta: Any) -> str | None:

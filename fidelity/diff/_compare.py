@@ -245,6 +245,12 @@ def _compare_views(
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
+    p_marked, c_marked = p_segs, c_segs
+    if d.provider == "anthropic":
+        # Anthropic keys its cache on content, not on where cache_control
+        # markers sit: a moved marker is no change in the cache view (the
+        # raw-byte diff above still shows it). See fidelity.cache.prompts.
+        p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
 
     split = _first_differing_segment(p_segs, c_segs)
     view = _locate_view(parent, child, p_segs, c_segs, split)
@@ -264,8 +270,8 @@ def _compare_views(
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
     same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-    p_bps = _breakpoints(p_segs, p_ids)
-    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_segs, c_ids))
+    p_bps = _breakpoints(p_marked, p_ids)
+    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
     earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, p_bps)] if same_key else []
     outcome = cm.predict(earlier, child_prompt)
     # What a child whose prefix matched would have read: the same model run
@@ -276,7 +282,7 @@ def _compare_views(
     # edited segment ahead of them shifts their offsets).
     m = min(p_len, c_len)
     c_ends = _segment_ends(c_ids)
-    mapped = sorted({c_ends[i] for i in _breakpoint_segments(p_segs) if i < len(c_ends) and 0 < c_ends[i] <= m})
+    mapped = sorted({c_ends[i] for i in _breakpoint_segments(p_marked) if i < len(c_ends) and 0 < c_ends[i] <= m})
     matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(mapped)) if m else None
     ideal = cm.predict([matched], child_prompt).cached if matched is not None else 0
     lost = max(0, ideal - outcome.cached)
@@ -397,10 +403,16 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
     marker (Anthropic and DashScope explicit caching)."""
     out: list[int] = []
     total = 0
+    automatic = False
     for seg, seg_ids in zip(segs, ids):
         total += len(seg_ids)
         if b'"cache_control"' in seg.data:
-            out.append(total)
+            if seg.kind == "params":  # top-level automatic caching: the last block
+                automatic = True
+            elif total:
+                out.append(total)
+    if automatic and total and total not in out:
+        out.append(total)
     return tuple(out)
 
 
@@ -416,6 +428,13 @@ def _segment_ends(ids: Sequence[Sequence[int]]) -> list[int]:
         total += len(seg_ids)
         out.append(total)
     return out
+
+
+def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
+    from ..cache.prompts import strip_markers
+
+    return [seg if b'"cache_control"' not in seg.data else
+            Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
