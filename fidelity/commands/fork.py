@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from .. import compose, jsonio, wire
-from ..errors import InputError
+from ..errors import ForkUnavailable, InputError
 
 HELP = ("Make the reference child request of a composition variant from a captured parent request body "
         "(any supported dialect), byte-exact for that provider.")
@@ -35,8 +35,13 @@ def run(args: argparse.Namespace) -> int:
         raise exc.at(args.parent) from None
     variant = compose.get_variant(args.variant)
     context = {"model": parent.route.model, "alt_model": args.alt_model or parent.route.model}
-    child = variant.apply(parent, args.directive, context)
-    data = dialect.render(child)
+    try:
+        child = variant.apply(parent, args.directive, context)
+        data = dialect.render(child)
+    except InputError as exc:  # the parent lacks what the variant needs: name the file
+        raise exc.at(args.parent) from None
+    except ForkUnavailable as exc:
+        raise InputError(str(exc), path=args.parent) from None
     if args.out:
         jsonio.atomic_write(args.out, data)
         print(args.out)

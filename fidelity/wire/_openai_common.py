@@ -145,6 +145,9 @@ def result_content(content: Any, render: Any) -> Any:
         return content
     if isinstance(content, Mapping):
         return dumps_compact(content).decode("utf-8")
+    if not isinstance(content, (list, tuple)):
+        raise InputError(f"a tool result with {type(content).__name__} content cannot be written here: "
+                         "the API requires text or a list of parts")
     return [render(p) for p in content]
 
 
