@@ -149,7 +149,7 @@ def test_readers_raise_one_line_input_error(tmp_path: Path, reader: str, case: s
         READERS[reader](bad)
     text = str(info.value)
     assert "\n" not in text and str(bad) in text
-    if reader == "import cassette (JSON)" and not data.startswith(b"{"):
+    if reader == "import cassette (JSON)" and not data.startswith(b"{") and not case.startswith("deep_"):
         fragment = "YAML" if case in ("binary", "whitespace") else "not a vcrpy cassette"  # read as a YAML cassette
     if not (case in ("empty", "whitespace") and reader in ("dsh.read_session", "import jsonl")):
         assert fragment in text, text
@@ -484,3 +484,34 @@ def test_lone_surrogate_in_a_body_string_reaches_the_output_escaped(tmp_path: Pa
     rc, err, out = run_cli(main, ["diff", str(body), str(body)])
     assert rc == 0, err
     assert b"\\ud800gpt-4o" in out
+
+
+@pytest.mark.parametrize("behaviour", ["builds it (6.0.3 libyaml)", "refuses it (6.0.4 libyaml)",
+                                       "runs out of recursion (pure Python)", "recursive alias"])
+def test_deep_yaml_cassette_message_is_the_same_for_every_pyyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 behaviour: str) -> None:
+    """PyYAML is a declared dependency (>=6.0); what it does with 10,000
+    nested flow sequences changed in 6.0.4. The reader says the same thing
+    whichever version is installed: each behaviour is simulated here."""
+    import yaml
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_bytes(b"[" * 10_000 + b"]" * 10_000)
+    if behaviour.startswith("refuses"):
+        def load(data: object, Loader: object) -> object:
+            raise yaml.scanner.ScannerError("while increasing flow level", None, "exceeded maximum nesting depth", None)
+        monkeypatch.setattr(yaml, "load", load)
+    elif behaviour.startswith("runs out"):
+        def load(data: object, Loader: object) -> object:
+            raise RecursionError("maximum recursion depth exceeded")
+        monkeypatch.setattr(yaml, "load", load)
+    elif behaviour.startswith("builds"):
+        nested: list = []
+        for _ in range(10_000):
+            nested = [nested]
+        monkeypatch.setattr(yaml, "load", lambda data, Loader: nested)
+    else:
+        deep.write_text("&a [*a]\n")
+    with pytest.raises(InputError) as info:
+        import_file(deep, "cassette")
+    assert str(info.value) == f"{deep}: YAML nested more than 256 levels deep"
