@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
         parent = dialect.parse(body)
     except InputError as exc:
         raise exc.at(args.parent) from None
+    # The system prompt as blocks, as the report's fixtures hold it, when that
+    # renders to the same bytes: one builder, one child (compose.system_from_messages).
+    lifted = compose.system_from_messages(parent)
+    if lifted is not parent and dialect.render(lifted) == dialect.render(parent):
+        parent = lifted
     variant = compose.get_variant(args.variant)
     context = {"model": parent.route.model, "alt_model": args.alt_model or parent.route.model}
     try:
