@@ -27,7 +27,7 @@ from .. import cache as cache_models
 from .. import jsonio, pricing, tokens, wire
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
-from ..errors import InputError
+from ..errors import InputError, UnknownName
 from .locate import pointer_at
 from ..model import Request
 from ..wire import Segment
@@ -241,7 +241,7 @@ def _compare_views(
     c_len = sum(map(len, c_ids))
     figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
 
-    cm = cache_models.for_provider(d.provider)
+    cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
     same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
@@ -259,7 +259,7 @@ def _compare_views(
     lost = max(0, ideal - outcome.cached)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
-    cost, note = _cost(prices, d.provider, model, lost)
+    cost, note = _cost(prices, d.provider, model, lost, c_len)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
 
 
@@ -375,11 +375,16 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
-          lost: int) -> tuple[CostFigures | None, str | None]:
+          lost: int, prompt_tokens: int) -> tuple[CostFigures | None, str | None]:
+    """What the lost tokens cost per child request (:func:`fidelity.pricing.lost_cost`,
+    at the peak rate where prices depend on the time of day); no figure and
+    a note when the price is unknown."""
     table = prices if prices is not None else pricing.load()
     try:
         price = table.lookup(provider, model)
-    except Exception as exc:  # UnknownName: the report still stands without a price
+    except UnknownName as exc:  # the report still stands without a price
         return None, f"no price: {exc}"
-    usd = lost * (price.input - price.cache_read) / 1_000_000
+    usd = pricing.lost_cost(price, lost, prompt_tokens=prompt_tokens)
+    if usd is None:
+        return None, f"cost unknown: {table.name} gives {price.model} no cache-read price"
     return CostFigures(usd, table.name, table.as_of, price.model, price.source), None
