@@ -341,7 +341,3 @@ def fidelity_snapshot(request: pytest.FixtureRequest) -> RequestSnapshot:
     return RequestSnapshot(request.config.stash[_STATE], _snapshot_dir(path), request.node.name)
 
 
-@pytest.fixture
-def prefix_preserved() -> Any:
-    """:func:`assert_prefix_preserved`, as a fixture for tests that prefer one."""
-    return assert_prefix_preserved

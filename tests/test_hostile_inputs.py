@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -247,17 +248,37 @@ def test_unreadable_file(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_one_line(err, locked, "permission denied")
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 def test_unreadable_file_for_real(work: Path) -> None:
-    locked = work / "locked.json"
-    locked.write_bytes(GOOD)
-    locked.chmod(0)
+    """A real mode-0 file, read without root privileges: as root (CI
+    containers read any file), the command runs with the effective user
+    ``nobody`` (after one warm-up run as root, so that every module and data
+    file it needs is already loaded), then root is restored."""
+    folder = Path(tempfile.mkdtemp(prefix="fidelity-locked-"))
     try:
-        rc, err, _ = run_cli(main, ["diff", str(locked), str(work / "child.json")])
+        folder.chmod(0o755)
+        locked, child = folder / "locked.json", folder / "child.json"
+        locked.write_bytes(GOOD)
+        child.write_bytes((work / "child.json").read_bytes())
+        locked.chmod(0)
+        if os.geteuid() == 0:
+            import pwd
+
+            assert run_cli(main, ["diff", str(work / "good.json"), str(child)])[0] == 0  # warm-up as root
+            os.seteuid(pwd.getpwnam("nobody").pw_uid)
+            try:
+                rc, err, _ = run_cli(main, ["diff", str(locked), str(child)])
+            finally:
+                os.seteuid(0)
+        else:
+            rc, err, _ = run_cli(main, ["diff", str(locked), str(child)])
+        assert rc == 2, err
+        assert_one_line(err, locked, "permission denied")
     finally:
-        locked.chmod(0o644)
-    assert rc == 2
-    assert_one_line(err, locked, "permission denied")
+        for f in folder.iterdir():
+            f.chmod(0o644)
+            f.unlink()
+        folder.rmdir()
 
 
 def test_unknown_provider_model_and_tokenizer(work: Path) -> None:

@@ -318,8 +318,11 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
     at = _offset(c_segs if c_seg else p_segs, split) + inner
     seg = c_seg or p_seg
     assert seg is not None
-    p_at = _body_offset(parent, p_seg, inner) if p_seg else len(parent)
-    c_at = _body_offset(child, c_seg, inner) if c_seg else len(child)
+    # A side that ends before the split (the child appends, or drops the
+    # tail) shows where its cache view ends, not the end of its raw body
+    # (which may hold tools or params that come earlier in the cache view).
+    p_at = _body_offset(parent, p_seg, inner) if p_seg else _view_end(parent, p_segs[:split])
+    c_at = _body_offset(child, c_seg, inner) if c_seg else _view_end(child, c_segs[:split])
     body, body_at = (child, c_at) if c_seg else (parent, p_at)
     return ViewDiff(
         at,
@@ -329,6 +332,14 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
         excerpt(child, c_at),
         *counts,
     )
+
+
+def _view_end(body: bytes, segs: Sequence[Segment]) -> int:
+    """Where the last byte of a cache view's last segment ends in the body."""
+    for seg in reversed(segs):
+        if seg.data:
+            return _body_offset(body, seg, len(seg.data) - 1) + 1
+    return 0
 
 
 def _body_offset(body: bytes, seg: Segment, inner: int) -> int:

@@ -90,12 +90,6 @@ def require_list(obj: Any, where: str, path: str | None = None) -> list[Any]:
     return obj
 
 
-def require_str(obj: Any, where: str, path: str | None = None) -> str:
-    if not isinstance(obj, str):
-        raise InputError(f"expected a string, got {type(obj).__name__}", path=path, pointer=where)
-    return obj
-
-
 # ---------------------------------------------------------------- tools
 
 
