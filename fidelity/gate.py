@@ -462,6 +462,7 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
     its file name, pointing at the child file and the line of its first
     divergent byte."""
     from .diff._compare import compare
+    from .diff.views import annotation
     from .capture.snapshot import pairs_in_folder
 
     rows = []
@@ -474,11 +475,7 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
                 break
         res = compare(parent.body, child.body, dialect=dialect, prices=prices,
                       parent_path=str(parent.path), child_path=str(child.path))
-        detail = res.cause.kind
-        if res.cause.detail:
-            detail += f": {res.cause.detail}"
-        if res.view.pointer:
-            detail += f" at {res.view.pointer}"
+        detail = annotation(res)
         shown = child.path
         if base is not None:
             try:

@@ -33,7 +33,7 @@ from ..model import Request
 from ..wire import Segment
 from ..jsonbytes import member_spans, value_spans
 
-SCHEMA = "fidelity.diff/1"
+from .views import SCHEMA as SCHEMA  # the schema name lives with its view
 
 
 @dataclass(frozen=True)
@@ -95,58 +95,10 @@ class DiffResult:
     cost_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The stable, documented JSON schema (``fidelity.diff/1``)."""
-        view = self.view
-        cost: dict[str, Any] | None = None
-        if self.cost is not None:
-            cost = {
-                "usd_lost_per_request": round(self.cost.usd_lost, 8),
-                "usd_lost_per_1000": round(self.cost.usd_lost * 1000, 6),
-                "price_table": self.cost.price_table,
-                "as_of": self.cost.as_of,
-                "price_model": self.cost.price_model,
-                "source": self.cost.source,
-            }
-        return {
-            "schema": SCHEMA,
-            "dialect": self.dialect,
-            "provider": self.provider,
-            "model": self.model,
-            "raw": {
-                "identical": self.raw.identical,
-                "first_divergent_byte": self.raw.first_divergent_byte,
-                "parent_bytes": self.raw.parent_size,
-                "child_bytes": self.raw.child_size,
-            },
-            "cache_view": {
-                "identical": view.first_divergent_byte is None,
-                "first_divergent_byte": view.first_divergent_byte,
-                "segment": None if view.segment is None
-                else {"kind": view.segment[0], "index": view.segment[1]},
-                "pointer": view.pointer,
-                "parent_excerpt": view.parent_excerpt,
-                "child_excerpt": view.child_excerpt,
-                "parent_segments": view.parent_segments,
-                "child_segments": view.child_segments,
-            },
-            "cause": {"kind": self.cause.kind, "detail": self.cause.detail,
-                      "deepdiff": self.cause.summary},
-            "tokens": {
-                "tokenizer": self.tokens.tokenizer,
-                "estimated": self.tokens.estimated,
-                "common_prefix": self.tokens.common_prefix,
-                "parent_prompt": self.tokens.parent_prompt,
-                "child_prompt": self.tokens.child_prompt,
-            },
-            "cache": {
-                "model": self.cache.model,
-                "predicted_cached": self.cache.predicted_cached,
-                "written": self.cache.written,
-                "lost": self.cache.lost,
-            },
-            "cost": cost,
-            "cost_note": self.cost_note,
-        }
+        """The stable, documented JSON schema (``fidelity.diff/1``): :func:`fidelity.diff.views.to_json`."""
+        from .views import to_json
+
+        return to_json(self)
 
 
 def compare(
