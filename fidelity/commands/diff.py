@@ -10,12 +10,10 @@ from typing import Any, Iterator
 
 import orjson
 from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
 
 from .. import pricing
 from ..capture import snapshot
-from ..diff import DiffResult, compare
+from ..diff import DiffResult, compare, views
 from ..errors import InputError
 
 __all__ = ["HELP", "add_arguments", "run", "render"]
@@ -139,43 +137,5 @@ def _provider(meta: Any) -> str | None:
 
 
 def render(result: DiffResult) -> Group:
-    """A rich view of one comparison."""
-    j = result.to_json()
-    cause = result.cause
-    head = Text()
-    if cause.kind in ("identical", "appended_only"):
-        head.append("✔ prefix preserved", style="bold green")
-    elif result.cache.lost == 0:
-        head.append("✔ no cached token lost (the bodies diverge past what the cache can serve)", style="bold green")
-    else:
-        head.append("✘ prefix broken", style="bold red")
-    head.append(f"  {cause.kind}")
-    if cause.detail:
-        head.append(f": {cause.detail}", style="yellow")
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    view = j["cache_view"]
-    raw = j["raw"]
-    table.add_row("dialect", f"{result.dialect} ({result.provider}), model {result.model}")
-    table.add_row("raw bytes", "identical" if raw["identical"] else
-                  f"first divergent byte {raw['first_divergent_byte']} of {raw['parent_bytes']} / {raw['child_bytes']}")
-    if view["segment"]:
-        table.add_row("cache view", f"first divergent byte {view['first_divergent_byte']}, "
-                      f"segment {view['segment']['kind']}[{view['segment']['index']}], pointer {view['pointer']!r}")
-        table.add_row("parent", Text(view["parent_excerpt"] or ""))
-        table.add_row("child", Text(view["child_excerpt"] or ""))
-    else:
-        table.add_row("cache view", "identical")
-    t = result.tokens
-    table.add_row("tokens", f"common prefix {t.common_prefix:,} · parent {t.parent_prompt:,} · child "
-                  f"{t.child_prompt:,}  [{t.tokenizer}{', estimated' if t.estimated else ''}]")
-    c = result.cache
-    table.add_row("cache", f"predicted cached {c.predicted_cached:,} · lost {c.lost:,}  [{c.model}]")
-    if result.cost:
-        table.add_row("cost", f"${result.cost.usd_lost:.6f} lost per child request "
-                      f"(${result.cost.usd_lost * 1000:.4f} per 1,000)  "
-                      f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}]")
-    elif result.cost_note:
-        table.add_row("cost", result.cost_note)
-    return Group(head, table)
+    """A rich view of one comparison (:func:`fidelity.diff.views.console`)."""
+    return views.console(result)

@@ -521,7 +521,7 @@ class AnthropicMessages:
         marks = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
         for m in obj["messages"]:
             content = m.get("content") if isinstance(m, dict) else None
-            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in marks for b in content):
+            if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in marks for b in content):
                 return True
         return False
 
