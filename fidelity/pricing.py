@@ -184,7 +184,9 @@ class PriceTable:
         best: Price | None = None
         for p in rows:
             name = p.model.lower()
-            if key.startswith(name) and len(key) > len(name) and key[len(name)] in "-@:.":
+            sep = key[len(name)] if key.startswith(name) and len(key) > len(name) else ""
+            # "gpt-5.5" is another model than "gpt-5": after a dot, a number is a version
+            if sep and sep in "-@:" or sep == "." and not key[len(name) + 1 :][:1].isdigit():
                 if _NEUTRAL_TAIL.match(key[len(name) + 1 :]) and (best is None or len(name) > len(best.model)):
                     best = p
         if best is None:

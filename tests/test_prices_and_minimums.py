@@ -123,3 +123,15 @@ def test_diff_gives_the_cache_model_the_bodys_model() -> None:
     opus = compare(body("claude-opus-4-7", "a"), body("claude-opus-4-7", "b"))
     assert sonnet.cache.predicted_cached > 2000
     assert opus.cache.predicted_cached == 0
+
+
+def test_a_dotted_version_is_another_model_not_a_price_neutral_tail() -> None:
+    import pytest
+
+    from fidelity import pricing
+    from fidelity.errors import UnknownName
+
+    table = pricing.load()
+    assert table.lookup("openai", "gpt-5-2025-08-07").model == "gpt-5"
+    with pytest.raises(UnknownName):
+        table.lookup("openai", "gpt-5.5")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..jsonbytes import iter_elements, iter_members, skip_value, skip_ws, escape_token
 
-__all__ = ["pointer_at", "member_at"]
+__all__ = ["pointer_at"]
 
 
 def pointer_at(body: bytes, offset: int) -> str:

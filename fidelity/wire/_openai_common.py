@@ -44,7 +44,6 @@ __all__ = [
     "same_json",
     "require_object",
     "require_list",
-    "require_str",
     "render_tool",
     "parse_tool",
     "result_content",
