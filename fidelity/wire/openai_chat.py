@@ -42,6 +42,7 @@ from typing import Any, Callable
 from ..errors import InputError
 from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
 from . import Segment, register
+from .layout import attach, write_request
 from ..jsonbytes import dumps_compact, loads
 from ._openai_common import (
     CHAT_KEYS,
@@ -194,7 +195,8 @@ class ChatDialect:
         return {"role": "system", "content": parts}
 
     def render(self, request: Request) -> bytes:
-        return dumps_compact(self.body(request))
+        """The body in the request's layout (parsed bytes or client profile), else the current SDK's."""
+        return write_request(request, self.body(request), self.name)
 
     # ------------------------------------------------------------ parse
 
@@ -213,7 +215,8 @@ class ChatDialect:
         except InputError as exc:
             raise exc.at(path) if path else exc
         params = {k: v for k, v in obj.items() if k not in ("model", "messages") and not (k == "tools" and tools)}
-        return Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params))
+        return attach(Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params)),
+                      body, obj, self.name)
 
     # ------------------------------------------------------------ cache view
 
