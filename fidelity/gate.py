@@ -341,24 +341,25 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
     return head + 1 + body[:offset].count(b"\n")
 
 
-def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None) -> list[Row]:
+def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
+                        model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
     """Diff each child request of a snapshot folder against its parent
     (:func:`fidelity.capture.snapshot.pairs_in_folder`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
     divergent byte."""
-    from .diff._compare import compare
     from .capture.snapshot import pairs_in_folder
+    from .diff.folder import Skipped, compare_pair, summary
 
     rows = []
+    skipped: list[Skipped] = []
     base = Path(relative_to) if relative_to is not None else None
     for parent, child in pairs_in_folder(folder):
-        dialect = None
-        for meta in (parent.meta, child.meta):
-            if meta is not None and meta.provider:
-                dialect = meta.provider
-                break
-        res = compare(parent.body, child.body, dialect=dialect, prices=prices,
-                      parent_path=str(parent.path), child_path=str(child.path))
+        # one request fidelity cannot compare (an embeddings call, an
+        # unsupported API) is counted, never fatal for the folder
+        res = compare_pair(parent, child, model=model, prices=prices, lenient=True)
+        if isinstance(res, Skipped):
+            skipped.append(res)
+            continue
         detail = res.cause.kind
         if res.cause.detail:
             detail += f": {res.cause.detail}"
@@ -379,8 +380,12 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
             line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
             detail=f"{detail}; parent {parent.path.name}",
         ))
+    if skipped_out is not None:
+        skipped_out.extend(skipped)
     if not rows:
-        raise InputError("no (parent, child) pair of requests in this folder", path=folder)
+        note = summary(skipped)
+        raise InputError("no (parent, child) pair of requests in this folder" + (f"; {note}" if note else ""),
+                         path=folder)
     return rows
 
 

@@ -212,6 +212,9 @@ def report_setups() -> tuple[ReportSetup, ...]:
 # Built-in providers. Hosts: each provider's API reference (the base URL its
 # official SDK uses); report models are rows of the bundled price table.
 
+#: client profiles (fidelity.wire.profiles) of the OpenAI SDK, which also
+#: talks to every OpenAI-compatible endpoint; the first is the default
+_OPENAI_PROFILES = ("openai-python>=3", "openai-python<3", "openai-python<1")
 _GEMINI_MODEL = r"/models/([^/:]+)"
 _AZURE_DEPLOYMENT = r"/deployments/([^/]+)/"
 
@@ -237,6 +240,7 @@ register(Provider(
     tokenizer="o200k_base", cache_model="openai", price_key="openai",
     report=(ReportSetup("openai-chat", "gpt-4.1", "gpt-4o-mini"),
             ReportSetup("openai-responses", "gpt-5", "gpt-5-mini")),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="anthropic", title="Anthropic",
@@ -260,6 +264,7 @@ register(Provider(
     ),
     tokenizer="claude-estimate", cache_model="anthropic", price_key="anthropic",
     report=(ReportSetup("anthropic-messages", "claude-sonnet-4-6", "claude-haiku-4-5"),),
+    client_profiles=("anthropic-create", "anthropic-stream"),
 ))
 register(Provider(
     name="gemini", title="Google Gemini",
@@ -271,6 +276,7 @@ register(Provider(
     ),
     tokenizer="gemini-estimate", cache_model="gemini", price_key="gemini",
     report=(ReportSetup("gemini", "gemini-2.5-pro", "gemini-2.5-flash"),),
+    client_profiles=("google-genai", "gemini-rest"),
 ))
 register(Provider(
     name="deepseek", title="DeepSeek",
@@ -285,6 +291,7 @@ register(Provider(
     ),
     tokenizer="deepseek-v4", cache_model="deepseek", price_key="deepseek",
     report=(ReportSetup("deepseek", "deepseek-v4-flash", "deepseek-v4-pro"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="dashscope", title="Alibaba Cloud Model Studio (DashScope)",
@@ -300,6 +307,7 @@ register(Provider(
     ),
     tokenizer="qwen3", cache_model="dashscope", price_key="dashscope",
     report=(ReportSetup("dashscope", "qwen3-max", "qwen-plus"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="openrouter", title="OpenRouter (gateway)",
@@ -312,6 +320,7 @@ register(Provider(
         Route("openrouter.ai", "anthropic-messages", "/messages"),
     ),
     tokenizer="o200k_base", cache_model="openai",
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="bedrock", title="Amazon Bedrock (non-Anthropic models, Converse API)",
@@ -331,12 +340,14 @@ register(Provider(
     dialects=("vllm",),
     cache_model="vllm",
     report=(ReportSetup("vllm", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="sglang", title="SGLang (self-hosted)",
     dialects=("sglang",),
     cache_model="sglang",
     report=(ReportSetup("sglang", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="llama.cpp", title="llama.cpp server (self-hosted)",

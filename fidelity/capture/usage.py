@@ -13,8 +13,9 @@ Where each figure comes from (the providers' API references):
 
 * OpenAI Chat Completions: ``usage.prompt_tokens``,
   ``usage.prompt_tokens_details.cached_tokens``, ``usage.completion_tokens``;
-  in a stream, the final chunk (``stream_options.include_usage``). No write
-  figure (``cache_write`` is ``None``).
+  in a stream, the final chunk (``stream_options.include_usage``).
+  ``cache_write`` is ``prompt_tokens_details.cache_write_tokens`` where the
+  response has it (recent models report it), else ``None``.
   https://platform.openai.com/docs/api-reference/chat/object
 * OpenAI Responses: ``usage.input_tokens``,
   ``usage.input_tokens_details.cached_tokens``, ``usage.output_tokens``; in a
@@ -102,14 +103,16 @@ def usage_of(obj: Any) -> dict[str, int | None] | None:
         prompt = _int(u.get("prompt_tokens"))
         if prompt is None:
             prompt = _sum(read, _int(u.get("prompt_cache_miss_tokens")))
-        return {"prompt": prompt, "cache_read": read if read is not None else 0, "cache_write": None,
+        write = _int(details.get("cache_write_tokens")) if isinstance(details, dict) else None
+        return {"prompt": prompt, "cache_read": read if read is not None else 0, "cache_write": write,
                 "output": _int(u.get("completion_tokens"))}
     if "input_tokens_details" in u or ("input_tokens" in u and "cache_read_input_tokens" not in u
                                        and "cache_creation_input_tokens" not in u and "output_tokens_details" in u):
         details = u.get("input_tokens_details")  # Responses
         read = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+        write = _int(details.get("cache_write_tokens")) if isinstance(details, dict) else None
         return {"prompt": _int(u.get("input_tokens")), "cache_read": read if read is not None else 0,
-                "cache_write": None, "output": _int(u.get("output_tokens"))}
+                "cache_write": write, "output": _int(u.get("output_tokens"))}
     if "input_tokens" in u or "output_tokens" in u or "cache_read_input_tokens" in u:  # Anthropic
         read, write = _int(u.get("cache_read_input_tokens")), _int(u.get("cache_creation_input_tokens"))
         inp = _int(u.get("input_tokens"))

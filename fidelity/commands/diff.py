@@ -15,7 +15,8 @@ from rich.text import Text
 
 from .. import pricing
 from ..capture import snapshot
-from ..diff._compare import DiffResult, compare
+from ..diff._compare import DiffResult
+from ..diff.folder import Skipped, compare_pair, summary
 from ..errors import InputError
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "
@@ -25,8 +26,10 @@ HELP = ("Compare a parent and a child request body (JSON files or request snapsh
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("parent", help="parent body or snapshot file; or a snapshot folder (then omit CHILD)")
     parser.add_argument("child", nargs="?", help="child body or snapshot file")
-    parser.add_argument("--provider", help="wire dialect (default: detected from the body)")
-    parser.add_argument("--model", help="model for tokenizer and prices (default: from the body)")
+    parser.add_argument("--provider", help="wire dialect (default: detected from the URL, snapshot metadata, "
+                        "then the body)")
+    parser.add_argument("--model", help="model for tokenizer and prices (default: from the body, else the "
+                        "snapshot metadata, else the URL)")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
     parser.add_argument("--json", action="store_true", help="print the documented JSON schema")
@@ -34,27 +37,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
+    folder = args.child is None
+    skipped: list[Skipped] = []
+
     # One pair at a time: a folder of thousands of snapshots is streamed
     # (bodies are read, compared and dropped; only the small results stay).
-    results = (compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
-                       prices=prices, parent_path=p_name, child_path=c_name)
-               for p_name, p_body, c_name, c_body, p_meta_provider in _pairs(args))
+    # In a folder, a pair that cannot be compared (an embeddings call, an
+    # unsupported API) is counted and skipped, never fatal.
+    def results() -> Iterator[DiffResult]:
+        for parent, child in _pairs(args):
+            res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,
+                               lenient=folder)
+            if isinstance(res, Skipped):
+                skipped.append(res)
+            else:
+                yield res
+
     if args.json:
-        payload: Any = [r.to_json() for r in _progress(results, args)]
+        payload: Any = [r.to_json() for r in _progress(results(), args)]
         if args.child:
             payload = payload[0]
+        _check_any(payload, skipped, args)
         try:
             data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
         except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing
             data = json.dumps(payload, indent=2, ensure_ascii=True).encode("ascii")
         sys.stdout.buffer.write(data + b"\n")
+        note = summary(skipped)
+        if note:
+            print(f"fidelity diff: {note}", file=sys.stderr)
         return 0
     console = Console(file=_Escaping(sys.stdout))
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
         console = Console(file=_Escaping(sys.stdout), width=200)
-    for result in _progress(results, args):
+    shown = 0
+    for result in _progress(results(), args):
         console.print(render(result))
+        shown += 1
+    _check_any([None] * shown, skipped, args)
+    note = summary(skipped)
+    if note:
+        console.print(note, markup=False, highlight=False)
     return 0
+
+
+def _check_any(compared: Any, skipped: list[Skipped], args: argparse.Namespace) -> None:
+    """A folder where nothing could be compared is bad input (exit 2)."""
+    if not compared and skipped:
+        raise InputError(f"no pair could be compared; {summary(skipped)}", path=args.parent)
 
 
 class _Escaping:
@@ -87,25 +117,21 @@ def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterat
     yield from track(results, total=total, description="diffing pairs", console=err, transient=True)
 
 
-def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None]]:
+def _pairs(args: argparse.Namespace) -> Iterator[tuple[snapshot.Loaded, snapshot.Loaded]]:
     parent = Path(args.parent)
     if args.child is None:
         if not parent.is_dir():
             raise InputError("give a CHILD file, or a snapshot folder as the only argument", path=parent)
         found = False
-        for (p_path, p_body, p_meta), (c_path, c_body, _c_meta) in snapshot.pairs_in_folder(parent):
+        for pair in snapshot.pairs_in_folder(parent):
             found = True
-            yield str(p_path), p_body, str(c_path), c_body, _provider(p_meta)
+            yield pair
         if not found:
             raise InputError("no pair of requests in this folder", path=parent)
         return
     p_body, p_meta = snapshot.load_body(parent)
-    c_body, _ = snapshot.load_body(Path(args.child))
-    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta)
-
-
-def _provider(meta: Any) -> str | None:
-    return getattr(meta, "provider", None) if meta is not None else None
+    c_body, c_meta = snapshot.load_body(Path(args.child))
+    yield snapshot.Loaded(parent, p_body, p_meta), snapshot.Loaded(Path(args.child), c_body, c_meta)
 
 
 def render(result: DiffResult) -> Group:

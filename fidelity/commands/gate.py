@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--snapshots", metavar="DIR",
                         help="gate a snapshot folder: each child request diffed against its parent")
     source.add_argument("--report", metavar="FILE", help="gate a saved `fidelity report --json` result")
+    parser.add_argument("--model", help="with --snapshots: model for tokenizer and prices (default: from each "
+                        "body, else its snapshot metadata, else its URL)")
     parser.add_argument("--config", metavar="FILE", default="pyproject.toml",
                         help="pyproject.toml holding [tool.fidelity.gate] (default: ./pyproject.toml)")
     # Without --snapshots or --report the gate runs the report in-process.
@@ -35,8 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
     if args.snapshots:
+        from ..diff.folder import summary
+
         prices = pricing.load(args.prices) if args.prices else None
-        return gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd()), f"snapshots:{args.snapshots}"
+        skipped: list = []
+        rows = gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd(),
+                                        model=args.model, skipped_out=skipped)
+        note = summary(skipped)
+        if note:  # stderr: stdout carries the verdict (and GitHub workflow commands)
+            print(f"fidelity gate: {note}", file=sys.stderr)
+        return rows, f"snapshots:{args.snapshots}"
     if args.report:
         return gate.rows_from_report(load(args.report), path=args.report), f"report:{args.report}"
     return _run_report(args)

@@ -173,6 +173,9 @@ def read_cassette(path: str | Path) -> Imported:
         r_body = response.get("body")
         if isinstance(r_body, dict):
             r_body = r_body.get("string")
+        if not r_body and isinstance(response.get("parsed_body"), (dict, list)):
+            r_body = json.dumps(response["parsed_body"]).encode("utf-8", "surrogatepass")
+            r_headers = {k: v for k, v in r_headers.items() if str(k).lower() != "content-encoding"}
         exact = not any(("not the bytes sent" in n or "not hold the exact" in n) for n in notes)
         snap = out.add(
             method=str(req.get("method") or "POST"),
