@@ -30,6 +30,9 @@ Where each figure comes from (the providers' API references):
   the three input figures. In a stream, ``message_start``'s
   ``message.usage`` and then ``message_delta``'s ``usage`` (later figures
   replace earlier ones). https://docs.claude.com/en/docs/build-with-claude/prompt-caching
+  With server-side compaction ``usage.iterations`` lists every sampling
+  iteration (the top-level figures are the last one's); the figures are
+  summed over the iterations, which is what was billed.
 * Gemini: ``usageMetadata.promptTokenCount`` (includes the cached part),
   ``cachedContentTokenCount``, ``candidatesTokenCount`` plus
   ``thoughtsTokenCount``; in a stream, the last chunk that carries it.
@@ -114,6 +117,14 @@ def usage_of(obj: Any) -> dict[str, int | None] | None:
         return {"prompt": _int(u.get("input_tokens")), "cache_read": read if read is not None else 0,
                 "cache_write": write, "output": _int(u.get("output_tokens"))}
     if "input_tokens" in u or "output_tokens" in u or "cache_read_input_tokens" in u:  # Anthropic
+        iterations = u.get("iterations")
+        if isinstance(iterations, list) and iterations and all(isinstance(it, dict) for it in iterations):
+            # server-side compaction: each sampling iteration is billed; the
+            # top-level figures describe the last one only
+            parts = [usage_of({"usage": {k: v for k, v in it.items() if k != "iterations"}}) for it in iterations]
+            parts = [p for p in parts if p is not None]
+            if parts:
+                return {k: _sum(*(p[k] for p in parts)) for k in ("prompt", "cache_read", "cache_write", "output")}
         read, write = _int(u.get("cache_read_input_tokens")), _int(u.get("cache_creation_input_tokens"))
         inp = _int(u.get("input_tokens"))
         return {"prompt": _sum(inp, read, write) if inp is not None else None, "cache_read": read,

@@ -33,6 +33,8 @@ class Skipped:
     parent: str
     child: str
     reason: str
+    #: (request, reason) for each request the pair could not use
+    culprits: tuple[tuple[str, str], ...] = ()
 
 
 def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None = None) -> tuple[Any, str | None]:
@@ -69,13 +71,15 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
         if why is not None:
             if not lenient:
                 raise InputError(f"not a model request fidelity compares: {why}", path=p_name if p_why else c_name)
-            return Skipped(p_name, c_name, why)
+            culprits = tuple((n, w) for n, w in ((p_name, p_why), (c_name, c_why)) if w is not None)
+            return Skipped(p_name, c_name, why, culprits)
         assert p_found is not None and c_found is not None
         if p_found.dialect != c_found.dialect and not provider and not _fits(p_found.dialect, child.body):
             msg = f"parent speaks {p_found.dialect}, child {c_found.dialect}"
             if not lenient:
                 raise InputError(f"child body is not a {p_found.dialect} request like its parent ({msg})", path=c_name)
-            return Skipped(p_name, c_name, "parent and child speak different dialects")
+            reason = "parent and child speak different dialects"
+            return Skipped(p_name, c_name, reason, ((c_name, reason),))
         chosen = model or p_found.model or c_found.model
         return compare(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
                        parent_path=p_name, child_path=c_name)
@@ -97,10 +101,17 @@ def _fits(dialect: str, body: bytes) -> bool:
 
 
 def summary(skipped: Iterable[Skipped]) -> str | None:
-    """One line counting skipped pairs by reason (``None`` when none)."""
-    counts = Counter(s.reason for s in skipped)
-    if not counts:
+    """One line: how many pairs were not compared, and the requests that
+    caused it counted by reason (``None`` when none). A request that is not
+    a model request spoils the pair before it and the pair after it; it is
+    counted once."""
+    skipped = list(skipped)
+    if not skipped:
         return None
-    n = sum(counts.values())
+    seen: dict[tuple[str, str], None] = {}
+    for s in skipped:
+        for culprit in s.culprits or ((f"{s.parent} -> {s.child}", s.reason),):
+            seen.setdefault(culprit, None)
+    counts = Counter(reason for _, reason in seen)
     parts = [f"{reason}: {k}" for reason, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return f"skipped {n} pair(s) not compared: " + "; ".join(parts)
+    return f"skipped {len(skipped)} pair(s) not compared; requests by reason: " + "; ".join(parts)

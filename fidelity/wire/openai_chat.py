@@ -200,9 +200,13 @@ class ChatDialect:
 
     # ------------------------------------------------------------ parse
 
-    def parse(self, body: bytes, *, path: str | None = None) -> Request:
+    def parse(self, body: bytes, *, path: str | None = None, model: str = "") -> Request:
+        """The request, remembering how ``body`` was written (:mod:`.layout`).
+        ``model``: for a body that leaves it to the URL (Azure OpenAI names
+        the deployment in the path)."""
         obj = require_object(loads(body, path=path), "", path)
-        model = obj.get("model")
+        if "model" in obj or not model:
+            model = obj.get("model")
         if not isinstance(model, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
         raw_messages = require_list(obj.get("messages"), "/messages", path)
@@ -216,7 +220,7 @@ class ChatDialect:
             raise exc.at(path) if path else exc
         params = {k: v for k, v in obj.items() if k not in ("model", "messages") and not (k == "tools" and tools)}
         return attach(Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params)),
-                      body, obj, self.name)
+                      body, obj, self.name, url_keys=("model",))
 
     # ------------------------------------------------------------ cache view
 

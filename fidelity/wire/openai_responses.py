@@ -175,9 +175,12 @@ class ResponsesDialect:
         """The body in the request's layout (parsed bytes or client profile), else the current SDK's."""
         return write_request(request, self.body(request), self.name)
 
-    def parse(self, body: bytes, *, path: str | None = None) -> Request:
+    def parse(self, body: bytes, *, path: str | None = None, model: str = "") -> Request:
+        """The request, remembering how ``body`` was written (:mod:`.layout`);
+        ``model`` for a body that leaves it to the URL (Azure deployments)."""
         obj = require_object(loads(body, path=path), "", path)
-        model = obj.get("model")
+        if "model" in obj or not model:
+            model = obj.get("model")
         if not isinstance(model, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
         items = obj.get("input")
@@ -193,7 +196,7 @@ class ResponsesDialect:
         skip = {"model"} | ({"input"} if messages else set()) | ({"instructions"} if system else set()) | ({"tools"} if tools else set())
         params = {k: v for k, v in obj.items() if k not in skip}
         return attach(Request(Route(self.provider, model), system, tools, messages, freeze(params) if params else EMPTY),
-                      body, obj, self.name)
+                      body, obj, self.name, url_keys=("model",))
 
     def cache_view(self, body: bytes) -> list[Segment]:
         obj = require_object(loads(body), "")
