@@ -18,7 +18,7 @@ one price row:
 >>> providers.family("vertex_ai")
 'gemini'
 >>> providers.from_url("https://api.deepseek.com/chat/completions")
-Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com')
+Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com', model=None)
 >>> providers.get("openai").tokenizer
 'o200k_base'
 """

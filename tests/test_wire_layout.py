@@ -151,12 +151,13 @@ def test_new_top_level_key_goes_where_the_renderer_puts_it() -> None:
     raw = b'{"messages":[{"role":"user","content":"x"}],"model":"gpt-4o","stream":true}'
     d = wire.get("openai-chat")
     req = d.parse(raw).with_params(temperature=0.5)
-    # after the key it follows in the renderer's (current SDK's) order: messages
-    assert d.render(req) == b'{"messages":[{"role":"user","content":"x"}],"temperature":0.5,"model":"gpt-4o","stream":true}'
+    # after the last-placed key that precedes it in the renderer's order (stream)
+    assert d.render(req) == b'{"messages":[{"role":"user","content":"x"}],"model":"gpt-4o","stream":true,"temperature":0.5}'
 
 
 def test_merge_order_and_same_value() -> None:
     assert merge_order(["b", "a"], ["a", "c", "b"]) == ["b", "a", "c"]
+    assert merge_order(["b", "a"], ["c", "a", "b"]) == ["c", "b", "a"]
     assert merge_order([], ["x", "y"]) == ["x", "y"]
     assert same_value(1, 1.0) and not same_value(True, 1) and not same_value({"a": 1, "b": 2}, {"b": 2, "a": 1})
 

@@ -81,7 +81,8 @@ def same_value(new: Any, old: Any) -> bool:
 
 def merge_order(old: Sequence[str], new: Sequence[str]) -> list[str]:
     """The keys of ``new`` in ``old``'s order; a key ``old`` lacks goes right
-    after the key it follows in ``new`` (at the front when it is first).
+    after the last-placed of the keys that precede it in ``new`` (at the
+    front when none does), so a key the renderer puts late stays late.
 
     >>> merge_order(["messages", "model", "stream"], ["model", "messages", "tools", "stream"])
     ['messages', 'model', 'tools', 'stream']
@@ -92,12 +93,8 @@ def merge_order(old: Sequence[str], new: Sequence[str]) -> list[str]:
     for i, key in enumerate(new):
         if key in placed:
             continue
-        pos = 0
-        for prev in reversed(new[:i]):
-            if prev in placed:
-                pos = out.index(prev) + 1
-                break
-        out.insert(pos, key)
+        before = [out.index(prev) for prev in new[:i] if prev in placed]
+        out.insert(max(before) + 1 if before else 0, key)
         placed.add(key)
     return out
 
