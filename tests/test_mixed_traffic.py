@@ -294,3 +294,20 @@ def test_canonical_json_never_writes_a_null_id(tmp_path: Path, capsys: pytest.Ca
     assert cli_main(["render", "--provider", "gemini", "--profile", "nope", str(src)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nope" in err[0]
+
+
+def test_conflicting_evidence_is_said_on_import_and_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = "https://api.openai.com/v1/chat/completions"
+    first = {"model": "claude-sonnet-4-5", "system": "s", "messages": [{"role": "user", "content": "a"}]}
+    second = {**first, "messages": first["messages"] + [{"role": "assistant", "content": "b"}]}
+    src = tmp_path / "log.jsonl"
+    src.write_text("\n".join(json.dumps({"url": url, "body": json.dumps(b, separators=(",", ":"))})
+                             for b in (first, second)) + "\n")
+    imp = import_file(src)
+    assert [s.provider for s in imp.snapshots] == ["anthropic-messages"] * 2
+    assert any(n.startswith("detection: the URL (host api.openai.com) says openai-chat") for n in imp.snapshots[0].notes)
+    out = tmp_path / "snaps"
+    write_imported(imp, out)
+    assert cli_main(["diff", str(out), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "note:" in err and "read as anthropic-messages" in err

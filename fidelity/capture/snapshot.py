@@ -440,13 +440,21 @@ def header_matters(name: str) -> bool:
 
 
 def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None]:
-    """``(provider, family, model)`` of a request, from its URL and body:
-    ``provider`` is the wire dialect name (``openai-chat``), ``family`` the
-    cache/price family (``openai``).
+    """``(provider, family, model)`` of a request (see :func:`_detect`)."""
+    return _detect(url, body)[:3]
 
-    The URL's host decides where it is known (a DeepSeek body looks like an
-    OpenAI one); otherwise the registered wire dialects inspect the body.
-    Gemini puts the model in the URL path (``models/<model>:generateContent``).
+
+def _detect(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(provider, family, model, conflict)`` of a request, from its URL and
+    body: ``provider`` is the wire dialect name (``openai-chat``), ``family``
+    the cache/price family (``openai``), ``conflict`` what the evidence
+    disagreed on (``None`` when it agreed).
+
+    The evidence is weighed by :func:`fidelity.wire.evidence.detect_request`:
+    the URL first (a DeepSeek body looks like an OpenAI one), then the body;
+    Anthropic-only marks are never read as an OpenAI-family dialect. The
+    model comes from the body, else the URL (Gemini ``models/<model>:``,
+    Azure deployments, Bedrock and Vertex AI model ids).
     """
     obj: Any = None
     if body.lstrip()[:1] == b"{":
@@ -465,9 +473,9 @@ def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str 
     except InputError:  # nothing identifies it
         endpoint = providers.from_url(url) if url else None
         if endpoint is None:
-            return None, None, model
-        return endpoint.dialect, endpoint.provider, model or endpoint.model
-    return found.dialect, found.family, found.model or model
+            return None, None, model, None
+        return endpoint.dialect, endpoint.provider, model or endpoint.model, None
+    return found.dialect, found.family, found.model or model, found.conflict
 
 
 def from_request(
@@ -490,9 +498,11 @@ def from_request(
     from .redact import Redactor, redact_all
 
     r = redactor if redactor is not None else Redactor()
-    provider, family, model = describe(url, body)
+    provider, family, model, conflict = _detect(url, body)
     safe_url, safe_headers, safe_body, red = redact_all(url, headers, body, r, keep=header_matters)
     notes = list(notes)
+    if conflict:
+        notes.append(f"detection: {conflict}")
     if safe_body != body:
         body_exact = False
         notes.append("credentials were redacted inside the body; those bytes differ from what was sent")

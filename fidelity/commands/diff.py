@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
     folder = args.child is None
     skipped: list[Skipped] = []
+    notes: list[str] = []
 
     # One pair at a time: a folder of thousands of snapshots is streamed
     # (bodies are read, compared and dropped; only the small results stay).
@@ -47,7 +48,11 @@ def run(args: argparse.Namespace) -> int:
     def results() -> Iterator[DiffResult]:
         for parent, child in _pairs(args):
             res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,
-                               lenient=folder)
+                               lenient=folder, notes=notes)
+            # where URL, metadata and body disagreed: which dialect was chosen and why
+            for note in dict.fromkeys(notes):
+                print(f"fidelity diff: note: {note}", file=sys.stderr)
+            notes.clear()
             if isinstance(res, Skipped):
                 skipped.append(res)
             else:

@@ -54,7 +54,7 @@ def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None 
 
 
 def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model: str | None = None,
-                 prices: Any = None, lenient: bool = False) -> DiffResult | Skipped:
+                 prices: Any = None, lenient: bool = False, notes: list[str] | None = None) -> DiffResult | Skipped:
     """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests
     (``path, body, meta``). ``lenient``: a pair that cannot be compared is a
     :class:`Skipped` instead of an :class:`InputError`."""
@@ -74,6 +74,10 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
             culprits = tuple((n, w) for n, w in ((p_name, p_why), (c_name, c_why)) if w is not None)
             return Skipped(p_name, c_name, why, culprits)
         assert p_found is not None and c_found is not None
+        if notes is not None:
+            for name, found in ((p_name, p_found), (c_name, c_found)):
+                if found.conflict:
+                    notes.append(f"{name}: {found.conflict}")
         if p_found.dialect != c_found.dialect and not provider and not _fits(p_found.dialect, child.body):
             msg = f"parent speaks {p_found.dialect}, child {c_found.dialect}"
             if not lenient:
