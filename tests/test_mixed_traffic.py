@@ -311,3 +311,17 @@ def test_conflicting_evidence_is_said_on_import_and_diff(tmp_path: Path, capsys:
     assert cli_main(["diff", str(out), "--json"]) == 0
     err = capsys.readouterr().err
     assert "note:" in err and "read as anthropic-messages" in err
+
+
+@pytest.mark.parametrize("name,data,fragment", [
+    ("bad.yaml.gz", b"notgzip", "not valid gzip data"),
+    ("trunc.har.gz", gzip.compress(b'{"log": {"entries": []}}')[:12], "gzip file is truncated"),
+])
+def test_bad_gzip_source_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                            data: bytes, fragment: str) -> None:
+    src = tmp_path / name
+    src.write_bytes(data)
+    assert cli_main(["import", str(src), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(src) in err[0] and fragment in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
