@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
@@ -142,11 +143,10 @@ def _first_separators(body: bytes) -> tuple[str | None, str | None]:
     """The item and key separators of the first object or array that shows
     them (``", "`` / ``": "`` for ``json.dumps``, ``","`` / ``":"`` compact)."""
     item = key = None
-    root = _Node(body, skip_ws(body, 0), len(body))
-    todo = [root]
+    todo = deque([_Node(body, skip_ws(body, 0), len(body))])
     seen = 0
-    while todo and seen < 2000 and (item is None or key is None):
-        node = todo.pop(0)
+    while todo and seen < 2000 and (item is None or key is None):  # breadth first, bounded
+        node = todo.popleft()
         seen += 1
         opener = body[node.start : node.start + 1]
         if opener == b"{":
