@@ -395,7 +395,12 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
 def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
     """The baseline file: schema, where the rows came from, the rows."""
     doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:  # a lone surrogate (a "\ud800" escape in a report): escape it, lose nothing
+        import json
+
+        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:

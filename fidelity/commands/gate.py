@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     result.baseline_path = str(baseline_path)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = gate.format_github(result) if fmt == "github" else gate.format_text(result)
-    sys.stdout.write(text)
+    # a lone surrogate (from a "\ud800" escape in an input) is shown escaped, not a crash
+    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     if args.junit:
         atomic_write(args.junit, gate.junit_xml(result))
     return result.exit_code
