@@ -456,27 +456,26 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
     return head + 1 + body[:offset].count(b"\n")
 
 
-def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None) -> list[Row]:
+def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
+                        model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
     """Diff each child request of a snapshot folder against the earlier
     request its cache reads from (:func:`fidelity.diff.by_cache.pairs_by_cache`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
-    divergent byte."""
-    from .diff import compare
+    divergent byte. A pair fidelity cannot compare (an embeddings call, an
+    unsupported API) is counted in ``skipped_out``, never fatal."""
     from .diff.by_cache import pairs_by_cache
+    from .diff.folder import Skipped, compare_pair, summary
     from .diff.views import annotation
 
     rows = []
+    skipped: list[Skipped] = []
     base = Path(relative_to) if relative_to is not None else None
     for pair in pairs_by_cache(folder):  # each child against the request its cache reads from
         parent, child = pair.parent, pair.child
-        dialect = None
-        for meta in (parent.meta, child.meta):
-            if meta is not None and meta.provider:
-                dialect = meta.provider
-                break
-        res = compare(parent.body, child.body, dialect=dialect, prices=prices,
-                      parent_path=str(parent.path), child_path=str(child.path),
-                      endpoint=getattr(parent.meta, "url", None))
+        res = compare_pair(parent, child, model=model, prices=prices, lenient=True)
+        if isinstance(res, Skipped):
+            skipped.append(res)
+            continue
         detail = annotation(res)
         shown = child.path
         if base is not None:
@@ -493,8 +492,12 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
             line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
             detail=f"{detail}; parent {parent.path.name} ({pair.how})",
         ))
+    if skipped_out is not None:
+        skipped_out.extend(skipped)
     if not rows:
-        raise InputError("no (parent, child) pair of requests in this folder", path=folder)
+        note = summary(skipped)
+        raise InputError("no (parent, child) pair of requests in this folder" + (f"; {note}" if note else ""),
+                         path=folder)
     return rows
 
 
@@ -504,7 +507,12 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
 def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
     """The baseline file: schema, where the rows came from, the rows."""
     doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:  # a lone surrogate (a "\ud800" escape in a report): escape it, lose nothing
+        import json
+
+        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:

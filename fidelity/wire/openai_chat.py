@@ -42,6 +42,7 @@ from typing import Any, Callable
 from ..errors import InputError
 from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
 from . import Segment, register
+from .layout import attach, write_request
 from ..jsonbytes import dumps_compact, loads
 from ._openai_common import (
     CHAT_KEYS,
@@ -204,13 +205,18 @@ class ChatDialect:
         return {"role": "system", "content": parts}
 
     def render(self, request: Request) -> bytes:
-        return dumps_compact(self.body(request))
+        """The body in the request's layout (parsed bytes or client profile), else the current SDK's."""
+        return write_request(request, self.body(request), self.name)
 
     # ------------------------------------------------------------ parse
 
-    def parse(self, body: bytes, *, path: str | None = None) -> Request:
+    def parse(self, body: bytes, *, path: str | None = None, model: str = "") -> Request:
+        """The request, remembering how ``body`` was written (:mod:`.layout`).
+        ``model``: for a body that leaves it to the URL (Azure OpenAI names
+        the deployment in the path)."""
         obj = require_object(loads(body, path=path), "", path)
-        model = obj.get("model")
+        if "model" in obj or not model:
+            model = obj.get("model")
         if not isinstance(model, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
         raw_messages = require_list(obj.get("messages"), "/messages", path)
@@ -223,7 +229,8 @@ class ChatDialect:
         except InputError as exc:
             raise exc.at(path) if path else exc
         params = {k: v for k, v in obj.items() if k not in ("model", "messages") and not (k == "tools" and tools)}
-        return Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params))
+        return attach(Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params)),
+                      body, obj, self.name, url_keys=("model",))
 
     # ------------------------------------------------------------ cache view
 
