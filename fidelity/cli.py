@@ -20,7 +20,8 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: command name -> module in fidelity/commands
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
-            "import": "import_snapshots", "calibrate": "calibrate"}
+            "import": "import_snapshots", "calibrate": "calibrate",
+            "scan": "scan"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 from .. import cache as cache_models
 from .. import pricing
+from ..jsonio import atomic_write
 from ..diff.causes import classify
 from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, build_result
@@ -216,10 +217,12 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
                     top: int) -> dict[tuple[str, ...], tuple[str, str]]:
     """Each top change's example pair as two body files ``fidelity diff`` reads
     (credentials redacted first)."""
+    from dataclasses import replace
+
     import orjson
 
-    from ..capture.redact import Redactor, ensure_clean, redact_all
-    from ..jsonio import atomic_write
+    from ..capture import snapshot
+    from ..capture.redact import Redactor, ensure_clean
     from .aggregate import _group, _ranked
     from .records import parse_record
 
@@ -228,15 +231,20 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
     for rank, (k, _) in enumerate(_ranked(_group(partial.changes, 5))[:top], start=1):
         ex = partial.examples[k]
         paths = []
-        for side, (f, off, length) in (("parent", ex.parent_loc), ("child", ex.child_loc)):
+        for n, (side, (f, off, length)) in enumerate((("parent", ex.parent_loc), ("child", ex.child_loc)), start=1):
             with open(names[f], "rb") as fh:
                 fh.seek(off)
-                rec = parse_record(fh.read(length))
+                line = fh.read(length)
+            rec = parse_record(line)
+            meta = orjson.loads(line)
+            url = meta.get("url") if isinstance(meta.get("url"), str) else ""
             body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
             r = Redactor()
-            _, _, safe, _ = redact_all("", [], body, r)
-            path = folder / f"{rank:02d}-{side}.json"
-            atomic_write(path, ensure_clean(safe, r, what=str(path)))
+            snap = snapshot.from_request(method="POST", url=url, headers=[], body=body, redactor=r, seq=n,
+                                         source=f"scan example {rank} ({side})")
+            snap = replace(snap, provider=rec.dialect.name, family=rec.provider, model=rec.model)
+            path = folder / f"{rank:02d}-{side}{snapshot.SUFFIX}"
+            atomic_write(path, ensure_clean(snapshot.dumps(snap), r, what=str(path)))
             paths.append(str(path))
         out[k] = (paths[0], paths[1])
     return out

@@ -168,6 +168,7 @@ class _Req:
     kinds: tuple[Item, ...]
     prompt: int
     time: float
+    bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
 
 
 @dataclass
@@ -227,6 +228,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
     st = _State(PartitionCache(cm))
+    explicit = st.cache.explicit
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
     out.partitions += 1
@@ -251,10 +253,19 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             segs.append(sid)
             toks.append(memo.ids(tok, d))
         t = e.time if e.time is not None else 0.0
-        req = SimRequest(t, segs, toks)
+        bps = frozenset(i for i, d in enumerate(data) if b'"cache_control"' in d) if explicit else frozenset()
+        req = SimRequest(t, segs, toks, bps)
         oc = st.cache.feed(req)
         index = len(st.reqs)
-        r = _Req(segs, view.items, oc.prompt, t)
+        bp_ends: tuple[int, ...] = ()
+        if bps:
+            ends, cum = [], 0
+            for i, ids in enumerate(toks):
+                cum += len(ids)
+                if i in bps:
+                    ends.append(cum)
+            bp_ends = tuple(ends)
+        r = _Req(segs, view.items, oc.prompt, t, bp_ends)
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
@@ -282,6 +293,11 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         if k >= n_p or k >= lim - 1:
             continue  # continues its predecessor, or branches at its own last segment
         ideal = min(oc.prompt, cm.reusable(min(p.prompt, oc.prompt), oc.prompt))
+        if explicit:
+            # what the predecessor's breakpoints stored, up to the shorter prompt
+            floor = getattr(cm, "minimum", 0)
+            m = min(p.prompt, oc.prompt)
+            ideal = max((b for b in p.bp_ends if floor <= b <= m), default=0) if req.breakpoints else 0
         lost = max(0, ideal - oc.read)
         if lost == 0:
             continue

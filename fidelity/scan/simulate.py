@@ -16,9 +16,11 @@ request costs one dict lookup per segment plus a token comparison inside the
 first segment that differs: O(segments + new tokens), not O(history). Each
 node remembers when a request last passed through it; an entry older than the
 model's ``ttl`` is not read (reading refreshes it, as every provider documents).
-Explicit breakpoints (Anthropic ``cache_control``) and outputs kept in the
-cache (DeepSeek, engines) are not modelled here: ``reusable`` is their upper
-bound.
+For explicit-breakpoint caches (Anthropic, DashScope explicit) a request
+reads the longest prefix ending where an earlier request had a
+``cache_control`` breakpoint (the 20-block lookback and per-breakpoint TTLs
+are not modelled) and stores up to its own last breakpoint. Outputs kept in
+the cache (DeepSeek, engines) are not modelled: logs rarely carry them.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class SimRequest:
     time: float
     segments: Sequence[int]
     tokens: Sequence[array]
+    #: indexes of segments that carry an explicit ``cache_control`` breakpoint
+    breakpoints: frozenset[int] = frozenset()
 
     @property
     def prompt(self) -> int:
@@ -70,6 +74,7 @@ class _Node:
     last_used: float
     request: int
     children: dict[int, "_Node"] = field(default_factory=dict)
+    bp: bool = False  # a request wrote a breakpoint entry ending here
 
 
 class PartitionCache:
@@ -85,6 +90,7 @@ class PartitionCache:
         self.held = 0
         self.evicted = 0
         self._n = 0
+        self.explicit = hasattr(model, "max_breakpoints")  # Anthropic / DashScope explicit caching
 
     def _alive(self, node: _Node, now: float) -> bool:
         return self.model.ttl is None or now - node.last_used <= self.model.ttl
@@ -97,12 +103,15 @@ class PartitionCache:
         depth = 0
         segs = req.segments
         n_segs = len(segs)
+        bp_read, bp_parent = 0, None
         while depth < n_segs:
             child = node.children.get(segs[depth])
             if child is None or not self._alive(child, now):
                 break
             node = child
             depth += 1
+            if node.bp:
+                bp_read, bp_parent = node.cum, node.request
         shared = node.cum
         parent = node.request if depth else None
         if depth < n_segs and node.children:
@@ -117,9 +126,17 @@ class PartitionCache:
                     best, parent = k, sib.request
             shared += best
         prompt = req.prompt
-        read = min(prompt, self.model.reusable(shared, prompt)) if shared else 0
-        stored = min(prompt, self.model.reusable(prompt, prompt + 1))
         match = parent if shared else None
+        if self.explicit:
+            # explicit breakpoints: an entry is a prefix that ends at an earlier
+            # request's breakpoint; nothing is stored without one
+            read = bp_read if req.breakpoints and bp_read >= getattr(self.model, "minimum", 0) else 0
+            parent = bp_parent
+            ends = [sum(len(t) for t in req.tokens[: i + 1]) for i in sorted(req.breakpoints)]
+            stored = max([e for e in ends if e >= getattr(self.model, "minimum", 0)], default=0)
+        else:
+            read = min(prompt, self.model.reusable(shared, prompt)) if shared else 0
+            stored = min(prompt, self.model.reusable(prompt, prompt + 1))
         if read == 0:
             parent = None
         # store this request's path
@@ -135,6 +152,8 @@ class PartitionCache:
             else:
                 child.last_used = now
                 child.request = index
+            if i in req.breakpoints:
+                child.bp = True
             node = child
         if self.held > self.max_tokens:
             self._shrink(now)

@@ -52,7 +52,14 @@ class _App:
 
 def _body(app: _App, system: str, tools: list[Any], msgs: list[Any]) -> dict[str, Any]:
     if app.style == "anthropic":
-        return {"max_tokens": 4096, "messages": msgs, "model": app.model, "system": system, "tools": tools}
+        # Claude Code's pattern: a breakpoint on the system prompt and one on
+        # the last message, moving forward each turn
+        last = msgs[-1]
+        content = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+        content = [*content[:-1], {**content[-1], "cache_control": {"type": "ephemeral"}}]
+        return {"max_tokens": 4096, "messages": [*msgs[:-1], {**last, "content": content}], "model": app.model,
+                "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+                "tools": tools}
     return {"messages": [{"role": "system", "content": system}, *msgs], "model": app.model, "tools": tools}
 
 
