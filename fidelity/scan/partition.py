@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import re
+
+import orjson
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -32,7 +34,7 @@ from .aggregate import Break, CrossChild, CrossPred, Partial
 from .memo import TokenMemo
 from .records import MAX_LINE, BadLine, iter_lines, parse_record
 from .simulate import PartitionCache, SimRequest
-from .view import SUPPORTED, FastView, Item, build_view, encode, partition_key
+from .view import SUPPORTED, FastView, Item, build_view, dumps_value, encode, partition_key
 
 __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
            "where_of"]
@@ -242,6 +244,14 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             out.add_bad(task.labels[e.file], e.line, "changed during scan", str(exc)[:80])
             continue
         data = encode(view.items, st.prev_items, st.prev_data)
+        bps: frozenset[int] = frozenset()
+        if explicit:
+            # Anthropic keys its cache on content, not on where the markers sit
+            # (a breakpoint moves forward each turn): match without them
+            marked = [i for i, d in enumerate(data) if b'"cache_control"' in d]
+            for i in marked:
+                data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
+            bps = frozenset(marked)
         st.prev_items, st.prev_data = view.items, data
         segs = array("q")
         toks = []
@@ -253,7 +263,6 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             segs.append(sid)
             toks.append(memo.ids(tok, d))
         t = e.time if e.time is not None else 0.0
-        bps = frozenset(i for i, d in enumerate(data) if b'"cache_control"' in d) if explicit else frozenset()
         req = SimRequest(t, segs, toks, bps)
         oc = st.cache.feed(req)
         index = len(st.reqs)
@@ -321,6 +330,15 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length)))
     out.evicted += st.cache.evicted
+
+
+def _strip_markers(value: Any) -> Any:
+    """``value`` without its ``cache_control`` members, at any depth."""
+    if isinstance(value, dict):
+        return {k: _strip_markers(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_markers(v) for v in value]
+    return value
 
 
 def _head(st: _State, r: _Req) -> tuple[Segment, ...]:

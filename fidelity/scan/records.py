@@ -318,15 +318,16 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
         if not p.exists():
             raise InputError("no such file or folder", path=p)
         if p.is_dir():
-            logs = sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson")))
+            logs = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
+                          and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".har", ".yaml", ".yml")))
             snaps = [q for q in p.iterdir() if q.suffix in (".snapshot", ".json")]
             if snaps:
                 target = workdir / f"{i:04d}-folder.jsonl"
                 with open(target, "wb") as fh:
                     _snapshot_folder(p, fh)
                 out.append((target, str(p)))
-            for q in logs:
-                out.extend(prepare_inputs([q], workdir / f"{i:04d}"))
+            for n, q in enumerate(logs):
+                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}"))
             if not snaps and not logs:
                 raise InputError("no request logs or snapshots in this folder", path=p)
             continue

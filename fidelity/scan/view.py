@@ -123,8 +123,18 @@ def _anthropic(d: Any, obj: dict[str, Any]) -> FastView:
     elif system is not None:
         out.append(Item("system", 0, "/system", system))
     if isinstance(obj.get("messages"), list):
-        out += [Item("message", i, pointer("messages", i), m) for i, m in enumerate(obj["messages"])]
+        out += [Item("message", i, pointer("messages", i), _blocks(m)) for i, m in enumerate(obj["messages"])]
     return FastView(d.name, _params(obj, CACHE_KEYS), tuple(out))
+
+
+def _blocks(m: Any) -> Any:
+    """A message whose ``content`` is a string, as the one text block it
+    stands for: Anthropic renders both alike, so the cache sees one prompt
+    (the mirascope multi-turn cassette sends a turn as a block with
+    ``cache_control``, then as a string, and reads it from cache)."""
+    if isinstance(m, dict) and isinstance(m.get("content"), str):
+        return {**m, "content": [{"type": "text", "text": m["content"]}]}
+    return m
 
 
 def _gemini(d: Any, obj: dict[str, Any]) -> FastView:
