@@ -78,6 +78,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
         partial = Partial()
         entries = _index(ex, names, labels, partial, prog, chunk_bytes, max_line)
         tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line)
+        _preload({(e.provider, e.model) for e in entries}, ex)
         prog.start("replaying partitions", len(tasks))
         for part in ex.map(replay_batch, [(t,) for t in tasks], prog.advance):
             partial.merge(part)
@@ -114,6 +115,22 @@ def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, 
             partial.add_bad(labels[f], b + ln, reason, detail)
         base[file] = b + n
     return entries
+
+
+def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
+    """Load the tokenizers the replay needs in this process, then restart a
+    forking pool so that each worker inherits them instead of reading the
+    vocabularies again (a few seconds each)."""
+    from .. import tokens
+
+    for provider, model in sorted(models):
+        try:
+            tokens.for_model(model, provider).ids("warm")
+        except Exception:  # an unknown model: the replay reports it
+            continue
+    restart = getattr(ex, "restart", None)
+    if restart is not None:
+        restart()
 
 
 def _order(e: Entry) -> tuple[float, int, int]:

@@ -80,6 +80,11 @@ class LocalExecutor(Executor):
             self._pool.join()
             self._pool = None
 
+    def restart(self) -> None:
+        """A fresh pool at the next map (forked workers inherit what the
+        parent has loaded since)."""
+        self.close()
+
 
 class DaskExecutor(Executor):
     """Dask: its local process scheduler, or a ``dask.distributed`` cluster

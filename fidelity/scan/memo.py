@@ -11,7 +11,6 @@ go first.
 from __future__ import annotations
 
 from array import array
-from collections import OrderedDict
 
 from .. import tokens
 
@@ -20,11 +19,14 @@ __all__ = ["TokenMemo"]
 
 class TokenMemo:
     """Token ids of segment bytes, per tokenizer, at most ``max_bytes`` of
-    segments (and their ids) held. ``hits`` / ``misses`` count lookups."""
+    segments (and their ids) held; the oldest entries go first (a partition
+    keeps the ids of the segments it holds, so a hot segment evicted here
+    costs one more tokenizer pass at most per partition). ``hits`` /
+    ``misses`` count lookups."""
 
     def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
-        self._memo: OrderedDict[tuple[str, bytes], array] = OrderedDict()
+        self._memo: dict[tuple[str, bytes], array] = {}
         self._size = 0
         self.hits = 0
         self.misses = 0
@@ -37,7 +39,6 @@ class TokenMemo:
         hit = self._memo.get(key)
         if hit is not None:
             self.hits += 1
-            self._memo.move_to_end(key)
             return hit
         self.misses += 1
         self.tokenized_bytes += len(data)
@@ -49,7 +50,8 @@ class TokenMemo:
             self._memo[key] = ids
             self._size += cost
             while self._size > self.max_bytes:
-                (_, d), old = self._memo.popitem(last=False)
+                (_, d) = oldest = next(iter(self._memo))
+                old = self._memo.pop(oldest)
                 self._size -= len(d) + 8 * len(old) + 64
         return ids
 

@@ -73,12 +73,13 @@ def view_of(rec: Any) -> FastView:
     normalised, for a dialect the fast view does not know)."""
     if rec.dialect.name in SUPPORTED:
         return build_view(rec.dialect, rec.body)
-    import orjson
+    from ..jsonbytes import split_pointer
 
     body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
     segs = rec.dialect.cache_view(body)
     params = segs[0].data if segs and segs[0].kind == "params" else b""
-    items = tuple(Item(s.kind, s.index, s.pointer, orjson.loads(s.data)) for s in segs if s.kind != "params")
+    items = tuple(Item(s.kind, s.index, split_pointer(s.pointer), orjson.loads(s.data))
+                  for s in segs if s.kind != "params")
     return FastView(rec.dialect.name, params, items)
 
 
@@ -180,6 +181,7 @@ class _State:
     cache: PartitionCache
     sids: dict[bytes, int] = field(default_factory=dict)
     data: list[bytes] = field(default_factory=list)
+    ids: list[array] = field(default_factory=list)
     reqs: list[_Req] = field(default_factory=list)
     prev_items: tuple[Item, ...] = ()
     prev_data: list[bytes] = field(default_factory=list)
@@ -255,13 +257,15 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         st.prev_items, st.prev_data = view.items, data
         segs = array("q")
         toks = []
+        sids, seg_ids = st.sids, st.ids
         for d in data:
-            sid = st.sids.get(d)
+            sid = sids.get(d)
             if sid is None:
-                sid = st.sids[d] = len(st.data)
+                sid = sids[d] = len(st.data)
                 st.data.append(d)
+                seg_ids.append(memo.ids(tok, d))
             segs.append(sid)
-            toks.append(memo.ids(tok, d))
+            toks.append(seg_ids[sid])
         t = e.time if e.time is not None else 0.0
         req = SimRequest(t, segs, toks, bps)
         oc = st.cache.feed(req)

@@ -87,7 +87,9 @@ def _session(rng: random.Random, app: _App, sid: str, start: float, append_only:
     if history:
         msgs.append({"role": "user", "content": "Subagent task: " + _text(rng, 30)})
     tools = list(app.tools)
-    turns = rng.randint(3, 25 if depth == 0 else 8)
+    # agent sessions run long (tens of requests); the mixed log keeps them
+    # shorter so that breaks are a larger share of it
+    turns = rng.randint(10, 60) if append_only else rng.randint(3, 25 if depth == 0 else 8)
     for i in range(turns):
         system = app.system
         if app.volatile and not append_only:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import orjson
 
@@ -35,15 +35,19 @@ SUPPORTED = frozenset({"openai-chat", "deepseek", "dashscope", "vllm", "sglang",
                        "anthropic-messages", "gemini"})
 
 
-@dataclass(frozen=True)
-class Item:
-    """One segment before serialisation: kind, index within its kind, JSON
-    pointer in the body, and the parsed value."""
+class Item(NamedTuple):
+    """One segment before serialisation: kind, index within its kind, where
+    it sits in the body (pointer tokens; :attr:`pointer` is the JSON pointer,
+    built only when asked for), and the parsed value."""
 
     kind: str
     index: int
-    pointer: str
+    where: tuple[Any, ...]
     value: Any
+
+    @property
+    def pointer(self) -> str:
+        return pointer(*self.where)
 
 
 @dataclass(frozen=True)
@@ -81,33 +85,33 @@ def _chat(d: Any, obj: dict[str, Any]) -> FastView:
             break
         n_sys += 1
     tools_v = obj.get("tools")
-    tools = [Item("tools", i, pointer("tools", i), t) for i, t in enumerate(tools_v)] \
+    tools = [Item("tools", i, ("tools", i,), t) for i, t in enumerate(tools_v)] \
         if isinstance(tools_v, list) else []
-    system = [Item("system", i, pointer("messages", i), msgs[i]) for i in range(n_sys)]
-    rest = [Item("message", n, pointer("messages", i), msgs[i]) for n, i in enumerate(range(n_sys, len(msgs)))]
+    system = [Item("system", i, ("messages", i,), msgs[i]) for i in range(n_sys)]
+    rest = [Item("message", n, ("messages", i,), msgs[i]) for n, i in enumerate(range(n_sys, len(msgs)))]
     head = system + tools if getattr(d, "cache_order", "openai") == "template" else tools + system
     return FastView(d.name, _params(obj, d.cache_keys), tuple(head + rest))
 
 
 def _responses(d: Any, obj: dict[str, Any]) -> FastView:
     tools_v = obj.get("tools")
-    tools = [Item("tools", i, pointer("tools", i), t) for i, t in enumerate(tools_v)] \
+    tools = [Item("tools", i, ("tools", i,), t) for i, t in enumerate(tools_v)] \
         if isinstance(tools_v, list) else []
     system: list[Item] = []
     if "instructions" in obj:
-        system.append(Item("system", 0, "/instructions", obj["instructions"]))
+        system.append(Item("system", 0, ("instructions",), obj["instructions"]))
     rest: list[Item] = []
     items = obj.get("input")
     if isinstance(items, list):
         leading = True
         for i, it in enumerate(items):
             if leading and _is_system(it):
-                system.append(Item("system", len(system), pointer("input", i), it))
+                system.append(Item("system", len(system), ("input", i,), it))
             else:
                 leading = False
-                rest.append(Item("message", len(rest), pointer("input", i), it))
+                rest.append(Item("message", len(rest), ("input", i,), it))
     elif "input" in obj:
-        rest.append(Item("message", 0, "/input", items))
+        rest.append(Item("message", 0, ("input",), items))
     return FastView(d.name, _params(obj, d.cache_keys), tuple(tools + system + rest))
 
 
@@ -116,14 +120,14 @@ def _anthropic(d: Any, obj: dict[str, Any]) -> FastView:
 
     out: list[Item] = []
     if isinstance(obj.get("tools"), list):
-        out += [Item("tools", i, pointer("tools", i), t) for i, t in enumerate(obj["tools"])]
+        out += [Item("tools", i, ("tools", i,), t) for i, t in enumerate(obj["tools"])]
     system = obj.get("system")
     if isinstance(system, list):
-        out += [Item("system", i, pointer("system", i), s) for i, s in enumerate(system)]
+        out += [Item("system", i, ("system", i,), s) for i, s in enumerate(system)]
     elif system is not None:
-        out.append(Item("system", 0, "/system", system))
+        out.append(Item("system", 0, ("system",), system))
     if isinstance(obj.get("messages"), list):
-        out += [Item("message", i, pointer("messages", i), _blocks(m)) for i, m in enumerate(obj["messages"])]
+        out += [Item("message", i, ("messages", i,), _blocks(m)) for i, m in enumerate(obj["messages"])]
     return FastView(d.name, _params(obj, CACHE_KEYS), tuple(out))
 
 
@@ -151,20 +155,20 @@ def _gemini(d: Any, obj: dict[str, Any]) -> FastView:
     si = obj.get("systemInstruction")
     parts = si.get("parts") if isinstance(si, dict) else None
     if isinstance(parts, list):
-        out += [Item("system", i, pointer("systemInstruction", "parts", i), p) for i, p in enumerate(parts)]
+        out += [Item("system", i, ("systemInstruction", "parts", i,), p) for i, p in enumerate(parts)]
     n = 0
     tools = obj.get("tools") if isinstance(obj.get("tools"), list) else []
     for t, entry in enumerate(tools):
         decls = entry.get("functionDeclarations") if isinstance(entry, dict) else None
         if isinstance(decls, list):
             for k, decl in enumerate(decls):
-                out.append(Item("tools", n, pointer("tools", t, "functionDeclarations", k), decl))
+                out.append(Item("tools", n, ("tools", t, "functionDeclarations", k,), decl))
                 n += 1
         else:
-            out.append(Item("tools", n, pointer("tools", t), entry))
+            out.append(Item("tools", n, ("tools", t,), entry))
             n += 1
     contents = obj.get("contents") if isinstance(obj.get("contents"), list) else []
-    out += [Item("message", i, pointer("contents", i), c) for i, c in enumerate(contents)]
+    out += [Item("message", i, ("contents", i,), c) for i, c in enumerate(contents)]
     return FastView(d.name, b",".join(found), tuple(out))
 
 
