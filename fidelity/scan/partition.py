@@ -103,7 +103,7 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
         try:
             rec = parse_record(line)
             view = view_of(rec)
-            first = encode(view.items[:1])[0] if view.items else None
+            first = encode(view.items[:1], normalise=view.normalise)[0] if view.items else None
             if not view.items:
                 raise BadLine("empty prompt", "the body holds no prompt segments")
         except BadLine as exc:
@@ -245,7 +245,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         except Exception as exc:  # the index pass read it; a file changed under us
             out.add_bad(task.labels[e.file], e.line, "changed during scan", str(exc)[:80])
             continue
-        data = encode(view.items, st.prev_items, st.prev_data)
+        data = encode(view.items, st.prev_items, st.prev_data, view.normalise)
         bps: frozenset[int] = frozenset()
         if explicit:
             # Anthropic keys its cache on content, not on where the markers sit

@@ -58,6 +58,8 @@ class FastView:
     dialect: str
     params: bytes
     items: tuple[Item, ...]
+    #: applied to a value before it is serialised (equal prompts, equal bytes)
+    normalise: Any = None
 
 
 def dumps_value(value: Any) -> bytes:
@@ -127,8 +129,8 @@ def _anthropic(d: Any, obj: dict[str, Any]) -> FastView:
     elif system is not None:
         out.append(Item("system", 0, ("system",), system))
     if isinstance(obj.get("messages"), list):
-        out += [Item("message", i, ("messages", i,), _blocks(m)) for i, m in enumerate(obj["messages"])]
-    return FastView(d.name, _params(obj, CACHE_KEYS), tuple(out))
+        out += [Item("message", i, ("messages", i,), m) for i, m in enumerate(obj["messages"])]
+    return FastView(d.name, _params(obj, CACHE_KEYS), tuple(out), _blocks)
 
 
 def _blocks(m: Any) -> Any:
@@ -186,7 +188,8 @@ def build_view(dialect: Any, obj: dict[str, Any]) -> FastView:
     raise ValueError(f"no fast cache view for dialect {name}")
 
 
-def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Sequence[bytes] = ()) -> list[bytes]:
+def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Sequence[bytes] = (),
+           normalise: Any = None) -> list[bytes]:
     """Each segment's bytes; an element equal to the previous body's element
     at the same place reuses its bytes (repeated history is compared, not
     re-serialised)."""
@@ -200,7 +203,7 @@ def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Se
                 out.append(prev_data[i])
                 continue
             same = False
-        out.append(dumps_value(it.value))
+        out.append(dumps_value(normalise(it.value) if normalise is not None else it.value))
     return out
 
 
