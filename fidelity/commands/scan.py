@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _Bar:
-    """A rich progress bar on stderr (only when stderr is a terminal)."""
+    """A rich progress bar on stderr (only when stderr is a terminal); a
+    :class:`fidelity.scan.Progress` by its methods."""
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -76,8 +77,7 @@ def _dumps(doc: Any) -> bytes:
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..jsonio import atomic_write
-    from ..scan import scan
-    from ..scan import views
+    from ..scan import scan, views
 
     if args.workers is not None and args.workers < 1:
         raise InputError("--workers must be at least 1")

@@ -29,13 +29,14 @@ import os
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Protocol
 
 from .. import cache as cache_models
 from .. import pricing
-from ..jsonio import atomic_write
 from ..diff.causes import classify
+from ..jsonio import atomic_write
 from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, build_result
 from .executors import EXECUTORS, Executor, make_executor
@@ -51,9 +52,16 @@ CHUNK_BYTES = 16 * 1024 * 1024
 SPLIT_BYTES = 256 * 1024 * 1024
 
 
-class Progress:
-    """Callbacks for a progress display: ``start(phase, total)``, ``advance()``."""
+class Progress(Protocol):
+    """A progress display: ``start(phase, total)`` at each phase, ``advance()``
+    after each task."""
 
+    def start(self, phase: str, total: int) -> None: ...
+
+    def advance(self) -> None: ...
+
+
+class _Silent:
     def start(self, phase: str, total: int) -> None:
         pass
 
@@ -66,7 +74,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
          examples_dir: str | Path | None = None, progress: Progress | None = None,
          chunk_bytes: int = CHUNK_BYTES, split_bytes: int = SPLIT_BYTES, max_line: int = MAX_LINE) -> dict[str, Any]:
     """Scan request logs; the ``fidelity.scan/1`` JSON document."""
-    prog = progress or Progress()
+    prog: Progress = progress or _Silent()
     ex = make_executor(executor, workers, address) if isinstance(executor, str) else executor
     table = prices if prices is not None else pricing.load()
     work = Path(tempfile.mkdtemp(prefix="fidelity-scan-"))
@@ -87,7 +95,8 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
         return build_result(partial, inputs=[str(p) for p in paths], table=table, top=top,
                             example_files=example_files)
     finally:
-        ex.close() if isinstance(executor, str) else None
+        if isinstance(executor, str):  # an executor passed in belongs to the caller
+            ex.close()
         shutil.rmtree(work, ignore_errors=True)
 
 

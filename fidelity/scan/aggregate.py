@@ -148,7 +148,7 @@ class Partial:
         self.tokenizers[(provider, model)] = (name, estimated)
 
     # -- merging -----------------------------------------------------------------
-    def merge(self, other: "Partial") -> "Partial":
+    def merge(self, other: Partial) -> Partial:
         for mine, theirs in ((self.models, other.models), (self.days, other.days), (self.causes, other.causes),
                              (self.wheres, other.wheres), (self.changes, other.changes)):
             for k, v in theirs.items():
@@ -248,7 +248,7 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         })
     lost_by_pm = {pm: v[5] for pm, v in p.models.items()}
     days = []
-    for (day,), (v, by) in sorted(_group(p.days, 1).items()):
+    for (day,), (v, _by) in sorted(_group(p.days, 1).items()):
         days.append({"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2],
                      "lost_tokens": v[3], "lost_usd": rates.usd({k: x for k, x in _lost(p.days, day).items()}),
                      "breaks": v[4]})

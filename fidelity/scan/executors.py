@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["Executor", "LocalExecutor", "DaskExecutor", "make_executor", "EXECUTORS"]
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
-from array import array
-from dataclasses import dataclass, field
-from typing import Any, Sequence
 
 from .. import cache as cache_models
 from .. import tokens
@@ -96,9 +97,7 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
         if line is None:
             bad.append((file, n, "huge body", f"line longer than {max_line // (1024 * 1024)} MiB"))
             continue
-        if not line.strip():
-            n_blank = True  # blank lines count as lines but are not requests
-            del n_blank
+        if not line.strip():  # a blank line counts as a line, not as a request
             continue
         try:
             rec = parse_record(line)

@@ -26,8 +26,8 @@ the cache (DeepSeek, engines) are not modelled: logs rarely carry them.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ..cache import CacheModel, common_prefix
 
@@ -73,7 +73,7 @@ class _Node:
     tokens: array
     last_used: float
     request: int
-    children: dict[int, "_Node"] = field(default_factory=dict)
+    children: dict[int, _Node] = field(default_factory=dict)
     bp: bool = False  # a request wrote a breakpoint entry ending here
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import random
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
