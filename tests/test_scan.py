@@ -238,3 +238,37 @@ def test_stand_in_reads_the_longest_live_prefix(reqs: list[tuple[list[int], int]
         # every earlier request sharing a prefix refreshes what it passed
         seen = [(t if common_prefix(f, flat) == len(f) and len(f) <= len(flat) else when, f) for when, f in seen]
         seen.append((t, flat))
+
+
+def test_a_large_partition_splits_at_gaps_longer_than_the_cache_lifetime(tmp_path: Path) -> None:
+    # two bursts of one conversation head, 2 hours apart (OpenAI entries live 10 minutes)
+    lines = [_line(0, i, _chat(SYSTEM, _history(i + 1)), "a") for i in range(3)]
+    lines += [orjson.dumps({"time": f"2026-11-30T14:00:{i:02d}Z", "url": "https://api.openai.com/v1/chat/completions",
+                            "session": "b", "body": _chat(SYSTEM, _history(i + 1))}) + b"\n" for i in range(3)]
+    log = tmp_path / "gap.jsonl"
+    log.write_bytes(b"".join(lines))
+    whole, split = scan([log], workers=1), scan([log], workers=1, split_bytes=1)
+    assert (whole["totals"]["partitions"], split["totals"]["partitions"]) == (1, 2)
+    for key in ("read_tokens", "written_tokens", "lost_tokens", "breaks"):
+        assert whole["totals"][key] == split["totals"][key]
+    # the second burst starts cold: its first request reads nothing
+    assert whole["by_day"][0]["read_tokens"] < whole["totals"]["prompt_tokens"]
+
+
+def test_partition_memory_cap_evicts_and_counts() -> None:
+    model = OpenAICache(minimum=2, step=1)
+    cache = PartitionCache(model, max_tokens=40)
+    seg = [array("q", range(i * 10, i * 10 + 10)) for i in range(12)]
+    outcomes = [cache.feed(SimRequest(float(t), [t], [seg[t]])) for t in range(12)]
+    assert cache.evicted > 0 and cache.held <= 40
+    assert all(o.read <= o.prompt for o in outcomes)
+    again = cache.feed(SimRequest(12.0, [11], [seg[11]]))
+    assert again.read == 10  # the most recent entry survived the cap
+
+
+def test_what_an_importer_skips_is_counted(shared_real: Path) -> None:
+    log = shared_real / "deepseek-harness" / "examples" / "jsonrpc-agent" / "tests" / "snapshots" / "bash-tool" \
+        / "session.jsonl"
+    r = scan([log], workers=1)
+    assert r["bad_lines"]["by_reason"].get("skipped by the importer", 0) >= 1
+    assert all(e["where"].startswith(f"{log}#request:") for e in r["bad_lines"]["examples"])

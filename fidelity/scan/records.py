@@ -140,6 +140,8 @@ def parse_record(line: bytes) -> Record:
         raise BadLine("truncated or invalid JSON", str(exc).split(":")[0][:80]) from None
     if not isinstance(obj, dict):
         raise BadLine("not a JSON object")
+    if "skipped" in obj and "body" not in obj:  # written by prepare_inputs for an importer's skip
+        raise BadLine("skipped by the importer", str(obj["skipped"])[:200])
     env = obj
     if isinstance(obj.get("request"), dict):
         env = obj["request"]
@@ -291,6 +293,12 @@ def _imported(path: Path, out: Any) -> int:
         out.write(_record_line(snap.body, url=snap.url, provider=snap.provider, session=str(path),
                                where=snap.source or str(path), used=used))
         n += 1
+    # what the importer could not turn into a request is reported, not dropped
+    for warning in imported.warnings:
+        if "skipped" in warning:
+            out.write(orjson.dumps({"skipped": warning[:300]}) + b"\n")
+    for _ in range(imported.skipped):
+        out.write(orjson.dumps({"skipped": f"{kind}: an entry that is not a model request"}) + b"\n")
     return n
 
 
@@ -310,7 +318,8 @@ def _is_record_log(path: Path) -> bool:
 
 def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, str]]:
     """The plain request-log files to scan, with the label of the input
-    each came from: plain ``.jsonl`` logs as they are, ``.gz`` logs
+    each came from (``PATH``; ``PATH#request`` for a converted input, whose
+    line numbers count its requests in order, then what the importer skipped): plain ``.jsonl`` logs as they are, ``.gz`` logs
     decompressed into ``workdir``, snapshot folders and importer formats
     converted into ``workdir``. Inputs are never modified."""
     out: list[tuple[Path, str]] = []
@@ -326,7 +335,7 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
                 target = workdir / f"{i:04d}-folder.jsonl"
                 with open(target, "wb") as fh:
                     _snapshot_folder(p, fh)
-                out.append((target, str(p)))
+                out.append((target, f"{p}#request"))
             for n, q in enumerate(logs):
                 out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}"))
             if not snaps and not logs:
@@ -349,7 +358,7 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
         target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
         with open(target, "wb") as fh:
             _imported(p, fh)
-        out.append((target, str(p)))
+        out.append((target, f"{p}#request"))
     return out
 
 
