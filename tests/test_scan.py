@@ -272,3 +272,20 @@ def test_what_an_importer_skips_is_counted(shared_real: Path) -> None:
     r = scan([log], workers=1)
     assert r["bad_lines"]["by_reason"].get("skipped by the importer", 0) >= 1
     assert all(e["where"].startswith(f"{log}#request:") for e in r["bad_lines"]["examples"])
+
+
+def test_claude_trace_envelope_with_streamed_usage(tmp_path: Path) -> None:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": SYSTEM,
+            "messages": [{"role": "user", "content": "hello " * 50}]}
+    sse = ('event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":20,'
+           '"cache_read_input_tokens":1500,"cache_creation_input_tokens":0,"output_tokens":1}}}\n\n')
+    line = orjson.dumps({"request": {"timestamp": 1764504000.5, "method": "POST",
+                                     "url": "https://api.anthropic.com/v1/messages",
+                                     "headers": {"authorization": "Bearer sk-ant-secret"}, "body": body},
+                         "response": {"status_code": 200, "body_raw": sse},
+                         "logged_at": "2025-11-30T12:00:00.500Z"}) + b"\n"
+    log = tmp_path / "trace.jsonl"
+    log.write_bytes(line)
+    r = scan([log], workers=1)
+    assert r["totals"]["requests"] == 1 and r["by_day"][0]["day"] == "2025-11-30"
+    assert r["reported"]["reported_read"] == 1500 and r["reported"]["reported_prompt"] == 1520

@@ -11,7 +11,8 @@ or seconds since the epoch. ``provider`` (a wire dialect or provider name)
 stands in for a URL that names none. ``usage`` follows the shared snapshot
 convention or is the provider's own usage object; ``response`` (a logged
 response body, object or text) is read for usage when ``usage`` is absent.
-An envelope ``{"request": {"url", "body", ...}, "response": {...}}`` and a
+An envelope ``{"request": {"url", "body", ...}, "response": {...}}`` (the
+shape of claude-trace logs, whose ``response.body_raw`` holds a stream) and a
 bare request body per line are read too. ``.gz`` files are decompressed.
 
 Snapshot folders and the importers' formats (HAR, vcrpy cassettes, DeepSeek
@@ -177,7 +178,9 @@ def parse_record(line: bytes) -> Record:
     used = _usage.normalise(obj.get("usage"))
     if used is None and "response" in obj:
         resp = obj["response"]
-        rbody = resp.get("body") if isinstance(resp, dict) and "body" in resp else resp
+        rbody = resp
+        if isinstance(resp, dict):  # claude-trace keeps a stream as body_raw
+            rbody = resp["body"] if resp.get("body") is not None else resp.get("body_raw", resp)
         if isinstance(rbody, dict):
             used = _usage.from_usage_object(rbody, "log")
         elif isinstance(rbody, str):
