@@ -35,7 +35,7 @@ from .aggregate import Break, CrossChild, CrossPred, Partial
 from .memo import TokenMemo
 from .records import MAX_LINE, BadLine, iter_lines, parse_record
 from .simulate import PartitionCache, SimRequest
-from .view import SUPPORTED, FastView, Item, build_view, dumps_value, encode, partition_key
+from .view import SUPPORTED, FastView, Item, build_view, dumps_value, encode, partition_key, shared_items
 
 __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
            "where_of"]
@@ -69,11 +69,11 @@ class Task:
     memo_bytes: int = 256 * 1024 * 1024
 
 
-def view_of(rec: Any) -> FastView:
+def view_of(rec: Any, first_only: bool = False) -> FastView:
     """The fast cache view of a record (the dialect's exact ``cache_view``,
     normalised, for a dialect the fast view does not know)."""
     if rec.dialect.name in SUPPORTED:
-        return build_view(rec.dialect, rec.body)
+        return build_view(rec.dialect, rec.body, first_only)
     from ..jsonbytes import split_pointer
 
     body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
@@ -101,7 +101,7 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
             continue
         try:
             rec = parse_record(line)
-            view = view_of(rec)
+            view = view_of(rec, first_only=True)
             first = encode(view.items[:1], normalise=view.normalise)[0] if view.items else None
             if not view.items:
                 raise BadLine("empty prompt", "the body holds no prompt segments")
@@ -184,6 +184,9 @@ class _State:
     reqs: list[_Req] = field(default_factory=list)
     prev_items: tuple[Item, ...] = ()
     prev_data: list[bytes] = field(default_factory=list)
+    prev_segs: array = field(default_factory=lambda: array("q"))
+    prev_toks: list[array] = field(default_factory=list)
+    prev_bps: frozenset[int] = frozenset()
 
 
 def _segments(st: _State, r: _Req) -> list[Segment]:
@@ -244,20 +247,23 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         except Exception as exc:  # the index pass read it; a file changed under us
             out.add_bad(task.labels[e.file], e.line, "changed during scan", str(exc)[:80])
             continue
-        data = encode(view.items, st.prev_items, st.prev_data, view.normalise)
+        k = shared_items(view.items, st.prev_items)
+        data = encode(view.items, st.prev_items, st.prev_data, view.normalise, k)
         bps: frozenset[int] = frozenset()
         if explicit:
             # Anthropic keys its cache on content, not on where the markers sit
             # (a breakpoint moves forward each turn): match without them
-            marked = [i for i, d in enumerate(data) if b'"cache_control"' in d]
+            # (reused segments were stripped already: their marks carry over)
+            marked = [i for i in range(k, len(data)) if b'"cache_control"' in data[i]]
             for i in marked:
                 data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
-            bps = frozenset(marked)
+            bps = frozenset([i for i in st.prev_bps if i < k] + marked)
+            st.prev_bps = bps
         st.prev_items, st.prev_data = view.items, data
-        segs = array("q")
-        toks = []
+        segs = array("q", st.prev_segs[:k])
+        toks = st.prev_toks[:k]
         sids, seg_ids = st.sids, st.ids
-        for d in data:
+        for d in data[k:]:
             sid = sids.get(d)
             if sid is None:
                 sid = sids[d] = len(st.data)
@@ -265,6 +271,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                 seg_ids.append(memo.ids(tok, d))
             segs.append(sid)
             toks.append(seg_ids[sid])
+        st.prev_segs, st.prev_toks = segs, toks
         t = e.time if e.time is not None else 0.0
         req = SimRequest(t, segs, toks, bps)
         oc = st.cache.feed(req)

@@ -80,7 +80,7 @@ def _is_system(m: Any) -> bool:
     return isinstance(m, dict) and m.get("role") in ("system", "developer")
 
 
-def _chat(d: Any, obj: dict[str, Any]) -> FastView:
+def _chat(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     msgs = obj.get("messages") if isinstance(obj.get("messages"), list) else []
     n_sys = 0
     for m in msgs:
@@ -91,12 +91,13 @@ def _chat(d: Any, obj: dict[str, Any]) -> FastView:
     tools = [Item("tools", i, ("tools", i,), t) for i, t in enumerate(tools_v)] \
         if isinstance(tools_v, list) else []
     system = [Item("system", i, ("messages", i,), msgs[i]) for i in range(n_sys)]
-    rest = [Item("message", n, ("messages", i,), msgs[i]) for n, i in enumerate(range(n_sys, len(msgs)))]
+    stop = min(len(msgs), n_sys + 1) if first_only else len(msgs)
+    rest = [Item("message", n, ("messages", i,), msgs[i]) for n, i in enumerate(range(n_sys, stop))]
     head = system + tools if getattr(d, "cache_order", "openai") == "template" else tools + system
     return FastView(d.name, _params(obj, d.cache_keys), tuple(head + rest))
 
 
-def _responses(d: Any, obj: dict[str, Any]) -> FastView:
+def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     tools_v = obj.get("tools")
     tools = [Item("tools", i, ("tools", i,), t) for i, t in enumerate(tools_v)] \
         if isinstance(tools_v, list) else []
@@ -113,12 +114,14 @@ def _responses(d: Any, obj: dict[str, Any]) -> FastView:
             else:
                 leading = False
                 rest.append(Item("message", len(rest), ("input", i,), it))
+                if first_only:
+                    break
     elif "input" in obj:
         rest.append(Item("message", 0, ("input",), items))
     return FastView(d.name, _params(obj, d.cache_keys), tuple(tools + system + rest))
 
 
-def _anthropic(d: Any, obj: dict[str, Any]) -> FastView:
+def _anthropic(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     from ..wire.anthropic_messages import CACHE_KEYS
 
     out: list[Item] = []
@@ -130,7 +133,8 @@ def _anthropic(d: Any, obj: dict[str, Any]) -> FastView:
     elif system is not None:
         out.append(Item("system", 0, ("system",), system))
     if isinstance(obj.get("messages"), list):
-        out += [Item("message", i, ("messages", i,), m) for i, m in enumerate(obj["messages"])]
+        msgs = obj["messages"][:1] if first_only else obj["messages"]
+        out += [Item("message", i, ("messages", i,), m) for i, m in enumerate(msgs)]
     return FastView(d.name, _params(obj, CACHE_KEYS), tuple(out), _blocks)
 
 
@@ -144,7 +148,7 @@ def _blocks(m: Any) -> Any:
     return m
 
 
-def _gemini(d: Any, obj: dict[str, Any]) -> FastView:
+def _gemini(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     from ..wire.gemini import _CACHE_MEMBERS
 
     found: list[bytes] = []
@@ -171,39 +175,61 @@ def _gemini(d: Any, obj: dict[str, Any]) -> FastView:
             out.append(Item("tools", n, ("tools", t,), entry))
             n += 1
     contents = obj.get("contents") if isinstance(obj.get("contents"), list) else []
+    if first_only:
+        contents = contents[:1]
     out += [Item("message", i, ("contents", i,), c) for i, c in enumerate(contents)]
     return FastView(d.name, b",".join(found), tuple(out))
 
 
-def build_view(dialect: Any, obj: dict[str, Any]) -> FastView:
-    """The cache view of a parsed body in ``dialect`` (a :class:`~fidelity.wire.Dialect`)."""
+def build_view(dialect: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
+    """The cache view of a parsed body in ``dialect`` (a :class:`~fidelity.wire.Dialect`);
+    ``first_only``: the params and (at least) the first segment, all a
+    partition key needs."""
     name = dialect.name
     if name == "anthropic-messages":
-        return _anthropic(dialect, obj)
+        return _anthropic(dialect, obj, first_only)
     if name == "openai-responses":
-        return _responses(dialect, obj)
+        return _responses(dialect, obj, first_only)
     if name == "gemini":
-        return _gemini(dialect, obj)
+        return _gemini(dialect, obj, first_only)
     if hasattr(dialect, "cache_keys") and hasattr(dialect, "cache_order"):
-        return _chat(dialect, obj)
+        return _chat(dialect, obj, first_only)
     raise ValueError(f"no fast cache view for dialect {name}")
 
 
+def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
+    """How many leading elements equal the previous body's: a binary search
+    over list comparisons, so repeated history is compared in C, element by
+    element, with O(log n) Python steps."""
+    n = min(len(items), len(prev_items))
+    if n == 0:
+        return 0
+    a = [it.value for it in items[:n]]
+    b = [it.value for it in prev_items[:n]]
+    if a == b:
+        k = n
+    else:
+        lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if a[lo:mid] == b[lo:mid]:
+                lo = mid
+            else:
+                hi = mid
+        k = lo
+    while k and items[k - 1].kind != prev_items[k - 1].kind:  # same value, other role in the view
+        k -= 1
+    return k
+
+
 def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Sequence[bytes] = (),
-           normalise: Any = None) -> list[bytes]:
-    """Each segment's bytes; an element equal to the previous body's element
-    at the same place reuses its bytes (repeated history is compared, not
-    re-serialised)."""
-    out: list[bytes] = []
-    same = True
-    n_prev = len(prev_items)
-    for i, it in enumerate(items):
-        if same and i < n_prev:
-            p = prev_items[i]
-            if p.value is it.value or (p.kind == it.kind and p.value == it.value):
-                out.append(prev_data[i])
-                continue
-            same = False
+           normalise: Any = None, shared: int | None = None) -> list[bytes]:
+    """Each segment's bytes; the leading elements equal to the previous
+    body's (:func:`shared_items`) reuse its bytes (repeated history is
+    compared, not re-serialised)."""
+    k = shared_items(items, prev_items) if shared is None else shared
+    out = list(prev_data[:k])
+    for it in items[k:]:
         out.append(dumps_value(normalise(it.value) if normalise is not None else it.value))
     return out
 
