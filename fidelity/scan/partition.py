@@ -167,7 +167,6 @@ def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, st
 @dataclass
 class _Req:
     segs: array
-    kinds: tuple[Item, ...]
     prompt: int
     time: float
     bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
@@ -189,8 +188,8 @@ class _State:
     prev_bps: frozenset[int] = frozenset()
 
 
-def _segments(st: _State, r: _Req) -> list[Segment]:
-    return [Segment(it.kind, it.index, it.pointer, st.data[sid]) for it, sid in zip(r.kinds, r.segs)]  # type: ignore[arg-type]
+def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:
+    return [Segment(it.kind, it.index, it.pointer, st.data[sid]) for it, sid in zip(items, segs)]  # type: ignore[arg-type]
 
 
 def replay_batch(task: Task) -> Partial:
@@ -284,19 +283,21 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                 if i in bps:
                     ends.append(cum)
             bp_ends = tuple(ends)
-        r = _Req(segs, view.items, oc.prompt, t, bp_ends)
+        # a request keeps its segment ids, not its parsed body (memory stays
+        # with the unique content); a break re-reads its predecessor's line
+        r = _Req(segs, oc.prompt, t, bp_ends)
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
         out.add_request(provider, model, rec.day, oc.prompt, oc.read, oc.written, e.length, rec.usage)
         if is_cross_pred:
             out.cross_preds[(e.file, e.offset)] = CrossPred(oc.prompt, provider, model, view.params,
-                                                            _head(st, r), (task.labels[e.file], e.line),
+                                                            _head(st, view.items, segs), (task.labels[e.file], e.line),
                                                             (e.file, e.offset, e.length), t)
         if pred_loc is not None and not pred_same:
             out.cross_children.append(CrossChild(
                 (e.file, e.offset, e.length), pred_loc, task.labels[e.file], e.line, t, rec.day, provider, model,
-                oc.prompt, oc.read, view.params, _head(st, r)))
+                oc.prompt, oc.read, view.params, _head(st, view.items, segs)))
             continue
         j = local.get(pred_loc) if pred_loc is not None else None
         if j is None:
@@ -320,10 +321,12 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         lost = max(0, ideal - oc.read)
         if lost == 0:
             continue
-        p_segs, c_segs = _segments(st, p), _segments(st, r)
+        pe = req_entries[j]
+        p_items = view_of(parse_record(_read(task, fds, pe))).items
+        p_segs, c_segs = _segments(st, p_items, p.segs), _segments(st, view.items, segs)
         mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
-                tuple(sid for it, sid in zip(p.kinds, p.segs) if it.kind == "tools"),
-                tuple(sid for it, sid in zip(r.kinds, segs) if it.kind == "tools"), p.kinds[k].index)
+                tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
+                tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
         got = classify_memo.get(mkey)
         if got is None:
             cause = classify(p_segs, c_segs, k)
@@ -331,7 +334,6 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             if len(classify_memo) > 100_000:
                 classify_memo.clear()
         kind, ptr, label = where_of(p_segs[k], c_segs[k])
-        pe = req_entries[j]
         out.add_break(Break(cause=got[0], change=change_label(got[1]), detail=got[1] or "",
                             where_kind=kind, pointer=ptr, label=label, provider=provider, model=model,
                             day=rec.day, lost=lost, time=t,
@@ -351,14 +353,14 @@ def _strip_markers(value: Any) -> Any:
     return value
 
 
-def _head(st: _State, r: _Req) -> tuple[Segment, ...]:
+def _head(st: _State, items: Sequence[Item], segs: Sequence[int]) -> tuple[Segment, ...]:
     """The leading run of segments of the first segment's kind (all tools,
     or all system sections): what a head change is classified on."""
-    if not r.kinds:
+    if not items:
         return ()
-    first = r.kinds[0].kind
+    first = items[0].kind
     out = []
-    for it, sid in zip(r.kinds, r.segs):
+    for it, sid in zip(items, segs):
         if it.kind != first:
             break
         out.append(Segment(it.kind, it.index, it.pointer, st.data[sid]))  # type: ignore[arg-type]
