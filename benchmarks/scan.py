@@ -35,15 +35,16 @@ def _run(cmd: list[str]) -> tuple[float, float, str, float]:
     """Wall seconds, peak RSS in MiB (the largest process among the
     finished children so far: the scan's driver or one of its workers), stdout."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, env=env)
-    wall = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    # a wrapper per run, so that its children's peak RSS is this run's alone
+    wrapper = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+               "p = subprocess.run(sys.argv[1:], stdout=sys.stdout, stderr=sys.stderr); "
+               "w = time.perf_counter() - t; r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+               "sys.stderr.write(f'\\n@@ {w} {r.ru_maxrss} {r.ru_utime + r.ru_stime}\\n'); sys.exit(p.returncode)")
+    proc = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr.decode()[-2000:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    tail = proc.stderr.decode().rsplit("@@ ", 1)[1].split()
+    wall, peak, cpu = float(tail[0]), int(tail[1]) / 1024, float(tail[2])
     return wall, peak, proc.stdout.decode(), cpu
 
 
