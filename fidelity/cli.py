@@ -21,7 +21,8 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 #: command name -> module in fidelity/commands
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
             "import": "import_snapshots", "calibrate": "calibrate", "tokens-check": "tokens_check",
-            "proxy": "proxy", "upstream": "upstream", "replay": "replay"}
+            "proxy": "proxy", "upstream": "upstream", "replay": "replay",
+            "scan": "scan"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,122 @@
+"""Benchmark ``fidelity scan`` against ``fidelity diff FOLDER`` on one generated log.
+
+    python benchmarks/scan.py --mb 1024          # the README figure
+    python benchmarks/scan.py --mb 30            # while developing
+
+Generates a realistic log (fidelity.scan.synthetic: sessions that grow turn
+by turn, forks, parallel agents, tool changes, timestamps) and an
+append-only log of the same size, then reports in one run: MB/s per core (log
+MB over the CPU seconds of the process and its workers, so that other load
+on a shared machine does not count) of ``scan --executor local`` on 1 and 2 workers, peak memory (max RSS of the
+scan process and its workers), and MB/s of ``fidelity diff FOLDER`` on a
+snapshot folder made from the head of the same log (``--diff-mb``; the diff
+is slow enough that its rate is measured on a sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from fidelity.scan import synthetic  # noqa: E402
+
+
+def _run(cmd: list[str]) -> tuple[float, float, str, float]:
+    """Wall seconds, peak RSS in MiB (the largest process among the
+    finished children so far: the scan's driver or one of its workers), stdout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # a wrapper per run, so that its children's peak RSS is this run's alone
+    wrapper = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+               "p = subprocess.run(sys.argv[1:], stdout=sys.stdout, stderr=sys.stderr); "
+               "w = time.perf_counter() - t; r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+               "sys.stderr.write(f'\\n@@ {w} {r.ru_maxrss} {r.ru_utime + r.ru_stime}\\n'); sys.exit(p.returncode)")
+    proc = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr.decode()[-2000:]}")
+    tail = proc.stderr.decode().rsplit("@@ ", 1)[1].split()
+    wall, peak, cpu = float(tail[0]), int(tail[1]) / 1024, float(tail[2])
+    return wall, peak, proc.stdout.decode(), cpu
+
+
+def _snapshots(log: Path, folder: Path, limit: int) -> int:
+    """OpenAI requests from the head of ``log`` as one snapshot folder, grouped
+    by session (``fidelity diff FOLDER`` pairs consecutive files of one dialect)."""
+    import orjson
+
+    from fidelity.capture import snapshot
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, int, bytes, str]] = []
+    size = 0
+    with open(log, "rb") as fh:
+        for n, line in enumerate(fh):
+            rec = orjson.loads(line)
+            if "openai.com" not in rec["url"]:
+                continue
+            rows.append((rec["session"], n, orjson.dumps(rec["body"]), rec["url"]))
+            size += len(line)
+            if size >= limit:
+                break
+    rows.sort()
+    for seq, (_, _, body, url) in enumerate(rows, start=1):
+        snapshot.write(folder, snapshot.from_request(method="POST", url=url, headers={}, body=body, seq=seq))
+    return size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=1024, help="log size in MB (default 1024)")
+    ap.add_argument("--diff-mb", type=float, default=20, help="sample for fidelity diff FOLDER (default 20)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", help="keep the generated files here (default: a temporary folder)")
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="fidelity-bench-scan-"))
+    work.mkdir(parents=True, exist_ok=True)
+    target = int(args.mb * 1e6)
+    mixed, append = work / "mixed.jsonl", work / "append-only.jsonl"
+    t = time.perf_counter()
+    if not mixed.exists():
+        synthetic.write_log(str(mixed), target, seed=args.seed)
+    if not append.exists():
+        synthetic.write_log(str(append), target, seed=args.seed, append_only=True)
+    print(f"generated {mixed.stat().st_size / 1e6:.0f} MB + {append.stat().st_size / 1e6:.0f} MB "
+          f"in {time.perf_counter() - t:.0f} s", flush=True)
+    rows = []
+    for log in (mixed, append):
+        mb = log.stat().st_size / 1e6
+        for workers in (1, 2):
+            wall, peak, out, cpu = _run([sys.executable, "-m", "fidelity", "scan", str(log), "--json",
+                                    "--workers", str(workers)])
+            doc = json.loads(out)
+            rows.append({"log": log.name, "workers": workers, "mb": round(mb, 1), "seconds": round(wall, 2),
+                         "cpu_seconds": round(cpu, 2), "mb_per_s_per_core": round(mb / cpu, 1), "mb_per_s": round(mb / wall, 1),
+                         "requests": doc["totals"]["requests"], "breaks": doc["totals"]["breaks"],
+                         "peak_rss_mib": round(peak)})
+            print(json.dumps(rows[-1]), flush=True)
+    folder = work / "diff-folder"
+    if not folder.exists():
+        sample = _snapshots(mixed, folder, int(args.diff_mb * 1e6))
+    else:
+        sample = int(args.diff_mb * 1e6)
+    wall, peak, _, cpu = _run([sys.executable, "-m", "fidelity", "diff", str(folder), "--json"])
+    diff_rate = sample / 1e6 / cpu
+    print(json.dumps({"fidelity diff FOLDER": {"mb": round(sample / 1e6, 1), "seconds": round(wall, 2),
+                                               "cpu_seconds": round(cpu, 2), "mb_per_s_per_core": round(diff_rate, 1)}}), flush=True)
+    scan_rate = next(r for r in rows if r["log"] == mixed.name and r["workers"] == 1)["mb_per_s_per_core"]
+    append_rate = next(r for r in rows if r["log"] == append.name and r["workers"] == 1)["mb_per_s_per_core"]
+    print(f"\nscan (mixed log, 1 worker): {scan_rate} MB/s per core = {scan_rate / diff_rate:.0f}x fidelity diff FOLDER "
+          f"({diff_rate:.1f} MB/s); append-only sessions: {append_rate} MB/s per core")
+
+
+if __name__ == "__main__":
+    main()

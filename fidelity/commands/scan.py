@@ -1,0 +1,112 @@
+"""``fidelity scan PATH...``: what cache misses cost across request logs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .. import pricing
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = ("Scan request logs (JSONL request logs, .gz, snapshot folders, HAR, cassettes, DeepSeek Harness logs): "
+        "predicted cache hits, and the tokens and dollars lost to broken prefixes by cause, place, model and day.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="request log files or folders")
+    parser.add_argument("--json", action="store_true", help="print the fidelity.scan/1 JSON document")
+    parser.add_argument("--format", choices=("md", "json", "html", "github"),
+                        help="print this view instead of the terminal summary")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write scan.json, scan.md, scan.html and the example pairs (examples/) here")
+    parser.add_argument("--executor", choices=("local", "dask"), default="local",
+                        help="local: a process pool over this machine's cores (default); dask: Dask")
+    parser.add_argument("--workers", type=int, metavar="N", help="worker processes (default: all cores)")
+    parser.add_argument("--dask-address", metavar="ADDR",
+                        help="a dask.distributed scheduler (default: Dask's local process scheduler)")
+    parser.add_argument("--top", type=int, default=20, metavar="N", help="top changes to list (default 20)")
+    parser.add_argument("--prices", metavar="FILE",
+                        help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+
+
+class _Bar:
+    """A rich progress bar on stderr (only when stderr is a terminal); a
+    :class:`fidelity.scan.Progress` by its methods."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.live = self.console.is_terminal
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=self.console, transient=True)
+        self.task: Any = None
+        if self.live:
+            self.progress.start()
+
+    def start(self, phase: str, total: int) -> None:
+        if not self.live:
+            return
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+        self.task = self.progress.add_task(phase, total=total)
+
+    def advance(self) -> None:
+        if self.live and self.task is not None:
+            self.progress.advance(self.task)
+
+    def stop(self) -> None:
+        if self.live:
+            self.progress.stop()
+
+
+def _dumps(doc: Any) -> bytes:
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:  # a lone surrogate in a detail string
+        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+    from ..jsonio import atomic_write
+    from ..scan import scan, views
+
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers must be at least 1")
+    prices = pricing.load(args.prices) if args.prices else None
+    bar = _Bar()
+    try:
+        result = scan(args.paths, executor=args.executor, workers=args.workers, address=args.dask_address,
+                      prices=prices, top=args.top, examples_dir=args.out, progress=bar)
+    finally:
+        bar.stop()
+    if args.out:
+        out = Path(args.out)
+        atomic_write(out / "scan.json", _dumps(result))
+        atomic_write(out / "scan.md", views.markdown(result).encode("utf-8"))
+        atomic_write(out / "scan.html", views.html_page(result).encode("utf-8"))
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        sys.stdout.buffer.write(_dumps(result))
+    elif fmt == "md":
+        sys.stdout.write(views.markdown(result))
+    elif fmt == "html":
+        sys.stdout.write(views.html_page(result))
+    elif fmt == "github":
+        sys.stdout.write(views.github(result))
+    else:
+        from rich.console import Console
+
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)
+        console.print(views.console_view(result))
+    return 0

@@ -1,0 +1,276 @@
+"""``fidelity scan``: what cache misses cost across a request log, on one
+machine or a cluster.
+
+The pipeline (docs/scan.md):
+
+1. **Inputs** become plain request-log files (:mod:`.records`): JSONL logs
+   are read in place, ``.gz`` logs, snapshot folders and the importers'
+   formats are converted into a temporary folder.
+2. **Index** (parallel over byte ranges): each line's partition key, time,
+   session and place; bad lines are counted with their reason.
+3. **Partition**: lines group by key (provider, model, cache-key params,
+   first cache-view segment); a large partition splits where its time line
+   has a gap longer than the cache's lifetime (nothing survives such a gap,
+   so the split is exact). Each request's session predecessor is found.
+4. **Replay** (parallel over batches of partitions): the cache of each
+   partition in time order (:func:`.simulate.simulate_partition`), breaks
+   classified with the differ's causes.
+5. **Result**: the merged sums, head changes that moved a session to another
+   partition, prices; one JSON document that every view renders.
+
+>>> from fidelity.scan import scan               # doctest: +SKIP
+>>> result = scan(["logs/2026-11-30.jsonl.gz"])  # doctest: +SKIP
+>>> result["totals"]["lost_usd"]                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from .. import cache as cache_models
+from .. import pricing
+from ..diff.causes import classify
+from ..jsonio import atomic_write
+from ..wire import Segment
+from .aggregate import SCHEMA, Break, Partial, build_result
+from .executors import EXECUTORS, Executor, make_executor
+from .partition import Entry, Task, change_label, index_chunk, replay_batch, where_of
+from .records import MAX_LINE, prepare_inputs
+from .simulate import Outcome, SimRequest, simulate_partition
+
+__all__ = ["scan", "SCHEMA", "EXECUTORS", "Outcome", "SimRequest", "simulate_partition", "Progress"]
+
+#: bytes of log per index task
+CHUNK_BYTES = 16 * 1024 * 1024
+#: a partition larger than this splits at gaps longer than its cache's lifetime
+SPLIT_BYTES = 256 * 1024 * 1024
+
+
+class Progress(Protocol):
+    """A progress display: ``start(phase, total)`` at each phase, ``advance()``
+    after each task."""
+
+    def start(self, phase: str, total: int) -> None: ...
+
+    def advance(self) -> None: ...
+
+
+class _Silent:
+    def start(self, phase: str, total: int) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = "local", workers: int | None = None,
+         address: str | None = None, prices: pricing.PriceTable | None = None, top: int = 20,
+         examples_dir: str | Path | None = None, progress: Progress | None = None,
+         chunk_bytes: int = CHUNK_BYTES, split_bytes: int = SPLIT_BYTES, max_line: int = MAX_LINE) -> dict[str, Any]:
+    """Scan request logs; the ``fidelity.scan/1`` JSON document."""
+    prog: Progress = progress or _Silent()
+    ex = make_executor(executor, workers, address) if isinstance(executor, str) else executor
+    table = prices if prices is not None else pricing.load()
+    work = Path(tempfile.mkdtemp(prefix="fidelity-scan-"))
+    try:
+        prog.start("reading inputs", len(paths))
+        files = prepare_inputs([Path(p) for p in paths], work)
+        names = [str(f) for f, _ in files]
+        labels = [lbl for _, lbl in files]
+        partial = Partial()
+        entries = _index(ex, names, labels, partial, prog, chunk_bytes, max_line)
+        tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line)
+        _preload({(e.provider, e.model) for e in entries}, ex)
+        prog.start("replaying partitions", len(tasks))
+        for part in ex.map(replay_batch, [(t,) for t in tasks], prog.advance):
+            partial.merge(part)
+        _cross(partial)
+        example_files = _write_examples(partial, names, examples_dir, top) if examples_dir else None
+        return build_result(partial, inputs=[str(p) for p in paths], table=table, top=top,
+                            example_files=example_files)
+    finally:
+        if isinstance(executor, str):  # an executor passed in belongs to the caller
+            ex.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, prog: Progress,
+           chunk_bytes: int, max_line: int) -> list[Entry]:
+    jobs: list[tuple[Any, ...]] = []
+    for i, name in enumerate(names):
+        size = os.path.getsize(name)
+        start = 0
+        while True:
+            end = start + chunk_bytes
+            jobs.append((name, i, start, end if end < size else None, max_line))
+            if end >= size:
+                break
+            start = end
+    prog.start("indexing", len(jobs))
+    results = ex.map(index_chunk, jobs, prog.advance)
+    entries: list[Entry] = []
+    base: dict[int, int] = defaultdict(int)
+    for (_, file, _, _, _), (rows, bad, n) in zip(jobs, results):
+        b = base[file]
+        for key, t, f, off, length, ln, session, provider, model in rows:
+            entries.append(Entry(key, t, f, off, length, b + ln, session, provider, model))
+        for f, ln, reason, detail in bad:
+            partial.add_bad(labels[f], b + ln, reason, detail)
+        base[file] = b + n
+    return entries
+
+
+def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
+    """Load the tokenizers the replay needs in this process, then restart a
+    forking pool so that each worker inherits them instead of reading the
+    vocabularies again (a few seconds each)."""
+    from .. import tokens
+
+    for provider, model in sorted(models):
+        try:
+            tokens.for_model(model, provider).ids("warm")
+        except Exception:  # an unknown model: the replay reports it
+            continue
+    restart = getattr(ex, "restart", None)
+    if restart is not None:
+        restart()
+
+
+def _order(e: Entry) -> tuple[float, int, int]:
+    return (e.time if e.time is not None else 0.0, e.file, e.offset)
+
+
+def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: int, split_bytes: int,
+           max_line: int) -> list[Task]:
+    groups: dict[bytes, list[Entry]] = defaultdict(list)
+    for e in entries:
+        groups[e.key].append(e)
+    parts: list[tuple[str, list[Entry]]] = []
+    for key in sorted(groups):
+        rows = sorted(groups[key], key=_order)
+        size = sum(e.length for e in rows)
+        ttl = cache_models.get(rows[0].provider, rows[0].model).ttl
+        if size > split_bytes and ttl is not None:
+            cur: list[Entry] = [rows[0]]
+            n = 0
+            for prev, e in zip(rows, rows[1:]):
+                if (e.time or 0.0) - (prev.time or 0.0) > ttl:
+                    parts.append((f"{key.hex()}#{n}", cur))
+                    cur, n = [], n + 1
+                cur.append(e)
+            parts.append((f"{key.hex()}#{n}", cur))
+        else:
+            parts.append((key.hex(), rows))
+    part_of: dict[tuple[int, int], str] = {}
+    for pid, rows in parts:
+        for e in rows:
+            part_of[(e.file, e.offset)] = pid
+    pred: dict[tuple[int, int], tuple[int, int]] = {}
+    cross_preds: set[tuple[int, int]] = set()
+    by_session: dict[str, list[Entry]] = defaultdict(list)
+    for e in entries:
+        if e.session is not None:
+            by_session[e.session].append(e)
+    for rows in by_session.values():
+        rows.sort(key=_order)
+        for a, b in zip(rows, rows[1:]):
+            pred[(b.file, b.offset)] = (a.file, a.offset)
+            if part_of[(a.file, a.offset)] != part_of[(b.file, b.offset)]:
+                cross_preds.add((a.file, a.offset))
+    n_batches = max(1, min(len(parts), workers * 4))
+    batches: list[list[tuple[str, str, str, list[Any]]]] = [[] for _ in range(n_batches)]
+    load = [0] * n_batches
+    sized = sorted(parts, key=lambda p: (-sum(e.length for e in p[1]), p[0]))
+    for pid, rows in sized:
+        i = min(range(n_batches), key=lambda j: (load[j], j))
+        load[i] += sum(e.length for e in rows)
+        items = []
+        for e in rows:
+            loc = (e.file, e.offset)
+            p = pred.get(loc)
+            items.append((e, p, p is not None and part_of[p] == pid, loc in cross_preds))
+        batches[i].append((pid, rows[0].provider, rows[0].model, items))
+    return [Task(names, labels, b, max_line) for b in batches if b]
+
+
+def _cross(partial: Partial) -> None:
+    """Requests whose session predecessor sits in another partition: the
+    head (model, params or first segment) changed. Lost tokens from both
+    prompt lengths; the cause from the two heads."""
+    memo: dict[tuple[Any, ...], tuple[str, str | None, tuple[str, str, str]]] = {}
+    for c in sorted(partial.cross_children, key=lambda c: (c.time, c.label, c.line)):
+        p = partial.cross_preds.get(c.pred_loc)
+        if p is None:
+            continue
+        cm = cache_models.get(c.provider, c.model)
+        ideal = min(c.prompt, cm.reusable(min(p.prompt, c.prompt), c.prompt))
+        lost = ideal - c.read
+        if lost <= 0:
+            continue
+        if (p.provider, p.model) != (c.provider, c.model):
+            got = ("params_changed", f"model changed: {p.model} → {c.model}", ("params", "", "model"))
+        else:
+            key = (p.params, c.params, tuple(s.data for s in p.head), tuple(s.data for s in c.head))
+            got = memo.get(key)  # type: ignore[assignment]
+            if got is None:
+                if p.params != c.params:
+                    ps, cs = [Segment("params", 0, "", p.params)], [Segment("params", 0, "", c.params)]
+                else:
+                    ps, cs = list(p.head), list(c.head)
+                if not ps or not cs:
+                    got = ("messages_rewritten", None, ("message", "", ""))
+                else:
+                    cause = classify(ps, cs, 0)
+                    got = (cause.kind, cause.detail, where_of(ps[0], cs[0]))
+                if len(memo) < 20_000:
+                    memo[key] = got
+        kind, detail, (wk, ptr, label) = got
+        partial.add_break(Break(cause=kind, change=change_label(detail), detail=detail or "", where_kind=wk,
+                                pointer=ptr, label=label, provider=c.provider, model=c.model, day=c.day, lost=lost,
+                                time=c.time, parent=p.where, child=(c.label, c.line), parent_loc=p.loc,
+                                child_loc=c.loc))
+    partial.cross_children.clear()
+    partial.cross_preds.clear()
+
+
+def _write_examples(partial: Partial, names: list[str], folder: str | Path,
+                    top: int) -> dict[tuple[str, ...], tuple[str, str]]:
+    """Each top change's example pair as two body files ``fidelity diff`` reads
+    (credentials redacted first)."""
+    from dataclasses import replace
+
+    import orjson
+
+    from ..capture import snapshot
+    from ..capture.redact import Redactor, ensure_clean
+    from .aggregate import _group, _ranked
+    from .records import parse_record
+
+    out: dict[tuple[str, ...], tuple[str, str]] = {}
+    folder = Path(folder) / "examples"
+    for rank, (k, _) in enumerate(_ranked(_group(partial.changes, 5))[:top], start=1):
+        ex = partial.examples[k]
+        paths = []
+        for n, (side, (f, off, length)) in enumerate((("parent", ex.parent_loc), ("child", ex.child_loc)), start=1):
+            with open(names[f], "rb") as fh:
+                fh.seek(off)
+                line = fh.read(length)
+            rec = parse_record(line)
+            meta = orjson.loads(line)
+            url = meta.get("url") if isinstance(meta.get("url"), str) else ""
+            body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
+            r = Redactor()
+            snap = snapshot.from_request(method="POST", url=url, headers=[], body=body, redactor=r, seq=n,
+                                         source=f"scan example {rank} ({side})")
+            snap = replace(snap, provider=rec.dialect.name, family=rec.provider, model=rec.model)
+            path = folder / f"{rank:02d}-{side}{snapshot.SUFFIX}"
+            atomic_write(path, ensure_clean(snapshot.dumps(snap), r, what=str(path)))
+            paths.append(str(path))
+        out[k] = (paths[0], paths[1])
+    return out

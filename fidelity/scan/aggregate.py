@@ -1,0 +1,305 @@
+"""What a scan adds up, and the one result object every view renders.
+
+Replay tasks return a :class:`Partial`: integer sums keyed by model, day,
+cause, where the prefix broke and change, plus the worst example of each
+change. Partials merge by addition (examples: the larger loss, then the
+earlier request), so any executor, any number of workers and any task order
+give the same totals; :func:`build_result` turns the merged sums into the
+documented JSON (``fidelity.scan/1``, docs/scan.md), pricing lost tokens per
+model with the price table at the very end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import cache as cache_models
+from .. import pricing
+from ..wire import Segment
+
+__all__ = ["SCHEMA", "Break", "CrossPred", "CrossChild", "Partial", "build_result"]
+
+SCHEMA = "fidelity.scan/1"
+
+PM = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Break:
+    """A request whose prefix broke against the request it continues."""
+
+    cause: str
+    change: str
+    detail: str
+    where_kind: str
+    pointer: str
+    label: str
+    provider: str
+    model: str
+    day: str
+    lost: int
+    time: float
+    parent: tuple[str, int]
+    child: tuple[str, int]
+    parent_loc: tuple[int, int, int]
+    child_loc: tuple[int, int, int]
+
+    def rank(self) -> tuple[Any, ...]:
+        return (-self.lost, self.time, self.child, self.parent)
+
+
+@dataclass(frozen=True)
+class CrossPred:
+    """A request that a request of another partition continues (same session)."""
+
+    prompt: int
+    provider: str
+    model: str
+    params: bytes
+    head: tuple[Segment, ...]
+    where: tuple[str, int]
+    loc: tuple[int, int, int]
+    time: float
+
+
+@dataclass(frozen=True)
+class CrossChild:
+    """A request whose session predecessor is in another partition: its head
+    (params or first segment) changed."""
+
+    loc: tuple[int, int, int]
+    pred_loc: tuple[int, int]
+    label: str
+    line: int
+    time: float
+    day: str
+    provider: str
+    model: str
+    prompt: int
+    read: int
+    params: bytes
+    head: tuple[Segment, ...]
+
+
+def _add(d: dict[Any, list[int]], key: Any, values: list[int]) -> None:
+    cur = d.get(key)
+    if cur is None:
+        d[key] = list(values)
+    else:
+        for i, v in enumerate(values):
+            cur[i] += v
+
+
+@dataclass
+class Partial:
+    """Mergeable sums of a scan (see the module docstring)."""
+
+    #: (provider, model) -> requests, bytes, prompt, read, written, lost, breaks,
+    #: usage requests, predicted read and prompt on them, reported read and prompt
+    models: dict[PM, list[int]] = field(default_factory=dict)
+    #: (day, provider, model) -> requests, prompt, read, lost, breaks
+    days: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    #: (cause, change, provider, model) -> breaks, lost
+    causes: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
+    #: (kind, pointer pattern, label, provider, model) -> breaks, lost
+    wheres: dict[tuple[str, str, str, str, str], list[int]] = field(default_factory=dict)
+    #: (cause, change, kind, pointer, label, provider, model) -> breaks, lost
+    changes: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
+    examples: dict[tuple[str, ...], Break] = field(default_factory=dict)
+    bad: dict[str, int] = field(default_factory=dict)
+    bad_examples: list[tuple[str, int, str, str]] = field(default_factory=list)
+    tokenizers: dict[PM, tuple[str, bool]] = field(default_factory=dict)
+    partitions: int = 0
+    evicted: int = 0
+    tokenized_bytes: int = 0
+    cross_preds: dict[tuple[int, int], CrossPred] = field(default_factory=dict)
+    cross_children: list[CrossChild] = field(default_factory=list)
+
+    # -- adding ------------------------------------------------------------------
+    def add_request(self, provider: str, model: str, day: str, prompt: int, read: int, written: int,
+                    nbytes: int, usage: dict[str, Any] | None) -> None:
+        u = [0, 0, 0, 0, 0]
+        if usage and usage.get("prompt") is not None:
+            u = [1, read, prompt, int(usage.get("cache_read") or 0), int(usage["prompt"])]
+        _add(self.models, (provider, model), [1, nbytes, prompt, read, written, 0, 0, *u])
+        _add(self.days, (day, provider, model), [1, prompt, read, 0, 0])
+
+    def add_break(self, b: Break) -> None:
+        pm = (b.provider, b.model)
+        _add(self.models, pm, [0, 0, 0, 0, 0, b.lost, 1, 0, 0, 0, 0, 0])
+        _add(self.days, (b.day, *pm), [0, 0, 0, b.lost, 1])
+        _add(self.causes, (b.cause, b.change, *pm), [1, b.lost])
+        _add(self.wheres, (b.where_kind, b.pointer, b.label, *pm), [1, b.lost])
+        ck = (b.cause, b.change, b.where_kind, b.pointer, b.label)
+        _add(self.changes, (*ck, *pm), [1, b.lost])
+        cur = self.examples.get(ck)
+        if cur is None or b.rank() < cur.rank():
+            self.examples[ck] = b
+
+    def add_bad(self, label: str, line: int, reason: str, detail: str) -> None:
+        self.bad[reason] = self.bad.get(reason, 0) + 1
+        self.bad_examples.append((label, line, reason, detail))
+        if len(self.bad_examples) > 200:
+            self.bad_examples.sort()
+            del self.bad_examples[100:]
+
+    def note_tokenizer(self, provider: str, model: str, name: str, estimated: bool) -> None:
+        self.tokenizers[(provider, model)] = (name, estimated)
+
+    # -- merging -----------------------------------------------------------------
+    def merge(self, other: Partial) -> Partial:
+        for mine, theirs in ((self.models, other.models), (self.days, other.days), (self.causes, other.causes),
+                             (self.wheres, other.wheres), (self.changes, other.changes)):
+            for k, v in theirs.items():
+                _add(mine, k, v)  # type: ignore[arg-type]
+        for k, b in other.examples.items():
+            cur = self.examples.get(k)
+            if cur is None or b.rank() < cur.rank():
+                self.examples[k] = b
+        for reason, n in other.bad.items():
+            self.bad[reason] = self.bad.get(reason, 0) + n
+        self.bad_examples.extend(other.bad_examples)
+        self.bad_examples.sort()
+        del self.bad_examples[100:]
+        self.tokenizers.update(other.tokenizers)
+        self.partitions += other.partitions
+        self.evicted += other.evicted
+        self.tokenized_bytes += other.tokenized_bytes
+        self.cross_preds.update(other.cross_preds)
+        self.cross_children.extend(other.cross_children)
+        return self
+
+
+# -- the result ---------------------------------------------------------------------
+
+
+class _Rates:
+    """USD lost per token for each model: (input - cache read) per million."""
+
+    def __init__(self, table: pricing.PriceTable) -> None:
+        self.table = table
+        self.rates: dict[PM, float | None] = {}
+        self.notes: list[str] = []
+
+    def rate(self, pm: PM) -> float | None:
+        if pm not in self.rates:
+            try:
+                price = self.table.lookup(pm[0], pm[1])
+            except Exception as exc:  # no price: tokens still count, dollars say null
+                self.rates[pm] = None
+                self.notes.append(f"no price for {pm[0]}/{pm[1]}: {str(exc).splitlines()[0][:120]}")
+            else:
+                read = price.cache_read
+                if read is None:
+                    read = price.input * cache_models.get(pm[0], pm[1]).read_multiplier
+                self.rates[pm] = (price.input - read) / 1_000_000
+        return self.rates[pm]
+
+    def usd(self, lost_by_pm: dict[PM, int]) -> float | None:
+        total, priced = 0.0, False
+        for pm in sorted(lost_by_pm):
+            r = self.rate(pm)
+            if r is not None:
+                total += lost_by_pm[pm] * r
+                priced = True
+        return round(total, 6) if priced or not lost_by_pm else None
+
+
+def _group(d: dict[tuple[str, ...], list[int]], n_key: int) -> dict[tuple[str, ...], tuple[list[int], dict[PM, int]]]:
+    """Sum rows keyed ``(*key, provider, model)`` over models; keep lost per model."""
+    out: dict[tuple[str, ...], tuple[list[int], dict[PM, int]]] = {}
+    for full, v in d.items():
+        key, pm = full[:n_key], (full[n_key], full[n_key + 1])
+        if key not in out:
+            out[key] = ([0] * len(v), {})
+        tot, by = out[key]
+        for i, x in enumerate(v):
+            tot[i] += x
+        by[pm] = by.get(pm, 0) + v[-1]
+    return out
+
+
+def _rate(num: int, den: int) -> float | None:
+    return round(num / den, 6) if den else None
+
+
+def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, top: int = 20,
+                 example_files: dict[tuple[str, ...], tuple[str, str]] | None = None) -> dict[str, Any]:
+    """The ``fidelity.scan/1`` JSON document (deterministic: sorted, rounded)."""
+    rates = _Rates(table)
+    models = []
+    tot = [0] * 12
+    for pm in sorted(p.models):
+        v = p.models[pm]
+        for i, x in enumerate(v):
+            tot[i] += x
+        tok = p.tokenizers.get(pm, ("", False))
+        rate = rates.rate(pm)
+        models.append({
+            "provider": pm[0], "model": pm[1], "tokenizer": tok[0], "estimated": tok[1],
+            "requests": v[0], "bytes": v[1], "prompt_tokens": v[2], "read_tokens": v[3], "written_tokens": v[4],
+            "lost_tokens": v[5], "lost_usd": round(v[5] * rate, 6) if rate is not None else None,
+            "breaks": v[6], "predicted_hit_rate": _rate(v[3], v[2]),
+            "reported": None if not v[7] else {
+                "requests": v[7], "predicted_read": v[8], "predicted_prompt": v[9], "reported_read": v[10],
+                "reported_prompt": v[11], "predicted_hit_rate": _rate(v[8], v[9]),
+                "reported_hit_rate": _rate(v[10], v[11])},
+        })
+    lost_by_pm = {pm: v[5] for pm, v in p.models.items()}
+    days = []
+    for (day,), (v, _by) in sorted(_group(p.days, 1).items()):
+        days.append({"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2],
+                     "lost_tokens": v[3], "lost_usd": rates.usd({k: x for k, x in _lost(p.days, day).items()}),
+                     "breaks": v[4]})
+    causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "lost_tokens": v[1], "lost_usd": rates.usd(by)}
+              for k, (v, by) in _ranked(_group(p.causes, 2))]
+    wheres = [{"kind": k[0], "pointer": k[1], "label": k[2], "breaks": v[0], "lost_tokens": v[1],
+               "lost_usd": rates.usd(by)} for k, (v, by) in _ranked(_group(p.wheres, 3))]
+    changes = []
+    for rank, (k, (v, by)) in enumerate(_ranked(_group(p.changes, 5))[:top], start=1):
+        ex = p.examples[k]
+        entry: dict[str, Any] = {
+            "rank": rank, "cause": k[0], "change": k[1], "kind": k[2], "pointer": k[3], "label": k[4],
+            "breaks": v[0], "lost_tokens": v[1], "lost_usd": rates.usd(by),
+            "example": {"detail": ex.detail, "provider": ex.provider, "model": ex.model, "lost_tokens": ex.lost,
+                        "parent": f"{ex.parent[0]}:{ex.parent[1]}", "child": f"{ex.child[0]}:{ex.child[1]}"},
+        }
+        if example_files and k in example_files:
+            entry["example"]["files"] = {"parent": example_files[k][0], "child": example_files[k][1]}
+        changes.append(entry)
+    reported = None
+    if tot[7]:
+        reported = {"requests": tot[7], "predicted_read": tot[8], "predicted_prompt": tot[9],
+                    "reported_read": tot[10], "reported_prompt": tot[11],
+                    "predicted_hit_rate": _rate(tot[8], tot[9]), "reported_hit_rate": _rate(tot[10], tot[11])}
+    bad_total = sum(p.bad.values())
+    return {
+        "schema": SCHEMA,
+        "inputs": inputs,
+        "price_table": {"name": table.name, "as_of": table.as_of},
+        "totals": {
+            "requests": tot[0], "bytes": tot[1], "partitions": p.partitions, "bad_lines": bad_total,
+            "prompt_tokens": tot[2], "read_tokens": tot[3], "written_tokens": tot[4],
+            "predicted_hit_rate": _rate(tot[3], tot[2]), "lost_tokens": tot[5], "lost_usd": rates.usd(lost_by_pm),
+            "breaks": tot[6], "evicted_entries": p.evicted,
+        },
+        "reported": reported,
+        "by_model": models,
+        "by_day": days,
+        "by_cause": causes,
+        "by_where": wheres,
+        "top_changes": changes,
+        "bad_lines": {"total": bad_total, "by_reason": dict(sorted(p.bad.items())),
+                      "examples": [{"where": f"{lbl}:{ln}", "reason": r, "detail": d}
+                                   for lbl, ln, r, d in sorted(p.bad_examples)[:20]]},
+        "notes": sorted(set(rates.notes)),
+    }
+
+
+def _lost(days: dict[tuple[str, str, str], list[int]], day: str) -> dict[PM, int]:
+    return {(k[1], k[2]): v[3] for k, v in days.items() if k[0] == day}
+
+
+def _ranked(groups: dict[tuple[str, ...], tuple[list[int], dict[PM, int]]]) -> list[Any]:
+    return sorted(groups.items(), key=lambda kv: (-kv[1][0][-1], -kv[1][0][0], kv[0]))

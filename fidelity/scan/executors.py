@@ -1,0 +1,141 @@
+"""Where scan tasks run: all cores of this machine, or Dask.
+
+Both executors run the same two functions
+(:func:`fidelity.scan.partition.index_chunk`, :func:`~fidelity.scan.partition.replay_batch`)
+on the same tasks and return results in task order; results merge by
+addition, so the output does not depend on the executor or the number of
+workers (a test compares the two byte for byte).
+
+Dask rather than Ray (docs/scan.md, "Executors"): Dask installs as pure
+Python wheels (``pip install 'fidelity[scan-dask]'``), its local mode is a
+process pool that runs on a 2-core CI runner with no daemon to start, and
+the same code reaches a cluster through ``dask.distributed`` by giving a
+scheduler address. Ray needs its platform wheels and a local runtime
+(raylet, object store) even in local mode.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["Executor", "LocalExecutor", "DaskExecutor", "make_executor", "EXECUTORS"]
+
+EXECUTORS = ("local", "dask")
+
+
+class Executor:
+    """Runs ``fn(*args)`` for each tuple of ``items``; results in order.
+    ``done`` is called once per finished task (a progress bar)."""
+
+    name = ""
+    workers = 1
+
+    def map(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]],
+            done: Callable[[], None] | None = None) -> list[Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def _call(packed: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
+    fn, args = packed
+    return fn(*args)
+
+
+class LocalExecutor(Executor):
+    """A process pool over this machine's cores (``workers=1``: in this process)."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool: Any = None
+
+    def map(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]],
+            done: Callable[[], None] | None = None) -> list[Any]:
+        if self.workers == 1 or len(items) <= 1:
+            out = []
+            for args in items:
+                out.append(fn(*args))
+                if done:
+                    done()
+            return out
+        if self._pool is None:
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self._pool = ctx.Pool(self.workers)
+        out = []
+        for result in self._pool.imap(_call, [(fn, args) for args in items], chunksize=1):
+            out.append(result)
+            if done:
+                done()
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+    def restart(self) -> None:
+        """A fresh pool at the next map (forked workers inherit what the
+        parent has loaded since)."""
+        self.close()
+
+
+class DaskExecutor(Executor):
+    """Dask: its local process scheduler, or a ``dask.distributed`` cluster
+    when ``address`` names a scheduler (workers must see the same files)."""
+
+    name = "dask"
+
+    def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+        try:
+            import dask  # noqa: F401
+        except ImportError:
+            from ..errors import InputError
+
+            raise InputError("--executor dask needs Dask: pip install 'fidelity[scan-dask]'") from None
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.address = address
+        self._client: Any = None
+
+    def map(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]],
+            done: Callable[[], None] | None = None) -> list[Any]:
+        if self.address:
+            if self._client is None:
+                from distributed import Client
+
+                self._client = Client(self.address)
+            futures = [self._client.submit(fn, *args, pure=False) for args in items]
+            out = self._client.gather(futures)
+        else:
+            import dask
+            from dask import delayed
+
+            tasks = [delayed(fn, pure=False)(*args) for args in items]
+            scheduler = "sync" if self.workers == 1 else "processes"
+            out = list(dask.compute(*tasks, scheduler=scheduler, num_workers=self.workers))
+        if done:
+            for _ in items:
+                done()
+        return list(out)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:
+    if name == "local":
+        return LocalExecutor(workers)
+    if name == "dask":
+        return DaskExecutor(workers, address)
+    from ..errors import InputError
+
+    raise InputError(f"unknown executor {name!r} (known: {', '.join(EXECUTORS)})")

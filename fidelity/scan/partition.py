@@ -1,0 +1,367 @@
+"""The two passes of a scan: index the log, then replay each cache partition.
+
+**Index** (:func:`index_chunk`, one task per byte range of a log file): each
+line is parsed, its cache view built and its partition key computed; what is
+kept is small (key, time, where the line is, session), so the whole log is
+never in memory. Bad lines are counted here, with their reason.
+
+**Replay** (:func:`replay_batch`, one task per batch of partitions): each
+partition's lines are read again by offset, in time order; segments are
+interned and tokenized through the worker's memo, the cache is simulated
+(:func:`fidelity.scan.simulate`), and each request whose prefix broke against
+the request it continues is classified with :func:`fidelity.diff.classify`.
+A task returns a :class:`~fidelity.scan.aggregate.Partial`: sums that merge
+in any order to the same result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .. import cache as cache_models
+from .. import tokens
+from ..diff.bytediff import first_divergence
+from ..diff.causes import _tool_name, classify
+from ..diff.locate import pointer_at
+from ..wire import Segment
+from .aggregate import Break, CrossChild, CrossPred, Partial
+from .memo import TokenMemo
+from .records import MAX_LINE, BadLine, iter_lines, parse_record
+from .simulate import PartitionCache, SimRequest
+from .view import SUPPORTED, FastView, Item, build_view, dumps_value, encode, partition_key, shared_items
+
+__all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
+           "where_of"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One indexed request line."""
+
+    key: bytes
+    time: float | None
+    file: int
+    offset: int
+    length: int
+    line: int  # 1-based line number in its file (filled in by the driver)
+    session: str | None
+    provider: str
+    model: str
+
+
+@dataclass
+class Task:
+    """One replay task: partitions, each a list of entries in time order
+    with ``(pred_file, pred_offset, same_partition, is_cross_pred)`` beside
+    each entry."""
+
+    files: list[str]
+    labels: list[str]
+    partitions: list[tuple[str, str, str, list[tuple[Entry, tuple[int, int] | None, bool, bool]]]]
+    max_line: int = MAX_LINE
+    memo_bytes: int = 256 * 1024 * 1024
+
+
+def view_of(rec: Any, first_only: bool = False) -> FastView:
+    """The fast cache view of a record (the dialect's exact ``cache_view``,
+    normalised, for a dialect the fast view does not know)."""
+    if rec.dialect.name in SUPPORTED:
+        return build_view(rec.dialect, rec.body, first_only)
+    from ..jsonbytes import split_pointer
+
+    body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
+    segs = rec.dialect.cache_view(body)
+    params = segs[0].data if segs and segs[0].kind == "params" else b""
+    items = tuple(Item(s.kind, s.index, split_pointer(s.pointer), orjson.loads(s.data))
+                  for s in segs if s.kind != "params")
+    return FastView(rec.dialect.name, params, items)
+
+
+def index_chunk(path: str, file: int, start: int, end: int | None,
+                max_line: int = MAX_LINE) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, str, str]], int]:
+    """Index the lines that start in ``[start, end)`` of ``path``: entries
+    ``(key, time, file, offset, length, local_line, session, provider, model)``,
+    bad lines ``(file, local_line, reason, detail)`` and the number of lines."""
+    entries: list[tuple[Any, ...]] = []
+    bad: list[tuple[int, int, str, str]] = []
+    n = 0
+    for offset, line in iter_lines(path, start, end, max_line):
+        n += 1
+        if line is None:
+            bad.append((file, n, "huge body", f"line longer than {max_line // (1024 * 1024)} MiB"))
+            continue
+        if not line.strip():  # a blank line counts as a line, not as a request
+            continue
+        try:
+            rec = parse_record(line)
+            view = view_of(rec, first_only=True)
+            first = encode(view.items[:1], normalise=view.normalise)[0] if view.items else None
+            if not view.items:
+                raise BadLine("empty prompt", "the body holds no prompt segments")
+        except BadLine as exc:
+            bad.append((file, n, exc.reason, exc.detail))
+            continue
+        except (ValueError, TypeError, RecursionError) as exc:
+            bad.append((file, n, "unreadable body", str(exc)[:80]))
+            continue
+        except Exception as exc:  # a dialect's parser refused it: counted, never fatal
+            bad.append((file, n, "unreadable body", f"{type(exc).__name__}: {str(exc)[:80]}"))
+            continue
+        key = partition_key(rec.provider, rec.model, view.params, first)
+        entries.append((key, rec.time, file, offset, len(line), n, rec.session, rec.provider, rec.model))
+    return entries, bad, n
+
+
+_NUM = re.compile(r"/\d+(?=/|$)")
+
+
+def pointer_pattern(ptr: str) -> str:
+    """``/messages/12/content/0/text`` -> ``/messages/*/content/*/text``."""
+    return _NUM.sub("/*", ptr)
+
+
+_LABEL_CUTS = (re.compile(r"\s*\(at /[^)]*\)"), re.compile(r":\s*'.*$"), re.compile(r":\s*\".*$"),
+               re.compile(r"\s*→.*$"))
+
+
+def change_label(detail: str | None) -> str:
+    """A cause detail without its particular values, to group by:
+    ``volatile value (timestamp): '12:00' → '12:05'`` -> ``volatile value (timestamp)``."""
+    if not detail:
+        return ""
+    out = detail
+    for pattern in _LABEL_CUTS:
+        out = pattern.sub("", out)
+    return out.strip()
+
+
+def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, str]:
+    """(segment kind, JSON pointer pattern of the deepest value where the
+    two segments part, tool name or system section)."""
+    seg = c_seg or p_seg
+    assert seg is not None
+    ptr = seg.pointer
+    if p_seg is not None and c_seg is not None:
+        at = first_divergence(p_seg.data, c_seg.data)
+        if at is not None and at < len(c_seg.data):
+            try:
+                inner = pointer_at(c_seg.data, at)
+            except Exception:  # not JSON (a text segment): the segment is precise enough
+                inner = ""
+            ptr = seg.pointer + (inner or "")
+    label = ""
+    if seg.kind == "tools":
+        label = _tool_name(seg.data) or ""
+    elif seg.kind == "system":
+        label = f"system[{seg.index}]"
+    return seg.kind, pointer_pattern(ptr), label
+
+
+@dataclass
+class _Req:
+    segs: array
+    prompt: int
+    time: float
+    bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
+
+
+@dataclass
+class _State:
+    """One partition's replay state."""
+
+    cache: PartitionCache
+    sids: dict[bytes, int] = field(default_factory=dict)
+    data: list[bytes] = field(default_factory=list)
+    ids: list[array] = field(default_factory=list)
+    reqs: list[_Req] = field(default_factory=list)
+    prev_items: tuple[Item, ...] = ()
+    prev_data: list[bytes] = field(default_factory=list)
+    prev_segs: array = field(default_factory=lambda: array("q"))
+    prev_toks: list[array] = field(default_factory=list)
+    prev_bps: frozenset[int] = frozenset()
+
+
+def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:
+    return [Segment(it.kind, it.index, it.pointer, st.data[sid]) for it, sid in zip(items, segs)]  # type: ignore[arg-type]
+
+
+def replay_batch(task: Task) -> Partial:
+    """Replay every partition of ``task``; the merged sums."""
+    out = Partial()
+    memo = _worker_memo(task.memo_bytes)
+    fds: dict[int, int] = {}
+    classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
+    try:
+        for pid, provider, model, items in task.partitions:
+            _replay_partition(task, pid, provider, model, items, out, memo, fds, classify_memo)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    out.tokenized_bytes = memo.tokenized_bytes
+    return out
+
+
+_MEMO: TokenMemo | None = None
+
+
+def _worker_memo(max_bytes: int) -> TokenMemo:
+    global _MEMO
+    if _MEMO is None or _MEMO.max_bytes != max_bytes:
+        _MEMO = TokenMemo(max_bytes)
+    _MEMO.tokenized_bytes = 0
+    return _MEMO
+
+
+def _read(task: Task, fds: dict[int, int], e: Entry) -> bytes:
+    fd = fds.get(e.file)
+    if fd is None:
+        fd = fds[e.file] = os.open(task.files[e.file], os.O_RDONLY)
+    return os.pread(fd, e.length, e.offset)
+
+
+def _replay_partition(task: Task, pid: str, provider: str, model: str,
+                      items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
+                      memo: TokenMemo, fds: dict[int, int],
+                      classify_memo: dict[tuple[Any, ...], tuple[str, str | None]]) -> None:
+    cm = cache_models.get(provider, model)
+    tok = tokens.for_model(model, provider)
+    st = _State(PartitionCache(cm))
+    explicit = st.cache.explicit
+    local: dict[tuple[int, int], int] = {}
+    req_entries: list[Entry] = []
+    out.partitions += 1
+    out.note_tokenizer(provider, model, tok.name, tok.estimated)
+    for e, pred_loc, pred_same, is_cross_pred in items:
+        line = _read(task, fds, e)
+        try:
+            rec = parse_record(line)
+            view = view_of(rec)
+        except Exception as exc:  # the index pass read it; a file changed under us
+            out.add_bad(task.labels[e.file], e.line, "changed during scan", str(exc)[:80])
+            continue
+        k = shared_items(view.items, st.prev_items)
+        data = encode(view.items, st.prev_items, st.prev_data, view.normalise, k)
+        bps: frozenset[int] = frozenset()
+        if explicit:
+            # Anthropic keys its cache on content, not on where the markers sit
+            # (a breakpoint moves forward each turn): match without them
+            # (reused segments were stripped already: their marks carry over)
+            marked = [i for i in range(k, len(data)) if b'"cache_control"' in data[i]]
+            for i in marked:
+                data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
+            bps = frozenset([i for i in st.prev_bps if i < k] + marked)
+            st.prev_bps = bps
+        st.prev_items, st.prev_data = view.items, data
+        segs = array("q", st.prev_segs[:k])
+        toks = st.prev_toks[:k]
+        sids, seg_ids = st.sids, st.ids
+        for d in data[k:]:
+            sid = sids.get(d)
+            if sid is None:
+                sid = sids[d] = len(st.data)
+                st.data.append(d)
+                seg_ids.append(memo.ids(tok, d))
+            segs.append(sid)
+            toks.append(seg_ids[sid])
+        st.prev_segs, st.prev_toks = segs, toks
+        t = e.time if e.time is not None else 0.0
+        req = SimRequest(t, segs, toks, bps)
+        oc = st.cache.feed(req)
+        index = len(st.reqs)
+        bp_ends: tuple[int, ...] = ()
+        if bps:
+            ends, cum = [], 0
+            for i, ids in enumerate(toks):
+                cum += len(ids)
+                if i in bps:
+                    ends.append(cum)
+            bp_ends = tuple(ends)
+        # a request keeps its segment ids, not its parsed body (memory stays
+        # with the unique content); a break re-reads its predecessor's line
+        r = _Req(segs, oc.prompt, t, bp_ends)
+        st.reqs.append(r)
+        req_entries.append(e)
+        local[(e.file, e.offset)] = index
+        out.add_request(provider, model, rec.day, oc.prompt, oc.read, oc.written, e.length, rec.usage)
+        if is_cross_pred:
+            out.cross_preds[(e.file, e.offset)] = CrossPred(oc.prompt, provider, model, view.params,
+                                                            _head(st, view.items, segs), (task.labels[e.file], e.line),
+                                                            (e.file, e.offset, e.length), t)
+        if pred_loc is not None and not pred_same:
+            out.cross_children.append(CrossChild(
+                (e.file, e.offset, e.length), pred_loc, task.labels[e.file], e.line, t, rec.day, provider, model,
+                oc.prompt, oc.read, view.params, _head(st, view.items, segs)))
+            continue
+        j = local.get(pred_loc) if pred_loc is not None else None
+        if j is None:
+            j = oc.match
+        if j is None:
+            continue
+        p = st.reqs[j]
+        n_p, n_c = len(p.segs), len(segs)
+        k = 0
+        lim = min(n_p, n_c)
+        while k < lim and p.segs[k] == segs[k]:
+            k += 1
+        if k >= n_p or k >= lim - 1:
+            continue  # continues its predecessor, or branches at its own last segment
+        ideal = min(oc.prompt, cm.reusable(min(p.prompt, oc.prompt), oc.prompt))
+        if explicit:
+            # what the predecessor's breakpoints stored, up to the shorter prompt
+            floor = getattr(cm, "minimum", 0)
+            m = min(p.prompt, oc.prompt)
+            ideal = max((b for b in p.bp_ends if floor <= b <= m), default=0) if req.breakpoints else 0
+        lost = max(0, ideal - oc.read)
+        if lost == 0:
+            continue
+        pe = req_entries[j]
+        p_items = view_of(parse_record(_read(task, fds, pe))).items
+        p_segs, c_segs = _segments(st, p_items, p.segs), _segments(st, view.items, segs)
+        mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
+                tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
+                tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
+        got = classify_memo.get(mkey)
+        if got is None:
+            cause = classify(p_segs, c_segs, k)
+            got = classify_memo[mkey] = (cause.kind, cause.detail)
+            if len(classify_memo) > 100_000:
+                classify_memo.clear()
+        kind, ptr, label = where_of(p_segs[k], c_segs[k])
+        out.add_break(Break(cause=got[0], change=change_label(got[1]), detail=got[1] or "",
+                            where_kind=kind, pointer=ptr, label=label, provider=provider, model=model,
+                            day=rec.day, lost=lost, time=t,
+                            parent=(task.labels[pe.file], pe.line),
+                            child=(task.labels[e.file], e.line),
+                            parent_loc=(pe.file, pe.offset, pe.length),
+                            child_loc=(e.file, e.offset, e.length)))
+    out.evicted += st.cache.evicted
+
+
+def _strip_markers(value: Any) -> Any:
+    """``value`` without its ``cache_control`` members, at any depth."""
+    if isinstance(value, dict):
+        return {k: _strip_markers(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_markers(v) for v in value]
+    return value
+
+
+def _head(st: _State, items: Sequence[Item], segs: Sequence[int]) -> tuple[Segment, ...]:
+    """The leading run of segments of the first segment's kind (all tools,
+    or all system sections): what a head change is classified on."""
+    if not items:
+        return ()
+    first = items[0].kind
+    out = []
+    for it, sid in zip(items, segs):
+        if it.kind != first:
+            break
+        out.append(Segment(it.kind, it.index, it.pointer, st.data[sid]))  # type: ignore[arg-type]
+    return tuple(out)

@@ -1,0 +1,369 @@
+"""Request logs: the JSONL request-log format, and every other input turned into it.
+
+One request per line (docs/scan.md, "Log format")::
+
+    {"time": "2026-11-30T12:00:00.123Z", "url": "https://api.openai.com/v1/chat/completions",
+     "body": {...}, "usage": {"prompt": 5000, "cache_read": 4096}, "session": "s-1", "user": "u-9"}
+
+``body`` is the request body as a JSON object, or its exact text as a
+string; ``body_base64`` holds bytes that are not UTF-8. ``time`` is ISO 8601
+or seconds since the epoch. ``provider`` (a wire dialect or provider name)
+stands in for a URL that names none. ``usage`` follows the shared snapshot
+convention or is the provider's own usage object; ``response`` (a logged
+response body, object or text) is read for usage when ``usage`` is absent.
+An envelope ``{"request": {"url", "body", ...}, "response": {...}}`` (the
+shape of claude-trace logs, whose ``response.body_raw`` holds a stream) and a
+bare request body per line are read too. ``.gz`` files are decompressed.
+
+Snapshot folders and the importers' formats (HAR, vcrpy cassettes, DeepSeek
+Harness logs, other JSONL recordings) are converted into this format first
+(:func:`prepare_inputs`), so that one reader and one partition function serve
+them all.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import gzip
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import orjson
+
+from .. import providers, wire
+from ..errors import FidelityError, InputError
+from . import usage as _usage
+
+__all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "MAX_LINE"]
+
+#: default limit on one log line (a "huge body" beyond it is a bad line)
+MAX_LINE = 64 * 1024 * 1024
+
+
+class BadLine(Exception):
+    """A log line that cannot be scanned; ``reason`` is a short category
+    (counted) and ``detail`` the specific problem."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class Record:
+    """One parsed request line."""
+
+    time: float | None
+    day: str
+    dialect: Any
+    provider: str
+    model: str
+    body: dict[str, Any]
+    usage: dict[str, Any] | None
+    session: str | None
+    user: str | None
+    raw_body: bytes | None  # the exact body bytes when the line holds them as text
+
+
+_URL_CACHE: dict[str, Any] = {}
+_MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
+
+
+def _endpoint(url: str) -> Any:
+    hit = _URL_CACHE.get(url)
+    if hit is None and url not in _URL_CACHE:
+        hit = _URL_CACHE[url] = providers.from_url(url)
+        if len(_URL_CACHE) > 4096:
+            _URL_CACHE.clear()
+    return hit
+
+
+def _time(value: Any) -> tuple[float | None, str]:
+    if value is None:
+        return None, "unknown"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        t = float(value)
+        if t > 1e11:  # milliseconds
+            t /= 1000.0
+        return t, _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d")
+    if isinstance(value, str):
+        try:
+            d = _dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise BadLine("bad time", f"not ISO 8601 or epoch seconds: {value[:40]!r}") from None
+        if d.tzinfo is None:
+            d = d.replace(tzinfo=_dt.UTC)
+        return d.timestamp(), d.astimezone(_dt.UTC).strftime("%Y-%m-%d")
+    raise BadLine("bad time", f"time must be a string or a number, not {type(value).__name__}")
+
+
+def _body(env: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+    if "body_base64" in env:
+        try:
+            raw = base64.b64decode(env["body_base64"], validate=True)
+        except (ValueError, TypeError):
+            raise BadLine("bad body", "body_base64 is not base64") from None
+    elif isinstance(env.get("body"), dict):
+        return env["body"], None
+    elif isinstance(env.get("body"), str):
+        raw = env["body"].encode("utf-8", "surrogatepass")
+    elif "body" in env:
+        raise BadLine("bad body", "body must be a JSON object, a string or body_base64")
+    else:
+        raise BadLine("no body", "the line has no body")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        import json
+
+        try:
+            obj = json.loads(raw.decode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):
+            raise BadLine("bad body", "the body is not JSON") from None
+    if not isinstance(obj, dict):
+        raise BadLine("bad body", "the body is not a JSON object")
+    return obj, raw
+
+
+def parse_record(line: bytes) -> Record:
+    """One log line; :class:`BadLine` says why it cannot be scanned."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise BadLine("truncated or invalid JSON", str(exc).split(":")[0][:80]) from None
+    if not isinstance(obj, dict):
+        raise BadLine("not a JSON object")
+    if "skipped" in obj and "body" not in obj:  # written by prepare_inputs for an importer's skip
+        raise BadLine("skipped by the importer", str(obj["skipped"])[:200])
+    env = obj
+    if isinstance(obj.get("request"), dict):
+        env = obj["request"]
+    if "body" in env or "body_base64" in env:
+        body, raw = _body(env)
+    elif "model" in obj and any(k in obj for k in ("messages", "contents", "input")):
+        body, raw = obj, line.strip()
+        env = {}
+    else:
+        raise BadLine("no body", "the line has no body and is not a request body")
+    t, day = _time(obj.get("time", obj.get("timestamp", obj.get("logged_at", env.get("time")))))
+    url = env.get("url") or env.get("uri") or obj.get("url")
+    url = url if isinstance(url, str) else ""
+    hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
+    dialect = None
+    if hint and hint in wire.names():
+        dialect = wire.get(hint)
+    elif url:
+        ep = _endpoint(url)
+        if ep is not None:
+            dialect = wire.get(ep.dialect)
+    if dialect is None:
+        try:
+            dialect = wire.detect(body)
+        except FidelityError:
+            raise BadLine("unknown provider", "no URL route and no dialect recognises the body") from None
+    model = body.get("model")
+    if not isinstance(model, str):
+        m = _MODEL_IN_URL.search(unquote(urlsplit(url).path)) if url else None
+        if m is None:
+            raise BadLine("no model", "neither the body nor the URL names a model")
+        model = m.group(1)
+    used = _usage.normalise(obj.get("usage"))
+    if used is None and "response" in obj:
+        resp = obj["response"]
+        rbody = resp
+        if isinstance(resp, dict):  # claude-trace keeps a stream as body_raw
+            rbody = resp["body"] if resp.get("body") is not None else resp.get("body_raw", resp)
+        if isinstance(rbody, dict):
+            used = _usage.from_usage_object(rbody, "log")
+        elif isinstance(rbody, str):
+            used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
+    session = obj.get("session")
+    user = obj.get("user")
+    return Record(t, day, dialect, dialect.provider, model, body, used,
+                  str(session) if session is not None else None, str(user) if user is not None else None, raw)
+
+
+def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
+               limit: int = MAX_LINE) -> Iterator[tuple[int, bytes | None]]:
+    """``(offset, line)`` for each line that starts in ``[start, end)`` (a
+    chunk that starts mid-line skips to the next line); a line longer than
+    ``limit`` is yielded as ``None`` without being read whole."""
+    with open(path, "rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            if fh.read(1) != b"\n":
+                fh.readline()
+        pos = fh.tell()
+        while end is None or pos < end:
+            line = fh.readline(limit + 1)
+            if not line:
+                return
+            if len(line) > limit and not line.endswith(b"\n"):
+                while True:  # skip the rest of the huge line in blocks
+                    rest = fh.readline(1 << 20)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+                yield pos, None
+            else:
+                yield pos, line
+            pos = fh.tell()
+
+
+# -- other inputs -> record lines ---------------------------------------------------
+
+
+def _record_line(body: bytes, *, url: str | None, provider: str | None, session: str, where: str,
+                 time: Any = None, used: Any = None) -> bytes:
+    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": session,
+                           "source": where}
+    try:
+        rec["body"] = body.decode("utf-8")
+    except UnicodeDecodeError:
+        rec["body_base64"] = base64.b64encode(body).decode("ascii")
+    if used is not None:
+        rec["usage"] = used
+    return orjson.dumps(rec) + b"\n"
+
+
+def _snapshot_folder(folder: Path, out: Any) -> int:
+    from ..capture import snapshot
+
+    n = 0
+    for p in snapshot.iter_folder(folder):
+        body, meta = snapshot.load_body(p)
+        head: dict[str, Any] = {}
+        if meta is not None:
+            with open(p, "rb") as fh:
+                try:
+                    head = orjson.loads(fh.readline())
+                except orjson.JSONDecodeError:
+                    head = {}
+        out.write(_record_line(body, url=getattr(meta, "url", None), provider=getattr(meta, "provider", None),
+                               session=str(folder), where=str(p), time=head.get("time"), used=head.get("usage")))
+        n += 1
+    return n
+
+
+def _cassette_usage(path: Path) -> dict[int, Any]:
+    """Usage from each interaction's response, by interaction index."""
+    from ..capture.importers.cassette import _load
+
+    out: dict[int, Any] = {}
+    try:
+        doc = _load(path)
+    except FidelityError:
+        return out
+    for i, inter in enumerate(doc.get("interactions") or []):
+        resp = inter.get("response") if isinstance(inter, dict) else None
+        if not isinstance(resp, dict):
+            continue
+        body = resp.get("body")
+        body = body.get("string") if isinstance(body, dict) else body
+        if isinstance(body, str):
+            body = body.encode("utf-8", "surrogatepass")
+        if not isinstance(body, bytes):
+            continue
+        headers = resp.get("headers") or {}
+        ctype = None
+        if isinstance(headers, dict):
+            for k, v in headers.items():
+                if str(k).lower() == "content-type":
+                    ctype = v[0] if isinstance(v, list) and v else str(v)
+        used = _usage.from_response("", ctype, body)
+        if used is not None:
+            out[i] = used
+    return out
+
+
+def _imported(path: Path, out: Any) -> int:
+    from ..capture.importers import guess_kind, import_file
+
+    kind = guess_kind(path)
+    imported = import_file(path, kind)
+    usage = _cassette_usage(path) if kind == "cassette" else {}
+    n = 0
+    for snap in imported.snapshots:
+        m = re.search(r"/interactions/(\d+)/", snap.source or "")
+        used = usage.get(int(m.group(1))) if m else None
+        out.write(_record_line(snap.body, url=snap.url, provider=snap.provider, session=str(path),
+                               where=snap.source or str(path), used=used))
+        n += 1
+    # what the importer could not turn into a request is reported, not dropped
+    for warning in imported.warnings:
+        if "skipped" in warning:
+            out.write(orjson.dumps({"skipped": warning[:300]}) + b"\n")
+    for _ in range(imported.skipped):
+        out.write(orjson.dumps({"skipped": f"{kind}: an entry that is not a model request"}) + b"\n")
+    return n
+
+
+def _is_record_log(path: Path) -> bool:
+    """A JSONL file in the request-log format (not an importer's format)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+    except (OSError, EOFError):
+        return True  # the scan reports what is wrong with it
+    compact = first.replace(b" ", b"")
+    if b'"parentSession"' in first or b'"type":"session"' in compact:
+        return False  # DeepSeek Harness session log
+    return True
+
+
+def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, str]]:
+    """The plain request-log files to scan, with the label of the input
+    each came from (``PATH``; ``PATH#request`` for a converted input, whose
+    line numbers count its requests in order, then what the importer skipped): plain ``.jsonl`` logs as they are, ``.gz`` logs
+    decompressed into ``workdir``, snapshot folders and importer formats
+    converted into ``workdir``. Inputs are never modified."""
+    out: list[tuple[Path, str]] = []
+    for i, given in enumerate(paths):
+        p = Path(given)
+        if not p.exists():
+            raise InputError("no such file or folder", path=p)
+        if p.is_dir():
+            logs = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
+                          and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".har", ".yaml", ".yml")))
+            snaps = [q for q in p.iterdir() if q.suffix in (".snapshot", ".json")]
+            if snaps:
+                target = workdir / f"{i:04d}-folder.jsonl"
+                with open(target, "wb") as fh:
+                    _snapshot_folder(p, fh)
+                out.append((target, f"{p}#request"))
+            for n, q in enumerate(logs):
+                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}"))
+            if not snaps and not logs:
+                raise InputError("no request logs or snapshots in this folder", path=p)
+            continue
+        workdir.mkdir(parents=True, exist_ok=True)
+        name = p.name.lower()
+        if name.endswith((".jsonl", ".ndjson", ".log", ".jsonl.gz", ".ndjson.gz", ".log.gz")) and _is_record_log(p):
+            if name.endswith(".gz"):
+                target = workdir / f"{i:04d}-{p.name[:-3]}"
+                try:
+                    with gzip.open(p, "rb") as src, open(target, "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                except (OSError, EOFError) as exc:
+                    raise InputError(f"cannot decompress: {exc}", path=p) from None
+                out.append((target, str(p)))
+            else:
+                out.append((p, str(p)))
+            continue
+        target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
+        with open(target, "wb") as fh:
+            _imported(p, fh)
+        out.append((target, f"{p}#request"))
+    return out
+
+
+def file_size(path: Path) -> int:
+    return os.path.getsize(path)
