@@ -15,7 +15,9 @@ CacheOutcome(cached=1920, written=896, uncached=980)
 
 Registry names: ``openai``, ``anthropic``, ``deepseek``, ``gemini``,
 ``dashscope`` (implicit), ``dashscope-explicit``, ``vllm``, ``sglang``,
-``llama.cpp``. ``for_provider`` maps a wire dialect's provider family (and
+``llama.cpp``. The three engines are one :class:`EngineCache` with the
+engine's settings (``cache.get("vllm", block_size=128)``; defaults in
+``ENGINE_DEFAULTS``). ``for_provider`` maps a wire dialect's provider family (and
 optionally a model, for per-model minimums) to its model.
 """
 
@@ -29,10 +31,11 @@ from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
 from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
-from .llamacpp import LlamaCppCache
+from .engine import ENGINE_DEFAULTS, EngineCache, EngineDefault, engine_default
+from .engine import llamacpp as LlamaCppCache
+from .engine import sglang as SGLangCache
+from .engine import vllm as VLLMCache
 from .openai import OpenAICache
-from .sglang import SGLangCache
-from .vllm import VLLMCache
 
 __all__ = [
     "PromptTokens",
@@ -46,6 +49,10 @@ __all__ = [
     "GeminiImplicitCache",
     "DashScopeImplicitCache",
     "DashScopeExplicitCache",
+    "EngineCache",
+    "EngineDefault",
+    "ENGINE_DEFAULTS",
+    "engine_default",
     "VLLMCache",
     "SGLangCache",
     "LlamaCppCache",
@@ -84,15 +91,19 @@ def register(name: str, factory: Callable[..., CacheModel]) -> None:
     _FACTORIES[name] = factory
 
 
-def get(name: str, model: str | None = None) -> CacheModel:
+def get(name: str, model: str | None = None, **settings: object) -> CacheModel:
     """A fresh cache model called ``name``; ``model`` selects per-model
-    minimums where the provider documents them (Anthropic, Gemini)."""
+    minimums where the provider documents them (Anthropic, Gemini);
+    ``settings`` go to the factory (engine settings such as ``block_size``,
+    ``capacity_tokens``, ``backend`` for ``vllm``, ``sglang``, ``llama.cpp``)."""
     key = _ALIASES.get(name, name)
     try:
         factory = _FACTORIES[key]
     except KeyError:
         raise UnknownName("cache model", name, list(_FACTORIES)) from None
-    return factory(model) if key in _MODEL_AWARE and model is not None else factory()
+    if key in _MODEL_AWARE and model is not None:
+        return factory(model, **settings)
+    return factory(**settings)
 
 
 def for_provider(provider: str, model: str | None = None) -> CacheModel:
