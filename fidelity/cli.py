@@ -18,7 +18,7 @@ from .errors import FidelityError
 
 #: command name -> module in fidelity/commands
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
-            "import": "import_snapshots", "calibrate": "calibrate"}
+            "import": "import_snapshots", "calibrate": "calibrate", "probe": "probe"}
 
 
 def build_parser() -> argparse.ArgumentParser:
