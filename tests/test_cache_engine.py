@@ -76,12 +76,16 @@ def test_unbounded_capacity_equals_large_lru(block: int, lengths: list[tuple[int
     assert EngineCache(block).predict(earlier, last) == EngineCache(block, 10**9).predict(earlier, last)
 
 
-def test_lru_evicts_oldest_and_tail_first() -> None:
-    m = EngineCache(16, capacity_tokens=64)  # 4 blocks
-    a = PromptTokens(seq(65), time=0)  # 4 full blocks
-    b = PromptTokens(seq(33, start=10**6), time=1)  # 2 full blocks: evicts a's last two
+def test_pool_evicts_oldest_and_tail_first() -> None:
+    """vLLM's block pool: never-used blocks go first, then freed blocks in
+    the order they were freed; a request frees its blocks last-first."""
+    m = EngineCache(16, capacity_tokens=96)  # 6 blocks
+    a = PromptTokens(seq(65), time=0)  # 5 blocks: 4 full (cached) + 1 partial
     again = PromptTokens(seq(65), time=2)
     assert m.predict([a], again).cached == 64
-    assert m.predict([a, b], again).cached == 32
-    assert EngineCache(16).predict([a, b], again).cached == 64
+    b33 = PromptTokens(seq(33, start=10**6), time=1)  # 3 blocks: the unused one, a's partial, a's 4th
+    assert m.predict([a, b33], again).cached == 48
+    b49 = PromptTokens(seq(49, start=10**6), time=1)  # 4 blocks: ... and a's 3rd
+    assert m.predict([a, b49], again).cached == 32
+    assert EngineCache(16).predict([a, b49], again).cached == 64
     assert EngineCache(16, capacity_tokens=0).predict([a], again).cached == 0

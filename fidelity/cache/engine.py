@@ -185,24 +185,73 @@ class EngineCache(CacheModel):
         return keys
 
     def _predict_lru(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        capacity = (self.capacity_tokens or 0) // self.block_size
-        lru: "OrderedDict[bytes, None]" = OrderedDict()  # oldest first
+        """Replay the requests one at a time through a pool of
+        ``capacity_tokens // block_size`` blocks, as vLLM's ``BlockPool``
+        (vllm/v1/core/block_pool.py, 0.32) runs it:
+
+        * a request reuses its longest cached prefix (at most n-1 tokens,
+          whole blocks; ``get_one_block`` takes the first block holding a
+          hash) and takes those blocks out of the free queue;
+        * it holds ``ceil(len/B)`` blocks in all; new ones come from the head
+          of the free queue, and a cached block taken there is evicted;
+        * its full blocks are then cached, even when another block already
+          holds the same hash (a prompt cached whole recomputes its last
+          block into a new one);
+        * when it finishes, its blocks are freed last block first
+          (``SingleTypeKVCacheManager.free``): blocks without a hash go to
+          the head of the queue, to be reused first, cached blocks to the
+          tail, so the least recently used cached block is evicted first
+          (``BlockPool.free_blocks``).
+
+        Blocks without a hash (never used, or a request's partial last
+        block) are interchangeable, so they are counted, not listed."""
+        import math
+
+        size = self.block_size
+        blank = (self.capacity_tokens or 0) // size  # free blocks that hold nothing reusable
+        lru: "OrderedDict[int, None]" = OrderedDict()  # free cached blocks; head = next to evict
+        block_key: dict[int, bytes] = {}
+        cached: dict[bytes, dict[int, None]] = {}  # hash -> every block holding it, first cached first
+        next_id = 0
         stream = [p for p in sorted(earlier, key=lambda p: p.time) if p.time <= request.time]
         for prior in stream + [request]:
             n = len(prior.tokens)
-            keys = self._block_keys(self.stored(prior))
-            limit = max(0, (n - 1) // self.block_size)
-            hit = 0
-            while hit < min(limit, len(keys)) and keys[hit] in lru:
-                hit += 1
+            stored = self.stored(prior)
+            keys = self._block_keys(stored)
+            hit_blocks: list[int] = []
+            for key in keys[: max(0, (n - 1) // size)]:
+                holders = cached.get(key)
+                if not holders:
+                    break
+                hit_blocks.append(next(iter(holders)))
             if prior is request:
-                return self._outcome(request, hit * self.block_size)
-            # freed in reverse order: the request's last block is evicted first
-            for key in reversed(keys):
-                lru[key] = None
-                lru.move_to_end(key)
-            while len(lru) > capacity:
-                lru.popitem(last=False)
+                return self._outcome(request, len(hit_blocks) * size)
+            need = math.ceil(max(len(stored), n) / size) - len(hit_blocks)
+            if need > blank + len(lru) - sum(b in lru for b in hit_blocks):
+                continue  # the request does not fit: the engine would refuse it
+            for block in hit_blocks:
+                lru.pop(block, None)
+            blocks = list(hit_blocks)
+            for _ in range(need):
+                if blank:
+                    blank -= 1
+                    blocks.append(next_id)
+                    next_id += 1
+                    continue
+                block, _ = lru.popitem(last=False)
+                old = block_key.pop(block)
+                cached[old].pop(block, None)
+                if not cached[old]:
+                    del cached[old]
+                blocks.append(block)
+            for i in range(len(hit_blocks), min(len(keys), len(blocks))):
+                cached.setdefault(keys[i], {})[blocks[i]] = None
+                block_key[blocks[i]] = keys[i]
+            for block in reversed(blocks):
+                if block in block_key:
+                    lru[block] = None
+                else:
+                    blank += 1
         raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -11,6 +11,9 @@ Kinds, each aimed at one cache rule:
   computed: at most n-1 cached).
 * ``extension``: the child is the parent plus more tokens (a next turn).
 * ``first-block``: the child diverges inside the first block (nothing reused).
+* ``eviction``: parent, then an unrelated filler of ``filler_blocks``
+  blocks, then the parent extended: on an engine with a small KV cache the
+  filler evicts the parent's blocks, last block first.
 * ``chat``: Chat Completions bodies with a system prompt and tools, the
   child a later turn of the same conversation (template, then prefix).
 * ``fixture``: a bundled session's parent request and a composition
@@ -30,7 +33,7 @@ from typing import Any, Mapping
 __all__ = ["KINDS", "TOKEN_RANGE", "ProbeCase", "token_case", "chat_case", "fixture_case", "fixture_variants", "fixture_variants_of",
            "generate"]
 
-KINDS = ("boundary", "identical", "extension", "first-block", "chat", "fixture")
+KINDS = ("boundary", "identical", "extension", "first-block", "eviction", "chat", "fixture")
 #: token ids used for raw prompts (plain vocabulary, below the added tokens)
 TOKEN_RANGE = (1000, 120000)
 
@@ -53,9 +56,9 @@ def _completion(model: str, ids: list[int]) -> dict[str, Any]:
 
 
 def token_case(kind: str, seed: int, block: int, *, blocks: int = 2, delta: int = 0, tail: int = 5,
-               model: str = "fidelity-tiny") -> ProbeCase:
+               filler_blocks: int = 0, model: str = "fidelity-tiny") -> ProbeCase:
     """A raw-token case of ``kind`` (``boundary``, ``identical``,
-    ``extension``, ``first-block``) from its parameters."""
+    ``extension``, ``first-block``, ``eviction``) from its parameters."""
     rng = random.Random(seed)
     shared = max(1, blocks * block + delta)
     if kind == "boundary":
@@ -70,6 +73,11 @@ def token_case(kind: str, seed: int, block: int, *, blocks: int = 2, delta: int 
     elif kind == "extension":
         base = _ids(rng, shared)
         pair = (base, base + _ids(rng, tail))
+    elif kind == "eviction":  # parent, an unrelated filler that may push it out, then the parent extended
+        base = _ids(rng, shared)
+        filler = _ids(rng, max(1, filler_blocks * block + delta))
+        name = f"{kind}/b{block}/k{blocks}{delta:+d}/f{filler_blocks}/t{tail}/s{seed}"
+        return ProbeCase(name, kind, tuple(_completion(model, ids) for ids in (base, filler, base + _ids(rng, tail))))
     elif kind == "first-block":
         base = _ids(rng, shared + tail)
         at = max(0, min(block - 1, delta % block if block > 1 else 0, len(base) - 1))
@@ -186,5 +194,5 @@ def generate(n: int, *, block: int, seed: int = 0, fixtures: bool = True,
             out.append(fixture_case(session, variant, model=model))
         else:
             out.append(token_case(kind, case_seed, block, blocks=rng.randrange(0, 12), delta=rng.choice((-1, 0, 1)),
-                                  tail=rng.randrange(1, 40), model=model))
+                                  tail=rng.randrange(1, 40), filler_blocks=rng.randrange(1, 12), model=model))
     return out

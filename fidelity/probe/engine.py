@@ -134,15 +134,19 @@ class VLLMEngine:
     manager: started on entry (waits for ``/health``), stopped on exit.
 
     ``block_size=None`` keeps vLLM's default for the backend (128 on CPU).
+    ``num_blocks`` overrides the number of KV blocks (vLLM's
+    ``--num-gpu-blocks-override``, honoured by the CPU backend too), so that
+    a few requests fill the cache and eviction can be observed.
     ``kv_cache_bytes`` sizes the KV cache (256 MiB holds about 512k tokens of
     the tiny model: 2 layers x K and V x 64 values x 2 bytes = 512 bytes a
     token).
     """
 
-    def __init__(self, *, block_size: int | None = None, max_model_len: int = 65536,
+    def __init__(self, *, block_size: int | None = None, num_blocks: int | None = None, max_model_len: int = 65536,
                  kv_cache_bytes: int = 256 * 1024 * 1024, startup_timeout: float = 600.0,
                  model_dir: Path | None = None) -> None:
         self.block_size = block_size
+        self.num_blocks = num_blocks
         self.max_model_len = max_model_len
         self.kv_cache_bytes = kv_cache_bytes
         self.startup_timeout = startup_timeout
@@ -162,6 +166,8 @@ class VLLMEngine:
                "--seed", "0", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
         if self.block_size is not None:
             cmd += ["--block-size", str(self.block_size)]
+        if self.num_blocks is not None:  # a small KV cache, to see eviction
+            cmd += ["--num-gpu-blocks-override", str(self.num_blocks)]
         return cmd
 
     def start(self) -> "VLLMEngine":

@@ -45,7 +45,7 @@ def engine() -> Iterator[Any]:
         yield SimpleNamespace(endpoint=endpoint, settings=settings_from_metrics(endpoint.metrics() or ""),
                               model=SERVED_NAME)
         return
-    eng = VLLMEngine()
+    eng = VLLMEngine(num_blocks=96, max_model_len=12000)  # small: eviction is part of the test
     try:
         eng.start()
     except ProbeError as exc:

@@ -2,7 +2,9 @@
 
 Every case is sent to the running engine; the cached tokens it reports
 must equal what fidelity's EngineCache predicts from the token ids fidelity
-computes itself (and the prompt length must agree too). Example counts:
+computes itself (and the prompt length must agree too). The engine runs
+with a small KV cache (96 blocks of 128 tokens, conftest) so that eviction
+is part of every prediction. Example counts:
 ``test_token_cases`` 160, ``test_chat_cases`` 40, ``test_block_edges`` 12,
 ``test_fixture_variants`` one per bundled composition variant (17):
 229 cases, all derandomized.
@@ -20,6 +22,8 @@ from hypothesis import strategies as st
 from fidelity.probe import cases
 from fidelity.probe.run import CaseResult
 
+ENGINE_BLOCKS = 96  # the test engine's KV cache, in blocks (conftest)
+
 #: mixed into every case seed; set FIDELITY_ENGINE_SALT when re-running against
 #: one engine (FIDELITY_ENGINE_URL) so that its cache holds none of the new cases
 SALT = int(os.environ.get("FIDELITY_ENGINE_SALT", "0"))
@@ -32,6 +36,11 @@ def check(prober: Any, case: cases.ProbeCase) -> CaseResult:
     result = prober.run_case(case)
     prober.tally["cases"] += 1
     prober.tally["exact"] += int(result.exact)
+    if not result.exact and os.environ.get("FIDELITY_ENGINE_DUMP"):  # debugging aid: the history as sent
+        import pickle
+
+        with open(os.environ["FIDELITY_ENGINE_DUMP"], "wb") as fh:
+            pickle.dump(prober.history, fh)
     for m in result.measurements:
         assert (m.predicted_prompt, m.predicted_cached) == (m.reported_prompt, m.reported_cached), m.label
     return result
@@ -41,14 +50,18 @@ def check(prober: Any, case: cases.ProbeCase) -> CaseResult:
 @given(data=st.data())
 def test_token_cases(prober: Any, engine: Any, data: st.DataObject) -> None:
     """Shared prefixes at block boundaries and one token either side,
-    identical prompts, extensions, divergence in the first block."""
+    identical prompts, extensions, divergence in the first block, and
+    eviction: a filler that pushes the parent out of the small KV cache."""
     block = engine.settings.block_size
+    kind = data.draw(st.sampled_from(["boundary", "identical", "extension", "first-block", "eviction"]), label="kind")
     case = cases.token_case(
-        data.draw(st.sampled_from(["boundary", "identical", "extension", "first-block"]), label="kind"),
+        kind,
         data.draw(st.integers(0, 2**31 - 1), label="seed") ^ SALT, block,
         blocks=data.draw(st.integers(0, 16), label="blocks"),
         delta=data.draw(st.sampled_from([-1, 0, 1]), label="delta"),
-        tail=data.draw(st.integers(1, 2 * block), label="tail"), model=engine.model)
+        tail=data.draw(st.integers(1, 2 * block), label="tail"),
+        filler_blocks=data.draw(st.integers(1, ENGINE_BLOCKS - 8), label="filler") if kind == "eviction" else 0,
+        model=engine.model)
     check(prober, case)
 
 
