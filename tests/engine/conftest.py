@@ -24,7 +24,7 @@ REQUIRED = os.environ.get("FIDELITY_ENGINE_REQUIRED") == "1"
 if not REQUIRED and not vllm_available():
     collect_ignore_glob = ["test_*.py"]
 
-_TALLY: dict[str, int] = {"cases": 0, "exact": 0}
+_TALLY: dict[str, int] = {"cases": 0, "exact": 0, "eviction": 0}
 
 
 @pytest.fixture(scope="session")
@@ -79,4 +79,5 @@ def tally() -> dict[str, int]:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _TALLY["cases"]:
-        terminalreporter.write_line(f"engine probe: {_TALLY['exact']} of {_TALLY['cases']} cases exact")
+        terminalreporter.write_line(f"engine probe: {_TALLY['exact']} of {_TALLY['cases']} cases exact; "
+                                    f"{_TALLY['eviction']} requests where eviction changed the engine's figure")

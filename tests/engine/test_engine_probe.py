@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fidelity.cache import EngineCache
 from fidelity.probe import cases
 from fidelity.probe.run import CaseResult
 
@@ -36,6 +37,11 @@ def check(prober: Any, case: cases.ProbeCase) -> CaseResult:
     result = prober.run_case(case)
     prober.tally["cases"] += 1
     prober.tally["exact"] += int(result.exact)
+    unbounded = EngineCache(prober.cache_model.block_size)  # the same rule without eviction
+    first = len(prober.history) - len(result.measurements)
+    for i, m in enumerate(result.measurements):
+        if unbounded.predict(prober.history[: first + i], prober.history[first + i]).cached != m.reported_cached:
+            prober.tally["eviction"] += 1  # a request where eviction changed the engine's figure
     if not result.exact and os.environ.get("FIDELITY_ENGINE_DUMP"):  # debugging aid: the history as sent
         import pickle
 
@@ -103,3 +109,4 @@ def test_at_least_200_cases_all_exact(engine: Any, tally: dict[str, int], reques
         pytest.skip("a selection ran: the count covers the whole module only")
     assert tally["cases"] >= 200
     assert tally["exact"] == tally["cases"]
+    assert tally["eviction"] > 0  # the small KV cache did evict, so the pool replay was tested
