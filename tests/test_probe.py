@@ -205,3 +205,12 @@ def test_generated_cases_are_deterministic() -> None:
     a = [c.name for c in cases.generate(12, block=128, seed=3)]
     assert a == [c.name for c in cases.generate(12, block=128, seed=3)]
     assert {c.kind for c in cases.generate(12, block=128, seed=3)} == set(cases.KINDS)
+
+
+def test_hosted_cache_model(stub: Any) -> None:
+    """A provider's own cache model (no engine settings) is accepted: the
+    stub's 32-token blocks are not DeepSeek's rule, so the run is inexact (1),
+    not an error."""
+    got = cli("--url", url(stub), "--cache", "deepseek", "--model", "deepseek-v4-flash", "--cases", "4")
+    assert got.returncode in (0, 1), got.stderr
+    assert "cases exact" in got.stdout

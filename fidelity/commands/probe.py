@@ -90,7 +90,9 @@ def _print_table(summary: Any, stream: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import cache, tokens
+    from ..cache import EngineCache
     from ..probe import cases as casemod
+    from ..probe.engine import EngineSettings
     from ..probe.client import Endpoint
     from ..probe.run import Prober, Summary
 
@@ -106,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
             from ..probe.engine import VLLMEngine
 
             engine = VLLMEngine(block_size=args.block_size).start()
-            assert engine.endpoint is not None and engine.settings is not None
-            endpoint, settings, version = engine.endpoint, engine.settings, engine.version
+            assert engine.endpoint is not None
+            endpoint, version = engine.endpoint, engine.version
+            settings: EngineSettings | None = engine.settings
             model = args.model or engine.model
             tokenizer = tokens.get(args.tokenizer or "deepseek-v4")
             name = "vllm"
@@ -133,11 +136,15 @@ def run(args: argparse.Namespace) -> int:
         block = args.block_size or (settings.block_size if settings else None)
         capacity = args.capacity_tokens if args.capacity_tokens is not None else (
             settings.capacity_tokens if settings else None)
-        model_cache = cache.get(name, block_size=block, capacity_tokens=capacity, backend=backend)
+        if isinstance(cache.get(name), EngineCache):  # engine settings apply to engines only
+            model_cache = cache.get(name, block_size=block, capacity_tokens=capacity, backend=backend)
+        else:
+            model_cache = cache.get(name, model)
         block_size = int(getattr(model_cache, "block_size", 1))
         if args.cases is not None:
             if model is None:
                 raise InputError("--cases needs --model (the name generated requests are sent with)")
+            groups: list[tuple[str, list[Any]]]
             groups = [(c.name, list(c.bodies)) for c in casemod.generate(args.cases, block=block_size, seed=args.seed,
                                                                          model=model)]
         elif args.variant is not None:

@@ -50,7 +50,8 @@ class Reported:
 def reported_usage(response: Mapping[str, Any]) -> Reported | None:
     """Prompt and cached tokens from a response body, or ``None`` when the
     server reports no cached-token figure (see the module docstring)."""
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    raw_usage = response.get("usage")
+    usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     prompt = usage.get("prompt_tokens")
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int) and isinstance(prompt, int):

@@ -50,8 +50,9 @@ def _chatml_prompt(body: Mapping[str, Any]) -> str:
     (the order chatml_texts keys them in), then ``<|im_start|>assistant\\n``."""
     body = server_messages(body)
     texts = chatml_texts(dict(body))
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    raw_messages, raw_tools = body.get("messages"), body.get("tools")
+    messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
+    tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
     n_system = 0
     for m in messages:
         if not (isinstance(m, dict) and m.get("role") in ("system", "developer")):
