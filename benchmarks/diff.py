@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from fidelity import wire
-from fidelity.bytediff import first_divergence
-from fidelity.diff import compare
+from fidelity.diff.bytediff import first_divergence
+from fidelity.diff._compare import compare
 from fidelity.model import Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult
 
 

@@ -55,7 +55,7 @@ def make_folder(folder: Path, count: int) -> Path:
     """``count`` snapshots of one growing conversation (each request appends
     a turn to the one before), written as the capture writes them."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from fidelity import snapshot
+    from fidelity.capture import snapshot
 
     rng = random.Random(2)
     out = folder / "snaps"

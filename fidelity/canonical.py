@@ -43,7 +43,7 @@ from .errors import InputError
 from .model import (
     EMPTY, Image, Message, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze, thaw,
 )
-from .wire._json import loads
+from .jsonbytes import loads
 
 FORMAT = "request/1"
 

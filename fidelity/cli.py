@@ -16,9 +16,13 @@ from typing import Sequence
 
 from .errors import FidelityError
 
+__all__ = ["COMMANDS", "build_parser", "main"]
+
 #: command name -> module in fidelity/commands
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
-            "import": "import_snapshots", "calibrate": "calibrate", "probe": "probe"}
+            "import": "import_snapshots", "calibrate": "calibrate", "tokens-check": "tokens_check",
+            "proxy": "proxy", "upstream": "upstream", "replay": "replay",
+            "probe": "probe"}
 
 
 def build_parser() -> argparse.ArgumentParser:

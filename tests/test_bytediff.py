@@ -1,7 +1,7 @@
 from hypothesis import given, strategies as st
 
-from fidelity import bytediff
-from fidelity.bytediff import excerpt, first_divergence
+from fidelity.diff import bytediff
+from fidelity.diff.bytediff import excerpt, first_divergence
 
 
 def reference(a: bytes, b: bytes):

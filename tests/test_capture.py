@@ -17,9 +17,9 @@ from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fidelity import snapshot
+from fidelity.capture import snapshot
 from fidelity.capture import AsyncRecordingTransport, RecordingTransport, record
-from fidelity.redact import Redactor, SecretLeak, ensure_clean
+from fidelity.capture.redact import Redactor, SecretLeak, ensure_clean
 
 SECRET = "sk-PLANTED-5ecret-0123456789abcdef"
 

@@ -10,7 +10,8 @@ import random
 import tracemalloc
 from pathlib import Path
 
-from fidelity import snapshot, tokens
+from fidelity import tokens
+from fidelity.capture import snapshot
 from fidelity.diff import compare
 
 WORDS = "alpha beta gamma delta file src def return import the cache prefix token".split()

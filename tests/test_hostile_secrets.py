@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fidelity.importers import import_file, write_imported
+from fidelity.capture.importers import import_file, write_imported
 
 SECRET = "sk-PLANTED-0123456789abcdef"
 BODY = {"model": "gpt-4o", "api_key": SECRET,
@@ -56,7 +56,7 @@ def test_cassette_and_jsonl_imports_redact(tmp_path: Path) -> None:
 
 def test_capture_redacts_before_writing(tmp_path: Path) -> None:
     httpx = pytest.importorskip("httpx")
-    from fidelity.capture import RecordingTransport
+    from fidelity.capture.transport import RecordingTransport
 
     def reply(request: object) -> object:
         return httpx.Response(200, json={"ok": True})

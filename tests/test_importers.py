@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fidelity import snapshot
+from fidelity.capture import snapshot
 from fidelity.errors import InputError
-from fidelity.importers import guess_kind, import_file, write_imported
+from fidelity.capture.importers import guess_kind, import_file, write_imported
 from fidelity.cli import main as cli_main
 
 SECRET = "sk-import-SECRET-99999999"

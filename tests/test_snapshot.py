@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fidelity import snapshot
+from fidelity.capture import snapshot
 from fidelity.errors import InputError
-from fidelity.snapshot import Snapshot
+from fidelity.capture.snapshot import Snapshot
 
 
 @settings(max_examples=100, deadline=None)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fidelity import wire
 from fidelity.canonical import load_request
-from fidelity.wire._json import dumps_compact, dumps_pyjson, element_spans, member_spans, pointer, value_spans
+from fidelity.jsonbytes import dumps_compact, dumps_pyjson, element_spans, member_spans, pointer, value_spans
 from fidelity.model import FrozenDict
 
 from conftest import REPO

@@ -2,6 +2,8 @@
 
 from rich.console import Console
 
+__all__ = ["stdout_console"]
+
 
 def stdout_console() -> Console:
     """A rich console on stdout; when stdout is a log or a pipe, wide enough

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..importers import KINDS, import_file, write_imported
+from ..capture.importers import KINDS, import_file, write_imported
+
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = ("Import recorded requests (HAR 1.2, vcrpy cassette, JSONL request log, DeepSeek Harness "
         "session log) as request snapshots, credentials redacted.")

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _bodies(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]]]] | None:
     from ..jsonio import loads
-    from ..snapshot import load_body
+    from ..capture.snapshot import load_body
 
     if not args.requests:
         return None

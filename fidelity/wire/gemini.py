@@ -104,7 +104,7 @@ from ..model import (
 )
 from . import Segment, register
 from ._gemini_schema import dump_schema, enum_upper
-from ._json import dumps_pyjson, element_spans, loads, member_spans, pointer
+from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
 
 __all__ = ["Gemini", "GEMINI", "TOP_KEYS", "GENERATION_KEYS"]
 

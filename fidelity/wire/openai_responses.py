@@ -38,7 +38,7 @@ from typing import Any
 from ..errors import InputError
 from ..model import EMPTY, Image, Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
-from ._json import dumps_compact, element_spans, loads, value_spans
+from ..jsonbytes import dumps_compact, element_spans, loads, value_spans
 from ._openai_common import (
     RESPONSES_KEYS,
     arguments_string,

@@ -1,0 +1,188 @@
+"""vcrpy cassettes (the YAML default serializer, or the JSON one).
+
+A cassette is ``{"version": 1, "interactions": [{"request": {"method",
+"uri", "headers": {name: [values]}, "body"}, "response": {...}}]}``
+(vcrpy ``vcr/cassette.py`` and ``vcr/serializers/``). vcrpy decodes a body
+to text when it is UTF-8 and keeps bytes otherwise (YAML writes them as
+``!!binary``; the JSON serializer cannot store them at all).
+
+A cassette cannot always hold the exact body bytes, and this importer says
+so in its warnings and in each snapshot's ``notes`` / ``body_exact``:
+
+* vcrpy's ``filter_post_data_parameters`` re-serialises a JSON body with
+  ``json.dumps`` defaults (``", "`` and ``": "`` separators) even when no key
+  matched (``vcr/filters.py``, ``replace_post_data_parameters``). The openai
+  and anthropic SDKs send compact JSON, so a body from them that is spaced
+  exactly as ``json.dumps`` writes it is not what they sent;
+* a ``Content-Length`` header that disagrees with the stored body;
+* any ``before_record_request`` hook may have rewritten the body: the
+  importer cannot see that, and says so once.
+
+YAML cassettes are read with PyYAML (a dependency, as for vcrpy itself).
+Nesting is refused past :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every
+JSON reader, with one message whatever PyYAML does with deep input: 6.0.3's
+libyaml loader builds it, 6.0.4's refuses it with a ``ScannerError``
+("exceeded maximum nesting depth"), and the pure-Python loader runs out of
+recursion.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...jsonio import MAX_DEPTH, loads, read_bytes
+from ._base import Imported, looks_like_model_request
+
+__all__ = ["read_cassette", "reserialised_by_vcrpy"]
+
+_SDK_HINTS = ("openai/python", "anthropic/python", "x-stainless-lang")
+
+
+def _load(path: str | Path) -> Any:
+    data = read_bytes(path)
+    if data.lstrip()[:1] == b"{":
+        return loads(data, path=path)
+    try:
+        import yaml
+    except ImportError:
+        raise InputError("a YAML cassette needs PyYAML (pip install pyyaml)", path=path) from None
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type,misc]
+        """The safe loader, refusing duplicate keys as every fidelity reader does."""
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, (str, int, float, bool, bytes)) or key is None:
+                    if key in seen:
+                        raise InputError(f"duplicate key {str(key)[:80]!r} in a YAML mapping: which value wins "
+                                         "is ambiguous; remove one", path=path, line=key_node.start_mark.line + 1)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    too_deep = InputError(f"YAML nested more than {MAX_DEPTH} levels deep", path=path)
+    try:
+        doc = yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
+    except yaml.YAMLError as exc:
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            raise too_deep from None
+        raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
+    except RecursionError:
+        raise too_deep from None
+    if _deeper_than(doc, MAX_DEPTH):
+        raise too_deep
+    return doc
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when containers nest more than ``limit`` levels. Depth first
+    with an early exit, so that a recursive YAML alias (``&a [*a]``) ends as
+    too deep instead of looping."""
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in node if isinstance(child, (dict, list)))
+    return False
+
+
+def reserialised_by_vcrpy(body: bytes) -> bool:
+    """True when ``body`` is JSON written with ``json.dumps`` defaults and
+    differs from its compact form, i.e. it has vcrpy's re-dump spacing."""
+    try:
+        obj = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    spaced = json.dumps(obj).encode("utf-8")
+    compact = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    return body == spaced and spaced != compact
+
+
+def read_cassette(path: str | Path) -> Imported:
+    """Every model request of a vcrpy cassette, in interaction order."""
+    doc = _load(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
+        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
+    out = Imported(source=f"cassette:{Path(path).name}")
+    out.warnings.append(
+        "a vcrpy cassette stores each body after vcrpy's filters and any before_record_request hook; "
+        "a hook that rewrote a body cannot be detected"
+    )
+    for i, inter in enumerate(doc["interactions"]):
+        where = f"/interactions/{i}/request"
+        req = inter.get("request") if isinstance(inter, dict) else None
+        if not isinstance(req, dict):
+            raise InputError("interaction has no request mapping", path=path, pointer=where)
+        raw = req.get("body")
+        if isinstance(raw, dict) and "string" in raw:  # the response-style shape
+            raw = raw["string"]
+        if raw is None or raw == "" or raw == b"":
+            out.skipped += 1
+            continue
+        if isinstance(raw, bytes):
+            body = raw
+        elif isinstance(raw, str):
+            body = raw.encode("utf-8", "surrogatepass")
+        else:
+            raise InputError(f"request body must be text or bytes, not {type(raw).__name__}", path=path, pointer=where + "/body")
+        if not looks_like_model_request(body):
+            out.skipped += 1
+            continue
+        headers = _headers(req.get("headers"), path, where)
+        notes: list[str] = []
+        low = {k.lower(): v for k, v in headers}
+        length = low.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) != len(body):
+            notes.append(
+                f"Content-Length says {int(length)} bytes but the cassette body is {len(body)}: "
+                "the cassette does not hold the exact body bytes"
+            )
+        hints = " ".join(f"{k}:{v}" for k, v in low.items()).lower()
+        if reserialised_by_vcrpy(body):
+            if any(h in hints for h in _SDK_HINTS):
+                notes.append(
+                    "the body is spaced as json.dumps writes it, but the SDK that sent it writes compact "
+                    "JSON: vcrpy re-serialised it (filter_post_data_parameters); the cassette does not "
+                    "hold the exact body bytes"
+                )
+            else:
+                out.warnings.append(
+                    f"{where}: the body is spaced as json.dumps writes it; if the client sent compact JSON, "
+                    "vcrpy re-serialised it (filter_post_data_parameters) and the bytes are not exact"
+                )
+        uri = req.get("uri")
+        if not isinstance(uri, str):
+            raise InputError("request has no uri", path=path, pointer=where)
+        out.add(
+            method=str(req.get("method") or "POST"),
+            url=uri,
+            headers=headers,
+            body=body,
+            where=where,
+            notes=notes,
+            body_exact=not notes,
+        )
+        out.warnings.extend(f"{where}: {n}" for n in notes)
+    return out
+
+
+def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise InputError("request headers must be a mapping", path=path, pointer=where + "/headers")
+    out = []
+    for name, vals in value.items():
+        for v in vals if isinstance(vals, list) else [vals]:
+            out.append((str(name), v.decode("latin-1") if isinstance(v, bytes) else str(v)))
+    return out

@@ -1,0 +1,101 @@
+"""HAR 1.2 archives: browser devtools exports and mitmproxy's ``savehar``.
+
+HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) keeps each
+request in ``log.entries[i].request`` with ``method``, ``url``, ``headers``
+(a list of ``{name, value}``), ``postData`` (``mimeType``, ``text``,
+``params``) and ``bodySize`` (bytes of the posted body, ``-1`` when unknown).
+
+Exactness: ``postData.text`` is a string, so the body is its UTF-8
+encoding; that is the sent bytes when the body was UTF-8 text (every JSON
+model request is). When ``bodySize`` is known and disagrees with that length,
+or the body was only recorded as form ``params``, the snapshot says so.
+A non-standard ``postData.encoding: "base64"`` (as HAR 1.2 defines for
+response ``content``) is honoured. HTTP/2 pseudo-headers (``:authority`` ...)
+that Chrome records are dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...jsonio import load
+from ._base import Imported, looks_like_model_request
+
+__all__ = ["read_har"]
+
+
+def read_har(path: str | Path) -> Imported:
+    """Every model request (a JSON body with ``messages``/``contents``/
+    ``input``) of a HAR file, in entry order."""
+    doc = load(path)
+    log = doc.get("log") if isinstance(doc, dict) else None
+    if not isinstance(log, dict) or not isinstance(log.get("entries"), list):
+        raise InputError("not a HAR file (expected an object with log.entries)", path=path)
+    version = str(log.get("version", ""))
+    out = Imported(source=f"har:{Path(path).name}")
+    if version and not version.startswith("1."):
+        out.warnings.append(f"HAR version {version!r}; this importer follows HAR 1.2")
+    for i, entry in enumerate(log["entries"]):
+        where = f"/log/entries/{i}"
+        request = entry.get("request") if isinstance(entry, dict) else None
+        if not isinstance(request, dict):
+            raise InputError("entry has no request object", path=path, pointer=where)
+        post = request.get("postData")
+        if not isinstance(post, dict) or not isinstance(post.get("text"), str) or not post["text"]:
+            out.skipped += 1
+            continue
+        notes: list[str] = []
+        exact = True
+        if post.get("encoding") == "base64":
+            try:
+                body = base64.b64decode(post["text"], validate=True)
+            except (binascii.Error, ValueError):
+                raise InputError("postData.text is not valid base64", path=path, pointer=where + "/request/postData") from None
+        else:
+            body = post["text"].encode("utf-8", "surrogatepass")
+        if not looks_like_model_request(body):
+            out.skipped += 1
+            continue
+        size = request.get("bodySize")
+        if isinstance(size, int) and size >= 0 and size != len(body):
+            exact = False
+            notes.append(
+                f"HAR bodySize is {size} bytes but postData.text is {len(body)}: the recorder decoded or "
+                "re-encoded the body, so these are not the exact bytes sent"
+            )
+        headers = _headers(request.get("headers"), path, where)
+        url = request.get("url")
+        if not isinstance(url, str):
+            raise InputError("request has no url", path=path, pointer=where + "/request")
+        out.add(
+            method=str(request.get("method") or "POST"),
+            url=url,
+            headers=headers,
+            body=body,
+            where=where,
+            notes=notes,
+            body_exact=exact,
+        )
+        if not exact:
+            out.warnings.append(f"{where}: {notes[-1]}")
+    if not out.snapshots:
+        out.warnings.append("no model requests found (entries with a JSON body holding messages/contents/input)")
+    return out
+
+
+def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError("request.headers must be a list", path=path, pointer=where + "/request/headers")
+    out = []
+    for h in value:
+        if isinstance(h, dict) and isinstance(h.get("name"), str):
+            if h["name"].startswith(":"):
+                continue  # HTTP/2 pseudo-header
+            out.append((h["name"], str(h.get("value", ""))))
+    return out

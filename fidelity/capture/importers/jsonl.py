@@ -1,0 +1,96 @@
+"""JSON-lines request logs.
+
+Each non-blank line is one request, in one of two shapes:
+
+* **the body itself** (``{"model": ..., "messages": [...]}``): the line's
+  bytes are taken verbatim, so a proxy that writes each body it forwards
+  followed by ``\\n`` gives exact bodies (compact JSON has no raw newline);
+* **an envelope** with the body under ``body`` (or ``request.body``) and
+  optional ``url``, ``method``, ``headers`` (object or ``[[name, value]]``),
+  ``parent`` (line number of the request this one forked from; ``null`` for
+  a root). This covers the OpenAI Batch API input format
+  (``{"custom_id", "method", "url", "body"}``,
+  https://platform.openai.com/docs/guides/batch). A string ``body`` is the
+  exact body text; an object ``body`` is the logger's serialisation, kept
+  byte for byte as it appears in the line but marked ``body_exact: false``,
+  since the logger, not the client, wrote those bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...jsonio import read_bytes
+from ... import jsonbytes as _json
+from ._base import Imported, looks_like_model_request
+
+__all__ = ["read_jsonl"]
+
+
+def read_jsonl(path: str | Path) -> Imported:
+    """Every request line of a JSONL log, in line order."""
+    data = read_bytes(path)
+    if not data.strip():
+        raise InputError("empty file, expected JSON lines", path=path)
+    out = Imported(source=f"jsonl:{Path(path).name}")
+    names_by_line: dict[int, str] = {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        line = raw.rstrip(b"\r")
+        if not line.strip():
+            continue
+        obj = _json.loads(line, path=f"{path}:{number}")
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object", path=path, line=number)
+        where = f"line {number}"
+        envelope = obj.get("request") if isinstance(obj.get("request"), dict) and "body" in obj["request"] else obj
+        prefix = "/request" if envelope is not obj else ""
+        if "body" not in envelope:
+            if not looks_like_model_request(line):
+                out.skipped += 1
+                continue
+            body, exact, notes = line.strip(), True, []
+        else:
+            value = envelope["body"]
+            if isinstance(value, str):
+                body, exact, notes = value.encode("utf-8", "surrogatepass"), True, []
+            elif isinstance(value, dict):
+                start, end = _json.value_spans(line, [prefix + "/body"])[prefix + "/body"]
+                body, exact = line[start:end], False
+                notes = ["the body was logged as a JSON object: these are the logger's bytes, not necessarily the client's"]
+            else:
+                raise InputError("body must be a JSON object or a string", path=path, line=number)
+            if not looks_like_model_request(body):
+                out.skipped += 1
+                continue
+        kwargs: dict[str, Any] = {}
+        if "parent" in envelope:
+            parent = envelope["parent"]
+            if parent is not None and parent not in names_by_line:
+                raise InputError(f"parent {parent!r} is not an earlier request line", path=path, line=number)
+            kwargs = {"has_parent": True, "parent": names_by_line.get(parent) if parent is not None else None}
+        snap = out.add(
+            method=str(envelope.get("method") or "POST"),
+            url=str(envelope.get("url") or ""),
+            headers=_headers(envelope.get("headers"), path, number),
+            body=body,
+            where=where,
+            notes=notes,
+            body_exact=exact,
+            **kwargs,
+        )
+        names_by_line[number] = snap.filename
+    if any(not s.body_exact for s in out.snapshots):
+        out.warnings.append("some bodies were logged as JSON objects; their bytes are the logger's serialisation")
+    return out
+
+
+def _headers(value: Any, path: str | Path, line: int) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [(str(k), str(v)) for k, v in value.items()]
+    if isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
+        return [(str(k), str(v)) for k, v in value]
+    raise InputError("headers must be an object or a list of [name, value] pairs", path=path, line=line)

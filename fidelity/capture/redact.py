@@ -1,0 +1,360 @@
+"""Secret redaction for everything that captures or imports requests.
+
+Captured and imported requests are written to disk (snapshot folders that
+end up committed next to tests), so credentials must be removed *before* any
+byte is written. Four places can hold one:
+
+* **headers**: ``Authorization``, ``x-api-key`` (Anthropic), ``api-key``
+  (Azure OpenAI), ``x-goog-api-key`` (Gemini), cookies, and anything whose
+  name looks like a credential (``*token*``, ``*secret*``, ``*key*`` ...);
+* **the URL**: the Gemini REST API accepts ``?key=``; signed URLs carry
+  ``sig`` / ``signature``; ``https://user:password@host`` userinfo;
+* **the body**: an ``api_key`` member (LiteLLM-style proxies accept one);
+* **anywhere else**: once a secret value is known (learned from the headers
+  above or passed by the caller) every later occurrence of it is scrubbed,
+  wherever it hides, and :func:`ensure_clean` refuses to write bytes that
+  still contain one.
+
+Only *names* of removed things are kept (so a reader knows a key was sent),
+never values. Body redaction replaces the exact bytes of the offending JSON
+string value, so all other body bytes stay exact, and the snapshot records
+``body_exact: false`` with the redacted JSON pointers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Mapping
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+
+from ..errors import FidelityError
+
+__all__ = [
+    "REDACTED",
+    "MIN_SECRET_LENGTH",
+    "SecretLeak",
+    "Redaction",
+    "Redactor",
+    "is_secret_header",
+    "is_secret_param",
+    "ensure_clean",
+]
+
+#: what a redacted value becomes (ASCII, no quote or backslash, so it can
+#: replace bytes inside a JSON string without breaking it)
+REDACTED = "[REDACTED]"
+
+#: a learned secret shorter than this is not scrubbed from other places
+#: (scrubbing every "abc" in a body would destroy it); header and query values
+#: are removed by *name* whatever their length.
+MIN_SECRET_LENGTH = 8
+
+#: header names that always carry credentials (lower case)
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "x-auth-token",
+        "x-amz-security-token",
+        "x-goog-user-project",
+    }
+)
+#: header names that look secret-ish but carry identifiers, not credentials:
+#: Claude Code's per-run session UUID (2.1.x), which it also writes into the
+#: body's ``metadata.user_id``; treating it as a secret would rewrite body
+#: bytes that the provider keys nothing on and break byte identity
+NOT_SECRET_HEADERS = frozenset({"x-claude-code-session-id"})
+#: query parameter names that carry credentials (lower case)
+SECRET_PARAMS = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "access_token",
+        "token",
+        "sig",
+        "signature",
+        "x-goog-api-key",
+        "code",
+        "password",
+        "client_secret",
+    }
+)
+#: body member names whose *string* values are credentials
+SECRET_BODY_KEYS = frozenset({"api_key", "apikey", "api-key", "x-api-key", "authorization", "client_secret"})
+
+_SECRETISH = re.compile(r"(auth|token|secret|passw|cookie|session|credential|signature|api[-_]?key)", re.I)
+_BEARER = re.compile(r"^\s*(bearer|basic|token)\s+", re.I)
+
+
+class SecretLeak(FidelityError):
+    """Raised instead of writing bytes that still contain a known secret."""
+
+
+def is_secret_header(name: str) -> bool:
+    """True for header names that carry or may carry credentials.
+
+    >>> is_secret_header("Authorization"), is_secret_header("x-my-session-token")
+    (True, True)
+    >>> is_secret_header("anthropic-version")
+    False
+    """
+    low = name.strip().lower()
+    if low in NOT_SECRET_HEADERS:
+        return False
+    return low in SECRET_HEADERS or bool(_SECRETISH.search(low))
+
+
+def is_secret_param(name: str) -> bool:
+    """True for URL query parameter names that carry credentials.
+
+    >>> is_secret_param("key"), is_secret_param("alt")
+    (True, False)
+    """
+    low = name.strip().lower()
+    return low in SECRET_PARAMS or bool(_SECRETISH.search(low))
+
+
+@dataclass
+class Redaction:
+    """What a redaction removed: names and pointers only, never values."""
+
+    headers: list[str] = field(default_factory=list)
+    query: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+    url_userinfo: bool = False
+    scrubbed: int = 0  # occurrences of learned secrets replaced elsewhere
+
+    def names(self) -> list[str]:
+        """A flat list for snapshot metadata: ``header:x-api-key``,
+        ``query:key``, ``body:/api_key``, ``url:userinfo``, ``scrubbed:2``."""
+        out = [f"header:{h}" for h in self.headers]
+        out += [f"query:{q}" for q in self.query]
+        out += [f"body:{p}" for p in self.body]
+        if self.url_userinfo:
+            out.append("url:userinfo")
+        if self.scrubbed:
+            out.append(f"scrubbed:{self.scrubbed}")
+        return out
+
+
+class Redactor:
+    """Removes credentials and remembers the secret values it has seen.
+
+    One redactor per capture session: secrets learned from one request's
+    headers are scrubbed from every later request and file.
+
+    >>> r = Redactor()
+    >>> headers, red = r.headers([("Authorization", "Bearer sk-live-123456789")])
+    >>> headers
+    [('authorization', '[REDACTED]')]
+    >>> r.url("https://x.test/v1?key=sk-live-123456789&alt=sse", red)
+    'https://x.test/v1?key=%5BREDACTED%5D&alt=sse'
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: set[str] = set()
+        for s in secrets:
+            self.learn(s)
+
+    # -- secrets ----------------------------------------------------------
+    def learn(self, value: str | None) -> None:
+        """Remember a secret value (and its bearer-less form) for scrubbing."""
+        if not value:
+            return
+        value = value.strip()
+        stripped = _BEARER.sub("", value).strip()
+        for candidate in {value, stripped}:
+            if len(candidate) >= MIN_SECRET_LENGTH:
+                self._secrets.add(candidate)
+                enc = quote(candidate, safe="")
+                if enc != candidate:
+                    self._secrets.add(enc)
+        # a cookie header: each cookie value is a secret of its own
+        for piece in value.split(";"):
+            if "=" in piece:
+                v = piece.split("=", 1)[1].strip()
+                if len(v) >= MIN_SECRET_LENGTH:
+                    self._secrets.add(v)
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        return frozenset(self._secrets)
+
+    def _ordered(self) -> list[str]:
+        # longest first so a secret containing another is replaced whole
+        return sorted(self._secrets, key=len, reverse=True)
+
+    def scrub_text(self, text: str, red: Redaction | None = None) -> str:
+        for s in self._ordered():
+            n = text.count(s)
+            if n:
+                text = text.replace(s, REDACTED)
+                if red is not None:
+                    red.scrubbed += n
+        return text
+
+    def scrub_bytes(self, data: bytes, red: Redaction | None = None) -> bytes:
+        for s in self._ordered():
+            b = s.encode("utf-8", "surrogatepass")
+            n = data.count(b)
+            if n:
+                data = data.replace(b, REDACTED.encode())
+                if red is not None:
+                    red.scrubbed += n
+        return data
+
+    # -- parts of a request ----------------------------------------------
+    def headers(
+        self,
+        items: Iterable[tuple[str, str]] | Mapping[str, str],
+        red: Redaction | None = None,
+        *,
+        keep: Callable[[str], bool] | None = None,
+    ) -> tuple[list[tuple[str, str]], Redaction]:
+        """Lower-case header names; credential values become ``[REDACTED]``.
+
+        ``keep(name)`` selects the headers worth keeping (the others are
+        dropped silently); secret headers are always listed, redacted, so a
+        reader knows one was sent.
+        """
+        red = red if red is not None else Redaction()
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        # learn first, so one header's secret is scrubbed from another header
+        for name, value in pairs:
+            if is_secret_header(name):
+                self.learn(value)
+        out: list[tuple[str, str]] = []
+        for name, value in pairs:
+            low = name.strip().lower()
+            if is_secret_header(low):
+                out.append((low, REDACTED))
+                if low not in red.headers:
+                    red.headers.append(low)
+                continue
+            if keep is not None and not keep(low):
+                continue
+            out.append((low, self.scrub_text(str(value), red)))
+        return out, red
+
+    def url(self, url: str, red: Redaction | None = None) -> str:
+        """The URL with secret query values and userinfo replaced."""
+        red = red if red is not None else Redaction()
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, host = netloc.rsplit("@", 1)
+            self.learn(unquote(userinfo.split(":", 1)[1]) if ":" in userinfo else unquote(userinfo))
+            netloc = f"{quote(REDACTED, safe='')}@{host}"
+            red.url_userinfo = True
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            for k, v in pairs:
+                if is_secret_param(k):
+                    self.learn(v)
+            rebuilt: list[str] = []
+            for raw in query.split("&"):
+                k = unquote(raw.split("=", 1)[0].replace("+", " "))
+                if is_secret_param(k):
+                    rebuilt.append(raw.split("=", 1)[0] + "=" + quote(REDACTED, safe=""))
+                    if k.lower() not in red.query:
+                        red.query.append(k.lower())
+                else:
+                    rebuilt.append(raw)
+            query = "&".join(rebuilt)
+        out = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        return self.scrub_text(out, red)
+
+    def body(self, body: bytes, red: Redaction | None = None) -> tuple[bytes, Redaction]:
+        """Replace the string values of credential members (``api_key`` ...)
+        in a JSON body by ``[REDACTED]``, byte-exactly elsewhere, then scrub
+        learned secrets. Non-JSON bodies are only scrubbed."""
+        red = red if red is not None else Redaction()
+        spans = list(_secret_string_spans(body))
+        if spans:
+            out = bytearray()
+            last = 0
+            for pointer, start, end, value in spans:
+                self.learn(value)
+                out += body[last:start] + b'"' + REDACTED.encode() + b'"'
+                last = end
+                red.body.append(pointer)
+            out += body[last:]
+            body = bytes(out)
+        return self.scrub_bytes(body, red), red
+
+    def leaks(self, data: bytes) -> list[str]:
+        """Names (not values!) of known secrets found in ``data``: their
+        length and first two characters, for an error message."""
+        found = []
+        for s in self._ordered():
+            if s.encode("utf-8", "surrogatepass") in data:
+                found.append(f"{s[:2]}… ({len(s)} chars)")
+        return found
+
+
+def ensure_clean(data: bytes, redactor: Redactor, *, what: str = "output") -> bytes:
+    """Return ``data`` unchanged, or raise :class:`SecretLeak` when it still
+    contains a secret the redactor knows. The last check before a write."""
+    leaks = redactor.leaks(data)
+    if leaks:
+        raise SecretLeak(f"refusing to write {what}: it still contains a secret ({', '.join(leaks)})")
+    return data
+
+
+# -- JSON scanning -------------------------------------------------------------
+
+_BODY_MEMBER = re.compile(
+    rb'"(' + b"|".join(re.escape(k.encode()) for k in sorted(SECRET_BODY_KEYS)) + rb')"(\s*:\s*)"((?:[^"\\]|\\.)*)"',
+    re.I,
+)
+
+
+def _secret_string_spans(body: bytes) -> Iterator[tuple[str, int, int, str]]:
+    """Yield ``(label, start, end, value)`` for every JSON member named like a
+    credential whose value is a string, anywhere in ``body`` (duplicates
+    included). ``body[start:end]`` is the quoted value. A byte scan, not a
+    parse, so malformed or duplicate-key bodies are covered too; escaped
+    quotes (``\\"api_key\\"`` inside a string) never match."""
+    for m in _BODY_MEMBER.finditer(body):
+        start = m.start(3) - 1
+        end = m.end(3) + 1
+        raw = m.group(3).decode("utf-8", "replace")
+        try:
+            import json
+
+            value = json.loads('"' + raw + '"')
+        except ValueError:
+            value = raw
+        yield f"{m.group(1).decode()}@{start}", start, end, value
+
+
+def redact_all(
+    url: str,
+    headers: Iterable[tuple[str, str]] | Mapping[str, str],
+    body: bytes,
+    redactor: Redactor | None = None,
+    *,
+    keep: Callable[[str], bool] | None = None,
+) -> tuple[str, list[tuple[str, str]], bytes, Redaction]:
+    """Redact one request: headers first (to learn the secrets), then the URL
+    (learning ``?key=``), then the body; a second header pass scrubs secrets
+    learned from the URL or body out of the headers."""
+    r = redactor or Redactor()
+    red = Redaction()
+    hdrs, _ = r.headers(headers, red, keep=keep)
+    safe_url = r.url(url, red)
+    safe_body, _ = r.body(body, red)
+    hdrs = [(k, r.scrub_text(v, red)) for k, v in hdrs]
+    return safe_url, hdrs, safe_body, red
+
+
+__all__ += ["redact_all", "SECRET_HEADERS", "SECRET_PARAMS", "SECRET_BODY_KEYS"]

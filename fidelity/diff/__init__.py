@@ -1,0 +1,48 @@
+"""The diff stage: where two requests part, why, and what it costs.
+
+``compare(parent_body, child_body)`` is the entry point; its result,
+:class:`DiffResult`, has one JSON view (:meth:`DiffResult.to_json`) and the
+console/plain-text views live in :mod:`fidelity.diff.views`.
+
+Submodules: :mod:`~fidelity.diff.bytediff` (first divergent byte),
+:mod:`~fidelity.diff.locate` (JSON pointer of a byte offset),
+:mod:`~fidelity.diff.causes` (what kind of change broke the prefix).
+"""
+
+from __future__ import annotations
+
+from ._compare import (
+    SCHEMA,
+    CacheFigures,
+    CostFigures,
+    DiffResult,
+    RawDiff,
+    TokenFigures,
+    ViewDiff,
+    compare,
+    compare_requests,
+    prompt_token_ids,
+    shared_tokens,
+)
+from .bytediff import excerpt, first_divergence
+from .causes import Cause, classify
+from .locate import pointer_at
+
+__all__ = [
+    "SCHEMA",
+    "CacheFigures",
+    "Cause",
+    "CostFigures",
+    "DiffResult",
+    "RawDiff",
+    "TokenFigures",
+    "ViewDiff",
+    "classify",
+    "compare",
+    "compare_requests",
+    "excerpt",
+    "first_divergence",
+    "pointer_at",
+    "prompt_token_ids",
+    "shared_tokens",
+]

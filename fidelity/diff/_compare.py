@@ -1,0 +1,416 @@
+"""Why did the child miss the cache? Compare a parent and a child wire body.
+
+The comparison runs in four steps, each a pure function of the two bodies:
+
+1. **Raw bytes**: the first divergent byte of the bodies as sent (what a
+   snapshot test sees).
+2. **Cache view**: both bodies re-ordered as the provider's prefix cache
+   reads them (``Dialect.cache_view``); the first divergent byte there, the
+   segment it falls in, the JSON pointer of the deepest value holding it and
+   an excerpt of each side.
+3. **Cause**: what kind of change broke the prefix (:mod:`fidelity.causes`).
+4. **Tokens, cache, cost**: the common prefix in real tokens (or an
+   estimate, said so), the cached tokens the provider's cache model predicts
+   for the child sent right after the parent, the tokens lost against a child
+   whose prefix matched, and what the loss costs per child request.
+
+See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .. import cache as cache_models
+from .. import jsonio, pricing, tokens, wire
+from .bytediff import excerpt, first_divergence
+from .causes import Cause, classify
+from ..errors import InputError, UnknownName
+from .locate import pointer_at
+from ..model import Request
+from ..wire import Segment
+from ..jsonbytes import member_spans, value_spans
+
+__all__ = [
+    "SCHEMA",
+    "RawDiff",
+    "ViewDiff",
+    "TokenFigures",
+    "CacheFigures",
+    "CostFigures",
+    "DiffResult",
+    "compare",
+    "compare_requests",
+    "prompt_token_ids",
+    "shared_tokens",
+]
+
+from .views import SCHEMA as SCHEMA  # the schema name lives with its view
+
+
+@dataclass(frozen=True)
+class RawDiff:
+    identical: bool
+    first_divergent_byte: int | None
+    parent_size: int
+    child_size: int
+
+
+@dataclass(frozen=True)
+class ViewDiff:
+    first_divergent_byte: int | None
+    segment: tuple[str, int] | None
+    pointer: str | None
+    parent_excerpt: str | None
+    child_excerpt: str | None
+    parent_segments: int
+    child_segments: int
+
+
+@dataclass(frozen=True)
+class TokenFigures:
+    tokenizer: str
+    estimated: bool
+    common_prefix: int
+    parent_prompt: int
+    child_prompt: int
+
+
+@dataclass(frozen=True)
+class CacheFigures:
+    model: str
+    predicted_cached: int
+    written: int
+    lost: int
+
+
+@dataclass(frozen=True)
+class CostFigures:
+    usd_lost: float
+    price_table: str
+    as_of: str
+    price_model: str
+    source: str
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    dialect: str
+    provider: str
+    model: str
+    raw: RawDiff
+    view: ViewDiff
+    cause: Cause
+    tokens: TokenFigures
+    cache: CacheFigures
+    cost: CostFigures | None
+    cost_note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable, documented JSON schema (``fidelity.diff/1``): :func:`fidelity.diff.views.to_json`."""
+        from .views import to_json
+
+        return to_json(self)
+
+
+def compare(
+    parent: bytes,
+    child: bytes,
+    *,
+    dialect: str | None = None,
+    model: str | None = None,
+    prices: pricing.PriceTable | None = None,
+    parent_path: str | None = None,
+    child_path: str | None = None,
+    endpoint: str | None = None,
+) -> DiffResult:
+    """Compare two wire bodies of one dialect (detected from the parent when
+    not given). ``endpoint``: the URL both went to, for dialects whose cache
+    view depends on it (``None``: the provider's own API). Bad input raises
+    :class:`InputError` naming the file."""
+    parent_obj = jsonio.loads(parent, path=parent_path)
+    child_obj = jsonio.loads(child, path=child_path)
+    if dialect is not None:
+        d = wire.get(dialect)
+    else:
+        d = wire.detect(parent_obj, path=parent_path)
+        if not d.detect(child_obj):
+            raise InputError(f"child body is not a {d.name} request like its parent", path=child_path)
+    if model is None:
+        model = _model_of(parent_obj) or _model_of(child_obj)
+        if model is None:
+            raise InputError("the body names no model; pass --model", path=parent_path)
+    del parent_obj, child_obj  # large bodies: do not hold the parsed trees while tokenizing
+    p_segs = _view(d, parent, parent_path, endpoint)
+    c_segs = _view(d, child, child_path, endpoint)
+    return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
+
+
+def compare_requests(
+    parent: Request,
+    child: Request,
+    dialect: str,
+    *,
+    prices: pricing.PriceTable | None = None,
+) -> DiffResult:
+    """Render both requests in ``dialect`` and compare the bodies."""
+    d = wire.get(dialect)
+    p_body, c_body = d.render(parent), d.render(child)
+    # Some bodies do not carry the model (Gemini names it in the URL), and
+    # one engine serves one model: another route never shares a cache entry.
+    return _compare_views(d, child.route.model, p_body, c_body,
+                          d.cache_view(p_body), d.cache_view(c_body), prices,
+                          key_changed=parent.route != child.route)
+
+
+def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None = None) -> list[Segment]:
+    try:
+        segs = wire.cache_view_at(d, body, endpoint)
+    except InputError as exc:
+        raise exc.at(path) if path else exc
+    if not any(seg.kind in ("system", "message") for seg in segs):
+        # the dialects' cache views are lenient; a body of another shape (a
+        # Gemini body under --provider openai-chat) would otherwise "diff" as empty
+        raise InputError(f"not a {d.name} request body: it holds no system prompt or messages "
+                         "for this dialect (wrong --provider?)", path=path)
+    return segs
+
+
+def _model_of(obj: Any) -> str | None:
+    if isinstance(obj, dict) and isinstance(obj.get("model"), str):
+        return obj["model"]
+    return None
+
+
+def _compare_views(
+    d: wire.Dialect,
+    model: str,
+    parent: bytes,
+    child: bytes,
+    p_segs: Sequence[Segment],
+    c_segs: Sequence[Segment],
+    prices: pricing.PriceTable | None,
+    *,
+    key_changed: bool = False,
+) -> DiffResult:
+    raw_at = first_divergence(parent, child)
+    raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
+    p_marked, c_marked = p_segs, c_segs
+    if d.provider == "anthropic":
+        # Anthropic keys its cache on content, not on where cache_control
+        # markers sit: a moved marker is no change in the cache view (the
+        # raw-byte diff above still shows it). See fidelity.cache.prompts.
+        p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
+
+    split = _first_differing_segment(p_segs, c_segs)
+    view = _locate_view(parent, child, p_segs, c_segs, split)
+    cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
+
+    from ..tokens.billed import billing_tokenizer
+
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
+    c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
+    common = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
+    p_len = sum(map(len, p_ids))
+    c_len = sum(map(len, c_ids))
+    figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
+
+    cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
+    # The provider keys its cache by the params segment (model, thinking...):
+    # a parent under another key holds nothing this child can read.
+    same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
+    p_bps = _breakpoints(p_marked, p_ids)
+    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
+    earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, p_bps)] if same_key else []
+    outcome = cm.predict(earlier, child_prompt)
+    # What a child whose prefix matched would have read: the same model run
+    # against a parent holding the child's own first min(P, C) tokens with the
+    # parent's cache breakpoints, so explicit-breakpoint rules apply too. The
+    # parent's breakpoints sit at the ends of its segments; the matched
+    # parent has them at the ends of the same segments of the child (an
+    # edited segment ahead of them shifts their offsets).
+    m = min(p_len, c_len)
+    c_ends = _segment_ends(c_ids)
+    mapped = sorted({c_ends[i] for i in _breakpoint_segments(p_marked) if i < len(c_ends) and 0 < c_ends[i] <= m})
+    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(mapped)) if m else None
+    ideal = cm.predict([matched], child_prompt).cached if matched is not None else 0
+    lost = max(0, ideal - outcome.cached)
+    cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
+
+    cost, note = _cost(prices, d.provider, model, lost, c_len)
+    return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
+
+
+def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
+                     provider: str | None = None, model: str | None = None) -> list[array]:
+    """Token ids per segment of a cache view, each an ``array('q')`` shared
+    with the tokenizer memos (read-only). The params segment is a cache key,
+    not prompt text: it holds no tokens (and when it differs, nothing is
+    shared: see :func:`shared_tokens`). Given the ``dialect``, the ids are
+    the billed ones (:func:`fidelity.tokens.billed.segment_ids`: the
+    provider's framing, media by its rule, a response schema in params)."""
+    if dialect is not None:
+        from ..tokens.billed import segment_ids
+
+        return segment_ids(tok, segs, dialect=dialect, provider=provider or "", model=model or "")
+    ids = tokens.segment_tokens(tok, segs)
+    return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
+
+
+def _concat(ids: Sequence[array]) -> array:
+    """One prompt's ids: the segments' arrays joined, into an array allocated
+    once at its final size (growing it would briefly hold two copies)."""
+    ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through
+    out = array(tokens.TOKEN_TYPECODE, (0,)) * sum(map(len, ids))
+    view, at = memoryview(out), 0
+    for seg_ids in ids:
+        view[at : at + len(seg_ids)] = memoryview(seg_ids)  # a memcpy
+        at += len(seg_ids)
+    view.release()
+    return out
+
+
+def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
+                  c_segs: Sequence[Segment], c_ids: Sequence[Sequence[int]]) -> int:
+    """Tokens at the start of the child's cache view that the parent's shares."""
+    return _common_tokens(p_ids, c_ids, _first_differing_segment(p_segs, c_segs))
+
+
+def _first_differing_segment(p: Sequence[Segment], c: Sequence[Segment]) -> int | None:
+    """Index of the first segment that differs (``None``: identical views).
+    When one view is a segment-prefix of the other, the shorter length."""
+    for i, (a, b) in enumerate(zip(p, c)):
+        if a.data != b.data or a.kind != b.kind:
+            return i
+    if len(p) == len(c):
+        return None
+    return min(len(p), len(c))
+
+
+def _offset(segs: Sequence[Segment], index: int) -> int:
+    return sum(len(s.data) for s in segs[:index])
+
+
+def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
+                 c_segs: Sequence[Segment], split: int | None) -> ViewDiff:
+    counts = (len(p_segs), len(c_segs))
+    if split is None:
+        return ViewDiff(None, None, None, None, None, *counts)
+    p_seg = p_segs[split] if split < len(p_segs) else None
+    c_seg = c_segs[split] if split < len(c_segs) else None
+    inner = first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0
+    inner = inner or 0
+    at = _offset(c_segs if c_seg else p_segs, split) + inner
+    seg = c_seg or p_seg
+    assert seg is not None
+    # A side that ends before the split (the child appends, or drops the
+    # tail) shows where its cache view ends, not the end of its raw body
+    # (which may hold tools or params that come earlier in the cache view).
+    p_at = _body_offset(parent, p_seg, inner) if p_seg else _view_end(parent, p_segs[:split])
+    c_at = _body_offset(child, c_seg, inner) if c_seg else _view_end(child, c_segs[:split])
+    body, body_at = (child, c_at) if c_seg else (parent, p_at)
+    return ViewDiff(
+        at,
+        (seg.kind, seg.index),
+        pointer_at(body, body_at) if body_at < len(body) else seg.pointer,
+        excerpt(parent, p_at),
+        excerpt(child, c_at),
+        *counts,
+    )
+
+
+def _view_end(body: bytes, segs: Sequence[Segment]) -> int:
+    """Where the last byte of a cache view's last segment ends in the body."""
+    for seg in reversed(segs):
+        if seg.data:
+            return _body_offset(body, seg, len(seg.data) - 1) + 1
+    return 0
+
+
+def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
+    """Where byte ``inner`` of a segment sits in the wire body."""
+    if seg.pointer == "" and seg.kind == "params":
+        # The params segment concatenates top-level members in cache order.
+        pos = 0
+        for member in member_spans(body):
+            raw = body[member.start : member.end]
+            if seg.data.startswith(raw, pos):
+                if inner < pos + len(raw):
+                    return member.start + (inner - pos)
+                pos += len(raw)
+        return 0
+    span = value_spans(body, [seg.pointer]).get(seg.pointer)
+    if span is None:
+        found = body.find(seg.data)
+        return max(found, 0) + inner
+    return span[0] + inner
+
+
+def _common_tokens(p_ids: Sequence[Sequence[int]], c_ids: Sequence[Sequence[int]],
+                   split: int | None) -> int:
+    if split is None:
+        return sum(map(len, c_ids))
+    if split == 0:  # the cache key (params) differs: no prefix is shared
+        return 0
+    common = sum(len(ids) for ids in c_ids[:split])
+    if split < len(p_ids) and split < len(c_ids):
+        common += cache_models.common_prefix(p_ids[split], c_ids[split])
+    return common
+
+
+def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Token offsets that close a segment carrying an explicit ``cache_control``
+    marker (Anthropic and DashScope explicit caching)."""
+    out: list[int] = []
+    total = 0
+    automatic = False
+    for seg, seg_ids in zip(segs, ids):
+        total += len(seg_ids)
+        if b'"cache_control"' in seg.data:
+            if seg.kind == "params":  # top-level automatic caching: the last block
+                automatic = True
+            elif total:
+                out.append(total)
+    if automatic and total and total not in out:
+        out.append(total)
+    return tuple(out)
+
+
+def _breakpoint_segments(segs: Sequence[Segment]) -> list[int]:
+    """Indices of the segments that carry an explicit ``cache_control`` marker."""
+    return [i for i, seg in enumerate(segs) if b'"cache_control"' in seg.data]
+
+
+def _segment_ends(ids: Sequence[Sequence[int]]) -> list[int]:
+    """Token offset at the end of each segment."""
+    out, total = [], 0
+    for seg_ids in ids:
+        total += len(seg_ids)
+        out.append(total)
+    return out
+
+
+def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
+    from ..cache.prompts import strip_markers
+
+    return [seg if b'"cache_control"' not in seg.data else
+            Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
+
+
+def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
+          lost: int, prompt_tokens: int) -> tuple[CostFigures | None, str | None]:
+    """What the lost tokens cost per child request (:func:`fidelity.pricing.lost_cost`,
+    at the peak rate where prices depend on the time of day); no figure and
+    a note when the price is unknown."""
+    table = prices if prices is not None else pricing.load()
+    try:
+        price = table.lookup(provider, model)
+    except UnknownName as exc:  # the report still stands without a price
+        return None, f"no price: {exc}"
+    usd = pricing.lost_cost(price, lost, prompt_tokens=prompt_tokens)
+    if usd is None:
+        return None, f"cost unknown: {table.name} gives {price.model} no cache-read price"
+    return CostFigures(usd, table.name, table.as_of, price.model, price.source), None

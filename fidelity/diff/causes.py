@@ -1,0 +1,265 @@
+"""Name the change that broke a cached prefix.
+
+Given both cache views and the index of the first segment that differs,
+:func:`classify` returns the cause kind (which part of the request head or
+history changed first) and, where the bytes can tell, the kind of change:
+a tool added, removed or reordered, a description edited, key order drift in
+a schema or in tool-call arguments, a volatile value (timestamp, UUID,
+duration, counter), reasoning dropped on replay, a message removed or
+inserted, or plain text edited.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from deepdiff import DeepDiff
+
+from .bytediff import first_divergence
+from ..wire import Segment
+
+__all__ = ["KINDS", "Cause", "classify"]
+
+KINDS = ("identical", "appended_only", "params_changed", "tools_changed",
+         "system_changed", "messages_rewritten")
+_BY_SEGMENT = {"params": "params_changed", "tools": "tools_changed",
+               "system": "system_changed", "message": "messages_rewritten"}
+_RANK = {"params": 0, "tools": 1, "system": 2, "message": 3}
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str
+    detail: str | None = None
+    summary: dict[str, Any] | None = None
+
+
+def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
+             *, raw_identical: bool = False) -> Cause:
+    if split is None:
+        detail = None if raw_identical else "bodies differ only in the order of top-level keys the cache does not read in body order"
+        return Cause("identical", detail)
+    if split >= len(p):
+        return Cause("appended_only", f"child appends {len(c) - len(p)} segment(s)")
+    a = p[split]
+    b = c[split] if split < len(c) else None
+    if b is None:
+        return Cause(_BY_SEGMENT[a.kind], "child ends early: segment removed", None)
+    kind = a.kind if _RANK[a.kind] <= _RANK[b.kind] else b.kind
+    summary = _deepdiff(a.data, b.data)
+    if kind == "params":
+        return Cause("params_changed", _params_detail(a.data, b.data), summary)
+    if kind == "tools":
+        return Cause("tools_changed", _tools_detail(p, c, split), summary)
+    if kind == "system":
+        return Cause("system_changed", _text_detail(p, c, split, "system"), summary)
+    return Cause("messages_rewritten", _message_detail(p, c, split), summary)
+
+
+# -- helpers -----------------------------------------------------------------
+
+def _json(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to compare: no verdict
+        return None
+
+
+def _params(data: bytes) -> dict[str, Any]:
+    """Parse the params segment: ``"key":value`` members, concatenated."""
+    out: dict[str, Any] = {}
+    decoder = json.JSONDecoder()
+    text, pos = data.decode("utf-8", "replace"), 0
+    while pos < len(text):
+        try:
+            key, pos = decoder.raw_decode(text, pos)
+            pos = text.index(":", pos) + 1
+            while text[pos] in " \t\r\n":
+                pos += 1
+            out[str(key)], pos = decoder.raw_decode(text, pos)
+            while pos < len(text) and text[pos] in ", \t\r\n":
+                pos += 1
+        except (ValueError, IndexError):
+            break
+    return out
+
+
+def _params_detail(a: bytes, b: bytes) -> str:
+    pa, pb = _params(a), _params(b)
+    for key in list(pa) + [k for k in pb if k not in pa]:
+        if pa.get(key, _MISSING) != pb.get(key, _MISSING):
+            return f"{key} changed: {_short(pa.get(key, _MISSING))} → {_short(pb.get(key, _MISSING))}"
+    return "parameter key order changed"
+
+
+def _tool_name(data: bytes) -> str | None:
+    value = _json(data)
+    if not isinstance(value, dict):
+        return None
+    inner = value.get("function") if isinstance(value.get("function"), dict) else value
+    name = inner.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str:
+    pt = [s for s in p if s.kind == "tools"]
+    ct = [s for s in c if s.kind == "tools"]
+    pn = [_tool_name(s.data) for s in pt]
+    cn = [_tool_name(s.data) for s in ct]
+    added = [n for n in cn if n not in pn]
+    removed = [n for n in pn if n not in cn]
+    if added and not removed:
+        return f"tool added: {', '.join(map(str, added))}"
+    if removed and not added:
+        return f"tool removed: {', '.join(map(str, removed))}"
+    if added and removed:
+        return f"tools replaced: -{', '.join(map(str, removed))} +{', '.join(map(str, added))}"
+    if pn != cn:
+        return "tools reordered: " + " ".join(map(str, cn))
+    a, b = p[split], c[split]
+    name = _tool_name(b.data)
+    va, vb = _json(a.data), _json(b.data)
+    if va == vb:
+        return f"key order changed in the schema of tool {name}"
+    da, db = _description(va), _description(vb)
+    if da != db and _strip_description(va) == _strip_description(vb):
+        return f"description changed in tool {name}"
+    volatile = _volatile(a.data, b.data)
+    if volatile:
+        return f"{volatile} in tool {name}"
+    return f"schema changed in tool {name}"
+
+
+def _description(value: Any) -> Any:
+    if isinstance(value, dict):
+        inner = value.get("function") if isinstance(value.get("function"), dict) else value
+        return inner.get("description")
+    return None
+
+
+def _strip_description(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    if isinstance(value.get("function"), dict):
+        return {**value, "function": {k: v for k, v in value["function"].items() if k != "description"}}
+    return {k: v for k, v in value.items() if k != "description"}
+
+
+def _text_detail(p: Sequence[Segment], c: Sequence[Segment], split: int, kind: str) -> str:
+    pk = [s.data for s in p if s.kind == kind]
+    ck = [s.data for s in c if s.kind == kind]
+    a, b = p[split], c[split]
+    if a.kind != b.kind:
+        return f"{kind} section {'added' if len(ck) > len(pk) else 'removed'}"
+    volatile = _volatile(a.data, b.data)
+    if volatile:
+        return volatile
+    if len(ck) > len(pk):
+        return f"{kind} section added"
+    if len(ck) < len(pk):
+        return f"{kind} section removed"
+    return "text edited"
+
+
+_REASONING_KEYS = (b'"reasoning_content"', b'"type":"thinking"', b'"thought":true', b'"thought": true',
+                   b'"type":"reasoning"')
+
+
+def _message_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str:
+    pm = [s.data for s in p if s.kind == "message"]
+    cm = [s.data for s in c if s.kind == "message"]
+    a, b = p[split], c[split]
+    i, at = a.index, f"at {b.pointer}"
+    if any(k in a.data for k in _REASONING_KEYS) and not any(k in b.data for k in _REASONING_KEYS):
+        return f"reasoning dropped on replay ({at})"
+    if i + 1 < len(pm) and pm[i + 1] == b.data:
+        return f"message removed ({at})"
+    if i + 1 < len(cm) and cm[i + 1] == a.data:
+        return f"message inserted ({at})"
+    va, vb = _json(a.data), _json(b.data)
+    if va is not None and va == vb:
+        return f"key order changed ({at})"
+    if _arguments_equal(va, vb):
+        return f"tool-call argument key order changed ({at})"
+    volatile = _volatile(a.data, b.data)
+    if volatile:
+        return f"{volatile} ({at})"
+    return f"text edited ({at})"
+
+
+def _arguments_equal(va: Any, vb: Any) -> bool:
+    """True when two messages differ only by key order inside argument
+    strings (OpenAI-style ``function.arguments`` JSON text)."""
+    def decode(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: (_json(x.encode("utf-8", "surrogatepass")) if k == "arguments" and isinstance(x, str)
+                        else decode(x))
+                    for k, x in v.items()}
+        if isinstance(v, list):
+            return [decode(x) for x in v]
+        return v
+    if va is None or vb is None:
+        return False
+    return decode(va) == decode(vb) and json.dumps(va) != json.dumps(vb)
+
+
+_VOLATILE = (
+    ("timestamp", re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+                             r"|\b\d{1,2}:\d{2}(?::\d{2})?\b|\b1[6-9]\d{8}(?:\d{3})?\b")),
+    ("UUID", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")),
+    ("duration", re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|minutes|h|hours)\b")),
+    ("counter", re.compile(r"\b\d+\b")),
+)
+
+
+def _volatile(a: bytes, b: bytes) -> str | None:
+    """Name a volatile value when the first differing span of both sides
+    lies inside a timestamp, UUID, duration or counter."""
+    at = first_divergence(a, b)
+    if at is None:
+        return None
+    ta, tb = a.decode("utf-8", "replace"), b.decode("utf-8", "replace")
+    ca = len(a[:at].decode("utf-8", "replace"))
+    for label, pattern in _VOLATILE:
+        ma = _match_around(pattern, ta, ca)
+        mb = _match_around(pattern, tb, ca)
+        if ma and mb and ma != mb:
+            return f"volatile value ({label}): {ma!r} → {mb!r}"
+    return None
+
+
+def _match_around(pattern: re.Pattern[str], text: str, at: int) -> str | None:
+    lo = max(0, at - 40)
+    for m in pattern.finditer(text, lo, at + 40):
+        if m.start() <= at <= m.end():
+            return m.group()
+    return None
+
+
+def _deepdiff(a: bytes, b: bytes) -> dict[str, Any] | None:
+    va, vb = _json(a), _json(b)
+    if va is None or vb is None:
+        return None
+    diff = DeepDiff(va, vb, verbose_level=0)
+    out: dict[str, Any] = {}
+    for key, value in diff.to_dict().items():
+        paths = sorted(value) if isinstance(value, (set, frozenset, list)) else sorted(value.keys()) \
+            if isinstance(value, dict) else [str(value)]
+        out[key] = [str(x) for x in paths[:5]] + ([f"... {len(paths) - 5} more"] if len(paths) > 5 else [])
+    return out or None
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_MISSING = _Missing()
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value) if isinstance(value, _Missing) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"

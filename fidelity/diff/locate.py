@@ -1,0 +1,54 @@
+"""Map a byte offset in a wire body to the JSON value that holds it.
+
+The differ finds the first divergent byte; users want to know *what* that
+byte belongs to: ``/tools/3/function/parameters/properties``, not "byte
+48213". :func:`pointer_at` walks down from the root, skipping every sibling
+with the wire package's byte scanner, and returns the RFC 6901 pointer of the
+deepest value whose bytes contain the offset.
+"""
+
+from __future__ import annotations
+
+from ..jsonbytes import iter_elements, iter_members, skip_value, skip_ws, escape_token
+
+__all__ = ["pointer_at"]
+
+
+def pointer_at(body: bytes, offset: int) -> str:
+    """Pointer of the deepest value in ``body`` whose span contains ``offset``.
+
+    An offset on a key, a comma or a bracket belongs to the enclosing
+    value; an offset at or past the end belongs to the root (``""``).
+
+    >>> pointer_at(b'{"a":[1,{"b":"xyz"}]}', 15)
+    '/a/1/b'
+    >>> pointer_at(b'{"a":[1,{"b":"xyz"}]}', 2)
+    ''
+    """
+    start = skip_ws(body, 0)
+    end = skip_value(body, start)
+    path = ""
+    while start <= offset < end:
+        opener = body[start : start + 1]
+        child: tuple[str, int, int] | None = None
+        if opener == b"{":
+            for member in iter_members(body, start):
+                if member.value_start <= offset < member.end:
+                    child = (escape_token(member.key), member.value_start, member.end)
+                    break
+                if member.start > offset:
+                    break
+        elif opener == b"[":
+            for index, (lo, hi) in enumerate(iter_elements(body, start)):
+                if lo <= offset < hi:
+                    child = (str(index), lo, hi)
+                    break
+                if lo > offset:
+                    break
+        if child is None:
+            break
+        path += "/" + child[0]
+        start, end = child[1], child[2]
+    return path
+
+

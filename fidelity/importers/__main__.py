@@ -1,7 +1,0 @@
-"""``python -m fidelity.importers`` is ``fidelity import``."""
-
-import sys
-
-from ..cli import main
-
-sys.exit(main(["import", *sys.argv[1:]]))

@@ -1,0 +1,316 @@
+"""JSON byte helpers shared by every wire dialect.
+
+Three jobs, all byte-exact:
+
+* **Serialise like the SDKs.** :func:`dumps_compact` reproduces the body
+  serialiser of the official ``openai`` and ``anthropic`` Python SDKs:
+  ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"),
+  allow_nan=False).encode()``.
+  Sources (installed SDK sources, the ground truth for wire bytes):
+  ``openai/_utils/_json.py`` (openai 3.57.0, ``openapi_dumps``) and
+  ``anthropic/_utils/_json.py`` (anthropic 2.14, ``encoder =
+  _CustomEncoder(ensure_ascii=False, separators=(",", ":"),
+  allow_nan=False)``). So: no spaces, raw UTF-8 (no ``\\uXXXX`` for non-ASCII),
+  control characters escaped the ``json`` module's way (``\\n``, ``\\u001f``),
+  floats as ``repr(float)``, keys in insertion order (never sorted).
+  :func:`dumps_pyjson` is ``json.dumps`` with its defaults (``", "``,
+  ``": "``, ``ensure_ascii=True``) for clients that post ``json.dumps(body)``.
+* **Parse without losing order.** :func:`loads` keeps key order and accepts
+  what the SDKs' inverse accepts (``json.loads``; lone surrogate escapes such
+  as ``"\\ud800"`` parse, unlike ``orjson``); it is :func:`fidelity.jsonio.loads`,
+  the one strict parser of every reader (duplicate keys, NaN, over-deep
+  nesting refused).
+* **Find bytes, never re-serialise.** :func:`value_spans`,
+  :func:`member_spans` and :func:`element_spans` scan a body and return the
+  exact ``(start, end)`` byte offsets of values (addressed by RFC 6901 JSON
+  pointers), so a cache view can slice the original body instead of
+  re-rendering it.
+
+Example::
+
+    >>> body = dumps_compact({"model": "m", "tools": [{"a": 1}, {"b": "é"}]})
+    >>> body
+    b'{"model":"m","tools":[{"a":1},{"b":"\\xc3\\xa9"}]}'
+    >>> s, e = value_spans(body, ["/tools/1"])["/tools/1"]
+    >>> body[s:e].decode()
+    '{"b":"é"}'
+    >>> [(m.key, body[m.start:m.end]) for m in member_spans(body)][0]
+    ('model', b'"model":"m"')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, NamedTuple
+
+from . import jsonio as _jsonio
+from .errors import InputError
+
+__all__ = [
+    "dumps_compact",
+    "dumps_pyjson",
+    "loads",
+    "escape_token",
+    "unescape_token",
+    "pointer",
+    "split_pointer",
+    "Member",
+    "value_spans",
+    "member_spans",
+    "element_spans",
+    "slice_at",
+    "skip_ws",
+    "skip_value",
+    "iter_members",
+    "iter_elements",
+]
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps_compact(obj: Any) -> bytes:
+    """Serialise ``obj`` exactly as the openai / anthropic SDKs put it on the wire.
+
+    Dicts (``FrozenDict`` included) keep insertion order, tuples become arrays.
+    A value the SDK cannot send raises :class:`InputError` instead of the SDK's
+    ``UnicodeEncodeError`` (lone surrogate: ``json`` leaves it raw and UTF-8
+    encoding fails) or ``ValueError`` (NaN / Infinity with ``allow_nan=False``).
+    """
+    try:
+        text = _COMPACT.encode(obj)
+    except ValueError as exc:
+        raise InputError(f"cannot serialise as JSON: {exc}") from None
+    except TypeError as exc:
+        raise InputError(f"not a JSON value: {exc}") from None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"string holds a lone surrogate U+{ord(text[exc.start]):04X}; "
+            "the SDK cannot encode it as UTF-8"
+        ) from None
+
+
+def dumps_pyjson(obj: Any) -> bytes:
+    """``json.dumps(obj).encode()`` with the ``json`` defaults: ``", "`` and
+    ``": "`` separators, ``ensure_ascii=True`` (so the output is ASCII and a
+    lone surrogate becomes ``\\udXXX``), NaN allowed."""
+    try:
+        return json.dumps(obj).encode("ascii")
+    except TypeError as exc:
+        raise InputError(f"not a JSON value: {exc}") from None
+
+
+def loads(body: bytes | str, *, path: str | None = None) -> Any:
+    """Parse one JSON document with :func:`fidelity.jsonio.loads` (``json.loads``
+    underneath: key order kept, lone surrogate escapes accepted; duplicate
+    keys, NaN / Infinity and over-deep nesting refused); errors become
+    :class:`InputError`."""
+    return _jsonio.loads(body, path=path)
+
+
+# --------------------------------------------------------------------------
+# RFC 6901 pointers (https://www.rfc-editor.org/rfc/rfc6901 section 3/4:
+# "~" is written "~0" and "/" is written "~1"; "" is the whole document).
+
+
+def escape_token(token: str | int) -> str:
+    """One reference token of a JSON pointer: ``~`` -> ``~0``, ``/`` -> ``~1``."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def unescape_token(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def pointer(*tokens: str | int) -> str:
+    """Build a pointer: ``pointer("messages", 3, "content")`` -> ``/messages/3/content``."""
+    return "".join("/" + escape_token(t) for t in tokens)
+
+
+def split_pointer(ptr: str) -> tuple[str, ...]:
+    """The unescaped reference tokens of ``ptr`` (``""`` -> ``()``)."""
+    if ptr == "":
+        return ()
+    if not ptr.startswith("/"):
+        raise InputError(f"JSON pointer must start with '/': {ptr!r}")
+    return tuple(unescape_token(t) for t in ptr[1:].split("/"))
+
+
+# --------------------------------------------------------------------------
+# Byte scanner. Works on bytes; string tokens are matched with a regex (C
+# speed), containers we do not need are skipped by bracket counting.
+
+_WS = re.compile(rb"[ \t\n\r]*")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
+_SCANNER = json.JSONDecoder(strict=False)
+_LATIN1: list[Any] = [None, ""]  # the last body scanned and its latin-1 text
+
+
+def _as_latin1(body: bytes) -> str:
+    """``body`` decoded as latin-1 (one character per byte), memoised for the
+    body last asked about: a cache view scans one body many times."""
+    if _LATIN1[0] is not body:
+        _LATIN1[0], _LATIN1[1] = body, body.decode("latin-1")
+    return _LATIN1[1]
+
+
+class Member(NamedTuple):
+    """One ``"key":value`` member of an object: ``start`` is the offset of the
+    key's opening quote, ``value_start``/``end`` delimit the value (``end``
+    exclusive). ``body[start:end]`` is the member exactly as sent."""
+
+    key: str
+    start: int
+    value_start: int
+    end: int
+
+
+def skip_ws(body: bytes, pos: int) -> int:
+    return _WS.match(body, pos).end()  # type: ignore[union-attr]
+
+
+def _bad(body: bytes, pos: int, what: str) -> InputError:
+    return InputError(f"malformed JSON at byte {pos}: {what}")
+
+
+def skip_value(body: bytes, pos: int) -> int:
+    """Return the end offset of the value starting at ``pos`` (no whitespace)."""
+    if pos >= len(body):
+        raise _bad(body, pos, "unexpected end")
+    c = body[pos]
+    if c == 0x22:  # "
+        m = _STRING.match(body, pos)
+        if not m:
+            raise _bad(body, pos, "unterminated string")
+        return m.end()
+    if c in (0x7B, 0x5B):  # { [
+        # The json module's C scanner finds the end of a container far faster
+        # than a Python loop over its tokens. Decoding the body as latin-1
+        # maps each byte to one character, so its offsets are byte offsets
+        # (no byte of a UTF-8 sequence is '"' or '\\', so strings still scan).
+        try:
+            return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
+        except (ValueError, RecursionError):
+            raise _bad(body, pos, "malformed or unterminated container") from None
+    m = _SCALAR.match(body, pos)
+    if not m:
+        raise _bad(body, pos, "unexpected character")
+    return m.end()
+
+
+def iter_members(body: bytes, pos: int) -> Iterable[Member]:
+    """Members of the object starting at ``pos`` (which must be ``{``)."""
+    if body[pos : pos + 1] != b"{":
+        raise _bad(body, pos, "expected an object")
+    pos = skip_ws(body, pos + 1)
+    if body[pos : pos + 1] == b"}":
+        return
+    while True:
+        key_match = _STRING.match(body, pos)
+        if not key_match:
+            raise _bad(body, pos, "expected a key")
+        key = json.loads(key_match.group().decode("utf-8"))
+        pos = skip_ws(body, key_match.end())
+        if body[pos : pos + 1] != b":":
+            raise _bad(body, pos, "expected ':'")
+        value_start = skip_ws(body, pos + 1)
+        end = skip_value(body, value_start)
+        yield Member(key, key_match.start(), value_start, end)
+        pos = skip_ws(body, end)
+        sep = body[pos : pos + 1]
+        if sep == b"}":
+            return
+        if sep != b",":
+            raise _bad(body, pos, "expected ',' or '}'")
+        pos = skip_ws(body, pos + 1)
+
+
+def iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
+    """``(start, end)`` of each element of the array starting at ``pos``."""
+    if body[pos : pos + 1] != b"[":
+        raise _bad(body, pos, "expected an array")
+    pos = skip_ws(body, pos + 1)
+    if body[pos : pos + 1] == b"]":
+        return
+    while True:
+        end = skip_value(body, pos)
+        yield pos, end
+        pos = skip_ws(body, end)
+        sep = body[pos : pos + 1]
+        if sep == b"]":
+            return
+        if sep != b",":
+            raise _bad(body, pos, "expected ',' or ']'")
+        pos = skip_ws(body, pos + 1)
+
+
+def _locate(body: bytes, tokens: tuple[str, ...]) -> tuple[int, int] | None:
+    """Span of the value at ``tokens`` or ``None`` when it is absent."""
+    start = skip_ws(body, 0)
+    end = skip_value(body, start)
+    for token in tokens:
+        opener = body[start : start + 1]
+        found: tuple[int, int] | None = None
+        if opener == b"{":
+            for member in iter_members(body, start):
+                if member.key == token:
+                    found = (member.value_start, member.end)  # last duplicate wins, as json.loads
+        elif opener == b"[":
+            if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+                return None
+            wanted = int(token)
+            for i, span in enumerate(iter_elements(body, start)):
+                if i == wanted:
+                    found = span
+                    break
+        if found is None:
+            return None
+        start, end = found
+    return start, end
+
+
+def value_spans(body: bytes, pointers: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Exact byte spans of the values at ``pointers`` in ``body``.
+
+    Returns ``{pointer: (start, end)}`` with ``body[start:end]`` the value as
+    sent (``end`` exclusive); pointers that do not resolve are left out.
+    Malformed JSON on the way raises :class:`InputError`.
+    """
+    body = bytes(body)
+    out: dict[str, tuple[int, int]] = {}
+    for ptr in pointers:
+        span = _locate(body, split_pointer(ptr))
+        if span is not None:
+            out[ptr] = span
+    return out
+
+
+def slice_at(body: bytes, ptr: str) -> bytes:
+    """The exact bytes of the value at ``ptr``; :class:`InputError` if absent."""
+    span = _locate(bytes(body), split_pointer(ptr))
+    if span is None:
+        raise InputError("no value at this pointer", pointer=ptr)
+    return body[span[0] : span[1]]
+
+
+def member_spans(body: bytes, ptr: str = "") -> list[Member]:
+    """The members of the object at ``ptr`` in body order (``[]`` if absent
+    or not an object)."""
+    body = bytes(body)
+    span = _locate(body, split_pointer(ptr))
+    if span is None or body[span[0] : span[0] + 1] != b"{":
+        return []
+    return list(iter_members(body, span[0]))
+
+
+def element_spans(body: bytes, ptr: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each element of the array at ``ptr`` (``[]`` if
+    absent or not an array)."""
+    body = bytes(body)
+    span = _locate(body, split_pointer(ptr))
+    if span is None or body[span[0] : span[0] + 1] != b"[":
+        return []
+    return list(iter_elements(body, span[0]))
