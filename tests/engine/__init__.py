@@ -1,0 +1,1 @@
+"""Engine tests: fidelity against a real vLLM engine (see conftest)."""
