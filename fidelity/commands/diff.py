@@ -17,6 +17,7 @@ from .. import pricing
 from ..capture import snapshot
 from ..diff._compare import DiffResult, compare
 from ..errors import InputError
+from ._console import StdoutConsole
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "
         "first divergent byte, cause, lost cached tokens and their cost.")
@@ -49,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
             data = json.dumps(payload, indent=2, ensure_ascii=True).encode("ascii")
         sys.stdout.buffer.write(data + b"\n")
         return 0
-    console = Console(file=_Escaping(sys.stdout))
+    console = StdoutConsole(file=_Escaping(sys.stdout))
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
-        console = Console(file=_Escaping(sys.stdout), width=200)
+        console = StdoutConsole(file=_Escaping(sys.stdout), width=200)
     for result in _progress(results, args):
         console.print(render(result))
     return 0
@@ -110,7 +111,6 @@ def _provider(meta: Any) -> str | None:
 
 def render(result: DiffResult) -> Group:
     """A rich view of one comparison."""
-    j = result.to_json()
     cause = result.cause
     head = Text()
     if cause.kind in ("identical", "appended_only"):
@@ -125,16 +125,16 @@ def render(result: DiffResult) -> Group:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    view = j["cache_view"]
-    raw = j["raw"]
+    # read the fields, not to_json(): the JSON view computes the deepdiff summary
+    view, raw = result.view, result.raw
     table.add_row("dialect", f"{result.dialect} ({result.provider}), model {result.model}")
-    table.add_row("raw bytes", "identical" if raw["identical"] else
-                  f"first divergent byte {raw['first_divergent_byte']} of {raw['parent_bytes']} / {raw['child_bytes']}")
-    if view["segment"]:
-        table.add_row("cache view", f"first divergent byte {view['first_divergent_byte']}, "
-                      f"segment {view['segment']['kind']}[{view['segment']['index']}], pointer {view['pointer']!r}")
-        table.add_row("parent", Text(view["parent_excerpt"] or ""))
-        table.add_row("child", Text(view["child_excerpt"] or ""))
+    table.add_row("raw bytes", "identical" if raw.identical else
+                  f"first divergent byte {raw.first_divergent_byte} of {raw.parent_size} / {raw.child_size}")
+    if view.segment:
+        table.add_row("cache view", f"first divergent byte {view.first_divergent_byte}, "
+                      f"segment {view.segment[0]}[{view.segment[1]}], pointer {view.pointer!r}")
+        table.add_row("parent", Text(view.parent_excerpt or ""))
+        table.add_row("child", Text(view.child_excerpt or ""))
     else:
         table.add_row("cache view", "identical")
     t = result.tokens
