@@ -49,8 +49,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-import orjson
-
 from ..errors import InputError
 from ..jsonio import atomic_write, read_bytes
 from ..jsonio import loads as _jsonio_loads
@@ -133,6 +131,8 @@ class Snapshot:
 
 def dumps(snap: Snapshot) -> bytes:
     """The file bytes: one metadata line, ``\\n``, the body."""
+    import orjson  # on demand: reading a plain JSON body (fidelity diff) does not need it
+
     return orjson.dumps(snap.metadata()) + b"\n" + snap.body
 
 
@@ -442,6 +442,8 @@ def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str 
     OpenAI one); otherwise the registered wire dialects inspect the body.
     Gemini puts the model in the URL path (``models/<model>:generateContent``).
     """
+    import orjson
+
     obj: Any = None
     if body.lstrip()[:1] == b"{":
         try:

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-import orjson
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -44,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         payload: Any = [r.to_json() for r in _progress(results, args)]
         if args.child:
             payload = payload[0]
+        import orjson  # only the JSON output needs it
+
         try:
             data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
         except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing

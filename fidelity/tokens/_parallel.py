@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from ._base import Tokenizer
@@ -69,6 +68,8 @@ def encode_texts(tokenizer: Tokenizer, texts: Sequence[str | bytes], threads: in
     n = workers() if threads is None else threads
     if n <= 1 or len(texts) < 2 or sum(map(len, texts)) < PARALLEL_MIN_CHARS:
         return [_ids(tokenizer, t) for t in texts]
+    from concurrent.futures import ThreadPoolExecutor  # on demand: small inputs never need it
+
     runs = _batches(texts, n)
     with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="fidelity-tokens") as pool:
         parts = list(pool.map(lambda run: [_ids(tokenizer, texts[i]) for i in run], runs))
