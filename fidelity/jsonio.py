@@ -7,9 +7,11 @@ on it: nothing here or elsewhere sorts keys.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -133,7 +135,7 @@ def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None
         limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
         problem = f"an integer has more than {limit} digits" if "digits" in str(exc) else _short(exc)
         raise InputError(f"not valid JSON: {problem}", path=path, line=line) from None
-    if text.count("[") + text.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+    if text.count("[") + text.count("{") > MAX_DEPTH and text_depth(text) > MAX_DEPTH:
         raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep", path=path, line=line)
     return value
 
@@ -163,6 +165,20 @@ def parsed_once(data: bytes, value: Any) -> Iterator[None]:
         known.pop(id(data), None)
         if outer:
             _PARSED.values = None
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def text_depth(text: str) -> int:
+    """Nesting depth of a *valid* JSON text, from its brackets outside
+    strings; equal to :func:`depth` of its parsed value (a property test
+    checks it) and far cheaper on a body of megabytes: the string contents
+    are skipped by one regex, the brackets counted in C."""
+    brackets = _BRACKET.findall(_JSON_STRING.sub("", text))
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
 def depth(value: Any) -> int:

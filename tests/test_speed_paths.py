@@ -119,3 +119,21 @@ def _request() -> Any:
                  for i in range(12))
     msgs += (Message("user", (Text("step 0: "),)),)  # a repeated segment: encoded once
     return Request(Route("openai", "gpt-4o"), (SystemBlock("You are terse."),), (), msgs)
+
+
+@given(value=json_values, spaced=st.booleans(), ascii_only=st.booleans())
+def test_text_depth_equals_depth_of_the_value(value: Any, spaced: bool, ascii_only: bool) -> None:
+    text = json.dumps(value, separators=(", ", ": ") if spaced else (",", ":"), ensure_ascii=ascii_only)
+    assert jsonio.text_depth(text) == jsonio.depth(value)
+
+
+@pytest.mark.parametrize("text, expected", [('"[[[{"', 0), ('["\\\\", ["\\"]"]]', 2), ("[[[]],{}]", 3), ("1", 0)])
+def test_text_depth_skips_strings_and_escapes(text: str, expected: int) -> None:
+    assert jsonio.text_depth(text) == expected == jsonio.depth(json.loads(text))
+
+
+def test_too_deep_is_still_refused() -> None:
+    deep = "[" * 300 + "]" * 300
+    with pytest.raises(InputError, match="nested more than"):
+        jsonio.loads(deep)
+    assert jsonio.loads("[" * 256 + "]" * 256) is not None
