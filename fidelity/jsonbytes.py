@@ -129,7 +129,11 @@ def unescape_token(token: str) -> str:
 
 def pointer(*tokens: str | int) -> str:
     """Build a pointer: ``pointer("messages", 3, "content")`` -> ``/messages/3/content``."""
-    return "".join("/" + escape_token(t) for t in tokens)
+    if not tokens:
+        return ""
+    # one join, escaping only what needs it (a cache view builds a pointer per message)
+    return "/" + "/".join(escape_token(t) if isinstance(t, str) and ("~" in t or "/" in t) else str(t)
+                          for t in tokens)
 
 
 def split_pointer(ptr: str) -> tuple[str, ...]:

@@ -137,3 +137,10 @@ def test_too_deep_is_still_refused() -> None:
     with pytest.raises(InputError, match="nested more than"):
         jsonio.loads(deep)
     assert jsonio.loads("[" * 256 + "]" * 256) is not None
+
+
+@given(parts=st.lists(st.one_of(st.text(max_size=6), st.integers(0, 10**6)), max_size=6))
+def test_pointer_fast_path_escapes_like_rfc_6901(parts: list[Any]) -> None:
+    expected = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    assert jsonbytes.pointer(*parts) == expected
+    assert jsonbytes.split_pointer(expected) == tuple(str(p) for p in parts)
