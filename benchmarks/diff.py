@@ -52,9 +52,9 @@ from typing import Callable, NamedTuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fidelity import tokens, wire  # noqa: E402
-from fidelity.diff._compare import compare  # noqa: E402
-from fidelity.model import Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult  # noqa: E402
+from fidelity import tokens, wire
+from fidelity.diff._compare import compare
+from fidelity.model import Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult
 
 DEEPDIFF_PROCESS = ("import json, sys\nfrom deepdiff import DeepDiff\n"
                     "a = json.load(open(sys.argv[1], 'rb')); b = json.load(open(sys.argv[2], 'rb'))\n"
@@ -119,7 +119,7 @@ def process_median(cmd: list[str], env: dict[str, str], runs: int, timeout: floa
         t, c = time.perf_counter(), _children_cpu()
         try:
             subprocess.run(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=timeout)
+                           timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             return Timing(None, None)
         walls.append(time.perf_counter() - t)
@@ -146,7 +146,7 @@ def main() -> None:
     limit, runs, py = args.peer_timeout, args.runs, sys.executable
     from deepdiff import DeepDiff  # imported before any clock starts
 
-    tokens.for_model("gpt-4o").encoding  # the vocabulary, loaded before any in-process clock starts
+    _ = tokens.for_model("gpt-4o").encoding  # the vocabulary, loaded before any in-process clock starts
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(PYTHONPATH=str(REPO), PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
@@ -161,8 +161,8 @@ def main() -> None:
             diff_cmd = [py, "-m", "fidelity", "diff", str(pa), str(pb)]
             subprocess.run(diff_cmd, env=env, cwd=REPO, capture_output=True, check=True)  # bytecode, vocab copy
             t: dict[str, Timing] = {
-                "in_ours": best_of(lambda: compare(parent, child), runs, clear_memos),
-                "in_deep": best_of(lambda: DeepDiff(json.loads(parent), json.loads(child)), runs),
+                "in_ours": best_of(lambda p=parent, c=child: compare(p, c), runs, clear_memos),
+                "in_deep": best_of(lambda p=parent, c=child: DeepDiff(json.loads(p), json.loads(c)), runs),
                 "pr_ours": process_median(diff_cmd, env, runs, limit),
                 "pr_deep": process_median([py, "-c", DEEPDIFF_PROCESS, str(pa), str(pb)], env, runs, limit),
                 "pr_first": process_median([py, "-c", FIRST_PROCESS, str(pa), str(pb)], env, runs, limit),

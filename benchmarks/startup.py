@@ -37,8 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fidelity import wire  # noqa: E402
-from fidelity.model import Message, Request, Route, SystemBlock, Text  # noqa: E402
+from fidelity import wire
+from fidelity.model import Message, Request, Route, SystemBlock, Text
 
 LOAD = ("import time, sys; from fidelity import tokens; t, c = time.perf_counter(), time.process_time(); "
         "tokens.for_model('gpt-4o').encoding; print(time.perf_counter() - t, time.process_time() - c)")
@@ -69,7 +69,7 @@ def _children_cpu() -> float:
 def whole(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall-clock and CPU seconds (user + system) of a whole process."""
     t, c = time.perf_counter(), _children_cpu()
-    subprocess.run(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, check=True)
     return time.perf_counter() - t, _children_cpu() - c
 
 

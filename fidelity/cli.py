@@ -24,7 +24,7 @@ from typing import NamedTuple, Sequence
 
 from .errors import FidelityError
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "build_parser", "chosen_command", "main"]
 
 
 class Command(NamedTuple):

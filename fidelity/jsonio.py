@@ -154,9 +154,9 @@ def parsed_once(data: bytes, value: Any) -> Iterator[None]:
     block and to the identity of ``data``, so no other caller ever sees a
     shared (mutable) result.
     """
-    known = getattr(_PARSED, "values", None)
+    known: dict[int, tuple[bytes, Any]] | None = getattr(_PARSED, "values", None)
     outer = known is None
-    if outer:
+    if known is None:
         known = _PARSED.values = {}
     known[id(data)] = (data, value)
     try:

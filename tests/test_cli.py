@@ -37,7 +37,7 @@ def _run_closed_stdout(*args: str) -> subprocess.CompletedProcess[bytes]:
     os.close(read_end)
     try:
         return subprocess.run([sys.executable, "-m", "fidelity", *args], stdout=write_end,
-                              stderr=subprocess.PIPE, env=ENV, cwd=REPO, timeout=120)
+                              stderr=subprocess.PIPE, env=ENV, cwd=REPO, timeout=120, check=False)
     finally:
         os.close(write_end)
 
@@ -61,7 +61,7 @@ def test_unwritable_output_is_still_exit_2(tmp_path: Path) -> None:
     blocker.write_text("x")
     done = subprocess.run([sys.executable, "-m", "fidelity", "report", "--providers", "openai-chat",
                            "--variants", "one-shot-fork", "--out", str(blocker / "out"), "--quiet"],
-                          capture_output=True, env=ENV, cwd=REPO, timeout=300, text=True)
+                          capture_output=True, env=ENV, cwd=REPO, timeout=300, text=True, check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import hypothesis_counts as hc  # noqa: E402
+import hypothesis_counts as hc
 
 
 def test_no_property_runs_fewer_examples_than_the_profile() -> None:

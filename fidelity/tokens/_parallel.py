@@ -21,7 +21,7 @@ from typing import Sequence
 
 from ._base import Tokenizer
 
-__all__ = ["PARALLEL_MIN_CHARS", "workers", "encode_texts"]
+__all__ = ["PARALLEL_MIN_CHARS", "encode_texts", "workers"]
 
 #: below this many characters in all, texts are encoded on the calling thread
 PARALLEL_MIN_CHARS = 256 * 1024
