@@ -43,6 +43,10 @@ COMMANDS: dict[str, Command] = {
     "gate": Command("gate", "fail CI when lost cached tokens or cost per fork regress against a baseline"),
     "import": Command("import_snapshots", "import HAR, vcrpy cassettes, JSONL logs, DeepSeek Harness logs as snapshots"),
     "calibrate": Command("calibrate", "replay DeepSeek Harness logs: predicted against real cached tokens"),
+    "tokens-check": Command("tokens_check", "compare fidelity's prompt-token counts with the usage providers billed"),
+    "proxy": Command("proxy", "recording reverse proxy: forward requests, write snapshots, judge each against its parent"),
+    "upstream": Command("upstream", "scripted fake provider answering with usage from fidelity's cache models"),
+    "replay": Command("replay", "replay recorded traffic through each provider's cache simulator: predicted vs reported"),
 }
 
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:

@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import fork
+from ._registry import Registry
 from .errors import InputError, UnknownName
-from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Tool, ToolCall, freeze, thaw
+from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, freeze, thaw
 
 __all__ = [
     "EXPECTATIONS",
@@ -54,6 +55,7 @@ __all__ = [
     "get_variant",
     "render_sdk",
     "parent_request",
+    "system_from_messages",
 ]
 
 #: Outcomes a variant can declare; the economics tests check each one.
@@ -67,12 +69,12 @@ EXPECTATIONS: Mapping[str, str] = {
 }
 
 DeltaFn = Callable[..., Request]
-DELTAS: dict[str, DeltaFn] = {}
+DELTAS: Registry[DeltaFn] = Registry("delta")
 
 
 def _delta(name: str) -> Callable[[DeltaFn], DeltaFn]:
     def register(fn: DeltaFn) -> DeltaFn:
-        DELTAS[name] = fn
+        DELTAS.add(name, fn)
         return fn
 
     return register
@@ -274,10 +276,7 @@ class Delta:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def apply(self, child: Request, parent: Request, context: Mapping[str, Any] | None = None) -> Request:
-        try:
-            fn = DELTAS[self.op]
-        except KeyError:
-            raise UnknownName("delta", self.op, list(DELTAS)) from None
+        fn = DELTAS.get(self.op)
         params = {k: _resolve(v, context or {}) for k, v in self.params.items()}
         return fn(child, parent, **params)
 
@@ -331,6 +330,30 @@ class Variant:
         return tuple(self.apply(parent, d, context) for d in directives)
 
 
+def system_from_messages(request: Request) -> Request:
+    """``request`` with a single leading ``system`` message moved into
+    :attr:`Request.system` (one block per text part, breakpoints kept), or
+    ``request`` itself when there is nothing to move or the message holds
+    anything but text.
+
+    A Chat Completions body parsed from the wire carries its system prompt as
+    a message; the fixtures carry it as system blocks. Deltas that work on the
+    system prompt (``add_section``) need the blocks, so that a child forked
+    from a captured body (``fidelity fork``) is the child the report builds
+    from the same history. Callers check that the dialect renders the moved
+    request to the same bytes before using it.
+    """
+    if request.system or not request.messages or request.messages[0].role != "system":
+        return request
+    if len(request.messages) > 1 and request.messages[1].role == "system":
+        return request  # two system messages would render as one
+    first = request.messages[0]
+    if first.extra or not first.parts or not all(isinstance(p, Text) for p in first.parts):
+        return request
+    blocks = tuple(SystemBlock(p.text, cache_control=p.cache_control) for p in first.parts)
+    return replace(request, system=blocks, messages=request.messages[1:])
+
+
 def parent_request(history: Request) -> Request:
     """The parent's last request as sent, given its history: a trailing
     assistant message is the response to that request and was never part of
@@ -356,8 +379,7 @@ def _variant_from(obj: Mapping[str, Any], where: str) -> Variant:
     deltas = []
     for d in obj.get("delta", ()):
         params = {k: v for k, v in d.items() if k != "op"}
-        if d.get("op") not in DELTAS:
-            raise UnknownName("delta", str(d.get("op")), list(DELTAS))
+        DELTAS.get(str(d.get("op")))  # UnknownName lists the known deltas
         deltas.append(Delta(d["op"], params))
     return Variant(
         name=obj["name"], title=obj["title"], builder=obj["builder"], deltas=tuple(deltas),

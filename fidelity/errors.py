@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["FidelityError", "InputError", "UnknownName", "ForkUnavailable"]
+
 
 class FidelityError(Exception):
     """Base class of every error the toolkit raises on purpose."""

@@ -4,8 +4,9 @@ They ship as package data (``fidelity/data/fixtures``) so that
 ``fidelity report`` works from any directory. A fixtures directory given on
 the command line has the same layout: ``sessions.toml`` (an index naming each
 session's canonical request file, its directive and sibling directives),
-optionally ``providers.toml`` and ``compositions.toml``; what it lacks is
-taken from the bundled set.
+optionally ``providers.toml`` (default: the report setups of the provider
+descriptors in :mod:`fidelity.providers`) and ``compositions.toml``; what it
+lacks is taken from the bundled set.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import providers as provider_table
 from .canonical import request_from_json
 from .errors import InputError
 from .model import Request
@@ -92,6 +94,21 @@ def _session(base: Any, obj: Mapping[str, Any], where: str) -> Session:
                    obj["file"], history, obj["directive"], (obj["directive"],) + siblings)
 
 
+def _providers(base: Any) -> tuple[ProviderSetup, ...]:
+    """The directory's ``providers.toml``, else the report setups of the
+    provider descriptors (:func:`fidelity.providers.report_setups`)."""
+    item = base.joinpath("providers.toml")
+    if not item.is_file():
+        return tuple(ProviderSetup(s.dialect, s.model, s.alt_model) for s in provider_table.report_setups())
+    rows = _toml(item.read_bytes(), str(item)).get("provider", ())
+    out = []
+    for p in rows:
+        if not isinstance(p, dict) or not isinstance(p.get("dialect"), str) or not isinstance(p.get("model"), str):
+            raise InputError("each [[provider]] needs a string dialect and model", path=str(item))
+        out.append(ProviderSetup(p["dialect"], p["model"], str(p.get("alt_model", p["model"]))))
+    return tuple(out)
+
+
 def load(directory: str | Path | None = None) -> FixtureSet:
     """Load a fixture set: the bundled one, or ``directory``."""
     bundled = bundled_dir()
@@ -107,10 +124,6 @@ def load(directory: str | Path | None = None) -> FixtureSet:
     sessions = tuple(_session(base, s, where) for s in doc.get("session", ()))
     if not sessions:
         raise InputError("no [[session]] entries", path=where)
-    pdata, pwhere = _read(base, "providers.toml", fallback)
-    providers = tuple(
-        ProviderSetup(p["dialect"], p["model"], p.get("alt_model", p["model"]))
-        for p in _toml(pdata, pwhere).get("provider", ())
-    )
+    providers = _providers(base)
     compositions, _ = _read(base, "compositions.toml", fallback)
     return FixtureSet(source, sessions, providers, compositions)

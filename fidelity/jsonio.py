@@ -21,6 +21,8 @@ from typing import Any, Iterator
 
 from .errors import InputError
 
+__all__ = ["read_bytes", "MAX_DEPTH", "loads", "depth", "load", "iter_jsonl", "atomic_write"]
+
 
 def read_bytes(path: str | Path) -> bytes:
     """Read a whole input file; missing, unreadable or directory paths raise

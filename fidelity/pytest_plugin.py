@@ -76,24 +76,10 @@ def _as_body(value: Any, provider: str | None, what: str) -> bytes:
 
 
 def explain(result: Any) -> str:
-    """The failure text for a :class:`fidelity.diff.DiffResult`."""
-    cause = result.cause
-    lines = [f"prefix not preserved ({result.dialect}, {result.model}): {cause.kind}"
-             + (f" — {cause.detail}" if cause.detail else "")]
-    v = result.view
-    if v.segment is not None:
-        lines.append(f"  segment: {v.segment[0]}[{v.segment[1]}]   pointer: {v.pointer or '(params)'}")
-    lines.append(f"  first divergent byte: {v.first_divergent_byte} in the cache view, "
-                 f"{result.raw.first_divergent_byte} in the raw body")
-    if v.parent_excerpt is not None:
-        lines.append(f"  parent: {v.parent_excerpt}")
-    if v.child_excerpt is not None:
-        lines.append(f"  child:  {v.child_excerpt}")
-    t = result.tokens
-    cost = f", ${result.cost.usd_lost:.6f} per child request" if result.cost else ""
-    lines.append(f"  lost: {result.cache.lost:,} cached tokens of {t.child_prompt:,} "
-                 f"({t.tokenizer}{', estimated' if t.estimated else ''}; cache model {result.cache.model}){cost}")
-    return "\n".join(lines)
+    """The failure text for a :class:`fidelity.diff.DiffResult` (:func:`fidelity.diff.views.text_lines`)."""
+    from .diff.views import text_lines
+
+    return "\n".join(text_lines(result, verdict="prefix not preserved"))
 
 
 def assert_prefix_preserved(parent: Any, child: Any, provider: str | None = None, *,
@@ -107,7 +93,7 @@ def assert_prefix_preserved(parent: Any, child: Any, provider: str | None = None
     ``provider`` is a wire dialect name (``openai-chat``, ...), detected from
     the parent body when omitted; it is required for :class:`Request` inputs.
     """
-    from .diff._compare import compare
+    from .diff import compare
 
     p = _as_body(parent, provider, "parent")
     c = _as_body(child, provider, "child")
@@ -229,10 +215,12 @@ def _mismatch(path: Path, stored: bytes, data: bytes) -> str:
         lines.append(f"  snapshot: {stored[lo:at + 40]!r}")
         lines.append(f"  body:     {data[lo:at + 40]!r}")
     try:
-        from .diff._compare import compare
+        from .diff import compare
 
         result = compare(stored, data)
-        lines.append(explain(result).replace("prefix not preserved", "as a parent/child pair", 1))
+        from .diff.views import text_lines
+
+        lines.extend(text_lines(result, verdict="as a parent/child pair"))
     except Exception:  # not a recognised request body: the byte view stands
         pass
     lines.append("Re-run pytest with --fidelity-update to accept the new body.")
@@ -342,6 +330,23 @@ def fidelity_snapshot(request: pytest.FixtureRequest) -> RequestSnapshot:
 
 
 @pytest.fixture
-def prefix_preserved() -> Any:
-    """:func:`assert_prefix_preserved`, as a fixture for tests that prefer one."""
-    return assert_prefix_preserved
+def fidelity_upstream() -> Any:
+    """A factory for scripted fake providers (:mod:`fidelity.proxy.upstream`):
+    ``up = fidelity_upstream({"defaults": {"text": "hi"}})`` (a script as a
+    dict, or the path of a TOML/JSON script) returns a started
+    :class:`~fidelity.proxy.testing.UpstreamThread` (``up.url``,
+    ``up.received``), closed after the test. Needs aiohttp (the ``proxy`` extra)."""
+    pytest.importorskip("aiohttp")
+    from .proxy.script import load_script, parse_script
+    from .proxy.testing import UpstreamThread
+
+    started: list[Any] = []
+
+    def start(script: Any, **options: Any) -> Any:
+        parsed = parse_script(script) if isinstance(script, dict) else load_script(script)
+        started.append(UpstreamThread(parsed, **options))
+        return started[-1]
+
+    yield start
+    for up in started:
+        up.close()

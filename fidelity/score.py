@@ -29,10 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from .diff import _compare as differ
+from . import diff as differ
 from . import pricing, tokens, wire
 from .compose import Variant, parent_request
-from .diff._compare import DiffResult
+from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import Request, Route
@@ -150,7 +150,8 @@ def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
     if hit is None:
         d = wire.get(dialect)
         segs = d.cache_view(body)
-        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs)
+        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs,
+                                      dialect=d.name, provider=d.provider, model=model)
         hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))
     return hit
 
@@ -186,18 +187,20 @@ def _inherited_messages(base: Request, history: Request) -> int:
 
 def _cost(prices: pricing.PriceTable, result: DiffResult, provider: str,
           cached: int | None = None) -> tuple[Cost | None, str | None]:
+    """Prompt-side cost of one child request through :func:`fidelity.pricing.prompt_cost`
+    (peak rates where prices depend on the time of day); ``None`` and a note
+    when the price is unknown (never 0)."""
     try:
         price = prices.lookup(provider, result.model)
-    except FidelityError:  # UnknownName: self-hosted engines have no list price
+    except UnknownName:  # self-hosted engines have no list price
         return None, f"no list price for {provider}/{result.model} in {prices.name}"
     if cached is None:
         cached = result.cache.predicted_cached
-    written = result.cache.written
-    rest = max(0, result.tokens.child_prompt - cached - written)
-    read = price.cache_read if price.cache_read is not None else price.input
-    write = price.cache_write if price.cache_write is not None else price.input
-    usd = (cached * read + written * write + rest * price.input) / 1_000_000
-    cold = result.tokens.child_prompt * price.input / 1_000_000
+    prompt = result.tokens.child_prompt
+    usd = pricing.prompt_cost(price, cached=cached, written=result.cache.written, uncached=max(0, prompt - cached))
+    cold = pricing.prompt_cost(price, cached=0, written=0, uncached=prompt)
+    if usd is None or cold is None:
+        return None, f"cost unknown: {prices.name} gives {price.model} no cache-read price"
     return Cost(usd, usd * 1000, cold, None, None, price.model, price.source, price.as_of), None
 
 

@@ -29,7 +29,15 @@ from functools import lru_cache
 from typing import Any, Literal, Sequence
 
 import orjson
-from hypothesis import strategies as st
+
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError as exc:  # pragma: no cover - exercised by test_public_api
+    if exc.name != "hypothesis":
+        raise
+    raise ModuleNotFoundError(
+        "fidelity.strategies needs hypothesis: pip install 'fidelity[strategies]'", name="hypothesis"
+    ) from None
 
 from .model import (
     FrozenDict,

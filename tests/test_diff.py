@@ -14,7 +14,7 @@ import httpx
 import httpx2
 import pytest
 
-from fidelity.diff._compare import compare
+from fidelity.diff import compare
 from fidelity.errors import InputError
 
 openai = pytest.importorskip("openai")

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from fidelity import cli, compose, fixtures, wire
-from fidelity.diff import _compare as diff
+from fidelity import diff
 from fidelity.model import Route
 
 SESSION = next(s for s in fixtures.load().sessions if s.name == "coding-agent")

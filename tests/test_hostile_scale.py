@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fidelity import tokens
 from fidelity.capture import snapshot
-from fidelity.diff._compare import compare
+from fidelity.diff import compare
 
 WORDS = "alpha beta gamma delta file src def return import the cache prefix token".split()
 

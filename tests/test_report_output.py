@@ -123,14 +123,15 @@ def test_bundled_session_files_are_current():
     import importlib.util
     import sys
 
-    here = Path(fixtures.bundled_dir().joinpath("_generate.py"))
+    here = Path(__file__).resolve().parent.parent / "scripts" / "fixtures" / "generate.py"
+    bundled = Path(fixtures.bundled_dir())
     sys.path.insert(0, str(here.parent))
     try:
         spec = importlib.util.spec_from_file_location("_fixture_generate", here)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         for name, data in mod.build().items():
-            assert here.parent.joinpath(name).read_bytes() == data, name
+            assert bundled.joinpath(name).read_bytes() == data, name
     finally:
         sys.path.remove(str(here.parent))
 

@@ -21,14 +21,17 @@ optionally a model, for per-model minimums) to its model.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
+from .. import providers
+from .._registry import Registry
 from ..errors import UnknownName
 from ._base import CacheModel, CacheOutcome, PromptTokens, as_token_array, common_prefix
 from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
 from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
+from . import minimums
 from .llamacpp import LlamaCppCache
 from .openai import OpenAICache
 from .sglang import SGLangCache
@@ -53,6 +56,7 @@ __all__ = [
     "ANTHROPIC_MINIMUMS",
     "GEMINI_MINIMUMS",
     "anthropic_minimum",
+    "minimums",
     "gemini_minimum",
     "get",
     "for_provider",
@@ -60,42 +64,54 @@ __all__ = [
     "register",
 ]
 
-_FACTORIES: dict[str, Callable[..., CacheModel]] = {
-    "openai": OpenAICache,
-    "anthropic": AnthropicCache,
-    "deepseek": DeepSeekCache,
-    "gemini": GeminiImplicitCache,
-    "dashscope": DashScopeImplicitCache,
-    "dashscope-explicit": DashScopeExplicitCache,
-    "vllm": VLLMCache,
-    "sglang": SGLangCache,
-    "llama.cpp": LlamaCppCache,
-}
-_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "qwen": "dashscope", "google": "gemini"}
+_MODELS: Registry[Callable[..., CacheModel]] = Registry("cache model")
+for _name, _factory in (
+    ("openai", OpenAICache),
+    ("anthropic", AnthropicCache),
+    ("deepseek", DeepSeekCache),
+    ("gemini", GeminiImplicitCache),
+    ("dashscope", DashScopeImplicitCache),
+    ("dashscope-explicit", DashScopeExplicitCache),
+    ("vllm", VLLMCache),
+    ("sglang", SGLangCache),
+    ("llama.cpp", LlamaCppCache),
+):
+    _MODELS.add(_name, _factory)
 _MODEL_AWARE = {"anthropic", "gemini"}
 
 
 def names() -> list[str]:
-    return sorted(_FACTORIES)
+    return sorted(_MODELS.names())
 
 
 def register(name: str, factory: Callable[..., CacheModel]) -> None:
     """Add a cache model class (or factory) under ``name``."""
-    _FACTORIES[name] = factory
+    _MODELS.add(name, factory)
 
 
-def get(name: str, model: str | None = None) -> CacheModel:
-    """A fresh cache model called ``name``; ``model`` selects per-model
-    minimums where the provider documents them (Anthropic, Gemini)."""
-    key = _ALIASES.get(name, name)
-    try:
-        factory = _FACTORIES[key]
-    except KeyError:
-        raise UnknownName("cache model", name, list(_FACTORIES)) from None
-    return factory(model) if key in _MODEL_AWARE and model is not None else factory()
+def get(name: str, model: str | None = None, **params: Any) -> CacheModel:
+    """A fresh cache model called ``name`` (a cache model name, or a provider
+    family whose descriptor names one); ``model`` selects per-model minimums
+    where the provider documents them (Anthropic, Gemini); ``params`` override
+    the descriptor's cache parameters (engine settings such as a block size)."""
+    key = name
+    if name not in _MODELS:
+        try:
+            desc = providers.get(name)
+        except UnknownName:
+            raise UnknownName("cache model", name, _MODELS.names()) from None
+        if desc.cache_model is None:
+            raise UnknownName("cache model", name, _MODELS.names())
+        key, params = desc.cache_model, {**desc.cache_params, **params}
+    key = _MODELS.canonical(key)
+    factory = _MODELS.get(key)
+    if key in _MODEL_AWARE and model is not None:
+        return factory(model, **params)
+    return factory(**params)
 
 
 def for_provider(provider: str, model: str | None = None) -> CacheModel:
     """The cache model of a provider family (``openai``, ``anthropic``,
-    ``deepseek``, ``gemini``, ``dashscope``, ``vllm``, ``sglang``, ``llama.cpp``)."""
+    ``deepseek``, ``gemini``, ``dashscope``, ``vllm``, ``sglang``, ``llama.cpp``)
+    as its descriptor in :mod:`fidelity.providers` names it."""
     return get(provider, model)

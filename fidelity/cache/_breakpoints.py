@@ -14,6 +14,8 @@ from typing import Sequence
 from ..errors import InputError
 from ._base import CacheModel, CacheOutcome, PromptTokens, common_prefix
 
+__all__ = ["BreakpointCache"]
+
 
 @dataclass
 class _Entry:

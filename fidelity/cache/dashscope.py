@@ -5,6 +5,8 @@ from __future__ import annotations
 from ._base import CacheModel
 from ._breakpoints import BreakpointCache
 
+__all__ = ["DashScopeImplicitCache", "DashScopeExplicitCache"]
+
 
 class DashScopeImplicitCache(CacheModel):
     """DashScope implicit cache (automatic, cannot be disabled).

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ._base import CacheModel
 
+__all__ = ["LlamaCppCache"]
+
 
 class LlamaCppCache(CacheModel):
     """llama.cpp server prompt cache (``cache_prompt``, on by default).

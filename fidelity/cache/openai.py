@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ._base import CacheModel
 
+__all__ = ["OpenAICache"]
+
 
 class OpenAICache(CacheModel):
     """OpenAI automatic prompt caching.

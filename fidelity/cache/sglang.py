@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ._base import CacheModel
 
+__all__ = ["SGLangCache"]
+
 
 class SGLangCache(CacheModel):
     """SGLang RadixAttention.

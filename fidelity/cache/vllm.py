@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ._base import CacheModel
 
+__all__ = ["VLLMCache"]
+
 
 class VLLMCache(CacheModel):
     """vLLM automatic prefix caching.

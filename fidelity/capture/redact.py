@@ -65,6 +65,11 @@ SECRET_HEADERS = frozenset(
         "x-goog-user-project",
     }
 )
+#: header names that look secret-ish but carry identifiers, not credentials:
+#: Claude Code's per-run session UUID (2.1.x), which it also writes into the
+#: body's ``metadata.user_id``; treating it as a secret would rewrite body
+#: bytes that the provider keys nothing on and break byte identity
+NOT_SECRET_HEADERS = frozenset({"x-claude-code-session-id"})
 #: query parameter names that carry credentials (lower case)
 SECRET_PARAMS = frozenset(
     {
@@ -102,6 +107,8 @@ def is_secret_header(name: str) -> bool:
     False
     """
     low = name.strip().lower()
+    if low in NOT_SECRET_HEADERS:
+        return False
     return low in SECRET_HEADERS or bool(_SECRETISH.search(low))
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 from urllib.parse import unquote, urlsplit
 
+from .. import providers
 from ..errors import InputError
 from ..jsonio import atomic_write, read_bytes
 from ..jsonio import loads as _jsonio_loads
@@ -390,20 +391,6 @@ class SnapshotWriter:
 
 # -- what a request is --------------------------------------------------------------
 
-#: (host suffix, path fragment, dialect, provider); first match wins
-_ROUTES: tuple[tuple[str, str, str, str], ...] = (
-    ("api.openai.com", "/responses", "openai-responses", "openai"),
-    ("api.openai.com", "", "openai-chat", "openai"),
-    ("openai.azure.com", "/responses", "openai-responses", "openai"),
-    ("openai.azure.com", "", "openai-chat", "openai"),
-    ("api.anthropic.com", "", "anthropic-messages", "anthropic"),
-    ("generativelanguage.googleapis.com", "", "gemini", "gemini"),
-    ("aiplatform.googleapis.com", "", "gemini", "gemini"),
-    ("api.deepseek.com", "/anthropic", "anthropic-messages", "anthropic"),
-    ("api.deepseek.com", "", "deepseek", "deepseek"),
-    ("aliyuncs.com", "", "dashscope", "dashscope"),
-)
-
 _KEEP_EXACT = frozenset(
     {
         "content-type",
@@ -454,14 +441,12 @@ def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str 
     dialect = family = None
     if url:
         parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
         m = re.search(r"/models/([^/:]+)", unquote(parts.path))
         if m and model is None:
             model = m.group(1)
-        for suffix, frag, d, p in _ROUTES:
-            if host.endswith(suffix) and frag in parts.path:
-                dialect, family = d, p
-                break
+        endpoint = providers.from_url(url)
+        if endpoint is not None:
+            dialect, family = endpoint.dialect, endpoint.provider
     if dialect is None and isinstance(obj, dict):
         try:
             from .. import wire

@@ -2,6 +2,8 @@
 
 from rich.console import Console
 
+__all__ = ["stdout_console"]
+
 
 class StdoutConsole(Console):
     """A rich console for a command's output. A reader that goes away

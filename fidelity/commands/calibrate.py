@@ -18,6 +18,8 @@ from ..errors import InputError
 from ..sources import dsh
 from ._console import stdout_console
 
+__all__ = ["HELP", "add_arguments", "load", "run", "render"]
+
 HELP = ("Replay DeepSeek Harness session logs under PATH: predicted prompt and cached tokens "
         "per request against the real DeepSeek usage, with summary figures.")
 

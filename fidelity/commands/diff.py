@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from rich.console import Console, Group
-from rich.table import Table
 from rich.text import Text
 
 from .. import pricing
 from ..capture import snapshot
-from ..diff._compare import DiffResult, compare
+from ..diff import DiffResult, compare, views
 from ..errors import InputError
 from ._console import StdoutConsole
+
+__all__ = ["HELP", "add_arguments", "run", "render"]
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "
         "first divergent byte, cause, lost cached tokens and their cost.")
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model for tokenizer and prices (default: from the body)")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+    parser.add_argument("--endpoint", metavar="URL",
+                        help="where the requests went, for caches that depend on it (default: the snapshot's URL, "
+                        "else the provider's own API; Anthropic's API does not key on Claude Code's billing block)")
     parser.add_argument("--json", action="store_true", help="print the documented JSON schema")
 
 
@@ -36,13 +40,22 @@ def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
     # One pair at a time: a folder of thousands of snapshots is streamed
     # (bodies are read, compared and dropped; only the small results stay).
-    results = (compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
-                       prices=prices, parent_path=p_name, child_path=c_name)
-               for p_name, p_body, c_name, c_body, p_meta_provider in _pairs(args))
+    pairs: list[dict[str, Any]] = []  # for a folder: which request each child is compared with, and why
+
+    def results_of() -> Iterator[DiffResult]:
+        for p_name, p_body, c_name, c_body, p_meta_provider, endpoint, how in _pairs(args):
+            pairs.append({"parent": p_name, "child": c_name, "how": how})
+            yield compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
+                          prices=prices, parent_path=p_name, child_path=c_name,
+                          endpoint=args.endpoint or endpoint)
+
+    results = results_of()
     if args.json:
         payload: Any = [r.to_json() for r in _progress(results, args)]
         if args.child:
             payload = payload[0]
+        else:
+            payload = [{**r, "pair": pair} for r, pair in zip(payload, pairs)]
         import orjson  # only the JSON output needs it
 
         try:
@@ -55,8 +68,16 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
         console = StdoutConsole(file=_Escaping(sys.stdout), width=200)
     for result in _progress(results, args):
+        if args.child is None:
+            pair = pairs[-1]
+            console.print(Text(f"{Path(pair['child']).name} {_HOW[pair['how']]} {Path(pair['parent']).name}",
+                               style="bold"))
         console.print(render(result))
     return 0
+
+
+_HOW = {"reads": "reads from (simulated cache)", "nearest": "reads nothing; longest shared prefix with",
+        "parent": "reads nothing; fork parent", "previous": "reads nothing; previous request"}
 
 
 class _Escaping:
@@ -89,21 +110,29 @@ def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterat
     yield from track(results, total=total, description="diffing pairs", console=err, transient=True)
 
 
-def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None]]:
+def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None, str | None, str]]:
     parent = Path(args.parent)
     if args.child is None:
         if not parent.is_dir():
             raise InputError("give a CHILD file, or a snapshot folder as the only argument", path=parent)
+        from ..diff.by_cache import pairs_by_cache
+
         found = False
-        for (p_path, p_body, p_meta), (c_path, c_body, _c_meta) in snapshot.pairs_in_folder(parent):
+        for pair in pairs_by_cache(parent):
             found = True
-            yield str(p_path), p_body, str(c_path), c_body, _provider(p_meta)
+            p, c = pair.parent, pair.child
+            yield (str(p.path), p.body, str(c.path), c.body, _provider(p.meta) or _provider(c.meta),
+                   _url(p.meta), pair.how)
         if not found:
             raise InputError("no pair of requests in this folder", path=parent)
         return
     p_body, p_meta = snapshot.load_body(parent)
     c_body, _ = snapshot.load_body(Path(args.child))
-    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta)
+    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta), _url(p_meta), "given"
+
+
+def _url(meta: Any) -> str | None:
+    return getattr(meta, "url", None) if meta is not None else None
 
 
 def _provider(meta: Any) -> str | None:
@@ -111,42 +140,5 @@ def _provider(meta: Any) -> str | None:
 
 
 def render(result: DiffResult) -> Group:
-    """A rich view of one comparison."""
-    cause = result.cause
-    head = Text()
-    if cause.kind in ("identical", "appended_only"):
-        head.append("✔ prefix preserved", style="bold green")
-    elif result.cache.lost == 0:
-        head.append("✔ no cached token lost (the bodies diverge past what the cache can serve)", style="bold green")
-    else:
-        head.append("✘ prefix broken", style="bold red")
-    head.append(f"  {cause.kind}")
-    if cause.detail:
-        head.append(f": {cause.detail}", style="yellow")
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    # read the fields, not to_json(): the JSON view computes the deepdiff summary
-    view, raw = result.view, result.raw
-    table.add_row("dialect", f"{result.dialect} ({result.provider}), model {result.model}")
-    table.add_row("raw bytes", "identical" if raw.identical else
-                  f"first divergent byte {raw.first_divergent_byte} of {raw.parent_size} / {raw.child_size}")
-    if view.segment:
-        table.add_row("cache view", f"first divergent byte {view.first_divergent_byte}, "
-                      f"segment {view.segment[0]}[{view.segment[1]}], pointer {view.pointer!r}")
-        table.add_row("parent", Text(view.parent_excerpt or ""))
-        table.add_row("child", Text(view.child_excerpt or ""))
-    else:
-        table.add_row("cache view", "identical")
-    t = result.tokens
-    table.add_row("tokens", f"common prefix {t.common_prefix:,} · parent {t.parent_prompt:,} · child "
-                  f"{t.child_prompt:,}  [{t.tokenizer}{', estimated' if t.estimated else ''}]")
-    c = result.cache
-    table.add_row("cache", f"predicted cached {c.predicted_cached:,} · lost {c.lost:,}  [{c.model}]")
-    if result.cost:
-        table.add_row("cost", f"${result.cost.usd_lost:.6f} lost per child request "
-                      f"(${result.cost.usd_lost * 1000:.4f} per 1,000)  "
-                      f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}]")
-    elif result.cost_note:
-        table.add_row("cost", result.cost_note)
-    return Group(head, table)
+    """A rich view of one comparison (:func:`fidelity.diff.views.console`)."""
+    return views.console(result)

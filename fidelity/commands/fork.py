@@ -8,7 +8,9 @@ import argparse
 import sys
 
 from .. import compose, jsonio, wire
-from ..errors import InputError
+from ..errors import ForkUnavailable, InputError
+
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = ("Make the reference child request of a composition variant from a captured parent request body "
         "(any supported dialect), byte-exact for that provider.")
@@ -33,10 +35,20 @@ def run(args: argparse.Namespace) -> int:
         parent = dialect.parse(body)
     except InputError as exc:
         raise exc.at(args.parent) from None
+    # The system prompt as blocks, as the report's fixtures hold it, when that
+    # renders to the same bytes: one builder, one child (compose.system_from_messages).
+    lifted = compose.system_from_messages(parent)
+    if lifted is not parent and dialect.render(lifted) == dialect.render(parent):
+        parent = lifted
     variant = compose.get_variant(args.variant)
     context = {"model": parent.route.model, "alt_model": args.alt_model or parent.route.model}
-    child = variant.apply(parent, args.directive, context)
-    data = dialect.render(child)
+    try:
+        child = variant.apply(parent, args.directive, context)
+        data = dialect.render(child)
+    except InputError as exc:  # the parent lacks what the variant needs: name the file
+        raise exc.at(args.parent) from None
+    except ForkUnavailable as exc:
+        raise InputError(str(exc), path=args.parent) from None
     if args.out:
         jsonio.atomic_write(args.out, data)
         print(args.out)

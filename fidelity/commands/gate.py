@@ -11,6 +11,8 @@ from .. import gate, pricing
 from . import report
 from ..jsonio import atomic_write, load
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = ("Compare lost cached tokens and cost per fork against a baseline: exit 1 on a regression "
         "or when a cache-preserving variant loses tokens, 2 on bad input.")
 
@@ -19,14 +21,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE",
                         help="baseline JSON (default: [tool.fidelity.gate] baseline, else reports/baseline.json)")
     parser.add_argument("--update-baseline", action="store_true",
-                        help="write the current figures as the new baseline and exit 0")
+                        help="write the current figures as the new baseline and exit 0 (the way to drop a "
+                        "row on purpose: a baseline row that is missing or skipped now fails the gate)")
     parser.add_argument("--format", choices=("text", "github"), default=None,
                         help="text, or GitHub workflow commands (default: github when GITHUB_ACTIONS=true)")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--snapshots", metavar="DIR",
                         help="gate a snapshot folder: each child request diffed against its parent")
-    source.add_argument("--report", metavar="FILE", help="gate a saved `fidelity report --json` result")
+    source.add_argument("--report", metavar="FILE",
+                        help="gate a saved report: the fidelity-report.json that `fidelity report` writes "
+                        "(reports/fidelity-report.json by default)")
     parser.add_argument("--config", metavar="FILE", default="pyproject.toml",
                         help="pyproject.toml holding [tool.fidelity.gate] (default: ./pyproject.toml)")
     # Without --snapshots or --report the gate runs the report in-process.
@@ -57,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fidelity gate: wrote baseline {baseline_path} ({len(rows)} row(s))")
         return 0
     baseline = gate.load_baseline(baseline_path)  # missing: InputError, exit 2
+    if not (args.snapshots or args.report):  # a narrowed report run expects only its own rows
+        baseline = gate.narrow_baseline(baseline, variants=args.variants, dialects=args.providers)
     result = gate.evaluate(rows, baseline, th)
     result.baseline_path = str(baseline_path)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")

@@ -7,6 +7,8 @@ import sys
 
 from ..capture.importers import KINDS, import_file, write_imported
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = ("Import recorded requests (HAR 1.2, vcrpy cassette, JSONL request log, DeepSeek Harness "
         "session log) as request snapshots, credentials redacted.")
 

@@ -15,12 +15,14 @@ from .. import wire
 from ..canonical import load_request
 from ..errors import InputError
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = "Write the exact request body a provider SDK would send for a canonical request"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", "-p", required=True, metavar="P",
-                        help="wire dialect name (e.g. openai-chat, openai-responses, deepseek, dashscope, vllm)")
+                        help="wire dialect name: " + ", ".join(wire.names()))
     parser.add_argument("request", metavar="REQUEST.json", help="canonical request JSON file")
 
 

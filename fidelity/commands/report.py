@@ -14,6 +14,8 @@ from .. import compose, fixtures, pricing, score
 from ..report import console_table, to_json, write
 from ._console import stdout_console
 
+__all__ = ["HELP", "add_arguments", "add_input_arguments", "build_score", "run"]
+
 HELP = ("Score the bundled (or given) fixtures for every composition variant and provider: inherited, "
         "reused and lost cached tokens, first divergent byte, cost; writes fidelity-report.{md,json,html}.")
 

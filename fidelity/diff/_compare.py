@@ -27,13 +27,27 @@ from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
-from ..errors import InputError
+from ..errors import InputError, UnknownName
 from .locate import pointer_at
 from ..model import Request
 from ..wire import Segment
 from ..jsonbytes import member_spans, value_spans
 
-SCHEMA = "fidelity.diff/1"
+__all__ = [
+    "SCHEMA",
+    "RawDiff",
+    "ViewDiff",
+    "TokenFigures",
+    "CacheFigures",
+    "CostFigures",
+    "DiffResult",
+    "compare",
+    "compare_requests",
+    "prompt_token_ids",
+    "shared_tokens",
+]
+
+from .views import SCHEMA as SCHEMA  # the schema name lives with its view
 
 
 @dataclass(frozen=True)
@@ -95,58 +109,10 @@ class DiffResult:
     cost_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The stable, documented JSON schema (``fidelity.diff/1``)."""
-        view = self.view
-        cost: dict[str, Any] | None = None
-        if self.cost is not None:
-            cost = {
-                "usd_lost_per_request": round(self.cost.usd_lost, 8),
-                "usd_lost_per_1000": round(self.cost.usd_lost * 1000, 6),
-                "price_table": self.cost.price_table,
-                "as_of": self.cost.as_of,
-                "price_model": self.cost.price_model,
-                "source": self.cost.source,
-            }
-        return {
-            "schema": SCHEMA,
-            "dialect": self.dialect,
-            "provider": self.provider,
-            "model": self.model,
-            "raw": {
-                "identical": self.raw.identical,
-                "first_divergent_byte": self.raw.first_divergent_byte,
-                "parent_bytes": self.raw.parent_size,
-                "child_bytes": self.raw.child_size,
-            },
-            "cache_view": {
-                "identical": view.first_divergent_byte is None,
-                "first_divergent_byte": view.first_divergent_byte,
-                "segment": None if view.segment is None
-                else {"kind": view.segment[0], "index": view.segment[1]},
-                "pointer": view.pointer,
-                "parent_excerpt": view.parent_excerpt,
-                "child_excerpt": view.child_excerpt,
-                "parent_segments": view.parent_segments,
-                "child_segments": view.child_segments,
-            },
-            "cause": {"kind": self.cause.kind, "detail": self.cause.detail,
-                      "deepdiff": self.cause.summary},
-            "tokens": {
-                "tokenizer": self.tokens.tokenizer,
-                "estimated": self.tokens.estimated,
-                "common_prefix": self.tokens.common_prefix,
-                "parent_prompt": self.tokens.parent_prompt,
-                "child_prompt": self.tokens.child_prompt,
-            },
-            "cache": {
-                "model": self.cache.model,
-                "predicted_cached": self.cache.predicted_cached,
-                "written": self.cache.written,
-                "lost": self.cache.lost,
-            },
-            "cost": cost,
-            "cost_note": self.cost_note,
-        }
+        """The stable, documented JSON schema (``fidelity.diff/1``): :func:`fidelity.diff.views.to_json`."""
+        from .views import to_json
+
+        return to_json(self)
 
 
 def compare(
@@ -158,9 +124,12 @@ def compare(
     prices: pricing.PriceTable | None = None,
     parent_path: str | None = None,
     child_path: str | None = None,
+    endpoint: str | None = None,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
-    not given). Bad input raises :class:`InputError` naming the file."""
+    not given). ``endpoint``: the URL both went to, for dialects whose cache
+    view depends on it (``None``: the provider's own API). Bad input raises
+    :class:`InputError` naming the file."""
     parent_obj = jsonio.loads(parent, path=parent_path)
     child_obj = jsonio.loads(child, path=child_path)
     if dialect is not None:
@@ -175,10 +144,10 @@ def compare(
             raise InputError("the body names no model; pass --model", path=parent_path)
     with jsonbytes.scan_memo():  # each container of each body scanned once
         with jsonio.parsed_once(parent, parent_obj):  # the cache view does not parse it again
-            p_segs = _view(d, parent, parent_path)
+            p_segs = _view(d, parent, parent_path, endpoint)
         del parent_obj  # large bodies: do not hold the parsed trees while tokenizing
         with jsonio.parsed_once(child, child_obj):
-            c_segs = _view(d, child, child_path)
+            c_segs = _view(d, child, child_path, endpoint)
         del child_obj
         return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
 
@@ -201,9 +170,9 @@ def compare_requests(
                               key_changed=parent.route != child.route)
 
 
-def _view(d: wire.Dialect, body: bytes, path: str | None) -> list[Segment]:
+def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None = None) -> list[Segment]:
     try:
-        segs = d.cache_view(body)
+        segs = wire.cache_view_at(d, body, endpoint)
     except InputError as exc:
         raise exc.at(path) if path else exc
     if not any(seg.kind in ("system", "message") for seg in segs):
@@ -233,46 +202,65 @@ def _compare_views(
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
+    p_marked, c_marked = p_segs, c_segs
+    if d.provider == "anthropic":
+        # Anthropic keys its cache on content, not on where cache_control
+        # markers sit: a moved marker is no change in the cache view (the
+        # raw-byte diff above still shows it). See fidelity.cache.prompts.
+        p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
 
     split = _first_differing_segment(p_segs, c_segs)
     view = _locate_view(parent, child, p_segs, c_segs, split)
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
 
-    tok = tokens.for_model(model, d.provider)
-    p_ids = prompt_token_ids(tok, p_segs)
-    c_ids = prompt_token_ids(tok, c_segs)
+    from ..tokens.billed import billing_tokenizer
+
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
+    c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
     common = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
     p_len = sum(map(len, p_ids))
     c_len = sum(map(len, c_ids))
     figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
 
-    cm = cache_models.for_provider(d.provider)
+    cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
     same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-    p_bps = _breakpoints(p_segs, p_ids)
-    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_segs, c_ids))
+    p_bps = _breakpoints(p_marked, p_ids)
+    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
     earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, p_bps)] if same_key else []
     outcome = cm.predict(earlier, child_prompt)
     # What a child whose prefix matched would have read: the same model run
     # against a parent holding the child's own first min(P, C) tokens with the
-    # parent's cache breakpoints, so explicit-breakpoint rules apply too.
+    # parent's cache breakpoints, so explicit-breakpoint rules apply too. The
+    # parent's breakpoints sit at the ends of its segments; the matched
+    # parent has them at the ends of the same segments of the child (an
+    # edited segment ahead of them shifts their offsets).
     m = min(p_len, c_len)
-    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(b for b in p_bps if b <= m)) \
-        if m else None
+    c_ends = _segment_ends(c_ids)
+    mapped = sorted({c_ends[i] for i in _breakpoint_segments(p_marked) if i < len(c_ends) and 0 < c_ends[i] <= m})
+    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(mapped)) if m else None
     ideal = cm.predict([matched], child_prompt).cached if matched is not None else 0
     lost = max(0, ideal - outcome.cached)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
-    cost, note = _cost(prices, d.provider, model, lost)
+    cost, note = _cost(prices, d.provider, model, lost, c_len)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
 
 
-def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment]) -> list[array]:
+def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
+                     provider: str | None = None, model: str | None = None) -> list[array]:
     """Token ids per segment of a cache view, each an ``array('q')`` shared
     with the tokenizer memos (read-only). The params segment is a cache key,
     not prompt text: it holds no tokens (and when it differs, nothing is
-    shared: see :func:`shared_tokens`)."""
+    shared: see :func:`shared_tokens`). Given the ``dialect``, the ids are
+    the billed ones (:func:`fidelity.tokens.billed.segment_ids`: the
+    provider's framing, media by its rule, a response schema in params)."""
+    if dialect is not None:
+        from ..tokens.billed import segment_ids
+
+        return segment_ids(tok, segs, dialect=dialect, provider=provider or "", model=model or "")
     ids = tokens.segment_tokens(tok, segs)
     return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
 
@@ -323,8 +311,11 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
     at = _offset(c_segs if c_seg else p_segs, split) + inner
     seg = c_seg or p_seg
     assert seg is not None
-    p_at = _body_offset(parent, p_seg, inner) if p_seg else len(parent)
-    c_at = _body_offset(child, c_seg, inner) if c_seg else len(child)
+    # A side that ends before the split (the child appends, or drops the
+    # tail) shows where its cache view ends, not the end of its raw body
+    # (which may hold tools or params that come earlier in the cache view).
+    p_at = _body_offset(parent, p_seg, inner) if p_seg else _view_end(parent, p_segs[:split])
+    c_at = _body_offset(child, c_seg, inner) if c_seg else _view_end(child, c_segs[:split])
     body, body_at = (child, c_at) if c_seg else (parent, p_at)
     return ViewDiff(
         at,
@@ -334,6 +325,14 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
         excerpt(child, c_at),
         *counts,
     )
+
+
+def _view_end(body: bytes, segs: Sequence[Segment]) -> int:
+    """Where the last byte of a cache view's last segment ends in the body."""
+    for seg in reversed(segs):
+        if seg.data:
+            return _body_offset(body, seg, len(seg.data) - 1) + 1
+    return 0
 
 
 def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
@@ -372,19 +371,51 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
     marker (Anthropic and DashScope explicit caching)."""
     out: list[int] = []
     total = 0
+    automatic = False
     for seg, seg_ids in zip(segs, ids):
         total += len(seg_ids)
         if b'"cache_control"' in seg.data:
-            out.append(total)
+            if seg.kind == "params":  # top-level automatic caching: the last block
+                automatic = True
+            elif total:
+                out.append(total)
+    if automatic and total and total not in out:
+        out.append(total)
     return tuple(out)
 
 
+def _breakpoint_segments(segs: Sequence[Segment]) -> list[int]:
+    """Indices of the segments that carry an explicit ``cache_control`` marker."""
+    return [i for i, seg in enumerate(segs) if b'"cache_control"' in seg.data]
+
+
+def _segment_ends(ids: Sequence[Sequence[int]]) -> list[int]:
+    """Token offset at the end of each segment."""
+    out, total = [], 0
+    for seg_ids in ids:
+        total += len(seg_ids)
+        out.append(total)
+    return out
+
+
+def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
+    from ..cache.prompts import strip_markers
+
+    return [seg if b'"cache_control"' not in seg.data else
+            Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
+
+
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
-          lost: int) -> tuple[CostFigures | None, str | None]:
+          lost: int, prompt_tokens: int) -> tuple[CostFigures | None, str | None]:
+    """What the lost tokens cost per child request (:func:`fidelity.pricing.lost_cost`,
+    at the peak rate where prices depend on the time of day); no figure and
+    a note when the price is unknown."""
     table = prices if prices is not None else pricing.load()
     try:
         price = table.lookup(provider, model)
-    except Exception as exc:  # UnknownName: the report still stands without a price
+    except UnknownName as exc:  # the report still stands without a price
         return None, f"no price: {exc}"
-    usd = lost * (price.input - price.cache_read) / 1_000_000
+    usd = pricing.lost_cost(price, lost, prompt_tokens=prompt_tokens)
+    if usd is None:
+        return None, f"cost unknown: {table.name} gives {price.model} no cache-read price"
     return CostFigures(usd, table.name, table.as_of, price.model, price.source), None

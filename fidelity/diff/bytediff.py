@@ -7,6 +7,8 @@ first window that differs: no Python loop over bytes, no slice copies.
 
 from __future__ import annotations
 
+__all__ = ["first_divergence", "excerpt"]
+
 _WINDOW = 1 << 20
 
 

@@ -20,6 +20,8 @@ from typing import Any, Sequence
 from .bytediff import first_divergence
 from ..wire import Segment
 
+__all__ = ["KINDS", "Cause", "classify"]
+
 KINDS = ("identical", "appended_only", "params_changed", "tools_changed",
          "system_changed", "messages_rewritten")
 _BY_SEGMENT = {"params": "params_changed", "tools": "tools_changed",

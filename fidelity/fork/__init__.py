@@ -29,9 +29,9 @@ bytes. :func:`fork_request` picks a builder by name.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-from ..errors import UnknownName
+from .._registry import Registry
 from ..model import Request
 from . import cache_safe, claude_placeholder, completed_turn, gemini_placeholder, spawn
 from .balance import Problem, event_problems, history_problems
@@ -75,19 +75,21 @@ def _cache_safe_fallback(parent: Request, directive: str, **options: Any) -> Req
     return cache_safe.fork_request(None, parent, directive, **options)
 
 
-BUILDERS: Mapping[str, Builder] = {
-    "completed-turn": completed_turn.fork_request,
-    "gemini-placeholder": gemini_placeholder.fork_request,
-    "claude-placeholder": claude_placeholder.fork_request,
-    "cache-safe": _cache_safe,
-    "cache-safe-fallback": _cache_safe_fallback,
-    "spawn": spawn.fork_request,
-}
+BUILDERS: Registry[Builder] = Registry("fork builder")
+for _name, _builder in (
+    ("completed-turn", completed_turn.fork_request),
+    ("gemini-placeholder", gemini_placeholder.fork_request),
+    ("claude-placeholder", claude_placeholder.fork_request),
+    ("cache-safe", _cache_safe),
+    ("cache-safe-fallback", _cache_safe_fallback),
+    ("spawn", spawn.fork_request),
+):
+    BUILDERS.add(_name, _builder)
 
 
 def names() -> list[str]:
     """Builder names, in registry order."""
-    return list(BUILDERS)
+    return BUILDERS.names()
 
 
 def fork_request(parent: Request, builder: str | Builder, directive: str, **options: Any) -> Request:
@@ -96,8 +98,5 @@ def fork_request(parent: Request, builder: str | Builder, directive: str, **opti
     the builder. Raises :class:`~fidelity.errors.UnknownName` for an unknown
     name, :class:`~fidelity.errors.ForkUnavailable` when the builder refuses."""
     if isinstance(builder, str):
-        try:
-            builder = BUILDERS[builder]
-        except KeyError:
-            raise UnknownName("fork builder", builder, list(BUILDERS)) from None
+        builder = BUILDERS.get(builder)
     return builder(parent, directive, **options)

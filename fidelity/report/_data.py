@@ -12,6 +12,8 @@ from typing import Any
 from ..compose import EXPECTATIONS
 from ..score import Row, Score
 
+__all__ = ["SCHEMA", "REGIONS", "to_json", "summary"]
+
 SCHEMA = "fidelity.report/1"
 REGIONS = ("params", "tools", "system", "history")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["tokens", "usd", "where", "provenance"]
+
 
 def tokens(n: int | None) -> str:
     return "–" if n is None else f"{n:,}"

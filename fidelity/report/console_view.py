@@ -10,6 +10,8 @@ from rich.text import Text
 
 from . import _fmt
 
+__all__ = ["console_table"]
+
 
 def console_table(data: dict[str, Any]) -> Group:
     """One table per session (lost tokens, red where a cache-preserving

@@ -16,6 +16,8 @@ from typing import Any
 
 from . import _fmt
 
+__all__ = ["COLORS", "CSS", "render_html"]
+
 WIDTH, LABEL, BAR, STRIP, GAP = 640, 150, 14, 5, 12
 COLORS = {"params": "#9e9e9e", "tools": "#5c6bc0", "system": "#8e24aa", "history": "#00897b",
           "reused": "#43a047", "lost": "#e53935", "rest": "#cfd8dc"}

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+__all__ = ["render_json"]
+
 
 def render_json(data: dict[str, Any]) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"

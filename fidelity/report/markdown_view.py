@@ -6,6 +6,8 @@ from typing import Any
 
 from . import _fmt
 
+__all__ = ["render_markdown"]
+
 
 def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")

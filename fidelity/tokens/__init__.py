@@ -32,6 +32,8 @@ from array import array
 from collections import OrderedDict
 from typing import Callable, Iterable
 
+from .. import providers
+from .._registry import Registry
 from ..errors import UnknownName
 from ._base import CHUNK_CHARS, TOKEN_TYPECODE, Tokenizer, safe_chunks
 from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, deepseek_v4, o200k_base, qwen3, qwen3_6
@@ -52,18 +54,20 @@ __all__ = [
     "for_model",
     "segment_tokens",
     "MODEL_RULES",
-    "PROVIDER_DEFAULTS",
+    "provider_default",
 ]
 
-_FACTORIES: dict[str, Callable[[], Tokenizer]] = {
-    "o200k_base": o200k_base,
-    "cl100k_base": cl100k_base,
-    "qwen3": qwen3,
-    "qwen3.6": qwen3_6,
-    "deepseek-v4": deepseek_v4,
-    "claude-estimate": claude_estimate,
-    "gemini-estimate": gemini_estimate,
-}
+_TOKENIZERS: Registry[Callable[[], Tokenizer]] = Registry("tokenizer")
+for _name, _factory in (
+    ("o200k_base", o200k_base),
+    ("cl100k_base", cl100k_base),
+    ("qwen3", qwen3),
+    ("qwen3.6", qwen3_6),
+    ("deepseek-v4", deepseek_v4),
+    ("claude-estimate", claude_estimate),
+    ("gemini-estimate", gemini_estimate),
+):
+    _TOKENIZERS.add(_name, _factory)
 _INSTANCES: dict[str, Tokenizer] = {}
 
 #: Model-name prefixes (lower case, after any ``org/`` prefix) -> tokenizer,
@@ -98,23 +102,22 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     ("gemini", "gemini-estimate"),
 )
 
-#: A provider family's default when the model name matches no rule.
-PROVIDER_DEFAULTS: dict[str, str] = {
-    "openai": "o200k_base",
-    "anthropic": "claude-estimate",
-    "gemini": "gemini-estimate",
-    "deepseek": "deepseek-v4",
-    "dashscope": "qwen3",
-}
+def provider_default(provider: str) -> str | None:
+    """A provider family's tokenizer when the model name matches no rule
+    (the ``tokenizer`` of its descriptor in :mod:`fidelity.providers`)."""
+    try:
+        return providers.get(provider).tokenizer
+    except UnknownName:
+        return None
 
 
 def names() -> list[str]:
-    return sorted(_FACTORIES)
+    return sorted(_TOKENIZERS.names())
 
 
 def register(name: str, factory: Callable[[], Tokenizer]) -> None:
     """Add a tokenizer (built lazily by ``factory``) under ``name``."""
-    _FACTORIES[name] = factory
+    _TOKENIZERS.add(name, factory)
     _INSTANCES.pop(name, None)
 
 
@@ -122,11 +125,7 @@ def get(name: str) -> Tokenizer:
     """The tokenizer called ``name`` (one shared instance, so memos are shared)."""
     tok = _INSTANCES.get(name)
     if tok is None:
-        try:
-            factory = _FACTORIES[name]
-        except KeyError:
-            raise UnknownName("tokenizer", name, list(_FACTORIES)) from None
-        tok = _INSTANCES[name] = factory()
+        tok = _INSTANCES[name] = _TOKENIZERS.get(name)()
     return tok
 
 
@@ -155,9 +154,11 @@ def for_model(model: str, provider: str | None = None) -> Tokenizer:
     for prefix, name in MODEL_RULES:
         if _matches(key, prefix):
             return get(name)
-    if provider is not None and provider in PROVIDER_DEFAULTS:
-        return get(PROVIDER_DEFAULTS[provider])
-    known = [prefix + "*" for prefix, _ in MODEL_RULES] + [f"provider {p}" for p in PROVIDER_DEFAULTS]
+    fallback = provider_default(provider) if provider is not None else None
+    if fallback is not None:
+        return get(fallback)
+    known = [prefix + "*" for prefix, _ in MODEL_RULES] + [
+        f"provider {p.name}" for p in providers.all_providers() if p.tokenizer]
     raise UnknownName("model (no tokenizer)", model, known)
 
 

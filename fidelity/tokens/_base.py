@@ -25,6 +25,8 @@ import functools
 import re
 from array import array
 
+__all__ = ["CHUNK_CHARS", "MEMO_SIZE", "TOKEN_TYPECODE", "safe_chunks", "Tokenizer"]
+
 #: texts up to this many characters are encoded whole
 CHUNK_CHARS = 32_768
 #: entries kept by each tokenizer's memo

@@ -17,6 +17,26 @@ from ._base import Tokenizer
 from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
 from ._vocab_cache import cached_ranks
 
+__all__ = [
+    "O200K_PAT_STR",
+    "O200K_SPECIAL",
+    "O200K_SHA256",
+    "CL100K_PAT_STR",
+    "CL100K_SPECIAL",
+    "CL100K_SHA256",
+    "QWEN_PAT_STR",
+    "QWEN3_6_PAT_STR",
+    "QWEN3_SPECIAL",
+    "QWEN3_6_SPECIAL_START",
+    "TiktokenTokenizer",
+    "HFTokenizer",
+    "o200k_base",
+    "cl100k_base",
+    "qwen3",
+    "qwen3_6",
+    "deepseek_v4",
+]
+
 # Source: https://github.com/openai/tiktoken/blob/main/tiktoken_ext/openai_public.py
 # (``o200k_base``: pat_str, special tokens and the SHA-256 of o200k_base.tiktoken;
 # the installed copy is tiktoken_ext/openai_public.py).
@@ -128,10 +148,6 @@ class TiktokenTokenizer(Tokenizer):
         if self.template_tokens:
             return self.encoding.encode(text, allowed_special="all", disallowed_special=())
         return self.encoding.encode_ordinary(text)
-
-    def token_bytes(self, token: int) -> bytes:
-        return self.encoding.decode_single_token_bytes(token)
-
 
 class HFTokenizer(Tokenizer):
     """A tokenizer read from a Hugging Face ``tokenizer.json`` and run by the

@@ -28,6 +28,8 @@ from array import array
 
 from ._base import Tokenizer
 
+__all__ = ["EstimateTokenizer", "claude_estimate", "gemini_estimate"]
+
 
 class EstimateTokenizer(Tokenizer):
     """Characters-per-token estimate with stable pseudo ids."""

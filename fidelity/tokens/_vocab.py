@@ -27,6 +27,15 @@ from pathlib import Path
 
 from ..errors import InputError
 
+__all__ = [
+    "package_file",
+    "read_tiktoken_bpe",
+    "read_quicktok_vocab",
+    "read_quicktok_special",
+    "tiktoken_file_bytes",
+    "sha256_of_ranks",
+]
+
 
 def package_file(package: str, *parts: str) -> Path:
     """Path of a data file inside an installed package, found without

@@ -1,18 +1,23 @@
 """Wire dialects: the exact bytes an official SDK sends, and the order in
 which the provider's prefix cache reads them.
 
-Each dialect module defines one :class:`Dialect` object and registers it.
-Adding a provider is adding one module to ``_MODULES``.
+Each dialect module defines one :class:`Dialect` object and registers it
+with :func:`register`; the built-in ones are listed in ``_BUILTIN`` and
+imported the first time they are asked for. What a dialect does not say
+about its provider (hosts, tokenizer, cache model, prices) is in its
+provider descriptor, :mod:`fidelity.providers`.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Sequence
 
-from ..errors import InputError, UnknownName
+from .._registry import Registry
+from ..errors import InputError
 from ..model import Request
+
+__all__ = ["SegmentKind", "Segment", "Dialect", "register", "unregister", "names", "get", "detect", "joined"]
 
 SegmentKind = Literal["params", "tools", "system", "message"]
 
@@ -53,61 +58,70 @@ class Dialect(Protocol):
         ...
 
 
-_MODULES = (
-    "openai_chat",
-    "openai_responses",
-    "anthropic_messages",
-    "gemini",
-    "deepseek",
-    "dashscope",
-    "vllm",
-)
-_REGISTRY: dict[str, Dialect] = {}
+#: built-in dialects: name -> "module:object", imported when first asked for
+_BUILTIN = {
+    "openai-chat": "openai_chat:OPENAI_CHAT",
+    "openai-responses": "openai_responses:OPENAI_RESPONSES",
+    "anthropic-messages": "anthropic_messages:ANTHROPIC_MESSAGES",
+    "gemini": "gemini:GEMINI",
+    "deepseek": "deepseek:DEEPSEEK",
+    "dashscope": "dashscope:DASHSCOPE",
+    "vllm": "vllm:VLLM",
+    "sglang": "vllm:SGLANG",
+}
+_DIALECTS: Registry[Dialect] = Registry("provider")
+for _name, _ref in _BUILTIN.items():
+    _DIALECTS.add(_name, f"{__name__}.{_ref}", lazy=True)
 
 
 def register(dialect: Dialect) -> Dialect:
-    _REGISTRY[dialect.name] = dialect
+    """Add (or replace) a dialect; a module that defines one calls this."""
+    _DIALECTS.add(dialect.name, dialect)
     return dialect
 
 
-def _load_all() -> None:
-    for mod in _MODULES:
-        try:
-            importlib.import_module(f"{__name__}.{mod}")
-        except ModuleNotFoundError as exc:  # a dialect not written yet
-            if exc.name != f"{__name__}.{mod}":
-                raise
+def unregister(name: str) -> None:
+    """Remove a dialect (tests, plugins that swap one out)."""
+    _DIALECTS.remove(name)
+
+
+def _load_all() -> list[Dialect]:
+    return [_DIALECTS.get(n) for n in _DIALECTS.names()]
 
 
 def names() -> list[str]:
-    _load_all()
-    return sorted(_REGISTRY)
+    return sorted(_DIALECTS.names())
 
 
 def get(name: str) -> Dialect:
-    _load_all()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownName("provider", name, list(_REGISTRY)) from None
+    """The dialect called ``name``; :class:`UnknownName` lists the known ones."""
+    return _DIALECTS.get(name)
 
 
 def detect(obj: Any, *, path: str | None = None) -> Dialect:
     """Guess the dialect of a parsed wire body; the error says why it could not."""
-    _load_all()
-    hits = [d for d in _REGISTRY.values() if d.detect(obj)]
+    hits = [d for d in _load_all() if d.detect(obj)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
         raise InputError(
             "cannot detect the provider of this body; pass --provider (known: "
-            + ", ".join(sorted(_REGISTRY)) + ")",
+            + ", ".join(names()) + ")",
             path=path,
         )
     # Several OpenAI-compatible dialects can accept one body: the most
     # specific (highest ``priority``) wins, e.g. deepseek over openai-chat.
     hits.sort(key=lambda d: getattr(d, "priority", 0), reverse=True)
     return hits[0]
+
+
+def cache_view_at(dialect: Dialect, body: bytes, endpoint: str | None = None) -> list[Segment]:
+    """``dialect.cache_view(body)`` as the cache of ``endpoint`` (a URL; ``None``:
+    the provider's own API) reads it. Only dialects whose view depends on the
+    endpoint (``endpoint_aware = True``, Anthropic Messages) are told it."""
+    if getattr(dialect, "endpoint_aware", False):
+        return dialect.cache_view(body, endpoint=endpoint)  # type: ignore[call-arg]
+    return dialect.cache_view(body)
 
 
 def joined(segments: Sequence[Segment]) -> bytes:

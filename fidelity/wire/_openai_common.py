@@ -37,6 +37,29 @@ from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, fre
 from . import Segment
 from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 
+__all__ = [
+    "CHAT_KEYS",
+    "RESPONSES_KEYS",
+    "sdk_ordered",
+    "same_json",
+    "require_object",
+    "require_list",
+    "render_tool",
+    "parse_tool",
+    "result_content",
+    "render_part",
+    "parse_part",
+    "render_content",
+    "parse_content",
+    "arguments_string",
+    "parse_arguments",
+    "params_segment",
+    "array_segments",
+    "is_system_message",
+    "leading_system_count",
+    "message_from_verbatim",
+]
+
 #: ``Completions.create`` body literal order (openai 3.57.0,
 #: openai/resources/chat/completions/completions.py).
 CHAT_KEYS: tuple[str, ...] = (
@@ -90,12 +113,6 @@ def require_list(obj: Any, where: str, path: str | None = None) -> list[Any]:
     return obj
 
 
-def require_str(obj: Any, where: str, path: str | None = None) -> str:
-    if not isinstance(obj, str):
-        raise InputError(f"expected a string, got {type(obj).__name__}", path=path, pointer=where)
-    return obj
-
-
 # ---------------------------------------------------------------- tools
 
 
@@ -145,6 +162,9 @@ def result_content(content: Any, render: Any) -> Any:
         return content
     if isinstance(content, Mapping):
         return dumps_compact(content).decode("utf-8")
+    if not isinstance(content, (list, tuple)):
+        raise InputError(f"a tool result with {type(content).__name__} content cannot be written here: "
+                         "the API requires text or a list of parts")
     return [render(p) for p in content]
 
 

@@ -103,7 +103,8 @@ from ..model import (
 from . import Segment, register
 from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 
-__all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS"]
+__all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
+           "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]
 
 #: ``Messages.create`` body literal order (anthropic 2.14.0,
 #: anthropic/resources/messages/messages.py).
@@ -411,6 +412,58 @@ def _array(body: bytes, key: str, kind: str) -> list[Segment]:
     ]
 
 
+#: hosts of Anthropic's own Messages API (first party)
+ANTHROPIC_API_HOSTS: tuple[str, ...] = ("api.anthropic.com",)
+#: how Claude Code's attribution block starts
+BILLING_PREFIX = "x-anthropic-billing-header:"
+
+
+def is_anthropic_api(endpoint: str | None) -> bool:
+    """True when ``endpoint`` (a URL) is Anthropic's own API; ``None`` (no
+    URL known, a bare body) counts as Anthropic's API, the dialect's home."""
+    if endpoint is None:
+        return True
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return any(host == h or host.endswith("." + h) for h in ANTHROPIC_API_HOSTS)
+
+
+def billing_block_keyed(endpoint: str | None) -> bool:
+    """Does the cache at ``endpoint`` key on Claude Code's billing block?
+
+    Claude Code (2.1.29 and later) sends as ``system[0]`` a text block
+    ``x-anthropic-billing-header: cc_version=<v>.<3 hex>; cc_entrypoint=<e>;
+    cch=<5 hex>;`` (a fork child appends `` cc_is_subagent=true;``) whose
+    ``cch`` value changes with every request. ``CLAUDE_CODE_ATTRIBUTION_HEADER=0``
+    removes it.
+
+    * **Anthropic's API: no.** Claude Code's own turns read the cache on
+      Anthropic's API although the block changes each request; a mitmproxy
+      capture of real ``/v1/messages`` traffic found ``system[0]`` (the
+      billing block) changing between calls and "does not affect caching",
+      the cache miss coming from ``system[1]`` alone (anthropics/claude-code
+      issue 44724, https://github.com/anthropics/claude-code/issues/44724).
+      The block is left out of the cache view. Caveat: one public A/B test
+      (https://github.com/motiful/cc-cache-audit) saw system-prompt writes
+      across sessions with the block on and none with it off; fidelity
+      follows the in-session evidence and says so here.
+    * **Any other Anthropic-compatible endpoint: yes.** Prefix caches of
+      third-party providers and engines see the block as prompt text, so its
+      changing ``cch`` busts everything after it: anthropics/claude-code
+      issue 68900 (Fireworks, 0 % hits), sgl-project/sglang PR 21064,
+      waybarrios/vllm-mlx PR 277, ggml-org/llama.cpp PR 20623 and
+      ollama/ollama PR 14918 (each strips or disables the block to get hits
+      back). The block stays in the cache view.
+    """
+    return not is_anthropic_api(endpoint)
+
+
+def _is_billing_block(block: Any) -> bool:
+    return (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+            and block["text"].startswith(BILLING_PREFIX))
+
+
 @dataclass(frozen=True)
 class AnthropicMessages:
     """The ``anthropic-messages`` dialect (see the module docstring)."""
@@ -427,15 +480,26 @@ class AnthropicMessages:
     def parse(self, body: bytes) -> Request:
         return parse_body(loads(body))
 
-    def cache_view(self, body: bytes) -> list[Segment]:
-        """params, tools, system, messages: Anthropic's prefix hierarchy."""
+    #: the cache view depends on where the body goes (see :func:`billing_block_keyed`)
+    endpoint_aware: bool = True
+
+    def cache_view(self, body: bytes, *, endpoint: str | None = None) -> list[Segment]:
+        """params, tools, system, messages: Anthropic's prefix hierarchy.
+
+        ``endpoint``: the URL the body goes to (``None``: Anthropic's own
+        API). On Anthropic's API, Claude Code's billing block is not part of
+        what the cache keys on and is left out; on any other endpoint it is
+        prompt text like the rest (:func:`billing_block_keyed`)."""
         obj = _obj(loads(body), "")
         body = bytes(body)
         segments = [_params_segment(body)]
         segments += _array(body, "tools", "tools") if isinstance(obj.get("tools"), list) else []
         system = obj.get("system")
         if isinstance(system, list):
-            segments += _array(body, "system", "system")
+            blocks = _array(body, "system", "system")
+            if not billing_block_keyed(endpoint):
+                blocks = [b for i, b in enumerate(blocks) if not _is_billing_block(system[i] if i < len(system) else None)]
+            segments += blocks
         elif system is not None:
             s, e = value_spans(body, ["/system"])["/system"]
             segments.append(Segment("system", 0, "/system", body[s:e]))
@@ -457,7 +521,7 @@ class AnthropicMessages:
         marks = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
         for m in obj["messages"]:
             content = m.get("content") if isinstance(m, dict) else None
-            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in marks for b in content):
+            if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in marks for b in content):
                 return True
         return False
 

@@ -28,6 +28,8 @@ from . import register
 from ._template import chatml_texts
 from .openai_chat import ChatDialect
 
+__all__ = ["BASE_URL", "DashScopeDialect", "DASHSCOPE"]
+
 #: OpenAI-compatible base URL of Model Studio (Beijing region).
 BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 

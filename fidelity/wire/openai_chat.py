@@ -117,7 +117,10 @@ def parse_message(obj: Any, where: str) -> Message:
         if isinstance(rc, str):
             parts.append(Reasoning(rc))
         parts.extend(parse_content(obj.get("content"), where + "/content"))
-        for i, call in enumerate(obj.get("tool_calls") or ()):
+        calls = obj.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise InputError(f"\"tool_calls\" must be an array, got {type(calls).__name__}", pointer=where + "/tool_calls")
+        for i, call in enumerate(calls or ()):
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                 parts.append(ToolCall(id=str(call.get("id", "")), name=str(fn.get("name", "")),
@@ -126,6 +129,13 @@ def parse_message(obj: Any, where: str) -> Message:
     elif role == "tool":
         known = _TOOL_KEYS
         content = obj.get("content")
+        if not isinstance(content, (str, list)):
+            # The API requires it: ChatCompletionToolMessageParam has a required
+            # ``content``, a string or an array of text parts
+            # (https://platform.openai.com/docs/api-reference/chat/create).
+            what = "no \"content\"" if "content" not in obj else f"a {type(content).__name__} \"content\""
+            raise InputError(f"tool message has {what}; the API requires a string or an array of text parts",
+                             pointer=where)
         if isinstance(content, list):
             content = tuple(p for p in (parse_part(c, where) for c in content) if p is not None)
         parts.append(ToolResult(call_id=str(obj.get("tool_call_id", "")), content=content))

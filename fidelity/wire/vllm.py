@@ -26,6 +26,8 @@ from . import register
 from ._template import chatml_texts
 from .openai_chat import ChatDialect
 
+__all__ = ["LocalServerDialect", "VLLM", "SGLANG"]
+
 
 class LocalServerDialect(ChatDialect):
     def detect(self, obj: Any) -> bool:

@@ -20,14 +20,21 @@ do the same from Python.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
-from ...errors import InputError
+from ..._registry import Registry
+from ...errors import InputError, UnknownName
 from ...jsonio import read_bytes
 from ._base import Imported, write_imported
 
 __all__ = ["Imported", "import_file", "write_imported", "KINDS", "guess_kind"]
 
-KINDS = ("har", "cassette", "jsonl", "dsh")
+#: importer name -> its reader, imported when first used
+_READERS: Registry[Callable[[str | Path], Imported]] = Registry("importer")
+for _kind, _ref in (("har", "har:read_har"), ("cassette", "cassette:read_cassette"),
+                    ("jsonl", "jsonl:read_jsonl"), ("dsh", "dsh:read_dsh")):
+    _READERS.add(_kind, f"{__name__}.{_ref}", lazy=True)
+KINDS = tuple(_READERS.names())
 
 
 def guess_kind(path: str | Path) -> str:
@@ -55,20 +62,8 @@ def guess_kind(path: str | Path) -> str:
 def import_file(path: str | Path, kind: str | None = None) -> Imported:
     """Read one recording into snapshots (nothing is written)."""
     kind = kind or guess_kind(path)
-    if kind == "har":
-        from .har import read_har
-
-        return read_har(path)
-    if kind == "cassette":
-        from .cassette import read_cassette
-
-        return read_cassette(path)
-    if kind == "jsonl":
-        from .jsonl import read_jsonl
-
-        return read_jsonl(path)
-    if kind == "dsh":
-        from .dsh import read_dsh
-
-        return read_dsh(path)
-    raise InputError(f"unknown importer {kind!r}; known: {', '.join(KINDS)}", path=path)
+    try:
+        reader = _READERS.get(kind)
+    except UnknownName as exc:
+        raise InputError(str(exc), path=path) from None
+    return reader(path)

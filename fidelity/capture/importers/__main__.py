@@ -4,4 +4,6 @@ import sys
 
 from ...cli import main
 
+__all__ = []
+
 sys.exit(main(["import", *sys.argv[1:]]))

@@ -18,8 +18,12 @@ so in its warnings and in each snapshot's ``notes`` / ``body_exact``:
 * any ``before_record_request`` hook may have rewritten the body: the
   importer cannot see that, and says so once.
 
-YAML cassettes need PyYAML (``pip install pyyaml``, which vcrpy itself
-requires); JSON cassettes need nothing.
+YAML cassettes are read with PyYAML (a dependency, as for vcrpy itself).
+Nesting is refused past :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every
+JSON reader, with one message whatever PyYAML does with deep input: 6.0.3's
+libyaml loader builds it, 6.0.4's refuses it with a ``ScannerError``
+("exceeded maximum nesting depth"), and the pure-Python loader runs out of
+recursion.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...jsonio import loads, read_bytes
+from ...jsonio import MAX_DEPTH, loads, read_bytes
 from ._base import Imported, looks_like_model_request
 
 __all__ = ["read_cassette", "reserialised_by_vcrpy"]
@@ -61,12 +65,35 @@ def _load(path: str | Path) -> Any:
                     seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    too_deep = InputError(f"YAML nested more than {MAX_DEPTH} levels deep", path=path)
     try:
-        return yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
+        doc = yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
     except yaml.YAMLError as exc:
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            raise too_deep from None
         raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
     except RecursionError:
-        raise InputError("YAML nested too deeply", path=path) from None
+        raise too_deep from None
+    if _deeper_than(doc, MAX_DEPTH):
+        raise too_deep
+    return doc
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when containers nest more than ``limit`` levels. Depth first
+    with an early exit, so that a recursive YAML alias (``&a [*a]``) ends as
+    too deep instead of looping."""
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in node if isinstance(child, (dict, list)))
+    return False
 
 
 def reserialised_by_vcrpy(body: bytes) -> bool:

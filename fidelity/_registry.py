@@ -1,0 +1,123 @@
+"""The one registry idiom: name -> factory, with aliases and lazy imports.
+
+Dialects, cache models, tokenizers, fork builders, composition variants,
+importers and commands are all looked up by name. Each kind keeps one
+:class:`Registry`; an entry is either an object (or factory) given directly,
+or a ``"package.module:attribute"`` string imported the first time the name
+is asked for, so that listing names never imports heavy modules.
+
+>>> r: Registry[int] = Registry("colour")
+>>> r.add("red", 1, aliases=("rouge",))
+>>> r.add("green", 2)
+>>> r.get("rouge"), r.names()
+(1, ['red', 'green'])
+>>> r.get("blue")
+Traceback (most recent call last):
+...
+fidelity.errors.UnknownName: unknown colour 'blue'; known: green, red
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Generic, Iterator, TypeVar
+
+from .errors import UnknownName
+
+__all__ = ["Registry", "load_ref"]
+
+T = TypeVar("T")
+
+
+def load_ref(ref: str) -> object:
+    """Import ``"package.module:attr"`` (``attr`` may be dotted) and return it."""
+    module, _, attr = ref.partition(":")
+    obj: object = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+class Registry(Generic[T]):
+    """Names (and aliases) to entries of one kind, resolved lazily.
+
+    ``what`` names the kind in errors (``unknown provider 'x'; known: ...``).
+    Aliases resolve to a canonical name and are never listed by
+    :meth:`names`; registering a name again replaces the entry.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._entries: dict[str, T | str] = {}
+        self._aliases: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str, entry: T | str, *, aliases: tuple[str, ...] | list[str] = (), lazy: bool = False) -> None:
+        """Register ``entry`` under ``name``. With ``lazy=True`` the entry is a
+        ``"module:attr"`` reference imported on first :meth:`get`."""
+        with self._lock:
+            self._entries[name] = f"\0{entry}" if lazy else entry  # type: ignore[assignment]
+            self._aliases.pop(name, None)
+            for alias in aliases:
+                if alias != name:
+                    self._aliases[alias] = name
+
+    def remove(self, name: str) -> None:
+        """Forget ``name`` and its aliases (a no-op for an unknown name)."""
+        with self._lock:
+            self._entries.pop(name, None)
+            for alias in [a for a, n in self._aliases.items() if n == name]:
+                del self._aliases[alias]
+
+    def alias(self, alias: str, name: str) -> None:
+        """Make ``alias`` another spelling of the registered ``name``."""
+        with self._lock:
+            self._aliases[alias] = name
+
+    def canonical(self, name: str) -> str:
+        """The registered name ``name`` stands for (itself, or what it aliases)."""
+        if name in self._entries:
+            return name
+        target = self._aliases.get(name)
+        if target is None:
+            lowered = name.lower()
+            target = lowered if lowered in self._entries else self._aliases.get(lowered)
+        if target is None:
+            raise UnknownName(self.what, name, self.names())  # the message sorts them
+        return target
+
+    def get(self, name: str) -> T:
+        """The entry registered as ``name`` (or an alias of it); imports a lazy
+        entry once. :class:`~fidelity.errors.UnknownName` lists the known names."""
+        key = self.canonical(name)
+        entry = self._entries[key]
+        if isinstance(entry, str) and entry.startswith("\0"):
+            loaded = load_ref(entry[1:])
+            with self._lock:
+                self._entries[key] = loaded  # type: ignore[assignment]
+            return loaded  # type: ignore[return-value]
+        return entry  # type: ignore[return-value]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self.canonical(name)
+        except UnknownName:
+            return False
+        return True
+
+    def names(self) -> list[str]:
+        """Registered names (aliases excluded), in registration order."""
+        return list(self._entries)
+
+    def aliases(self) -> dict[str, str]:
+        """Every alias and the name it stands for."""
+        return dict(self._aliases)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._entries)

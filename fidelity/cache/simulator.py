@@ -1,0 +1,617 @@
+"""A provider's prompt cache as state over a stream of requests.
+
+A real prompt cache holds every prefix written within its lifetime, and a
+request reads the longest live match among *all* of them, not just the
+request sent before it. :class:`Simulator` keeps that state for one
+provider's rules (a :class:`~fidelity.cache.CacheModel` from
+:func:`fidelity.cache.get`) and answers, for each request fed to it in time
+order, what the provider would report: prompt tokens, tokens read from the
+cache, tokens written to it (:class:`Usage`), plus which earlier request the
+read comes from (:attr:`Prediction.parent`).
+
+>>> from fidelity.cache.simulator import Simulator, SimRequest
+>>> sim = Simulator("openai")
+>>> a = sim.feed(SimRequest(tuple(range(3000)), time=0.0, label="a"))
+>>> b = sim.feed(SimRequest(tuple(range(2000)) + (9,) * 900, time=5.0, label="b"))
+>>> (b.prompt, b.cache_read, b.parent)
+(2900, 1920, 'a')
+
+Two stores implement the two kinds of cache:
+
+* :class:`PrefixStore` for automatic prefix caches (OpenAI, DeepSeek,
+  Gemini implicit, DashScope implicit, self-hosted engines): every request
+  stores its whole prompt (and, where the model says so, its reply); a
+  later request reads the longest live common prefix, rounded by the
+  model's rule (:meth:`CacheModel.reusable`). It is a trie of fixed-size
+  token blocks keyed by the blocks' packed bytes. Walking a request down
+  the trie jumps along the path of the latest request through each node
+  (one ``memcmp`` per jump), so the Python work per request is
+  proportional to its *new* blocks plus the branch points it crosses, not
+  to its length or to the number of earlier requests. Liveness and
+  refresh are stamped on whole paths with numpy fancy indexing.
+* :class:`BreakpointStore` for explicit ``cache_control`` breakpoints
+  (Anthropic, DashScope explicit): entries exist only where a request put a
+  breakpoint; a request reads the longest live entry that ends at one of
+  its breakpoints or at one of the ``lookback`` block ends before each.
+  Entries are keyed by content (their token prefix), never by where the
+  markers sat, so a breakpoint moved forward each turn still reads what
+  the earlier breakpoint wrote.
+
+Requests only share entries inside one *partition*: :attr:`SimRequest.key`
+(model, OpenAI's ``prompt_cache_key``...). :meth:`Simulator.predict` answers
+without changing the state, so a scorer can replay a parent's whole request
+sequence with :meth:`Simulator.run` and then ask about a child (or many
+children) against all of it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field, replace
+from typing import Any, Hashable, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ._base import CacheModel, as_token_array, common_prefix
+from ._breakpoints import BreakpointCache
+
+__all__ = [
+    "Usage",
+    "Prediction",
+    "SimRequest",
+    "PrefixStore",
+    "BreakpointStore",
+    "Simulator",
+    "simulate",
+]
+
+_ITEM = 8  # bytes per packed token id (array('q'))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a provider reports for one request, in its own words: prompt
+    tokens billed, tokens read from the cache, tokens written to it
+    (``None`` where the provider does not report it). A prediction and a
+    measurement (a live probe, a recorded response) have this shape."""
+
+    prompt: int | None
+    cache_read: int | None
+    cache_write: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "cache_read": self.cache_read, "cache_write": self.cache_write}
+
+
+@dataclass(frozen=True)
+class Prediction(Usage):
+    """A simulated :class:`Usage` and where the read comes from: ``parent``
+    is the label of the earlier request whose entry was read (for prefix
+    caches, the latest request that wrote or read the deepest shared
+    block), ``None`` when nothing was read. ``write_ttls`` splits
+    ``cache_write`` by entry lifetime in seconds (Anthropic bills a one-hour
+    write at twice the five-minute rate); empty where writes are not billed
+    by lifetime."""
+
+    parent: Hashable | None = None
+    write_ttls: tuple[tuple[float, int], ...] = ()
+    #: prefix caches: the earlier live request sharing the longest prefix
+    #: with this one even when the rule lets nothing be read (what a differ
+    #: compares a miss with); ``None`` when none shares a token
+    nearest: Hashable | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "parent": self.parent}
+
+
+@dataclass(frozen=True)
+class SimRequest:
+    """One request as its provider's cache sees it.
+
+    ``tokens``: the prompt in cache order (packed as ``array('q')``).
+    ``time``: send time in seconds (any epoch; ``None``: unknown, the
+    request keeps its place in the given order and no lifetime expires
+    across it). ``breakpoints`` / ``ttls``: token offsets that end a
+    ``cache_control`` block and each one's lifetime in seconds (explicit
+    caches). ``blocks``: token offsets that end every content block (for
+    the 20-block lookback). ``output``: the reply's tokens (kept after the
+    prompt by engines and DeepSeek). ``key``: the partition; requests with
+    different keys never share an entry. ``label``: how predictions name
+    this request as a parent (default: its position in the feed).
+    """
+
+    tokens: Sequence[int]
+    time: float | None = None
+    breakpoints: tuple[int, ...] = ()
+    ttls: tuple[float, ...] = ()
+    blocks: tuple[int, ...] = ()
+    output: Sequence[int] = ()
+    key: Hashable = ""
+    label: Hashable | None = None
+    #: provider tokens per token of ``tokens`` (1.0: the same tokenizer). A
+    #: replay that knows the reported prompt length of a request sets it so
+    #: that minimums, steps and the predicted figures are in the provider's
+    #: count while prefixes are still matched on ``tokens``.
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", as_token_array(self.tokens))
+        object.__setattr__(self, "output", as_token_array(self.output))
+        n = len(self.tokens)
+        for name in ("breakpoints", "ttls", "blocks"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in ("breakpoints", "blocks"):
+            for offset in getattr(self, name):
+                if not 0 < offset <= n:
+                    raise InputError(f"{name} offset {offset} outside the prompt (1..{n})", pointer=f"/{name}")
+        if self.ttls and len(self.ttls) != len(self.breakpoints):
+            raise InputError(f"{len(self.ttls)} ttls for {len(self.breakpoints)} breakpoints", pointer="/ttls")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+# --------------------------------------------------------------------------- prefix caches
+
+
+class _Growing:
+    """A numpy vector that doubles when full (node attributes by node id)."""
+
+    __slots__ = ("a", "n")
+
+    def __init__(self, dtype: Any, fill: Any) -> None:
+        self.a = np.full(64, fill, dtype=dtype)
+        self.n = 0
+
+    def append(self, value: Any) -> int:
+        if self.n == len(self.a):
+            grown = np.empty(len(self.a) * 2, dtype=self.a.dtype)
+            grown[: self.n] = self.a
+            self.a = grown
+        self.a[self.n] = value
+        self.n += 1
+        return self.n - 1
+
+
+@dataclass
+class _Record:
+    """One stored sequence: its tokens and the node ids of its full blocks."""
+
+    tokens: array
+    path: np.ndarray
+    label: Hashable
+
+
+class PrefixStore:
+    """The prefix trie of one partition of an automatic prefix cache.
+
+    ``unit``: tokens per trie block (the model's step, unit or block size
+    where it has one; smaller units are served by extending the match into
+    the children of the deepest live block). ``ttl``: seconds an entry
+    lives after its last use (``None``: no limit). ``capacity``: tokens the
+    cache holds at most; beyond it the least recently used blocks go, the
+    deepest first (vLLM's free-block queue evicts a sequence's tail first).
+
+    Invariant used for liveness: a request that uses a block uses every
+    block before it, so along any path the last-use time never increases
+    with depth, and "the deepest live block on a path" is one search.
+    """
+
+    ROOT = 0
+
+    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None) -> None:
+        if unit < 1:
+            raise ValueError("unit must be at least 1")
+        self.unit = unit
+        self.ttl = ttl
+        self.capacity = capacity
+        self._children: dict[tuple[int, bytes], int] = {}
+        self._kids: list[list[int]] = [[]]
+        self._key: list[tuple[int, bytes] | None] = [None]
+        self._owner: list[int] = [-1]
+        self._index: list[int] = [0]  # position of the node in its owner's path (full blocks)
+        self._time = _Growing(np.float64, np.inf)
+        self._seq = _Growing(np.int64, 0)
+        self._last = _Growing(np.int64, -1)
+        self._depth = _Growing(np.int64, 0)
+        self._gone = _Growing(np.bool_, False)
+        for g in (self._time, self._seq, self._last, self._depth, self._gone):
+            g.append(g.a[0])
+        self._records: list[_Record] = []
+        self._labels: list[Hashable] = []
+        self._live_blocks = 0
+        self._clock = 0
+        #: Python-level steps taken (trie jumps and new blocks): the
+        #: benchmark's measure that work per request follows new tokens
+        self.steps = 0
+
+    # -- walking ---------------------------------------------------------------
+    def _block(self, mv: memoryview, i: int) -> bytes:
+        u = self.unit * _ITEM
+        return mv[i * u : (i + 1) * u].tobytes()
+
+    def _walk(self, tokens: array) -> np.ndarray:
+        """Node ids of the full blocks of ``tokens`` present in the trie,
+        from the root down (ignoring liveness)."""
+        mv = memoryview(tokens).cast("B")
+        nfull = len(tokens) // self.unit
+        parts: list[np.ndarray] = []
+        node, i = self.ROOT, 0
+        while i < nfull:
+            self.steps += 1
+            child = self._children.get((node, self._block(mv, i)))
+            if child is None:
+                break
+            # jump along the latest request through this block: its path is
+            # the longest known continuation (the creator's may stop short)
+            rec = self._records[int(self._last.a[child])]
+            m = min(_lcp_from(rec.tokens, tokens, i * self.unit) // self.unit, len(rec.path), nfull)
+            seg = rec.path[i:m]
+            if seg.size == 0 or seg[0] != child:  # the owner's path was rebuilt after eviction
+                seg = np.array([child], dtype=np.int64)
+                m = i + 1
+            gone = self._gone.a[seg]
+            if gone.any():
+                cut = int(np.argmax(gone))
+                seg = seg[:cut]
+                m = i + cut
+                if cut == 0:
+                    break
+            parts.append(seg)
+            node, i = int(seg[-1]), m
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate(parts)
+
+    def _alive(self, ids: np.ndarray, now: float | None) -> np.ndarray:
+        ok = ~self._gone.a[ids]
+        if self.ttl is not None and now is not None:
+            ok &= self._time.a[ids] + self.ttl >= now
+        return ok
+
+    def longest(self, tokens: array, now: float | None) -> tuple[int, Hashable | None]:
+        """The longest live common prefix of ``tokens`` with anything stored,
+        and the label of the latest request that used it."""
+        path = self._walk(tokens)
+        k = int(path.size)
+        if k:
+            alive = self._alive(path, now)
+            if not alive.all():
+                k = int(np.argmin(alive))  # liveness is a prefix of the path
+        node = int(path[k - 1]) if k else self.ROOT
+        depth = k * self.unit
+        best_node = node if k else None
+        # extend into the children of the deepest live block (partial blocks,
+        # and full blocks that match only part of the way)
+        mv = memoryview(tokens).cast("B")
+        rest = mv[depth * _ITEM : (depth + self.unit) * _ITEM].tobytes()
+        extra = 0
+        if rest:
+            for c in self._kids[node]:
+                if self._gone.a[c] or (self.ttl is not None and now is not None
+                                       and self._time.a[c] + self.ttl < now):
+                    continue
+                key = self._key[c]
+                assert key is not None
+                n = _common_bytes(key[1], rest) // _ITEM
+                if n > extra:
+                    extra, best_node = n, c
+        if best_node is None:
+            return 0, None
+        return depth + extra, self._labels[int(self._last.a[best_node])]
+
+    # -- storing ---------------------------------------------------------------
+    def _new_node(self, parent: int, key: bytes, owner: int, index: int) -> int:
+        self.steps += 1
+        nid = len(self._kids)
+        self._kids.append([])
+        self._key.append((parent, key))
+        self._owner.append(owner)
+        self._index.append(index)
+        self._time.append(np.inf)
+        self._seq.append(0)
+        self._last.append(-1)
+        self._depth.append(self._depth.a[parent] + 1)
+        self._gone.append(False)
+        self._kids[parent].append(nid)
+        if len(key) == self.unit * _ITEM:
+            self._children[(parent, key)] = nid
+        self._live_blocks += 1
+        return nid
+
+    def store(self, tokens: array, now: float | None, label: Hashable) -> None:
+        """Write ``tokens`` (a prompt, or a prompt and its reply): every block
+        of it is now used by this request at ``now``."""
+        self._clock += 1
+        rid = len(self._records)
+        self._labels.append(label)
+        path = self._walk(tokens)
+        mv = memoryview(tokens).cast("B")
+        nfull = len(tokens) // self.unit
+        node = int(path[-1]) if path.size else self.ROOT
+        new: list[int] = []
+        for i in range(int(path.size), nfull):
+            node = self._new_node(node, self._block(mv, i), rid, i)
+            new.append(node)
+        full = np.concatenate([path, np.array(new, dtype=np.int64)]) if new else path
+        touched = full
+        tail = len(tokens) - nfull * self.unit
+        if tail:
+            key = mv[nfull * self.unit * _ITEM :].tobytes()
+            leaf = next((c for c in self._kids[node] if self._key[c] == (node, key) and not self._gone.a[c]), None)
+            if leaf is None:
+                leaf = self._new_node(node, key, rid, nfull)
+            touched = np.append(full, leaf)
+        self._records.append(_Record(tokens, full, label))
+        if touched.size:
+            self._time.a[touched] = -np.inf if now is None else now
+            self._seq.a[touched] = self._clock
+            self._last.a[touched] = rid
+        self._evict()
+
+    def _evict(self) -> None:
+        if self.capacity is None:
+            return
+        limit = max(0, self.capacity // self.unit)
+        over = self._live_blocks - limit
+        if over <= 0:
+            return
+        n = self._time.n
+        ids = np.arange(1, n)
+        ids = ids[~self._gone.a[1:n]]
+        # least recently used first; among equals the deepest first
+        order = np.lexsort((-self._depth.a[ids], self._seq.a[ids]))
+        victims = ids[order[:over]]
+        for v in victims.tolist():
+            self._gone.a[v] = True
+            key = self._key[v]
+            assert key is not None
+            if self._children.get(key) == v:
+                del self._children[key]
+            self._kids[key[0]].remove(v)
+        self._live_blocks -= len(victims)
+
+
+def _lcp_from(a: array, b: array, start: int) -> int:
+    """Common prefix length of two token arrays known to agree before
+    ``start``: numpy compares the rest without copying either array."""
+    n = min(len(a), len(b))
+    if start >= n:
+        return n
+    x = np.frombuffer(a, dtype=np.int64, count=n, offset=0)[start:]
+    y = np.frombuffer(b, dtype=np.int64, count=n, offset=0)[start:]
+    diff = x != y
+    at = int(diff.argmax())
+    return n if not diff[at] else start + at
+
+
+def _common_bytes(a: bytes, b: bytes) -> int:
+    """Common prefix of two byte strings, rounded down to whole tokens."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n - n % _ITEM
+    lo, hi = 0, n
+    while lo < hi:  # binary search on equal prefixes (C comparisons)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo - lo % _ITEM
+
+
+# --------------------------------------------------------------------------- explicit breakpoints
+
+
+@dataclass
+class _Entry:
+    tokens: array
+    length: int
+    last_used: float | None
+    ttl: float
+    label: Hashable
+
+
+@dataclass
+class BreakpointStore:
+    """Entries written at explicit breakpoints, by prefix length."""
+
+    lookback: int = 20
+    entries: dict[int, list[_Entry]] = field(default_factory=dict)
+
+    @staticmethod
+    def _alive(e: _Entry, now: float | None) -> bool:
+        return now is None or e.last_used is None or now - e.last_used <= e.ttl
+
+    def candidates(self, req: SimRequest) -> list[int]:
+        """Prefix lengths a request can read: each breakpoint and the block
+        ends up to ``lookback`` blocks before it, longest first."""
+        ends = sorted(set(req.blocks) | set(req.breakpoints))
+        out: set[int] = set()
+        for bp in req.breakpoints:
+            before = [e for e in ends if e <= bp]
+            out.update(before[-(self.lookback + 1):])
+        return sorted(out, reverse=True)
+
+    def hit(self, req: SimRequest, now: float | None) -> _Entry | None:
+        """The longest live entry at a candidate position that matches."""
+        lcp: dict[int, int] = {}
+        for pos in self.candidates(req):
+            for e in self.entries.get(pos, ()):
+                if not self._alive(e, now):
+                    continue
+                key = id(e.tokens)
+                if key not in lcp:
+                    lcp[key] = common_prefix(e.tokens, req.tokens)
+                if lcp[key] >= pos:
+                    return e
+        return None
+
+    def write(self, req: SimRequest, pos: int, ttl: float, now: float | None, label: Hashable) -> bool:
+        """Store the prefix ending at ``pos``; refresh it when already
+        stored (True when it was new)."""
+        bucket = self.entries.setdefault(pos, [])
+        for e in bucket:
+            if common_prefix(e.tokens, req.tokens) >= pos:
+                fresh = not self._alive(e, now)
+                e.tokens, e.last_used, e.label = req.tokens, now, label
+                e.ttl = ttl if fresh else max(e.ttl, ttl)
+                return fresh
+        bucket.append(_Entry(req.tokens, pos, now, ttl, label))
+        if now is not None:  # drop what can never be read again
+            bucket[:] = [e for e in bucket if self._alive(e, now)]
+        return True
+
+
+# --------------------------------------------------------------------------- the simulator
+
+
+def _unit_of(model: CacheModel) -> int:
+    for name in ("step", "unit", "block_size", "page_size"):
+        value = getattr(model, name, None)
+        if isinstance(value, int) and value > 1:
+            return value
+    return 32
+
+
+class Simulator:
+    """One provider's cache over a stream of requests (see module docstring).
+
+    ``provider``: a cache model name or provider family
+    (:func:`fidelity.cache.get`); ``model`` selects per-model minimums;
+    ``params`` are the model's settings (an engine's ``block_size`` and
+    ``capacity_tokens``, a ``ttl`` override...). ``cache_model`` passes a
+    ready model instead.
+    """
+
+    def __init__(self, provider: str | None = None, model: str | None = None, *,
+                 cache_model: CacheModel | None = None, **params: Any) -> None:
+        if cache_model is None:
+            if provider is None:
+                raise ValueError("give a provider or a cache_model")
+            from . import get
+
+            cache_model = get(provider, model, **params)
+        self.model = cache_model
+        self.explicit = isinstance(cache_model, BreakpointCache)
+        self._unit = _unit_of(cache_model)
+        self._capacity = getattr(cache_model, "capacity_tokens", None) or getattr(cache_model, "capacity", None)
+        self._stores: dict[Hashable, Any] = {}
+        self._fed = 0
+        self._now: float | None = None
+
+    def _store(self, key: Hashable, create: bool) -> Any:
+        store = self._stores.get(key)
+        if store is None and create:
+            if self.explicit:
+                store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
+            else:
+                store = PrefixStore(self._unit, self.model.ttl, self._capacity)
+            self._stores[key] = store
+        return store
+
+    def _ttls(self, req: SimRequest) -> tuple[float, ...]:
+        default = self.model.ttl if self.model.ttl is not None else float("inf")
+        return req.ttls or tuple(default for _ in req.breakpoints)
+
+    # -- the question --------------------------------------------------------
+    def predict(self, req: SimRequest) -> Prediction:
+        """What ``req`` would read and write if sent now; the state is unchanged."""
+        return self._step(req, commit=False)
+
+    def feed(self, req: SimRequest) -> Prediction:
+        """Send ``req``: predict it, then store what it writes and refresh
+        what it reads. Requests must come in time order (equal times and
+        unknown times keep the given order)."""
+        if req.time is not None and self._now is not None and req.time < self._now:
+            raise InputError(f"request {req.label!r} at {req.time} comes before the previous one at {self._now}; "
+                             "feed requests in time order (Simulator.run sorts them)")
+        return self._step(req, commit=True)
+
+    def run(self, requests: Iterable[SimRequest]) -> list[Prediction]:
+        """Feed ``requests`` in time order (stable: equal or unknown times keep
+        the given order; an unknown time takes the last known one before it)
+        and return the predictions in the given order."""
+        reqs = list(requests)
+        keyed = []
+        last = float("-inf")
+        for i, r in enumerate(reqs):
+            if r.time is not None:
+                last = r.time
+            keyed.append((last, i))
+        order = [i for _, i in sorted(keyed)]
+        out: list[Prediction | None] = [None] * len(reqs)
+        for i in order:
+            r = reqs[i]
+            if r.label is None:
+                r = replace(r, label=i)
+            out[i] = self.feed(r)
+        return [p for p in out if p is not None]
+
+    def _step(self, req: SimRequest, *, commit: bool) -> Prediction:
+        label = req.label if req.label is not None else self._fed
+        if req.time is not None:
+            now: float | None = req.time
+        else:
+            now = self._now
+        if self.explicit:
+            pred = self._explicit(req, now, label, commit)
+        else:
+            pred = self._implicit(req, now, label, commit)
+        if commit:
+            self._fed += 1
+            if now is not None:
+                self._now = now
+        return pred
+
+    def _implicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
+        n = _scaled(len(req.tokens), req.scale)
+        store: PrefixStore | None = self._store(req.key, commit)
+        shared, parent = store.longest(req.tokens, now) if store is not None else (0, None)
+        shared = _scaled(shared, req.scale)
+        read = min(n, self.model.reusable(shared, n)) if shared else 0
+        stored = min(n, self.model.reusable(n, n + 1))
+        written = max(0, stored - read)
+        if commit and store is not None:
+            data = req.tokens + req.output if (self.model.includes_output and len(req.output)) else req.tokens
+            store.store(data, now, label)
+        return Prediction(n, read, written, parent if read else None, nearest=parent)
+
+    def _explicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
+        model = self.model
+        assert isinstance(model, BreakpointCache)
+        model._check(req)  # noqa: SLF001 -- the model's own limit on breakpoints
+        n = _scaled(len(req.tokens), req.scale)
+        store: BreakpointStore | None = self._store(req.key, commit)
+        entry = store.hit(req, now) if store is not None else None
+        read = _scaled(entry.length, req.scale) if entry is not None else 0
+        parent = entry.label if entry is not None else None
+        ttls = self._ttls(req)
+        writes: dict[float, int] = {}
+        at = read
+        for bp, ttl in sorted(zip(req.breakpoints, ttls)):
+            bp_s = _scaled(bp, req.scale)
+            if bp_s < model.minimum or bp_s <= at:
+                continue
+            writes[ttl] = writes.get(ttl, 0) + bp_s - at
+            at = bp_s
+        written = at - read
+        if commit and store is not None:
+            if entry is not None:
+                entry.last_used = now
+                entry.label = label
+            for bp, ttl in zip(req.breakpoints, ttls):
+                if _scaled(bp, req.scale) >= model.minimum:
+                    store.write(req, bp, ttl, now, label)
+        return Prediction(n, read, written, parent, tuple(sorted(writes.items())))
+
+
+def _scaled(count: int, scale: float) -> int:
+    return count if scale == 1.0 else int(round(count * scale))
+
+
+def simulate(provider: str, requests: Iterable[SimRequest], model: str | None = None,
+             **params: Any) -> list[Prediction]:
+    """Predictions for ``requests`` replayed through a fresh simulator."""
+    return Simulator(provider, model, **params).run(requests)

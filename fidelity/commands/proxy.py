@@ -1,0 +1,38 @@
+"""``fidelity proxy --upstream URL --out DIR``: record every request a harness
+sends, in any language, as redacted snapshots; one line per request."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import FidelityError
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = ("Recording reverse proxy: point a harness's base URL at it; each request is forwarded unchanged, "
+        "written as a snapshot with the reported usage, and judged against the request it reads from.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--upstream", required=True, metavar="URL",
+                        help="where requests go, e.g. https://api.anthropic.com (the request path is appended)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the snapshot files")
+    parser.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080; 0: any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--no-verdict", action="store_true",
+                        help="write snapshots only; skip the per-request diff (no tokenizer runs)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        raise FidelityError("fidelity proxy needs aiohttp: pip install 'fidelity[proxy]'") from None
+    from ..proxy.server import serve
+
+    def ready(port: int) -> None:
+        print(f"fidelity proxy: listening on http://{args.host}:{port} -> {args.upstream}; snapshots in {args.out}",
+              flush=True)
+
+    return serve(args.upstream, args.out, host=args.host, port=args.port, judge_requests=not args.no_verdict,
+                 ready=ready)

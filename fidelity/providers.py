@@ -1,0 +1,275 @@
+"""One provider, one place: what fidelity knows about each provider.
+
+A :class:`Provider` descriptor holds everything that differs between
+providers outside the wire format itself: its names (aliases used by LiteLLM,
+DeepSeek Harness logs, users), the wire dialects that talk to it, the URL
+hosts and paths that identify its endpoints, the tokenizer to fall back on
+when a model name matches no tokenizer rule, the cache model and its
+parameters, the key of its rows in the price table, the client profiles its
+requests are rendered with, and the models ``fidelity report`` scores.
+Detection, snapshot routing, pricing aliases, tokenizer defaults, cache
+model selection, help texts and the report's provider list all read it.
+
+Adding a provider is one wire module (if its dialect is new), one
+descriptor registered here (or with :func:`register` from any module), and
+one price row:
+
+>>> from fidelity import providers
+>>> providers.family("vertex_ai")
+'gemini'
+>>> providers.from_url("https://api.deepseek.com/chat/completions")
+Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com')
+>>> providers.get("openai").tokenizer
+'o200k_base'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
+from urllib.parse import urlsplit
+
+from ._registry import Registry
+from .errors import UnknownName
+
+__all__ = [
+    "Route",
+    "Endpoint",
+    "ReportSetup",
+    "Provider",
+    "register",
+    "unregister",
+    "get",
+    "names",
+    "family",
+    "for_dialect",
+    "from_url",
+    "report_setups",
+    "all_providers",
+]
+
+
+@dataclass(frozen=True)
+class Route:
+    """URL evidence: a request to a host ending in ``host`` whose path
+    contains ``path`` (empty: any path) speaks ``dialect``. Routes are tried
+    most specific first (longest host, then longest path)."""
+
+    host: str
+    dialect: str
+    path: str = ""
+
+
+class Endpoint(NamedTuple):
+    """What a URL says: the provider family, the dialect, and the rule that matched."""
+
+    provider: str
+    dialect: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class ReportSetup:
+    """One row group of ``fidelity report``: a dialect, the model its parent
+    and children use, and the route-change variant's target model."""
+
+    dialect: str
+    model: str
+    alt_model: str
+
+
+def _frozen(m: Mapping[str, object] | None = None) -> Mapping[str, object]:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Everything provider-specific outside the wire format.
+
+    ``name`` is the family name used everywhere (cache model, prices,
+    ``Request.route.provider``); ``aliases`` are other spellings that resolve
+    to it. ``tokenizer`` is the fallback when the model name matches no
+    tokenizer rule (``None``: the model name must decide, as for self-hosted
+    engines). ``cache_model`` names an entry of :mod:`fidelity.cache` and
+    ``cache_params`` its keyword arguments (engine settings such as a block
+    size). ``price_key`` is the provider column of the price table
+    (``None``: no list price, as for self-hosted engines).
+    """
+
+    name: str
+    title: str
+    dialects: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    routes: tuple[Route, ...] = ()
+    tokenizer: str | None = None
+    cache_model: str | None = None
+    cache_params: Mapping[str, object] = field(default_factory=_frozen)
+    price_key: str | None = None
+    client_profiles: tuple[str, ...] = ()
+    report: tuple[ReportSetup, ...] = ()
+    docs: str = ""
+
+
+_PROVIDERS: Registry[Provider] = Registry("provider")
+
+
+def register(provider: Provider) -> Provider:
+    """Add (or replace) a provider descriptor; returns it."""
+    _PROVIDERS.add(provider.name, provider, aliases=provider.aliases)
+    return provider
+
+
+def unregister(name: str) -> None:
+    """Remove a provider descriptor (tests, plugins that swap one out)."""
+    _PROVIDERS.remove(name)
+
+
+def get(name: str) -> Provider:
+    """The descriptor called ``name`` or one of its aliases."""
+    return _PROVIDERS.get(name)
+
+
+def names() -> list[str]:
+    """Registered provider family names."""
+    return sorted(_PROVIDERS.names())
+
+
+def all_providers() -> list[Provider]:
+    """Every registered descriptor, by name."""
+    return [_PROVIDERS.get(n) for n in names()]
+
+
+def family(name: str) -> str:
+    """The family a provider name stands for (``vertex_ai`` -> ``gemini``).
+
+    DeepSeek Harness writes provider ids such as ``deepseek-official``; any
+    name that starts with a family name followed by ``-`` or ``_`` resolves
+    to that family. :class:`UnknownName` when nothing matches."""
+    try:
+        return _PROVIDERS.canonical(name)
+    except UnknownName:
+        low = name.lower()
+        for fam in _PROVIDERS.names():
+            if low.startswith((fam + "-", fam + "_")):
+                return fam
+        raise
+
+
+def for_dialect(dialect: str) -> Provider:
+    """The provider a wire dialect sends to (``openai-chat`` -> openai)."""
+    for p in all_providers():
+        if dialect in p.dialects:
+            return p
+    known = [d for p in all_providers() for d in p.dialects]
+    raise UnknownName("dialect", dialect, known)
+
+
+def _routes() -> list[tuple[Route, Provider]]:
+    pairs = [(r, p) for p in all_providers() for r in p.routes]
+    pairs.sort(key=lambda rp: (-len(rp[0].host), -len(rp[0].path)))
+    return pairs
+
+
+def from_url(url: str) -> Endpoint | None:
+    """The provider and dialect a request URL names, or ``None`` when no
+    route matches (a local server, an unknown gateway)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if not host:
+        return None
+    for route, prov in _routes():
+        if (host == route.host or host.endswith("." + route.host)) and route.path in parts.path:
+            rule = f"host {route.host}" + (f" path {route.path}" if route.path else "")
+            return Endpoint(prov.name, route.dialect, rule)
+    return None
+
+
+def report_setups() -> tuple[ReportSetup, ...]:
+    """The dialects and models ``fidelity report`` scores by default, in
+    registration order of the built-in providers."""
+    return tuple(s for name in _BUILTIN_ORDER for s in get(name).report)
+
+
+# --------------------------------------------------------------------------
+# Built-in providers. Hosts: each provider's API reference (the base URL its
+# official SDK uses); report models are rows of the bundled price table.
+
+_BUILTIN_ORDER = ("openai", "anthropic", "gemini", "deepseek", "dashscope", "vllm", "sglang")
+
+register(Provider(
+    name="openai", title="OpenAI",
+    dialects=("openai-chat", "openai-responses"),
+    aliases=("azure", "azure_ai", "azure-openai", "text-completion-openai"),
+    routes=(
+        Route("api.openai.com", "openai-responses", "/responses"),
+        Route("api.openai.com", "openai-chat"),
+        Route("openai.azure.com", "openai-responses", "/responses"),
+        Route("openai.azure.com", "openai-chat"),
+    ),
+    tokenizer="o200k_base", cache_model="openai", price_key="openai",
+    report=(ReportSetup("openai-chat", "gpt-4.1", "gpt-4o-mini"),
+            ReportSetup("openai-responses", "gpt-5", "gpt-5-mini")),
+))
+register(Provider(
+    name="anthropic", title="Anthropic",
+    dialects=("anthropic-messages",),
+    aliases=("claude",),
+    routes=(
+        Route("api.anthropic.com", "anthropic-messages"),
+    ),
+    tokenizer="claude-estimate", cache_model="anthropic", price_key="anthropic",
+    report=(ReportSetup("anthropic-messages", "claude-sonnet-4-6", "claude-haiku-4-5"),),
+))
+register(Provider(
+    name="gemini", title="Google Gemini",
+    dialects=("gemini",),
+    aliases=("google", "vertex_ai", "vertex_ai-language-models", "vertex", "google-genai"),
+    routes=(
+        Route("generativelanguage.googleapis.com", "gemini"),
+        Route("aiplatform.googleapis.com", "gemini"),
+    ),
+    tokenizer="gemini-estimate", cache_model="gemini", price_key="gemini",
+    report=(ReportSetup("gemini", "gemini-2.5-pro", "gemini-2.5-flash"),),
+))
+register(Provider(
+    name="deepseek", title="DeepSeek",
+    dialects=("deepseek",),
+    routes=(
+        Route("api.deepseek.com", "deepseek"),
+        # DeepSeek's Anthropic-compatible endpoint speaks the Messages API but
+        # is DeepSeek's cache and prices
+        # (https://api-docs.deepseek.com/guides/anthropic_api).
+        Route("api.deepseek.com", "anthropic-messages", "/anthropic"),
+    ),
+    tokenizer="deepseek-v4", cache_model="deepseek", price_key="deepseek",
+    report=(ReportSetup("deepseek", "deepseek-v4-flash", "deepseek-v4-pro"),),
+))
+register(Provider(
+    name="dashscope", title="Alibaba Cloud Model Studio (DashScope)",
+    dialects=("dashscope",),
+    aliases=("qwen", "alibaba", "aliyun"),
+    routes=(Route("aliyuncs.com", "dashscope"),),
+    tokenizer="qwen3", cache_model="dashscope", price_key="dashscope",
+    report=(ReportSetup("dashscope", "qwen3-max", "qwen-plus"),),
+))
+register(Provider(
+    name="vllm", title="vLLM (self-hosted)",
+    dialects=("vllm",),
+    cache_model="vllm",
+    report=(ReportSetup("vllm", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B"),),
+))
+register(Provider(
+    name="sglang", title="SGLang (self-hosted)",
+    dialects=("sglang",),
+    cache_model="sglang",
+    report=(ReportSetup("sglang", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B"),),
+))
+register(Provider(
+    name="llama.cpp", title="llama.cpp server (self-hosted)",
+    aliases=("llamacpp", "llama-cpp"),
+    cache_model="llama.cpp",
+))

@@ -1,0 +1,111 @@
+"""Real-harness rows for the report: committed parent/child snapshots of a
+real harness's fork (``fixtures/harness/<harness>-<version>/``, recorded
+through ``fidelity proxy`` by ``tests/harness``), scored per provider.
+
+Each folder holds ``parent.snapshot``, ``child.snapshot`` and
+``harness.toml`` (harness, version, package, dialect, how it was driven).
+A row is one (harness, provider) pair: where the child first diverges from
+its parent in that provider's cache view, why, the cached tokens predicted,
+the tokens lost against a child whose prefix matched, and their price.
+
+The same body is scored as if sent to each provider that speaks its wire
+format: an OpenAI-compatible body (Qwen Code) under DashScope, DeepSeek,
+OpenAI and a self-hosted vLLM; an Anthropic Messages body (Claude Code)
+under Anthropic's API and an Anthropic-compatible third-party endpoint,
+whose caches read Claude Code's billing block differently
+(:func:`fidelity.wire.anthropic_messages.billing_block_keyed`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..diff import compare
+from ..errors import InputError
+from . import _store
+
+__all__ = ["HarnessRow", "Scenario", "SCENARIOS", "harness_rows", "DEFAULT_FOLDER"]
+
+#: the repository's committed fixtures (present in a source checkout)
+DEFAULT_FOLDER = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A provider a body can be sent to: its label, wire dialect, the model
+    used for tokenizer and price, and the endpoint URL (``None``: the
+    provider's own API)."""
+
+    label: str
+    dialect: str
+    model: str
+    endpoint: str | None = None
+
+
+#: wire family of a recorded body -> the providers it is scored under
+SCENARIOS: dict[str, tuple[Scenario, ...]] = {
+    "openai": (
+        Scenario("DashScope (qwen-plus)", "dashscope", "qwen-plus"),
+        Scenario("DeepSeek (deepseek-chat)", "deepseek", "deepseek-chat"),
+        Scenario("OpenAI (gpt-4.1)", "openai-chat", "gpt-4.1"),
+        Scenario("vLLM, self-hosted (Qwen3)", "vllm", "qwen3-coder-plus"),
+    ),
+    "anthropic": (
+        Scenario("Anthropic API (claude-sonnet-4-6)", "anthropic-messages", "claude-sonnet-4-6",
+                 "https://api.anthropic.com/v1/messages"),
+        Scenario("Anthropic-compatible third party (claude-sonnet-4-6 prices)", "anthropic-messages",
+                 "claude-sonnet-4-6", "https://api.deepseek.com/anthropic/v1/messages"),
+    ),
+}
+_FAMILY = {"anthropic-messages": "anthropic"}
+
+
+@dataclass(frozen=True)
+class HarnessRow:
+    harness: str
+    version: str
+    provider: str
+    first_divergence: str
+    cause: str
+    predicted_cached: int
+    lost_tokens: int
+    child_prompt: int
+    estimated: bool
+    usd_lost_per_fork: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"harness": self.harness, "version": self.version, "provider": self.provider,
+                "first_divergence": self.first_divergence, "cause": self.cause,
+                "predicted_cached": self.predicted_cached, "lost_tokens": self.lost_tokens,
+                "child_prompt": self.child_prompt, "estimated": self.estimated,
+                "usd_lost_per_fork": None if self.usd_lost_per_fork is None else round(self.usd_lost_per_fork, 6)}
+
+
+def harness_rows(folder: str | Path = DEFAULT_FOLDER) -> Iterator[HarnessRow]:
+    """One row per (recorded harness fork, provider), folders in name order."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError("no such folder", path=root)
+    for sub in sorted(p for p in root.iterdir() if p.is_dir()):
+        meta_path = sub / "harness.toml"
+        try:
+            meta = tomllib.loads(meta_path.read_text(encoding="utf-8"))
+        except OSError:
+            raise InputError("missing harness.toml", path=meta_path) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"not TOML: {exc}", path=meta_path) from None
+        parent = _store.snapshot.read(sub / "parent.snapshot").body
+        child = _store.snapshot.read(sub / "child.snapshot").body
+        family = _FAMILY.get(str(meta.get("dialect")), "openai")
+        for sc in SCENARIOS[family]:
+            r = compare(parent, child, dialect=sc.dialect, model=sc.model, endpoint=sc.endpoint,
+                        parent_path=str(sub / "parent.snapshot"), child_path=str(sub / "child.snapshot"))
+            seg = r.view.segment
+            where = "none" if seg is None else f"{seg[0]}[{seg[1]}] {r.view.pointer or ''}".strip()
+            cause = r.cause.kind + (f": {r.cause.detail}" if r.cause.detail else "")
+            yield HarnessRow(str(meta.get("harness", sub.name)), str(meta.get("version", "?")), sc.label, where,
+                             cause, r.cache.predicted_cached, r.cache.lost, r.tokens.child_prompt,
+                             r.tokens.estimated, None if r.cost is None else r.cost.usd_lost)

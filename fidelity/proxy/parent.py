@@ -1,0 +1,168 @@
+"""The seam between the proxy and the cache simulator: which earlier request
+does this one read from, and what does that cost?
+
+Two functions, kept narrow on purpose so that the full cache simulator
+(issue 13: state over a stream of requests, every live prefix, TTLs) can
+replace them without touching the proxy or the scripted upstream:
+
+* :meth:`ParentIndex.observe` -- the earlier request a new one reads from:
+  of the same wire dialect and model (a provider's cache is per model), the
+  one with the longest common cache-view prefix, counted in whole
+  cache-view segments (tools, system blocks, messages in the order the
+  provider's cache reads them, :func:`fidelity.wire.Dialect.cache_view`);
+  ties go to the most recent. A request that shares no segment beyond the
+  params (cache key) segment has no parent.
+* :func:`judge` -- the verdict for a (parent, child) pair: the existing
+  differ (:func:`fidelity.diff.compare`) on the two bodies: first
+  divergence and its cause, the cached tokens the provider's cache model
+  predicts, the tokens and dollars lost against a child whose prefix matched.
+
+Memory is bounded: the index keeps, per request, only the SHA-256 of each
+cache-view segment (32 bytes a segment) and at most ``limit`` requests,
+oldest dropped first; bodies are read back from the snapshot files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from .. import wire
+from ..errors import FidelityError
+
+__all__ = ["Seen", "ParentIndex", "Verdict", "judge", "view_digests", "prompt_tokens"]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as the index remembers it."""
+
+    name: str
+    dialect: str | None
+    model: str | None
+    endpoint: str | None
+    digests: tuple[bytes, ...]
+    #: index of the first segment past the params (cache key) segment
+    first_content: int
+
+
+def view_digests(dialect: str | None, body: bytes, endpoint: str | None = None) -> tuple[tuple[bytes, ...], int]:
+    """Digests of the cache-view segments of ``body`` and the index of the
+    first segment that is prompt content (past ``params``); ``((), 0)``
+    when the body is not a request of a known dialect."""
+    if dialect is None:
+        return (), 0
+    try:
+        d = wire.get(dialect)
+        segs = wire.cache_view_at(d, body, endpoint)
+    except (FidelityError, ValueError, KeyError, TypeError):
+        return (), 0
+    first = 1 if segs and segs[0].kind == "params" else 0
+    return tuple(hashlib.sha256(s.kind.encode() + b"\0" + s.data).digest() for s in segs), first
+
+
+def _common(a: tuple[bytes, ...], b: tuple[bytes, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class ParentIndex:
+    """Remembers recent requests and finds the one a new request reads from.
+    Thread-safe use is the caller's (the proxy calls it from one task)."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._seen: OrderedDict[str, Seen] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def find(self, req: Seen) -> Seen | None:
+        """The earlier request ``req`` reads from, or ``None``."""
+        best: Seen | None = None
+        best_n = req.first_content  # must share more than the cache key
+        for prior in reversed(self._seen.values()):  # most recent first: wins ties
+            if prior.dialect != req.dialect or prior.model != req.model or prior.endpoint != req.endpoint:
+                continue
+            n = _common(prior.digests, req.digests)
+            if n > best_n:
+                best, best_n = prior, n
+        return best
+
+    def observe(self, req: Seen) -> Seen | None:
+        """:meth:`find`, then remember ``req`` for later requests."""
+        parent = self.find(req)
+        self._seen[req.name] = req
+        while len(self._seen) > self.limit:
+            self._seen.popitem(last=False)
+        return parent
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a child loses against its parent (see :func:`judge`)."""
+
+    cause: str
+    detail: str | None
+    segment: str | None
+    pointer: str | None
+    predicted_cached: int
+    predicted_written: int
+    lost_tokens: int
+    usd_lost: float | None
+    prompt_tokens: int
+    estimated: bool
+
+    def divergence(self) -> str:
+        """``system[0] /system/0/text`` or ``none``."""
+        if self.segment is None:
+            return "none"
+        return f"{self.segment} {self.pointer}" if self.pointer else self.segment
+
+
+def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | None = None,
+          endpoint: str | None = None) -> Verdict:
+    """The differ's verdict on a pair (raises :class:`FidelityError` on bodies
+    it cannot read)."""
+    from ..diff import compare
+
+    r = compare(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint)
+    seg = r.view.segment
+    return Verdict(
+        cause=r.cause.kind,
+        detail=r.cause.detail,
+        segment=None if seg is None else f"{seg[0]}[{seg[1]}]",
+        pointer=r.view.pointer,
+        predicted_cached=r.cache.predicted_cached,
+        predicted_written=r.cache.written,
+        lost_tokens=r.cache.lost,
+        usd_lost=None if r.cost is None else r.cost.usd_lost,
+        prompt_tokens=r.tokens.child_prompt,
+        estimated=r.tokens.estimated,
+    )
+
+
+def prompt_tokens(body: bytes, dialect: str, model: str | None = None, endpoint: str | None = None) -> int:
+    """Prompt tokens of one request as its provider's tokenizer counts them
+    (an estimate where no public tokenizer exists)."""
+    from .. import tokens
+    from ..diff import prompt_token_ids
+
+    d = wire.get(dialect)
+    segs = wire.cache_view_at(d, body, endpoint)
+    if model is None:
+        import orjson
+
+        try:
+            obj: Any = orjson.loads(body)
+            model = obj.get("model") if isinstance(obj, dict) else None
+        except orjson.JSONDecodeError:
+            model = None
+    tok = tokens.for_model(model or "", d.provider)
+    return sum(map(len, prompt_token_ids(tok, segs)))

@@ -1,0 +1,616 @@
+"""Replay recorded traffic through the cache simulator and compare with what
+the provider reported.
+
+A recording (a vcrpy cassette, a HAR archive, a claude-trace JSONL log, a
+folder of request snapshots whose metadata holds ``usage``, DeepSeek
+Harness session logs) holds requests and the usage each response reported.
+:func:`replay` feeds each recording's requests, in request time order
+(``Date`` header, HAR ``startedDateTime``, snapshot ``time``; the recorded
+order where no time is known), through one
+:class:`~fidelity.cache.simulator.Simulator` per provider, and sets the
+predicted prompt, read and written tokens beside the reported ones.
+
+A request that reads from the cache although nothing earlier in the
+recording could have written what it reads (its first read, with no
+predicted read) came from a cache warmed before the recording started:
+it is flagged ``warm_outside`` and left out of the accuracy figures, like
+calibration's anchors.
+
+The JSON form (``fidelity replay --json``) is documented in
+``docs/replay.md``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+import zlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, Hashable, Iterable, Iterator, Mapping, Sequence
+
+from . import providers, wire
+from .cache.prompts import cache_prompt
+from .cache.simulator import Prediction, Simulator, SimRequest, Usage
+from .errors import FidelityError, InputError, UnknownName
+from .jsonio import read_bytes
+
+__all__ = [
+    "Exchange",
+    "Row",
+    "Replay",
+    "from_response",
+    "read_recordings",
+    "replay",
+    "summarize",
+    "SCHEMA",
+]
+
+SCHEMA = "fidelity.replay/1"
+
+# --------------------------------------------------------------------------- reported usage
+
+
+def _num(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _usage_json(family: str, obj: Any) -> dict[str, Any] | None:
+    """Usage members of one JSON response object (or stream event)."""
+    if not isinstance(obj, dict):
+        return None
+    if family == "gemini":
+        u = obj.get("usageMetadata")
+        if not isinstance(u, dict):
+            return None
+        prompt = _num(u.get("promptTokenCount"))
+        return {"prompt": prompt, "cache_read": _num(u.get("cachedContentTokenCount")) or 0,
+                "cache_write": None, "output": _num(u.get("candidatesTokenCount"))}
+    # Anthropic stream: message_start carries the usage inside "message"
+    if isinstance(obj.get("message"), dict) and isinstance(obj["message"].get("usage"), dict):
+        obj = obj["message"]
+    if isinstance(obj.get("response"), dict) and isinstance(obj["response"].get("usage"), dict):
+        obj = obj["response"]  # OpenAI Responses stream: response.completed
+    u = obj.get("usage")
+    if not isinstance(u, dict):
+        return None
+    if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u or family == "anthropic":
+        inp = _num(u.get("input_tokens"))
+        read = _num(u.get("cache_read_input_tokens")) or 0
+        write = _num(u.get("cache_creation_input_tokens")) or 0
+        return {"prompt": None if inp is None else inp + read + write, "cache_read": read,
+                "cache_write": write, "output": _num(u.get("output_tokens"))}
+    if "prompt_cache_hit_tokens" in u:  # DeepSeek
+        hit = _num(u.get("prompt_cache_hit_tokens")) or 0
+        miss = _num(u.get("prompt_cache_miss_tokens"))
+        prompt = _num(u.get("prompt_tokens"))
+        return {"prompt": prompt if prompt is not None else (None if miss is None else hit + miss),
+                "cache_read": hit, "cache_write": None, "output": _num(u.get("completion_tokens"))}
+    if "prompt_tokens" in u:  # Chat Completions
+        det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+        return {"prompt": _num(u.get("prompt_tokens")), "cache_read": _num(det.get("cached_tokens")) or 0,
+                "cache_write": None, "output": _num(u.get("completion_tokens"))}
+    if "input_tokens" in u:  # Responses
+        det = u.get("input_tokens_details") if isinstance(u.get("input_tokens_details"), dict) else {}
+        return {"prompt": _num(u.get("input_tokens")), "cache_read": _num(det.get("cached_tokens")) or 0,
+                "cache_write": None, "output": _num(u.get("output_tokens"))}
+    return None
+
+
+def _decompress(body: bytes) -> bytes:
+    if body[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(body)
+        except (OSError, EOFError, zlib.error):
+            return body
+    return body
+
+
+def from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
+    """Usage a response reported, in the shared snapshot convention
+    (``{"prompt", "cache_read", "cache_write", "output", "source"}``), or
+    ``None`` when it reports none.
+
+    Uses :func:`fidelity.capture.usage.from_response` when that module
+    exists (issue 11); this is the stand-in until it does."""
+    try:
+        from .capture import usage as _shared  # type: ignore[attr-defined]
+    except ImportError:
+        _shared = None
+    if _shared is not None and hasattr(_shared, "from_response"):
+        return _shared.from_response(dialect_or_provider, content_type, body_bytes)
+    return _from_response(dialect_or_provider, content_type, body_bytes)
+
+
+def _family(dialect_or_provider: str) -> str:
+    try:
+        return providers.for_dialect(dialect_or_provider).name
+    except UnknownName:
+        try:
+            return providers.family(dialect_or_provider)
+        except UnknownName:
+            return dialect_or_provider
+
+
+def _from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
+    family = _family(dialect_or_provider)
+    data = _decompress(bytes(body_bytes))
+    text = data.decode("utf-8", "replace")
+    sse = "event-stream" in (content_type or "") or text.lstrip().startswith(("event:", "data:"))
+    if not sse:
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return None
+        found = _usage_json(family, obj)
+        return None if found is None else {**found, "source": "json"}
+    merged: dict[str, Any] | None = None
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            continue
+        found = _usage_json(family, obj)
+        if found is None:
+            continue
+        if merged is None:
+            merged = dict(found)
+        else:  # a later event (message_delta, the final chunk) completes or updates the figures
+            for k, v in found.items():
+                if v is not None and not (family == "anthropic" and k != "output" and not v):
+                    merged[k] = v
+    return None if merged is None else {**merged, "source": "sse"}
+
+
+# --------------------------------------------------------------------------- recordings
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded request and the usage its response reported."""
+
+    source: str
+    index: int
+    body: bytes
+    url: str | None = None
+    dialect: str | None = None
+    model: str | None = None
+    time: float | None = None
+    usage: Mapping[str, Any] | None = None
+    output: tuple[int, ...] = ()
+    #: a request the simulator cannot take (unknown provider...): why
+    skip: str | None = None
+
+
+def _http_date(value: Any) -> float | None:
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _iso(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) / (1000.0 if value > 1e11 else 1.0)
+    if not isinstance(value, str):
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _route(url: str | None, body: bytes) -> tuple[str | None, str | None]:
+    """(dialect, reason to skip) from the URL, strongest evidence first."""
+    if url:
+        ep = providers.from_url(url)
+        if ep is not None:
+            return ep.dialect, None
+        return None, f"no cache model for {url.split('?')[0]} (not a known provider endpoint)"
+    try:
+        return wire.detect(json.loads(body)).name, None
+    except (FidelityError, ValueError):
+        return None, "cannot tell the provider of this body"
+
+
+def _header(headers: Any, name: str) -> Any:
+    if isinstance(headers, dict):
+        for k, v in headers.items():
+            if str(k).lower() == name:
+                return v
+    if isinstance(headers, list):
+        for h in headers:
+            if isinstance(h, dict) and str(h.get("name", "")).lower() == name:
+                return h.get("value")
+    return None
+
+
+def _text(value: Any) -> bytes | None:
+    if isinstance(value, dict) and "string" in value:
+        value = value["string"]
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return None
+
+
+def _parsed(value: Any) -> bytes | None:
+    """pydantic-ai cassettes keep ``parsed_body`` (keys sorted): not the
+    wire bytes, but the same content for token counts."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return None
+
+
+def _exchange(source: str, index: int, url: str | None, body: bytes, resp_headers: Any, resp_body: bytes | None,
+              time: float | None) -> Exchange:
+    dialect, skip = _route(url, body)
+    usage = None
+    model = None
+    try:
+        obj = json.loads(body)
+        if isinstance(obj, dict) and isinstance(obj.get("model"), str):
+            model = obj["model"]
+    except ValueError:
+        skip = skip or "request body is not JSON"
+    if url and "/cachedContents" in url:
+        skip = "Gemini explicit context cache creation (not a generation request)"
+    elif b'"cachedContent"' in body:
+        skip = "reads a Gemini explicit context cache (cachedContent): not simulated"
+    if model is None and url and "/models/" in url:  # Gemini names the model in the path
+        model = url.split("/models/", 1)[1].split(":", 1)[0]
+    if dialect is not None and resp_body:
+        ctype = _header(resp_headers, "content-type")
+        if isinstance(ctype, list):
+            ctype = ctype[0] if ctype else None
+        usage = from_response(dialect, ctype if isinstance(ctype, str) else None, resp_body)
+    return Exchange(source, index, body, url, dialect, model, time, usage, skip=skip)
+
+
+def _cassette(path: Path) -> list[Exchange]:
+    from .capture.importers.cassette import _load
+
+    doc = _load(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
+        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
+    out: list[Exchange] = []
+    for i, inter in enumerate(doc["interactions"]):
+        req = inter.get("request") if isinstance(inter, dict) else None
+        resp = inter.get("response") if isinstance(inter, dict) else None
+        if not isinstance(req, dict):
+            continue
+        body = _text(req.get("body")) or _parsed(req.get("parsed_body"))
+        if not body or not body.lstrip().startswith(b"{"):
+            continue
+        rbody = (_text(resp.get("body")) or _parsed(resp.get("parsed_body"))) if isinstance(resp, dict) else None
+        rheaders = resp.get("headers") if isinstance(resp, dict) else None
+        out.append(_exchange(str(path), i, req.get("uri") if isinstance(req.get("uri"), str) else None, body,
+                             rheaders, rbody, _http_date(_header(rheaders, "date"))))
+    return out
+
+
+def _har(path: Path) -> list[Exchange]:
+    from .jsonio import load
+
+    doc = load(path)
+    entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise InputError("not a HAR archive (no log.entries list)", path=path)
+    out = []
+    for i, e in enumerate(entries):
+        req = e.get("request") if isinstance(e, dict) else None
+        if not isinstance(req, dict) or not isinstance(req.get("postData"), dict):
+            continue
+        body = _text(req["postData"].get("text"))
+        if not body or not body.lstrip().startswith(b"{"):
+            continue
+        resp = e.get("response") if isinstance(e.get("response"), dict) else {}
+        content = resp.get("content") if isinstance(resp.get("content"), dict) else {}
+        rbody = _text(content.get("text"))
+        if rbody is not None and content.get("encoding") == "base64":
+            import base64
+
+            rbody = base64.b64decode(rbody)
+        headers = resp.get("headers") or [{"name": "content-type", "value": content.get("mimeType")}]
+        out.append(_exchange(str(path), i, req.get("url"), body, headers, rbody, _iso(e.get("startedDateTime"))))
+    return out
+
+
+def _claude_trace(path: Path) -> list[Exchange]:
+    """claude-trace logs (https://github.com/badlogic/lemmy/tree/main/apps/claude-trace):
+    one JSON object per line, ``{"request": {"timestamp", "url", "body"},
+    "response": {"headers", "body" | "body_raw"}}``."""
+    out = []
+    for i, line in enumerate(read_bytes(path).splitlines()):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise InputError(f"line {i + 1} is not JSON", path=path) from None
+        req = rec.get("request") if isinstance(rec, dict) else None
+        resp = rec.get("response") if isinstance(rec, dict) else None
+        if not isinstance(req, dict) or not isinstance(req.get("body"), (dict, str)):
+            continue
+        body = req["body"] if isinstance(req["body"], str) else json.dumps(req["body"], separators=(",", ":"),
+                                                                        ensure_ascii=False)
+        rbody: bytes | None = None
+        rheaders = None
+        if isinstance(resp, dict):
+            rheaders = resp.get("headers")
+            raw = resp.get("body_raw")
+            if isinstance(raw, str):
+                rbody = raw.encode()
+            elif resp.get("body") is not None:
+                rbody = json.dumps(resp["body"]).encode()
+        out.append(_exchange(str(path), i, req.get("url"), body.encode("utf-8", "surrogatepass"), rheaders, rbody,
+                             _iso(req.get("timestamp"))))
+    return out
+
+
+def _snapshot_folder(folder: Path) -> list[Exchange]:
+    from .capture import snapshot
+
+    out = []
+    for i, p in enumerate(snapshot.iter_folder(folder)):
+        body, snap = snapshot.load_body(p)
+        meta: dict[str, Any] = {}
+        if snap is not None:
+            with open(p, "rb") as fh:
+                meta = json.loads(fh.readline())
+        usage = meta.get("usage") if isinstance(meta.get("usage"), dict) else None
+        dialect = snap.provider if snap is not None else None
+        skip = None
+        if dialect is None:
+            dialect, skip = _route(snap.url if snap else None, body)
+        out.append(Exchange(str(p), i, body, snap.url if snap else None, dialect,
+                            snap.model if snap else None, _iso(meta.get("time")), usage, skip=skip))
+    return out
+
+
+def _is_cassette(path: Path) -> bool:
+    if path.suffix in (".yaml", ".yml"):
+        return True
+    if path.suffix == ".json":
+        with open(path, "rb") as fh:
+            return b'"interactions"' in fh.read(1 << 16)
+    return False
+
+
+def read_recordings(path: str | Path) -> list[list[Exchange]]:
+    """Every recording under ``path`` (a file, or a folder searched
+    recursively), each a list of exchanges in recorded order. A folder of
+    ``*.snapshot`` files is one recording."""
+    root = Path(path)
+    if not root.exists():
+        raise InputError("no such file or folder", path=root)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    recordings: list[list[Exchange]] = []
+    snap_dirs = sorted({p.parent for p in files if p.suffix == ".snapshot"})
+    for d in snap_dirs:
+        recordings.append(_snapshot_folder(d))
+    for p in files:
+        if p.suffix == ".snapshot":
+            continue
+        if p.suffix == ".har":
+            recordings.append(_har(p))
+        elif p.suffix == ".jsonl" and not p.name.startswith("session"):
+            rec = _claude_trace(p)
+            if rec:
+                recordings.append(rec)
+        elif _is_cassette(p):
+            recordings.append(_cassette(p))
+    return [r for r in recordings if r]
+
+
+# --------------------------------------------------------------------------- replay
+
+
+@dataclass(frozen=True)
+class Row:
+    """One request: reported beside predicted."""
+
+    source: str
+    index: int
+    provider: str | None
+    model: str | None
+    reported: Usage
+    predicted: Prediction | None
+    warm_outside: bool = False
+    estimated: bool = False
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        pred = self.predicted
+        return {
+            "source": self.source,
+            "index": self.index,
+            "provider": self.provider,
+            "model": self.model,
+            "reported": self.reported.to_json(),
+            "predicted": None if pred is None else {
+                "prompt": pred.prompt, "cache_read": pred.cache_read, "cache_write": pred.cache_write,
+                "parent": None if pred.parent is None else str(pred.parent)},
+            "warm_outside": self.warm_outside,
+        }
+
+
+@dataclass(frozen=True)
+class Replay:
+    rows: tuple[Row, ...]
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"requests": [r.to_json() for r in self.rows], "summary": dict(self.summary)}
+
+
+def _label(ex: Exchange) -> str:
+    return f"{Path(ex.source).name}#{ex.index}"
+
+
+def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool = False,
+                     **params: Any) -> list[Row]:
+    """Rows for one recording: per provider and model, one simulator fed in
+    request time order. ``params`` go to every cache model (engine settings).
+
+    ``scale_to_reported``: count each request's tokens in the provider's
+    scale, known from its reported prompt length (``SimRequest.scale``), so
+    that a tokenizer that over- or under-counts (the Claude estimate) does
+    not move minimums, steps and reads; prefixes are still matched on the
+    request's own tokens."""
+    prepared: list[tuple[Exchange, Any]] = []
+    rows: dict[int, Row] = {}
+    for k, ex in enumerate(exchanges):
+        rep = Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
+        if ex.skip or ex.dialect is None:
+            rows[k] = Row(ex.source, ex.index, None, ex.model, rep, None, note=ex.skip or "unknown provider")
+            continue
+        try:
+            cp = cache_prompt(ex.body, dialect=ex.dialect, model=ex.model, time=ex.time, label=_label(ex),
+                              output=ex.output, path=ex.source)
+        except FidelityError as exc:
+            rows[k] = Row(ex.source, ex.index, _family(ex.dialect), ex.model, rep, None, note=str(exc))
+            continue
+        if scale_to_reported and ex.usage and ex.usage.get("prompt") and len(cp.request.tokens):
+            cp = replace(cp, request=replace(cp.request, scale=ex.usage["prompt"] / len(cp.request.tokens)))
+        prepared.append((k, cp))
+    sims: dict[tuple[str, str], Simulator] = {}
+    # time order, the recorded order among equal or unknown times
+    order = sorted(prepared, key=lambda kc: (_sort_time(exchanges, kc[0]), kc[0]))
+    seen_read: set[Hashable] = set()
+    for k, cp in order:
+        ex = exchanges[k]
+        key = (cp.cache_model, cp.model)
+        sim = sims.get(key)
+        if sim is None:
+            sim = sims[key] = Simulator(cp.cache_model, cp.model, **params)
+        try:
+            pred = sim.feed(cp.request)
+        except FidelityError as exc:
+            rows[k] = Row(ex.source, ex.index, cp.provider, cp.model,
+                          Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write"))),
+                          None, note=str(exc))
+            continue
+        rep = Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
+        part = (key, cp.request.key)
+        warm = bool(rep.cache_read) and pred.cache_read == 0 and part not in seen_read
+        if rep.cache_read:
+            seen_read.add(part)
+        rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm, cp.estimated)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _sort_time(exchanges: Sequence[Exchange], k: int) -> float:
+    """A request's time, or the last known time before it in the recording."""
+    for j in range(k, -1, -1):
+        t = exchanges[j].time
+        if t is not None:
+            return t
+    return float("-inf")
+
+
+def replay(path: str | Path, **params: Any) -> Replay:
+    """Replay every recording under ``path`` (and DeepSeek Harness session
+    logs, see :func:`fidelity.calibrate`): rows and the per-provider summary."""
+    rows: list[Row] = []
+    scaled: list[Row] = []
+    for rec in read_recordings(path):
+        rows.extend(replay_recording(rec, **params))
+        scaled.extend(replay_recording(rec, scale_to_reported=True, **params))
+    dsh_rows = _dsh_rows(Path(path))
+    rows.extend(dsh_rows)
+    scaled.extend(dsh_rows)
+    if not rows:
+        raise InputError("no recorded request with a model body under this path", path=path)
+    summary = summarize(rows)
+    if dsh_rows:  # DeepSeek's unit fitted on one part of the sessions, scored on the other
+        from .commands.calibrate import load
+        from .deepseek_split import split_figures
+
+        summary.setdefault("deepseek", {})["harness_split"] = split_figures(load(Path(path))).to_json()
+    for prov, figures in summarize(scaled).items():
+        summary[prov]["scaled_to_reported_prompt"] = {
+            k: figures[k] for k in ("hit_miss_agree", "read_within_5pct", "read_within_128", "read_exact")}
+    return Replay(tuple(rows), summary)
+
+
+def _dsh_rows(root: Path) -> list[Row]:
+    if root.is_file() or not any(root.rglob("session*.jsonl")):
+        return []
+    from . import tokens
+    from .calibrate import calibrate
+    from .commands.calibrate import load
+
+    result = calibrate(load(root), tokens.for_model("deepseek-v4-flash", "deepseek"), wire.get("deepseek").render)
+    out = []
+    for s in result.sessions:
+        for i, st in enumerate(s.steps):
+            out.append(Row(s.path, i, "deepseek", "deepseek-v4-flash",
+                           Usage(st.real_prompt, st.real_cached, None),
+                           Prediction(st.predicted_prompt, st.predicted_cached, None, None),
+                           warm_outside=st.anchor and st.real_cached > 0 and st.predicted_cached == 0))
+    return out
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _share(hits: int, n: int) -> float | None:
+    return round(hits / n, 4) if n else None
+
+
+def summarize(rows: Iterable[Row]) -> dict[str, Any]:
+    """Per provider: requests, how many report reads, hit-vs-miss agreement,
+    reads within 5 % and within one 128-token step, exact reads, prompt
+    error (median relative), and how many were warmed outside the recording."""
+    by: dict[str, list[Row]] = {}
+    for r in rows:
+        by.setdefault(r.provider or "unknown", []).append(r)
+    out: dict[str, Any] = {}
+    for prov, rs in sorted(by.items()):
+        sim = [r for r in rs if r.predicted is not None]
+        scored = [r for r in sim if r.reported.cache_read is not None and not r.warm_outside]
+        hits = [r for r in scored if r.reported.cache_read]
+        assert all(r.predicted is not None for r in scored)
+        agree = sum((r.predicted.cache_read > 0) == (r.reported.cache_read > 0) for r in scored)  # type: ignore[union-attr,operator]
+        within5 = sum(abs(r.predicted.cache_read - r.reported.cache_read) <= 0.05 * r.reported.cache_read  # type: ignore
+                      for r in hits)
+        step = sum(abs(r.predicted.cache_read - r.reported.cache_read) <= 128 for r in scored)  # type: ignore
+        exact = sum(r.predicted.cache_read == r.reported.cache_read for r in scored)  # type: ignore
+        rel = [abs(r.predicted.prompt - r.reported.prompt) / r.reported.prompt  # type: ignore
+               for r in sim if r.reported.prompt and r.predicted.prompt is not None]  # type: ignore
+        out[prov] = {
+            "requests": len(rs),
+            "simulated": len(sim),
+            "skipped": len(rs) - len(sim),
+            "reporting_reads": len(scored),
+            "warm_outside": sum(r.warm_outside for r in sim),
+            "reported_hits": len(hits),
+            "hit_miss_agree": _share(agree, len(scored)),
+            "read_within_5pct": _share(within5, len(hits)),
+            "read_within_128": _share(step, len(scored)),
+            "read_exact": _share(exact, len(scored)),
+            "prompt_rel_error_median": round(statistics.median(rel), 4) if rel else None,
+            "estimated_tokens": any(r.estimated for r in sim),
+        }
+    return out
+
+
+def iter_rows(result: Replay) -> Iterator[Row]:
+    yield from result.rows

@@ -1,0 +1,97 @@
+"""The canonical request the harness sent at a step.
+
+Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from ... import providers
+from ...errors import InputError, UnknownName
+from ...model import (
+    Request,
+    Route,
+    SystemBlock,
+    Tool,
+    freeze,
+)
+from ._messages import step_messages
+from ._sidecars import Sidecars
+from ._values import SYSTEM_PLACEHOLDER, TOOLS_PLACEHOLDER, Session
+
+__all__ = ["header_tools", "step_request"]
+
+
+def _family(provider: str) -> str:
+    """DSH provider ids (``deepseek-official``, ``deepseek``) -> cache/price family."""
+    try:
+        return providers.family(provider)
+    except UnknownName:
+        return provider
+
+
+def _tool(value: Any) -> Tool:
+    if isinstance(value, Tool):
+        return value
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise InputError("a tool schema must be an object with a string name")
+    extra = {k: v for k, v in value.items() if k not in ("name", "description", "parameters")}
+    return Tool(
+        name=value["name"],
+        description=value.get("description"),
+        parameters=value.get("parameters"),
+        extra=freeze(extra),
+    )
+
+
+def header_tools(schemas: Iterable[Any]) -> tuple[Tool, ...]:
+    """DSH tool schemas ``{name, description, parameters}`` -> :class:`Tool`, key order kept."""
+    return tuple(_tool(s) for s in schemas)
+
+
+def step_request(
+    session: Session,
+    turn: int,
+    step: int,
+    system: str | None = None,
+    tools: Sequence[Any] | None = None,
+    *,
+    sidecars: "Sidecars | None" = None,
+) -> Request:
+    """The canonical request the harness sent at ``(turn, step)``.
+
+    Route from the step's ``request/header`` (provider ``deepseek-official``
+    maps to family ``deepseek``); ``system`` as one :class:`SystemBlock`;
+    ``tools`` as :class:`Tool` objects keeping schema key order. Where
+    ``system``/``tools`` are not given they come from ``sidecars`` (the
+    header's revision) or from the header itself when it carries them
+    inline; a placeholder with nothing to fill it raises :class:`InputError`.
+    Other header config (``reasoningEffort``, ``maxTokens``) is left in
+    ``RequestHeader.config``: which wire keys it becomes is the dialect's
+    business, so ``params`` stays empty.
+    """
+    s = session.step(turn, step)
+    h = s.header
+    if h is None:
+        raise InputError(f"turn {turn} step {step} has no request/header before it", path=session.path)
+    if system is None:
+        system = h.system if h.system is not None else (sidecars.system(h.revision) if sidecars else None)
+        if system is None:
+            raise InputError(
+                f"request/header carries {SYSTEM_PLACEHOLDER}; pass system= or sidecars=",
+                path=session.path,
+                line=h.line,
+            )
+    if tools is None:
+        tools = h.tools if h.tools is not None else (sidecars.tools(h.revision) if sidecars else None)
+        if tools is None:
+            raise InputError(
+                f"request/header carries {TOOLS_PLACEHOLDER}; pass tools= or sidecars=", path=session.path, line=h.line
+            )
+    return Request(
+        route=Route(provider=_family(h.provider), model=h.model),
+        system=(SystemBlock(system),) if system else (),
+        tools=header_tools(tools),
+        messages=step_messages(session, turn, step),
+    )

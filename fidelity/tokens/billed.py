@@ -1,0 +1,298 @@
+"""Prompt token ids as providers bill them, per cache-view segment.
+
+:func:`segment_ids` is what the differ, scorer and ``tokens-check`` use for
+a cache view: per segment, the token ids of the segment *as the provider's
+model reads it* (:mod:`.framing_openai` for OpenAI; the other dialects'
+chat-template text where the dialect gives it, else the segment's bytes),
+with every media part replaced by stand-in ids whose number is the
+provider's rule (:mod:`.media`). Stand-in ids are negative and derived from
+a hash of the media bytes (or URL), so two requests carrying the same image
+still share those tokens in a prefix match, and a different image breaks
+the match where it starts.
+
+:func:`count_prompt` is the whole prompt of one body: the total, whether it
+is estimated, which kinds of content it holds (text, tools, schema, image,
+pdf, audio) and each media part's rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import orjson
+
+from ..wire import Segment
+from . import TOKEN_TYPECODE, Tokenizer, segment_tokens
+from ._pieces import Media, Piece, Special
+from .media import MediaCount, MediaInfo, count_media, probe, probe_b64
+
+__all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
+           "billing_tokenizer"]
+
+#: dialects whose framing module renders each segment as the model reads it
+_FRAMED = {"openai-chat", "openai-responses"}
+#: dialects counted with the calibrated estimate (:mod:`.framing_estimate`)
+_ESTIMATED = {"anthropic-messages": "anthropic", "gemini": "gemini"}
+_CALIBRATED = {"claude-estimate": "claude-calibrated", "gemini-estimate": "gemini-calibrated"}
+
+
+def _register() -> None:
+    from . import names, register
+    from .calibrated import claude_calibrated, gemini_calibrated
+
+    if "claude-calibrated" not in names():
+        register("claude-calibrated", claude_calibrated)
+        register("gemini-calibrated", gemini_calibrated)
+
+
+def billing_tokenizer(tok: Tokenizer, dialect: str) -> Tokenizer:
+    """The tokenizer billed counts use: for Claude and Gemini bodies the
+    calibrated estimate (:mod:`.calibrated`) in place of the plain one."""
+    if dialect in _ESTIMATED and tok.name in _CALIBRATED:
+        from . import get
+
+        _register()
+        return get(_CALIBRATED[tok.name])
+    return tok
+
+
+@dataclass(frozen=True)
+class MediaPart:
+    kind: str
+    tokens: int
+    estimated: bool
+    rule: str
+    #: "body" (bytes in the request) or "url" (not in the body: a typical size)
+    origin: str
+
+
+@dataclass(frozen=True)
+class PromptCount:
+    tokens: int
+    estimated: bool
+    tokenizer: str
+    kinds: tuple[str, ...]
+    media: tuple[MediaPart, ...] = field(default=())
+
+    @property
+    def kind(self) -> str:
+        """The request's main kind: audio > pdf > image > schema > tools > text."""
+        for k in ("audio", "pdf", "image", "schema", "tools"):
+            if k in self.kinds:
+                return k
+        return "text"
+
+
+# ------------------------------------------------------------------ media stand-ins
+
+def media_ids(media: Media, n: int) -> array:
+    """``n`` stand-in ids for one media part: negative, from a hash of its
+    bytes (or URL), so identical media give identical ids."""
+    h = hashlib.blake2b(media.data if media.data is not None else (media.url or "").encode(), digest_size=5)
+    base = (int.from_bytes(h.digest(), "big") + 1) << 20
+    n = min(n, (1 << 20) - 1)
+    return array(TOKEN_TYPECODE, range(-base, -base - n, -1))
+
+
+_ATTACHMENT_SIZE = re.compile(r"^attachment:[^?]*\?(?:.*&)?width=(\d+)&height=(\d+)")
+
+
+def _measure(media: Media, provider: str, model: str) -> MediaPart:
+    if media.kind == "reasoning":
+        from .framing_openai import reasoning_tokens
+
+        return MediaPart("reasoning", reasoning_tokens(len(media.data or b"")), True,
+                         "openai reasoning item: fitted on encrypted_content length", "body")
+    info = None
+    sized = _ATTACHMENT_SIZE.match(media.url or "") if media.data is None else None
+    if sized is not None:  # a DeepSeek Harness attachment: the log records its size
+        info = MediaInfo("image", width=int(sized.group(1)), height=int(sized.group(2)))
+        got = count_media(provider, model, "image", info, detail=media.detail)
+        return MediaPart("image", got.tokens, got.estimated, got.rule, "log")
+    if media.data is not None:
+        if media.mime is not None and media.kind in ("image", "pdf", "audio", "file") and _is_b64(media.data):
+            info = probe_b64(media.data.decode("ascii", "replace"), media.mime)
+        else:
+            info = probe(media.data, media.mime)
+    kind = info.kind if info is not None and info.kind in ("image", "pdf", "audio", "video") else media.kind
+    got: MediaCount = count_media(provider, model, kind, info, detail=media.detail)
+    return MediaPart(kind, got.tokens, got.estimated, got.rule, "body" if media.data is not None else "url")
+
+
+def _is_b64(data: bytes) -> bool:
+    head = data[:64]
+    return bool(head) and all(c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n\r-_" for c in head)
+
+
+# ------------------------------------------------------------------ generic dialects
+
+_ANTHROPIC_MEDIA = {"image": "image", "document": "pdf"}
+
+
+def _media_in(value: Any) -> Media | None:
+    """A media object of the Anthropic or Gemini wire format, else ``None``."""
+    if not isinstance(value, Mapping):
+        return None
+    t = value.get("type")
+    src = value.get("source")
+    if t in _ANTHROPIC_MEDIA and isinstance(src, Mapping):
+        kind = _ANTHROPIC_MEDIA[t]
+        if src.get("type") == "base64" and isinstance(src.get("data"), str):
+            mime = src.get("media_type") if isinstance(src.get("media_type"), str) else None
+            return Media("pdf" if (mime or "").endswith("pdf") else kind, data=src["data"].encode("ascii", "replace"), mime=mime)
+        if src.get("type") == "text":
+            return None  # a plain-text document: its text is counted as text
+        return Media(kind, url=str(src.get("url") or src.get("file_id") or ""))
+    for key in ("inlineData", "inline_data"):
+        inline = value.get(key)
+        if isinstance(inline, Mapping) and isinstance(inline.get("data"), str):
+            mime = inline.get("mimeType") or inline.get("mime_type")
+            mime = mime if isinstance(mime, str) else None
+            return Media(_gemini_kind(mime), data=inline["data"].encode("ascii", "replace"), mime=mime)
+    for key in ("fileData", "file_data"):
+        fd = value.get(key)
+        if isinstance(fd, Mapping):
+            mime = fd.get("mimeType") or fd.get("mime_type")
+            mime = mime if isinstance(mime, str) else None
+            return Media(_gemini_kind(mime), url=str(fd.get("fileUri") or fd.get("file_uri") or ""), mime=mime)
+    if t == "image" and isinstance(value.get("attachment"), (str, Mapping)):  # DeepSeek Harness
+        return Media("image", url=orjson.dumps(value["attachment"]).decode())
+    if t in ("image_url", "input_image", "input_audio", "file", "input_file"):  # OpenAI-compatible dialects
+        from .framing_openai import _media_of_part
+
+        return _media_of_part(value)
+    return None
+
+
+def _gemini_kind(mime: str | None) -> str:
+    m = (mime or "").lower()
+    if m.endswith("pdf"):
+        return "pdf"
+    for k in ("image", "audio", "video"):
+        if m.startswith(k + "/"):
+            return k
+    return "file"
+
+
+def _strip_media(value: Any, found: list[Media]) -> Any:
+    """``value`` with each media object replaced by a short marker."""
+    media = _media_in(value)
+    if media is not None:
+        found.append(media)
+        return {"media": media.kind}
+    if isinstance(value, Mapping):
+        return {k: _strip_media(v, found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_media(v, found) for v in value]
+    return value
+
+
+def _generic_pieces(seg: Segment) -> list[Piece] | None:
+    """Segment text (template text, else bytes) with media as pieces;
+    ``None`` when the segment holds no media (the caller tokenizes as before)."""
+    if b'"data"' not in seg.data and b'"source"' not in seg.data and b"fileData" not in seg.data \
+            and b"file_data" not in seg.data and b'"attachment"' not in seg.data \
+            and b'"image_url"' not in seg.data and b'"input_audio"' not in seg.data:
+        return None
+    try:
+        value = orjson.loads(seg.data if seg.kind != "params" else b"{" + seg.data + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    found: list[Media] = []
+    stripped = _strip_media(value, found)
+    if not found:
+        return None
+    return [orjson.dumps(stripped).decode(), *found]
+
+
+# ------------------------------------------------------------------ pieces -> ids
+
+def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> list[list[Piece]] | None:
+    """Pieces of each segment for a framed dialect, else ``None``."""
+    if dialect in _FRAMED:
+        from .framing_openai import segment_pieces as openai_pieces
+
+        return openai_pieces(dialect, segs, model)
+    if dialect in _ESTIMATED:
+        from .framing_estimate import segment_pieces as estimate_pieces
+
+        return estimate_pieces(_ESTIMATED[dialect], segs, model, _media_in)
+    return None
+
+
+def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
+                parts: list[MediaPart]) -> array:
+    out = array(TOKEN_TYPECODE)
+    for p in pieces:
+        if isinstance(p, str):
+            if p:
+                out.extend(tok.ids(p))
+        elif isinstance(p, Special):
+            out.append(p.id)
+        else:
+            part = _measure(p, provider, model)
+            parts.append(part)
+            out.extend(media_ids(p, part.tokens))
+    return out
+
+
+def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provider: str,
+                model: str, media: list[MediaPart] | None = None) -> list[array]:
+    """Billed token ids of each segment of a cache view (see the module
+    docstring). The params segment holds tokens only where the provider
+    renders part of it (a response schema). ``media`` collects each media
+    part's rule. Arrays may be shared with memos: read-only."""
+    parts: list[MediaPart] = [] if media is None else media
+    tok = billing_tokenizer(tok, dialect)
+    framed = segment_pieces(dialect, segs, model)
+    if framed is not None:
+        return [_pieces_ids(tok, pieces, provider, model, parts) for pieces in framed]
+    plain = segment_tokens(tok, segs)
+    out: list[array] = []
+    for seg, ids in zip(segs, plain):
+        if seg.kind == "params":
+            out.append(array(TOKEN_TYPECODE))
+            continue
+        pieces = _generic_pieces(seg) if seg.text is None else None
+        out.append(ids if pieces is None else _pieces_ids(tok, pieces, provider, model, parts))
+    return out
+
+
+# ------------------------------------------------------------------ one body
+
+def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
+                 url: str | None = None) -> PromptCount:
+    """The billed prompt tokens of one request body: its segments'
+    :func:`segment_ids` plus the provider's reply priming (OpenAI: 3)."""
+    from .. import tokens, wire
+    from ..capture.snapshot import describe
+
+    d_name, family, found_model = describe(url, body)
+    d = wire.get(dialect or d_name) if (dialect or d_name) else wire.detect(orjson.loads(body))
+    model = model or found_model or ""
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    segs = d.cache_view(body)
+    parts: list[MediaPart] = []
+    ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
+    kinds = _kinds(body, d.name, segs, parts)
+    tail = 0
+    if d.name in _FRAMED:
+        from .framing_openai import PRIMING
+
+        tail = sum(len(tok.ids(p)) if isinstance(p, str) else 1 for p in PRIMING)
+    estimated = tok.estimated or any(p.estimated for p in parts)
+    return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
+
+
+def _kinds(body: bytes, dialect: str, segs: Sequence[Segment], parts: Sequence[MediaPart]) -> tuple[str, ...]:
+    kinds = {p.kind for p in parts if p.kind in ("image", "pdf", "audio", "video")}
+    if any(s.kind == "tools" for s in segs) or b'"functionDeclarations"' in body:
+        kinds.add("tools")
+    if b'"json_schema"' in body or b'"responseSchema"' in body or b'"responseJsonSchema"' in body \
+            or b'"output_format"' in body:
+        kinds.add("schema")
+    return tuple(sorted(kinds)) or ("text",)

@@ -1,0 +1,182 @@
+"""Predicted prompt tokens against what providers billed, over recorded traffic.
+
+For every recorded request with reported usage (:mod:`.recorded`), predict
+the prompt with :func:`fidelity.tokens.billed.count_prompt` and compare with
+the billed prompt; summarise per provider and kind of request (text, tools,
+schema, image, pdf, audio) as the median and 95th percentile of
+``|predicted - billed| / billed``.
+
+Requests whose prompt the body does not hold are left out and counted by
+reason: server-side state (``previous_response_id``, ``conversation``,
+Gemini ``cachedContent``), built-in tools whose hidden instructions the
+provider adds (web search, code interpreter), embeddings, and dialects
+fidelity does not read (Bedrock Converse).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import orjson
+
+from ..capture.snapshot import describe
+from ..errors import InputError, UnknownName
+from . import for_model as tokens_for_model
+from .billed import count_prompt
+from .recorded import RecordedRequest, iter_recorded
+
+__all__ = ["CheckRow", "CheckGroup", "CheckResult", "check", "check_records", "percentile"]
+
+KINDS = ("text", "tools", "schema", "image", "pdf", "audio", "video")
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    path: str
+    where: str
+    provider: str
+    dialect: str
+    model: str
+    kind: str
+    billed: int
+    predicted: int
+    estimated: bool
+    media_estimated: bool
+
+    @property
+    def error(self) -> float:
+        """``|predicted - billed| / billed``."""
+        return abs(self.predicted - self.billed) / self.billed if self.billed else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "where": self.where, "provider": self.provider, "dialect": self.dialect,
+                "model": self.model, "kind": self.kind, "billed": self.billed, "predicted": self.predicted,
+                "error": round(self.error, 6), "estimated": self.estimated,
+                "media_estimated": self.media_estimated}
+
+
+@dataclass(frozen=True)
+class CheckGroup:
+    provider: str
+    kind: str
+    n: int
+    median: float
+    p95: float
+    estimated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "kind": self.kind, "requests": self.n,
+                "median": round(self.median, 6), "p95": round(self.p95, 6), "estimated": self.estimated}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    rows: tuple[CheckRow, ...]
+    groups: tuple[CheckGroup, ...]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self, *, rows: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": "fidelity.tokens-check/1",
+                               "groups": [g.to_json() for g in self.groups],
+                               "skipped": dict(sorted(self.skipped.items()))}
+        if rows:
+            out["requests"] = [r.to_json() for r in self.rows]
+        return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return float(ordered[int(rank) - 1])
+
+
+def _skip_reason(obj: Any, dialect: str | None, url: str | None) -> str | None:
+    if dialect is None:
+        return "dialect not read by fidelity (Bedrock Converse...)"
+    if not isinstance(obj, dict):
+        return "body is not a JSON object"
+    if obj.get("previous_response_id") or obj.get("conversation"):
+        return "server-side state (previous_response_id / conversation)"
+    if obj.get("context_management"):
+        return "server-side state (context_management: compaction or clearing)"
+    if obj.get("cachedContent"):
+        return "server-side state (Gemini cachedContent)"
+    if "requests" in obj or (url and ("embed" in url)):
+        return "embeddings"
+    tools = obj.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and t.get("type") not in (None, "function", "custom")
+                                       and "function" not in t and "functionDeclarations" not in t
+                                       and "name" not in t for t in tools):
+        return "built-in tools (hidden provider instructions)"
+    if isinstance(tools, list) and any(isinstance(t, dict) and isinstance(t.get("type"), str)
+                                       and t["type"].startswith(("web_search", "code_", "computer", "bash_", "text_editor"))
+                                       for t in tools):
+        return "built-in tools (hidden provider instructions)"
+    return None
+
+
+def _provider_of(family: str | None, dialect: str, model: str) -> str:
+    m = model.lower().rsplit("/", 1)[-1]
+    if "/" in model and not m.startswith(("gpt", "o1", "o3", "o4")):
+        return "openrouter"
+    return family or dialect
+
+
+def check_records(records: Iterable[RecordedRequest]) -> CheckResult:
+    rows: list[CheckRow] = []
+    skipped: Counter[str] = Counter()
+    for rec in records:
+        dialect, family, model = describe(rec.url, rec.body)
+        try:
+            obj = orjson.loads(rec.body)
+        except orjson.JSONDecodeError:
+            obj = None
+        reason = _skip_reason(obj, dialect, rec.url)
+        if reason is None and not model:
+            reason = "no model named"
+        if reason is None and rec.response_model and "/" in rec.response_model and "/" not in model:
+            # e.g. a cassette recorded through OpenRouter and edited to name an OpenAI model
+            reason = "served by another model than the body names (the response says so)"
+        if reason is None:
+            try:
+                tokens_for_model(model)
+            except UnknownName:
+                reason = "model matches no tokenizer rule (its vocabulary is unknown)"
+        if reason is not None:
+            skipped[reason] += 1
+            continue
+        assert dialect is not None and model is not None
+        try:
+            got = count_prompt(rec.body, dialect=dialect, model=model, url=rec.url)
+        except (InputError, UnknownName) as exc:
+            skipped[f"not countable: {str(exc)[:60]}"] += 1
+            continue
+        rows.append(CheckRow(rec.path, rec.where, _provider_of(family, dialect, model), dialect, model, got.kind,
+                             int(rec.usage["prompt"]), got.tokens, got.estimated,
+                             any(p.estimated for p in got.media)))
+    return CheckResult(tuple(rows), _groups(rows), dict(skipped))
+
+
+def _groups(rows: Sequence[CheckRow]) -> tuple[CheckGroup, ...]:
+    by: dict[tuple[str, str], list[CheckRow]] = {}
+    for r in rows:
+        by.setdefault((r.provider, r.kind), []).append(r)
+    out = []
+    for (provider, kind), rs in sorted(by.items(), key=lambda kv: (kv[0][0], KINDS.index(kv[0][1]) if kv[0][1] in KINDS else 99)):
+        errs = [r.error for r in rs]
+        out.append(CheckGroup(provider, kind, len(rs), float(statistics.median(errs)), percentile(errs, 95),
+                              any(r.estimated for r in rs)))
+    return tuple(out)
+
+
+def check(paths: Sequence[str | Path]) -> CheckResult:
+    """:func:`check_records` over every recording under ``paths``."""
+    def records() -> Iterable[RecordedRequest]:
+        for p in paths:
+            yield from iter_recorded(p)
+    return check_records(records())

@@ -1,0 +1,139 @@
+"""Claude and Gemini prompts for the calibrated estimate.
+
+Neither Anthropic nor Google publishes a tokenizer, so their prompt counts
+are estimates (every output says so). The estimate counts what the model
+reads rather than the JSON body: the text of each block (not its keys and
+quotes), tool calls' arguments and tool definitions as compact JSON, media
+by the provider's rule (:mod:`.media`), plus a fixed number of tokens per
+message, per tool and per request, and the documented tool-use system
+prompt:
+
+* Anthropic adds a tool-use system prompt when ``tools`` are given: 346
+  tokens with ``tool_choice`` ``auto``/``none`` and 313 with ``any``/``tool``
+  for the Claude 4 family and Sonnet 3.7; 294 / 261 for Claude 3.5 Sonnet;
+  264 / 340 for Claude 3.5 Haiku
+  (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview,
+  "Pricing").
+* Anthropic removes thinking blocks of earlier turns from the context
+  (https://platform.claude.com/docs/en/build-with-claude/extended-thinking,
+  "How context window is calculated"): they are not counted.
+
+Text is counted by the calibrated tokenizers (:mod:`.calibrated`); the
+fixed counts (:data:`CONSTANTS`) were
+fitted by :mod:`fidelity.tokens.fit` on part of ``../shared/real/recorded-
+usage`` and checked on the rest; the figures of both parts are in
+``docs/tokens-billed.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import orjson
+
+from ..wire import Segment
+from ._pieces import Media, Piece, Special
+
+__all__ = ["CONSTANTS", "segment_pieces", "MSG", "TOOL", "THINK", "BASE"]
+
+#: stand-in special ids per overhead kind (one id per token of overhead)
+MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
+
+#: fitted per provider: characters per token, tokens per message, per tool,
+#: for extended thinking, per request (see the module docstring)
+CONSTANTS: dict[str, dict[str, float]] = {
+    "anthropic": {"message": 2.335, "tool": 5.835, "thinking": 14.856, "base": 2.54},
+    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0},
+}
+
+#: keys whose string values the model does not read as text
+_SKIP_KEYS = frozenset({"type", "role", "id", "tool_use_id", "signature", "cache_control", "media_type",
+                        "mimeType", "mime_type", "thoughtSignature", "thought_signature", "citations",
+                        "encrypted_content", "data"})
+
+
+def anthropic_tool_prompt(model: str, tool_choice: Any) -> int:
+    """Tokens of Anthropic's tool-use system prompt (module docstring)."""
+    forced = isinstance(tool_choice, Mapping) and tool_choice.get("type") in ("any", "tool")
+    key = model.lower()
+    if "3-5-sonnet" in key or "3.5-sonnet" in key:
+        return 261 if forced else 294
+    if "3-5-haiku" in key or "3.5-haiku" in key:
+        return 340 if forced else 264
+    return 313 if forced else 346
+
+
+def _texts(value: Any, out: list[Piece], media_of: Any) -> None:
+    media = media_of(value)
+    if media is not None:
+        out.append(media)
+        return
+    if isinstance(value, str):
+        if value:
+            out.append(value)
+    elif isinstance(value, Mapping):
+        t = value.get("type")
+        if t in ("thinking", "redacted_thinking") or value.get("thought") is True:
+            return  # earlier turns' thinking is not in the context
+        for k, v in value.items():
+            if k in _SKIP_KEYS:
+                continue
+            if k in ("input", "args", "arguments", "response") and isinstance(v, (Mapping, list)):
+                out.append(orjson.dumps(v).decode())  # the model reads tool arguments as JSON
+                continue
+            _texts(v, out, media_of)
+    elif isinstance(value, list):
+        for v in value:
+            _texts(v, out, media_of)
+    elif value is not None and not isinstance(value, bool):
+        out.append(orjson.dumps(value).decode())
+
+
+def _tool_json(value: Any) -> str:
+    if isinstance(value, Mapping):
+        value = {k: v for k, v in value.items() if k != "cache_control"}
+    return orjson.dumps(value).decode()
+
+
+def _n(provider: str, key: str, consts: Mapping[str, Mapping[str, float]] | None) -> int:
+    table = (consts or CONSTANTS).get(provider, {})
+    return max(0, round(table.get(key, 0)))
+
+
+def segment_pieces(provider: str, segs: Sequence[Segment], model: str, media_of: Any,
+                   consts: Mapping[str, Mapping[str, float]] | None = None) -> list[list[Piece]]:
+    """Pieces of each segment of an ``anthropic-messages`` or ``gemini`` cache view."""
+    out: list[list[Piece]] = []
+    params: Mapping[str, Any] = {}
+    first_tool = next((i for i, s in enumerate(segs) if s.kind == "tools"), None)
+    for i, seg in enumerate(segs):
+        pieces: list[Piece] = []
+        try:
+            value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
+        except orjson.JSONDecodeError:
+            value = seg.data.decode("utf-8", "replace")
+        if seg.kind == "params":
+            params = value if isinstance(value, Mapping) else {}
+            pieces += [BASE] * _n(provider, "base", consts)
+            thinking = params.get("thinking")
+            gen = params.get("generationConfig") if isinstance(params.get("generationConfig"), Mapping) else params
+            if (isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")) or (
+                    isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping)):
+                pieces += [THINK] * _n(provider, "thinking", consts)
+            for key in ("output_format", "output_config"):
+                if isinstance(params.get(key), Mapping):
+                    pieces.append(orjson.dumps(params[key]).decode())
+            if isinstance(gen, Mapping):
+                for key in ("responseSchema", "responseJsonSchema", "response_schema"):
+                    if key in gen:
+                        pieces.append(orjson.dumps(gen[key]).decode())
+        elif seg.kind == "tools":
+            if i == first_tool and provider == "anthropic":
+                pieces += [DOC] * anthropic_tool_prompt(model, params.get("tool_choice"))
+            pieces += [TOOL] * _n(provider, "tool", consts)
+            pieces.append(_tool_json(value))
+        else:
+            pieces += [MSG] * _n(provider, "message", consts)
+            _texts(value, pieces, media_of)
+        out.append(pieces)
+    return out

@@ -1,0 +1,363 @@
+"""OpenAI prompts as the model reads them: message framing, tool definitions
+in their TypeScript-like rendering, response schemas, media by rule.
+
+OpenAI bills the prompt the model reads, not the JSON body. What it reads:
+
+* **Messages** are framed by special tokens, ``<|start|>{role}<|message|>
+  {content}<|end|>``, three tokens plus the role around each message, and
+  every reply is primed with ``<|start|>assistant<|message|>`` (three
+  tokens). Sources: OpenAI cookbook "How to count tokens with tiktoken"
+  (https://cookbook.openai.com/examples/how_to_count_tokens_with_tiktoken,
+  ``num_tokens_from_messages``: ``tokens_per_message = 3``, one per
+  ``name``, "every reply is primed with <|start|>assistant<|message|>");
+  the Harmony format (https://cookbook.openai.com/articles/openai-harmony)
+  names the tokens (``<|start|>`` 200006, ``<|end|>`` 200007,
+  ``<|message|>`` 200008 in o200k).
+* **Tools** are rendered into the system header as a TypeScript namespace::
+
+      # Tools
+
+      ## functions
+
+      namespace functions {
+
+      // Get the weather
+      type get_weather = (_: {
+      // City name
+      location: string,
+      unit?: "celsius" | "fahrenheit",
+      }) => any;
+
+      } // namespace functions
+
+  (Harmony format, "Function calling" and the ``# Tools`` developer
+  section; the same rendering was measured against the API by
+  hmarr/openai-chat-tokens, https://github.com/hmarr/openai-chat-tokens,
+  ``src/functions.ts``). Property descriptions become ``//`` comments,
+  optional properties get ``?``, enums become unions of literals, arrays
+  ``T[]``, nested objects are rendered inline.
+* **Structured output schemas** (``response_format`` / ``text.format`` of
+  type ``json_schema``) are rendered as a ``# Response Formats`` section
+  holding the schema's JSON (Harmony format, "Structured output").
+* **Tool calls and results**: an assistant call is a message to
+  ``functions.{name}`` whose content is the arguments; a result is a message
+  from the tool (Harmony format, "Receiving tool calls", "Handling tool
+  calls").
+* **Reasoning items** replayed in a Responses ``input`` are billed only
+  while their tool-calling turn continues (OpenAI reasoning guide,
+  https://platform.openai.com/docs/guides/reasoning, "Keeping reasoning
+  items in context"); their content is encrypted, so their size is
+  estimated from the length of ``encrypted_content``:
+  ``0.2105 * len - 225`` reasoning tokens plus 12 for the item's framing,
+  fitted on the five reasoning items of two recordings whose earlier
+  response reported its ``reasoning_tokens`` (45, 98, 196, 63 and 1792
+  tokens; fitted on all five, so no held-out figure: see
+  ``docs/tokens-billed.md``). Counts that include one are ``estimated``.
+* **Reasoning models** (gpt-5, o-series, gpt-oss) read the Harmony format
+  itself: a tool call is ``<|start|>assistant<|channel|>commentary
+  to=functions.{name}<|message|>{arguments}<|call|>`` and its result
+  ``<|start|>functions.{name} to=assistant<|message|>{output}<|end|>`` (the
+  article's form less the ``<|constrain|>json`` and result-channel tokens,
+  which the recorded usage does not show being billed); other models get
+  the shorter form above.
+
+Constants that the sources leave open (the extra tokens around tool calls,
+the tools block) were set against recorded usage (``docs/tokens-billed.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import orjson
+
+from ..wire import Segment
+from ._pieces import Media, Piece, Special
+from .media import decode_data_url
+
+__all__ = ["segment_pieces", "render_tools", "render_type", "START", "END", "MESSAGE"]
+
+#: o200k_base special tokens of the chat format (Harmony format article)
+START, END, MESSAGE = Special(200006), Special(200007), Special(200008)
+CHANNEL, CONSTRAIN, CALL = Special(200005), Special(200003), Special(200012)
+
+#: fitted: reasoning tokens per character of ``encrypted_content``, offset, framing
+REASONING_SLOPE, REASONING_OFFSET, REASONING_FRAME = 0.2105, -225, 12
+
+
+def reasoning_tokens(encrypted_chars: int) -> int:
+    """Billed tokens of one replayed reasoning item (module docstring)."""
+    return max(0, round(REASONING_SLOPE * encrypted_chars + REASONING_OFFSET)) + REASONING_FRAME
+
+
+def harmony(model: str) -> bool:
+    """Models that read the Harmony format (gpt-5, o-series, gpt-oss)."""
+    key = model.strip().lower().rsplit("/", 1)[-1]
+    return key.startswith(("gpt-5", "o1", "o3", "o4", "gpt-oss", "codex"))
+
+
+def call_pieces(name: str, arguments: str, model: str) -> list[Piece]:
+    if harmony(model):
+        return [START, "assistant", CHANNEL, "commentary to=functions." + name, MESSAGE, arguments, CALL]
+    return [START, "assistant to=functions." + name, MESSAGE, arguments, END]
+
+
+def output_pieces(name: str | None, output: list[Piece], model: str) -> list[Piece]:
+    if harmony(model) and name:
+        return [START, "functions." + name + " to=assistant", MESSAGE, *output, END]
+    return [START, "tool", MESSAGE, *output, END]
+#: reply priming: ``<|start|>assistant<|message|>``
+PRIMING: tuple[Piece, ...] = (START, "assistant", MESSAGE)
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+# ------------------------------------------------------------------ tools
+
+def render_type(schema: Any, indent: str = "") -> str:
+    """A JSON schema as the TypeScript-like type the model reads."""
+    if not isinstance(schema, Mapping):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return " | ".join(orjson.dumps(v).decode() for v in schema["enum"]) or "never"
+    if "const" in schema:
+        return orjson.dumps(schema["const"]).decode()
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " | ".join(render_type(s, indent) for s in schema[key]) or "any"
+    t = schema.get("type")
+    if isinstance(t, list):
+        return " | ".join(render_type({**schema, "type": x}, indent) for x in t)
+    if t == "array":
+        inner = render_type(schema.get("items"), indent)
+        return f"({inner})[]" if " | " in inner else f"{inner}[]"
+    if t == "object" or "properties" in schema:
+        props = schema.get("properties")
+        if not isinstance(props, Mapping) or not props:
+            return "object"
+        return "{\n" + _render_props(schema, indent) + indent + "}"
+    if t in ("integer", "number"):
+        return "number"
+    if t in ("string", "boolean", "null"):
+        return str(t)
+    return "any"
+
+
+def _render_props(schema: Mapping[str, Any], indent: str = "") -> str:
+    props = schema.get("properties") or {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    out = []
+    for name, sub in props.items():
+        if isinstance(sub, Mapping) and isinstance(sub.get("description"), str):
+            out.append(f"{indent}// {sub['description']}\n")
+        opt = "" if name in required else "?"
+        out.append(f"{indent}{name}{opt}: {render_type(sub, indent)},\n")
+    return "".join(out)
+
+
+def _function_of(tool: Any) -> Mapping[str, Any] | None:
+    """The function object of a Chat (``{"type":"function","function":{...}}``)
+    or Responses (``{"type":"function","name",...}``) tool; ``None`` for
+    built-in tools."""
+    if not isinstance(tool, Mapping):
+        return None
+    if isinstance(tool.get("function"), Mapping):
+        return tool["function"]
+    if tool.get("type") in ("function", None) and isinstance(tool.get("name"), str):
+        return tool
+    return None
+
+
+def render_function(fn: Mapping[str, Any]) -> str:
+    """One function in the ``namespace functions`` block."""
+    out = ""
+    desc = fn.get("description")
+    if isinstance(desc, str) and desc:
+        out += f"// {desc}\n"  # one prefix; a multi-line description keeps its lines as they are
+    params = fn.get("parameters")
+    name = fn.get("name", "")
+    if isinstance(params, Mapping) and isinstance(params.get("properties"), Mapping) and params["properties"]:
+        out += f"type {name} = (_: {{\n{_render_props(params)}}}) => any;\n\n"
+    else:
+        out += f"type {name} = () => any;\n\n"
+    return out
+
+
+TOOLS_HEAD = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
+TOOLS_TAIL = "} // namespace functions"
+
+
+def render_tools(tools: Sequence[Any]) -> str:
+    """The whole tools section for function tools (built-ins left out)."""
+    fns = [f for f in (_function_of(t) for t in tools) if f is not None]
+    if not fns:
+        return ""
+    return TOOLS_HEAD + "".join(render_function(f) for f in fns) + TOOLS_TAIL
+
+
+# ------------------------------------------------------------------ content
+
+def _media_of_part(part: Mapping[str, Any]) -> Media | None:
+    t = part.get("type")
+    if t in ("image_url", "input_image"):
+        img = part.get("image_url")
+        url = img.get("url") if isinstance(img, Mapping) else img
+        detail = (img.get("detail") if isinstance(img, Mapping) else None) or part.get("detail")
+        if not isinstance(url, str):
+            return Media("image", url=str(part.get("file_id") or ""), detail=detail)
+        return _media_from_url("image", url, detail)
+    if t in ("file", "input_file"):
+        f = part.get("file") if isinstance(part.get("file"), Mapping) else part
+        data = f.get("file_data")
+        if isinstance(data, str):
+            return _media_from_url("pdf", data if data.startswith("data:") else "data:application/pdf;base64," + data)
+        return Media("pdf", url=str(f.get("file_url") or f.get("file_id") or ""))
+    if t == "input_audio":
+        a = part.get("input_audio") if isinstance(part.get("input_audio"), Mapping) else {}
+        fmt = a.get("format") if isinstance(a, Mapping) else None
+        data = a.get("data") if isinstance(a, Mapping) else None
+        if isinstance(data, str):
+            return Media("audio", data=data.encode(), mime=f"audio/{fmt or 'wav'}")
+        return Media("audio")
+    return None
+
+
+def _media_from_url(kind: str, url: str, detail: str | None = None) -> Media:
+    d = decode_data_url(url)
+    if d is None:
+        return Media(kind, url=url, detail=detail)
+    mime, payload = d
+    return Media(kind if kind != "image" or not (mime or "").endswith("pdf") else "pdf",
+                 data=payload.encode("ascii", "replace"), mime=mime, detail=detail)
+
+
+def content_pieces(content: Any) -> list[Piece]:
+    """Text and media of a message's ``content`` (string, parts, or null)."""
+    if isinstance(content, str):
+        return [content]
+    out: list[Piece] = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, Mapping):
+                text = part.get("text")
+                if isinstance(text, str) and part.get("type") in ("text", "input_text", "output_text", None):
+                    out.append(text)
+                    continue
+                media = _media_of_part(part)
+                if media is not None:
+                    out.append(media)
+                elif isinstance(part.get("refusal"), str):
+                    out.append(part["refusal"])
+    return out
+
+
+def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = None) -> list[Piece]:
+    """One Chat message or Responses input item, framed; ``names`` maps tool
+    call ids to function names (a result names its function in Harmony)."""
+    names = names or {}
+    if not isinstance(msg, Mapping):
+        return [orjson.dumps(msg).decode()] if msg is not None else []
+    t = msg.get("type")
+    if t == "function_call":
+        return call_pieces(str(msg.get("name", "")), str(msg.get("arguments", "")), model)
+    if t == "function_call_output":
+        out = msg.get("output")
+        return output_pieces(names.get(str(msg.get("call_id"))),
+                             content_pieces(out) if not isinstance(out, str) else [out], model)
+    if t == "reasoning":
+        enc = msg.get("encrypted_content")
+        if isinstance(enc, str) and enc:
+            return [Media("reasoning", data=enc.encode("ascii", "replace"))]
+        return []  # not replayed with its content: nothing the model reads
+    if t not in (None, "message"):
+        return []  # built-in tool items (web search, code interpreter): not rendered here
+    role = str(msg.get("role", "user"))
+    if role == "tool":
+        return output_pieces(names.get(str(msg.get("tool_call_id"))), content_pieces(msg.get("content")), model)
+    pieces: list[Piece] = [START, role]
+    if isinstance(msg.get("name"), str):
+        pieces.append(msg["name"])
+    pieces.append(MESSAGE)
+    pieces.extend(content_pieces(msg.get("content")))
+    pieces.append(END)
+    for call in msg.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(fn, Mapping):
+            pieces += call_pieces(str(fn.get("name", "")), str(fn.get("arguments", "")), model)
+    return pieces
+
+
+def _call_names(values: Sequence[Any]) -> dict[str, str]:
+    """Tool call id -> function name, over Chat messages and Responses items."""
+    out: dict[str, str] = {}
+    for v in values:
+        if not isinstance(v, Mapping):
+            continue
+        if v.get("type") == "function_call" and isinstance(v.get("name"), str):
+            out[str(v.get("call_id"))] = v["name"]
+        for call in v.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                out[str(call.get("id"))] = str(call["function"].get("name", ""))
+    return out
+
+
+def schema_pieces(fmt: Any) -> list[Piece]:
+    """A ``json_schema`` response format as its ``# Response Formats`` section."""
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        return []
+    inner = fmt.get("json_schema") if isinstance(fmt.get("json_schema"), Mapping) else fmt
+    schema = inner.get("schema")
+    name = inner.get("name", "response")
+    text = f"# Response Formats\n\n## {name}\n\n"
+    if isinstance(inner.get("description"), str):
+        text += f"// {inner['description']}\n"
+    return [text + orjson.dumps(schema).decode()]
+
+
+# ------------------------------------------------------------------ segments
+
+def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> list[list[Piece]]:
+    """Pieces of each segment of an ``openai-chat`` / ``openai-responses``
+    cache view. Their token counts plus the reply priming (:data:`PRIMING`,
+    which belongs to no segment: a child's next message starts where it
+    stands) sum to the billed prompt."""
+    out: list[list[Piece]] = []
+    tool_idx = [i for i, s in enumerate(segs) if s.kind == "tools"]
+    tools = [_loads(segs[i].data) for i in tool_idx]
+    functions = [i for i, t in zip(tool_idx, tools) if _function_of(t) is not None]
+    values = [_loads(s.data) if s.kind in ("system", "message") else None for s in segs]
+    names = _call_names(values)
+    for i, seg in enumerate(segs):
+        pieces: list[Piece] = []
+        if seg.kind == "params":
+            params = _loads(b"{" + seg.data + b"}") if seg.data else {}
+            if isinstance(params, Mapping):
+                pieces += schema_pieces(params.get("response_format"))
+                text = params.get("text")
+                if isinstance(text, Mapping):
+                    pieces += schema_pieces(text.get("format"))
+        elif seg.kind == "tools":
+            fn = _function_of(_loads(seg.data))
+            if fn is not None:
+                if functions and i == functions[0]:
+                    pieces.append(TOOLS_HEAD)
+                pieces.append(render_function(fn))
+                if functions and i == functions[-1]:
+                    pieces.append(TOOLS_TAIL)
+        else:
+            value = values[i]
+            if seg.pointer in ("/instructions",):
+                pieces += [START, "developer", MESSAGE, *content_pieces(value), END]
+            elif seg.pointer == "/input":
+                pieces += [START, "user", MESSAGE, *content_pieces(value), END]
+            else:
+                pieces += message_pieces(value, model, names)
+        out.append(pieces)
+    return out

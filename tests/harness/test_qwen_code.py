@@ -1,0 +1,74 @@
+"""Qwen Code's fork, captured through `fidelity proxy` and judged by fidelity.
+
+Qwen Code's ``agent`` tool with ``subagent_type: "fork"`` starts a child
+that inherits the parent's conversation. The test asserts that fidelity
+reports what the bytes show: whichever tools the child's request drops,
+fidelity names them as the cause and counts the tokens lost (0.24.4 drops
+``agent``, ``get_goal``, ``list_agents``, ``update_goal``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from harness._drive import DUMMY_KEY, drive, record, tool_names
+
+from fidelity.diff import compare
+from fidelity.proxy.script import parse_script
+
+pytestmark = pytest.mark.harness
+
+VERSION = "0.24.4"
+PROMPT = "FIDELITY-FORK: fork a subagent to count the files in this folder."
+SCRIPT = {
+    "defaults": {"text": "Done."},
+    "rule": [
+        # the fork child's directive ends the placeholder history
+        {"name": "fork-child", "when": {"last_contains": "Begin."}, "reply": {"text": "Fork finished: 2 files."}},
+        {"name": "fork", "when": {"last_contains": "FIDELITY-FORK", "has_tool": "agent"}, "times": 1,
+         "reply": {"tool_calls": [{"name": "agent", "arguments": {
+             "subagent_type": "fork", "description": "count files",
+             "prompt": "Count the files in this folder and report the number."}}]}},
+    ],
+}
+
+
+def test_qwen_code_fork_child_against_parent(harness_bin, tmp_path):
+    qwen = harness_bin("qwen-code")
+    run = drive([str(qwen), "-p", PROMPT, "--yolo"],
+                {"OPENAI_BASE_URL": "{proxy}/v1", "OPENAI_API_KEY": DUMMY_KEY, "OPENAI_MODEL": "qwen3-coder-plus",
+                 "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"},
+                parse_script(SCRIPT), tmp_path)
+    assert run.returncode == 0, run.output[-3000:]
+    parent, child = run.body_of("fork"), run.body_of("fork-child")
+
+    # byte-identical: what the upstream received is what the proxy wrote
+    p_snap, c_snap = run.snapshot_of(parent), run.snapshot_of(child)
+    for path in run.out.iterdir():
+        assert DUMMY_KEY.encode() not in path.read_bytes(), path
+    assert any(DUMMY_KEY in v for r in run.received for _, v in r.headers), "the key was not forwarded"
+
+    # the child is a fork: the placeholder history of the fork design
+    assert b"Fork started" in child
+
+    dialect = _provider(p_snap)
+    result = compare(parent, child, dialect=dialect)
+    removed = [t for t in tool_names(parent) if t not in tool_names(child)]
+    if removed:  # a finding about the harness, reported as such
+        assert result.cause.kind == "tools_changed"
+        assert "tool removed: " + ", ".join(sorted(removed)) in (result.cause.detail or "")
+        assert result.view.pointer == "/tools/0/function/name"
+        assert result.cache.lost > 0
+        # the proxy's own line for the child says the same
+        child_line = next(line for line in run.lines if line.startswith(f"#{c_snap.name[:4]} "))
+        assert "tool removed" in child_line and "lost" in child_line
+    else:
+        assert result.cache.lost == 0
+    record(run, "qwen-code", VERSION, parent, child,
+           {"package": "@qwen-code/qwen-code", "dialect": dialect, "prompt": PROMPT,
+            "command": "qwen -p PROMPT --yolo", "removed_tools": removed})
+
+
+def _provider(path):
+    from fidelity.proxy import _store
+
+    return _store.snapshot.read(path).provider
