@@ -58,14 +58,22 @@ def _max_examples(call: ast.Call) -> ast.expr | None:
     return next((kw.value for kw in call.keywords if kw.arg == "max_examples"), None)
 
 
-def _least(expr: ast.expr) -> int | None:
-    """The smallest count an expression can give: a literal, or the smaller
-    branch of ``a if cond else b``; ``None`` for anything else."""
+def _least(expr: ast.expr, names: dict[str, ast.expr] | None = None) -> int | None:
+    """The smallest count an expression gives in CI: a literal, the smaller
+    branch of ``a if cond else b``, a module constant (``EXAMPLES``), and the
+    default of ``int(os.environ.get(...) or 400)``; ``None`` for anything else."""
+    names = names or {}
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
         return expr.value
     if isinstance(expr, ast.IfExp):
-        a, b = _least(expr.body), _least(expr.orelse)
+        a, b = _least(expr.body, names), _least(expr.orelse, names)
         return None if a is None or b is None else min(a, b)
+    if isinstance(expr, ast.Name) and expr.id in names:
+        return _least(names[expr.id], names)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "int" and len(expr.args) == 1:
+        return _least(expr.args[0], names)
+    if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.Or):  # the default after ``or``
+        return _least(expr.values[-1], names)
     return None
 
 
@@ -86,8 +94,9 @@ def properties(tests: Path = TESTS) -> list[Property]:
     out: list[Property] = []
     for path in sorted(tests.glob("test_*.py")):
         tree = ast.parse(path.read_text())
-        named = {target.id: stmt.value for stmt in tree.body if isinstance(stmt, ast.Assign)
-                 for target in stmt.targets if isinstance(target, ast.Name) and _is_call_to(stmt.value, "settings")}
+        constants = {target.id: stmt.value for stmt in tree.body if isinstance(stmt, ast.Assign)
+                     for target in stmt.targets if isinstance(target, ast.Name)}
+        named = {k: v for k, v in constants.items() if _is_call_to(v, "settings")}
         for name, fn in _walk_functions(tree):
             if not any(_is_call_to(d, "given") for d in fn.decorator_list):
                 continue
@@ -97,9 +106,14 @@ def properties(tests: Path = TESTS) -> list[Property]:
                 call = named.get(d.id) if isinstance(d, ast.Name) else d if _is_call_to(d, "settings") else None
                 expr = _max_examples(call) if isinstance(call, ast.Call) else None
                 if expr is not None:
-                    count = _least(expr)
+                    count = _least(expr, constants)
                     setting = f"{d.id}: " if isinstance(d, ast.Name) else ""
                     setting += f"max_examples={ast.unparse(expr)}"
+                    if isinstance(expr, ast.Name) and expr.id in constants:
+                        setting += f" ({expr.id} = {ast.unparse(constants[expr.id])})"
+                    if any(kw.arg == "derandomize" and isinstance(kw.value, ast.Constant) and kw.value.value is False
+                           for kw in call.keywords):  # type: ignore[union-attr]
+                        setting += "; derandomize=False: a fresh seed each run"
             out.append(Property(path.name, name, count, setting))
     return out
 
@@ -113,8 +127,8 @@ def markdown(props: list[Property] | None = None, default: int | None = None) ->
         "Generated from the code by `python3 tests/hypothesis_counts.py --write`; "
         "`tests/test_hypothesis_counts.py` fails when this list is stale or when a property runs "
         f"fewer than the `ci` profile's {default} examples. CI runs the `ci` profile "
-        "(tests/conftest.py): derandomized, so a red run reproduces. A parametrized property runs "
-        "its count once per parameter.",
+        "(tests/conftest.py): derandomized, so a red run reproduces, except where a test sets "
+        "`derandomize=False` (said below). A parametrized property runs its count once per parameter.",
         "",
         f"{len(props)} properties: {sum(p.setting == 'profile ci' for p in props)} run the profile's "
         f"{default}; the others set their own count, which the test holds at {default} or more.",

@@ -32,6 +32,7 @@ def test_reader_sees_settings_forms(tmp_path: Path) -> None:
         "@settings(max_examples=9)\n@given(st.integers())\ndef test_b(x): pass\n"
         "@FAST\n@given(st.integers())\ndef test_c(x): pass\n"
         "def test_d(d):\n    @settings(max_examples=2 if d else 5)\n    @given(st.integers())\n"
-        "    def run(x): pass\n    run()\n")
+        "    def run(x): pass\n    run()\n"
+        "N = int(os.environ.get('N') or 11)\n@settings(max_examples=N)\n@given(st.integers())\ndef test_e(x): pass\n")
     got = {p.name: p.examples for p in hc.properties(tmp_path)}
-    assert got == {"test_a": 7, "test_b": 9, "test_c": 3, "test_d": 2}
+    assert got == {"test_a": 7, "test_b": 9, "test_c": 3, "test_d": 2, "test_e": 11}
