@@ -276,7 +276,7 @@ def _wire_body(request: Request, render: Render) -> dict[str, Any]:
 
 
 def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render,
-              cache: CacheModel | None = None) -> Calibration:
+              cache: CacheModel | None = None, *, header_shift: int = 0) -> Calibration:
     """Predict every recorded DeepSeek request of ``groups`` and compare.
 
     Per session group (a parent and its children, which share DeepSeek's
@@ -290,12 +290,16 @@ def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render
     sidecars written for today's harness, not the recorded one, so each
     distinct header is anchored on its first recorded request: its length
     is set so that request's prompt matches, and every later request of
-    that header is a true prediction.
+    that header is predicted with that fitted length.
+
+    ``header_shift`` adds that many tokens to every fitted header length
+    (negative: removes them), to measure how much the figures depend on the
+    fit (``fidelity calibrate --header-shift 32``; docs/calibration.md).
     """
     cache = cache or cache_models.for_provider("deepseek")
     results: list[SessionResult] = []
     for gi in groups:
-        results.extend(_calibrate_group(gi, tokenizer, render, cache))
+        results.extend(_calibrate_group(gi, tokenizer, render, cache, header_shift))
     all_steps = [s for r in results for s in r.steps]
     return Calibration(sessions=tuple(results), summary=summarize(all_steps, getattr(cache, "unit", DEEPSEEK_UNIT)),
                        cache_model=cache.name, tokenizer=tokenizer.name)
@@ -315,7 +319,7 @@ def _header_key(session: dsh.Session, step: dsh.Step, known: Request | None) -> 
 
 
 def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
-                     cache: CacheModel) -> list[SessionResult]:
+                     cache: CacheModel, header_shift: int = 0) -> list[SessionResult]:
     group = gi.group
     anchors: dict[tuple[Any, ...], tuple[int, int]] = {}  # key -> (anchor id, offset)
     earlier: list[PromptTokens] = []
@@ -345,7 +349,7 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         key = _header_key(session, step, request if known else None)
         is_anchor = key not in anchors
         if is_anchor:
-            anchors[key] = (len(anchors) + 1, real_prompt - len(ids))
+            anchors[key] = (len(anchors) + 1, real_prompt - len(ids) + header_shift)
         anchor_id, offset = anchors[key]
         marker = -anchor_id * 10_000_000
         if offset >= 0:  # an opaque head of the missing length, unique to this header

@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, NamedTuple
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from . import jsonio as _jsonio
 from .errors import InputError
@@ -64,6 +66,7 @@ __all__ = [
     "skip_value",
     "iter_members",
     "iter_elements",
+    "scan_memo",
 ]
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -126,7 +129,11 @@ def unescape_token(token: str) -> str:
 
 def pointer(*tokens: str | int) -> str:
     """Build a pointer: ``pointer("messages", 3, "content")`` -> ``/messages/3/content``."""
-    return "".join("/" + escape_token(t) for t in tokens)
+    if not tokens:
+        return ""
+    # one join, escaping only what needs it (a cache view builds a pointer per message)
+    return "/" + "/".join(escape_token(t) if isinstance(t, str) and ("~" in t or "/" in t) else str(t)
+                          for t in tokens)
 
 
 def split_pointer(ptr: str) -> tuple[str, ...]:
@@ -143,7 +150,7 @@ def split_pointer(ptr: str) -> tuple[str, ...]:
 # speed), containers we do not need are skipped by bracket counting.
 
 _WS = re.compile(rb"[ \t\n\r]*")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no alternation per byte
 _SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
 _SCANNER = json.JSONDecoder(strict=False)
 _LATIN1: list[Any] = [None, ""]  # the last body scanned and its latin-1 text
@@ -168,6 +175,45 @@ class Member(NamedTuple):
     end: int
 
 
+class _Memo:
+    """Scan results per body (keyed by the body's identity; the bodies are
+    held, so an identity is never reused while the memo lives)."""
+
+    def __init__(self) -> None:
+        self.bodies: dict[int, bytes] = {}
+        self.ends: dict[tuple[int, int], int] = {}
+        self.elements: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self.members: dict[tuple[int, int], list[Member]] = {}
+
+    def key(self, body: bytes, pos: int) -> tuple[int, int]:
+        self.bodies.setdefault(id(body), body)
+        return id(body), pos
+
+
+_SCAN = threading.local()
+
+
+@contextmanager
+def scan_memo() -> Iterator[None]:
+    """Within the block, remember where each container scanned so far ends
+    and the spans of its elements and members.
+
+    A cache view, a pointer lookup and the differ's locator each walk the
+    same body from its root; on a body of megabytes each walk re-scans the
+    whole message array. Inside the block every container is scanned once.
+    Results are identical with or without the memo (a test checks it); the
+    memo is dropped with the block, so no body outlives it.
+    """
+    outer = getattr(_SCAN, "memo", None) is None
+    if outer:
+        _SCAN.memo = _Memo()
+    try:
+        yield
+    finally:
+        if outer:
+            _SCAN.memo = None
+
+
 def skip_ws(body: bytes, pos: int) -> int:
     return _WS.match(body, pos).end()  # type: ignore[union-attr]
 
@@ -187,22 +233,44 @@ def skip_value(body: bytes, pos: int) -> int:
             raise _bad(body, pos, "unterminated string")
         return m.end()
     if c in (0x7B, 0x5B):  # { [
-        # The json module's C scanner finds the end of a container far faster
-        # than a Python loop over its tokens. Decoding the body as latin-1
-        # maps each byte to one character, so its offsets are byte offsets
-        # (no byte of a UTF-8 sequence is '"' or '\\', so strings still scan).
-        try:
-            return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
-        except (ValueError, RecursionError):
-            raise _bad(body, pos, "malformed or unterminated container") from None
+        memo: _Memo | None = getattr(_SCAN, "memo", None)
+        if memo is not None:
+            key = memo.key(body, pos)
+            end = memo.ends.get(key)
+            if end is None:
+                end = memo.ends[key] = _skip_container(body, pos)
+            return end
+        return _skip_container(body, pos)
     m = _SCALAR.match(body, pos)
     if not m:
         raise _bad(body, pos, "unexpected character")
     return m.end()
 
 
+def _skip_container(body: bytes, pos: int) -> int:
+    # The json module's C scanner finds the end of a container far faster
+    # than a Python loop over its tokens. Decoding the body as latin-1
+    # maps each byte to one character, so its offsets are byte offsets
+    # (no byte of a UTF-8 sequence is '"' or '\\', so strings still scan).
+    try:
+        return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
+    except (ValueError, RecursionError):
+        raise _bad(body, pos, "malformed or unterminated container") from None
+
+
 def iter_members(body: bytes, pos: int) -> Iterable[Member]:
     """Members of the object starting at ``pos`` (which must be ``{``)."""
+    memo: _Memo | None = getattr(_SCAN, "memo", None)
+    if memo is None:
+        return _iter_members(body, pos)
+    key = memo.key(body, pos)
+    found = memo.members.get(key)
+    if found is None:
+        found = memo.members[key] = list(_iter_members(body, pos))
+    return iter(found)
+
+
+def _iter_members(body: bytes, pos: int) -> Iterator[Member]:
     if body[pos : pos + 1] != b"{":
         raise _bad(body, pos, "expected an object")
     pos = skip_ws(body, pos + 1)
@@ -230,6 +298,17 @@ def iter_members(body: bytes, pos: int) -> Iterable[Member]:
 
 def iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
     """``(start, end)`` of each element of the array starting at ``pos``."""
+    memo: _Memo | None = getattr(_SCAN, "memo", None)
+    if memo is None:
+        return _iter_elements(body, pos)
+    key = memo.key(body, pos)
+    found = memo.elements.get(key)
+    if found is None:
+        found = memo.elements[key] = list(_iter_elements(body, pos))
+    return iter(found)
+
+
+def _iter_elements(body: bytes, pos: int) -> Iterator[tuple[int, int]]:
     if body[pos : pos + 1] != b"[":
         raise _bad(body, pos, "expected an array")
     pos = skip_ws(body, pos + 1)
@@ -250,7 +329,9 @@ def iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
 def _locate(body: bytes, tokens: tuple[str, ...]) -> tuple[int, int] | None:
     """Span of the value at ``tokens`` or ``None`` when it is absent."""
     start = skip_ws(body, 0)
-    end = skip_value(body, start)
+    if not tokens:
+        return start, skip_value(body, start)
+    end = start
     for token in tokens:
         opener = body[start : start + 1]
         found: tuple[int, int] | None = None

@@ -8,6 +8,7 @@ least 200 examples per property. Explore locally with
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,10 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Vocabulary copies (fidelity/tokens/_vocab_cache.py) go to a temporary
+# folder, not the user's ~/.cache, unless a run chooses otherwise.
+os.environ.setdefault("FIDELITY_CACHE_DIR", str(Path(tempfile.gettempdir()) / "fidelity-test-cache"))
 
 # The one fresh-seed fuzz pass (tests/test_fuzz_fresh.py) draws new inputs
 # each run; its seed is chosen here so that the session header can print it.

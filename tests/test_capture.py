@@ -168,7 +168,7 @@ _secret_header = st.sampled_from(["Authorization", "x-api-key", "api-key", "x-go
 _secret_param = st.sampled_from(["key", "api_key", "access_token", "token", "sig", "apikey"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(secret=_secret, hname=_secret_header, pname=_secret_param,
        plain=st.lists(st.tuples(_name, _name), max_size=4),
        bearer=st.booleans(), in_body=st.booleans(), tmp=st.integers(0, 10**9))

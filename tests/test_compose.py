@@ -138,7 +138,7 @@ def test_unknown_names_are_reported():
         compose.load_variants_from_bytes(b"not toml [")
 
 
-@settings(max_examples=60)
+@settings(max_examples=200)
 @given(tool_lists(min_size=2, max_size=6), st.integers(0, 2**16))
 def test_shuffle_is_a_real_permutation(tools, seed):
     req = replace(CODING, tools=tools)
@@ -148,7 +148,7 @@ def test_shuffle_is_a_real_permutation(tools, seed):
     assert req.tools == tools
 
 
-@settings(max_examples=60)
+@settings(max_examples=200)
 @given(tool_lists(min_size=1, max_size=6), st.data())
 def test_drop_tools_keeps_survivor_order_and_sdk_follows(tools, data):
     names = [t.name for t in tools]

@@ -14,7 +14,7 @@ from fidelity.errors import InputError
 from fidelity.capture.snapshot import Snapshot
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(body=st.binary(max_size=300), seq=st.integers(1, 9999),
        headers=st.lists(st.tuples(st.sampled_from(["content-type", "anthropic-version", "user-agent"]),
                                   st.text(max_size=20)), max_size=3, unique_by=lambda t: t[0]))

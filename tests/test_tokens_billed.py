@@ -143,10 +143,10 @@ def test_image_counts_by_rule_not_base64_and_identical_images_share_ids() -> Non
     assert a == b and any(i < 0 for i in a[-1])
 
 
-@settings(max_examples=50)
+@settings(max_examples=200)
 @given(st.binary(min_size=1, max_size=64), st.binary(min_size=1, max_size=64), st.integers(1, 2000))
 def test_media_ids_identify_the_bytes(x: bytes, y: bytes, n: int) -> None:
-    """Stand-in ids: the rule's count, negative, equal for equal bytes, disjoint otherwise (50 examples)."""
+    """Stand-in ids: the rule's count, negative, equal for equal bytes, disjoint otherwise (200 examples)."""
     ix, iy = media_ids(Media("image", data=x), n), media_ids(Media("image", data=y), n)
     assert len(ix) == n and max(ix) < 0
     assert (ix == iy) == (x == y)

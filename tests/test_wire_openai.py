@@ -314,7 +314,7 @@ def _check(dialect: str, req: Request) -> None:
 
 @pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses", "deepseek", "dashscope", "vllm", "sglang"])
 def test_render_matches_sdk(dialect: str) -> None:
-    @settings(max_examples=60 if dialect == "sglang" else 300)
+    @settings(max_examples=200 if dialect == "sglang" else 300)
     @given(request(dialect))
     def run(req: Request) -> None:
         _check(dialect, req)

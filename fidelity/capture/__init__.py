@@ -14,7 +14,10 @@ place (besides the CLI and report writers) that writes to disk.
 
 from __future__ import annotations
 
-from .transport import AsyncRecordingTransport, Recorder, RecordingTransport, httpx_client_of, record
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .transport import AsyncRecordingTransport, Recorder, RecordingTransport, httpx_client_of, record
 
 __all__ = [
     "AsyncRecordingTransport",
@@ -23,3 +26,13 @@ __all__ = [
     "httpx_client_of",
     "record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Re-export the transport names on first use: importing httpx costs more
+    than reading a snapshot, which is all ``fidelity diff`` needs here."""
+    if name in __all__:
+        from . import transport
+
+        return getattr(transport, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

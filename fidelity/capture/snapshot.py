@@ -55,8 +55,6 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-import orjson
-
 from .. import providers
 from ..errors import InputError
 from ..jsonio import atomic_write, read_bytes
@@ -147,6 +145,8 @@ class Snapshot:
 
 def dumps(snap: Snapshot) -> bytes:
     """The file bytes: one metadata line, ``\\n``, the body."""
+    import orjson  # on demand: reading a plain JSON body (fidelity diff) does not need it
+
     return orjson.dumps(snap.metadata()) + b"\n" + snap.body
 
 
@@ -456,6 +456,8 @@ def _detect(url: str | None, body: bytes) -> tuple[str | None, str | None, str |
     model comes from the body, else the URL (Gemini ``models/<model>:``,
     Azure deployments, Bedrock and Vertex AI model ids).
     """
+    import orjson
+
     obj: Any = None
     if body.lstrip()[:1] == b"{":
         try:

@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="folder holding session*.jsonl logs (searched recursively)")
     parser.add_argument("--model", default="deepseek-v4-flash", help="model for the tokenizer (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the per-step figures and summary as JSON")
+    parser.add_argument("--header-shift", type=int, default=0, metavar="N",
+                        help="add N tokens to every fitted header length (sensitivity of the figures to the fit)")
 
 
 def load(path: str | Path) -> list[GroupInput]:
@@ -48,7 +50,7 @@ def load(path: str | Path) -> list[GroupInput]:
 
 def run(args: argparse.Namespace) -> int:
     tokenizer = tokens.for_model(args.model, "deepseek")
-    result = calibrate(load(args.path), tokenizer, wire.get("deepseek").render)
+    result = calibrate(load(args.path), tokenizer, wire.get("deepseek").render, header_shift=args.header_shift)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
         return 0

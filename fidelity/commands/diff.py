@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-import orjson
 from rich.console import Console, Group
 from rich.text import Text
 
@@ -17,6 +16,7 @@ from ..capture import snapshot
 from ..diff import DiffResult, views
 from ..diff.folder import Skipped, compare_pair, summary
 from ..errors import InputError
+from ._console import StdoutConsole
 
 __all__ = ["HELP", "add_arguments", "run", "render"]
 
@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             payload = [{**r, "pair": pair} for r, pair in zip(payload, pairs)]
         _check_any(payload, skipped, args)
+        import orjson  # only the JSON output needs it
+
         try:
             data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
         except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing
@@ -81,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(f"fidelity diff: {note}", file=sys.stderr)
         return 0
-    console = Console(file=_Escaping(sys.stdout))
+    console = StdoutConsole(file=_Escaping(sys.stdout))
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
-        console = Console(file=_Escaping(sys.stdout), width=200)
+        console = StdoutConsole(file=_Escaping(sys.stdout), width=200)
     shown = 0
     for result in _progress(results(), args):
         if args.child is None:

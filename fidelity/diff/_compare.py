@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import cache as cache_models
-from .. import jsonio, pricing, tokens, wire
+from .. import jsonbytes, jsonio, pricing, tokens, wire
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from ..errors import InputError, UnknownName
@@ -142,10 +142,14 @@ def compare(
         model = _model_of(parent_obj) or _model_of(child_obj)
         if model is None:
             raise InputError("the body names no model; pass --model", path=parent_path)
-    del parent_obj, child_obj  # large bodies: do not hold the parsed trees while tokenizing
-    p_segs = _view(d, parent, parent_path, endpoint)
-    c_segs = _view(d, child, child_path, endpoint)
-    return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
+    with jsonbytes.scan_memo():  # each container of each body scanned once
+        with jsonio.parsed_once(parent, parent_obj):  # the cache view does not parse it again
+            p_segs = _view(d, parent, parent_path, endpoint)
+        del parent_obj  # large bodies: do not hold the parsed trees while tokenizing
+        with jsonio.parsed_once(child, child_obj):
+            c_segs = _view(d, child, child_path, endpoint)
+        del child_obj
+        return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
 
 
 def compare_requests(
@@ -160,9 +164,10 @@ def compare_requests(
     p_body, c_body = d.render(parent), d.render(child)
     # Some bodies do not carry the model (Gemini names it in the URL), and
     # one engine serves one model: another route never shares a cache entry.
-    return _compare_views(d, child.route.model, p_body, c_body,
-                          d.cache_view(p_body), d.cache_view(c_body), prices,
-                          key_changed=parent.route != child.route)
+    with jsonbytes.scan_memo():
+        return _compare_views(d, child.route.model, p_body, c_body,
+                              d.cache_view(p_body), d.cache_view(c_body), prices,
+                              key_changed=parent.route != child.route)
 
 
 def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None = None) -> list[Segment]:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence
-
-from deepdiff import DeepDiff
 
 from .bytediff import first_divergence
 from ..wire import Segment
@@ -32,9 +31,19 @@ _RANK = {"params": 0, "tools": 1, "system": 2, "message": 3}
 
 @dataclass(frozen=True)
 class Cause:
+    """What broke the prefix: ``kind`` (one of :data:`KINDS`) and a one-line
+    ``detail``. ``summary`` (a deepdiff of the first differing segments) is
+    computed on first use: importing deepdiff costs more than the rest of a
+    small ``fidelity diff``, and only the JSON output shows it."""
+
     kind: str
     detail: str | None = None
-    summary: dict[str, Any] | None = None
+    segments: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def summary(self) -> dict[str, Any] | None:
+        """deepdiff of the first differing segments: change category -> up to 5 paths."""
+        return None if self.segments is None else _deepdiff(*self.segments)
 
 
 def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
@@ -49,14 +58,14 @@ def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
     if b is None:
         return Cause(_BY_SEGMENT[a.kind], "child ends early: segment removed", None)
     kind = a.kind if _RANK[a.kind] <= _RANK[b.kind] else b.kind
-    summary = _deepdiff(a.data, b.data)
+    pair = (a.data, b.data)
     if kind == "params":
-        return Cause("params_changed", _params_detail(a.data, b.data), summary)
+        return Cause("params_changed", _params_detail(a.data, b.data), pair)
     if kind == "tools":
-        return Cause("tools_changed", _tools_detail(p, c, split), summary)
+        return Cause("tools_changed", _tools_detail(p, c, split), pair)
     if kind == "system":
-        return Cause("system_changed", _text_detail(p, c, split, "system"), summary)
-    return Cause("messages_rewritten", _message_detail(p, c, split), summary)
+        return Cause("system_changed", _text_detail(p, c, split, "system"), pair)
+    return Cause("messages_rewritten", _message_detail(p, c, split), pair)
 
 
 # -- helpers -----------------------------------------------------------------
@@ -240,6 +249,8 @@ def _match_around(pattern: re.Pattern[str], text: str, at: int) -> str | None:
 
 
 def _deepdiff(a: bytes, b: bytes) -> dict[str, Any] | None:
+    from deepdiff import DeepDiff  # on demand (see Cause)
+
     va, vb = _json(a), _json(b)
     if va is None or vb is None:
         return None

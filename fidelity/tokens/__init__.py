@@ -38,6 +38,7 @@ from ..errors import UnknownName
 from ._base import CHUNK_CHARS, TOKEN_TYPECODE, Tokenizer, safe_chunks
 from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, deepseek_v4, o200k_base, qwen3, qwen3_6
 from ._estimate import EstimateTokenizer, claude_estimate, gemini_estimate
+from ._parallel import encode_texts
 
 __all__ = [
     "Tokenizer",
@@ -171,11 +172,29 @@ def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[
     the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
     become U+FFFD). Memoised per (tokenizer, bytes, text), in a memo bounded
     by bytes (:data:`MEMO_BYTES`), so a stream of thousands of requests or
-    two 200 MB bodies run in bounded memory.
+    two 200 MB bodies run in bounded memory. Each unique text is encoded
+    once; a large batch of new texts is spread over the cores
+    (:mod:`fidelity.tokens._parallel`).
 
     Each segment's ids are an ``array('q')`` (8 bytes a token) shared with
     the memos: **read-only**; copy one before changing it."""
-    return [_segment_ids(tokenizer, seg.data, seg.text) for seg in segments]
+    segs = list(segments)
+    found: dict[tuple[str, bytes, str | None], array] = {}
+    todo: dict[tuple[str, bytes, str | None], str | bytes] = {}
+    with _MEMO_LOCK:
+        for seg in segs:
+            key = (tokenizer.name, seg.data, seg.text)
+            hit = _MEMO.get(key)
+            if hit is not None:
+                _MEMO.move_to_end(key)
+                found[key] = hit
+            elif key not in todo:
+                todo[key] = seg.data if seg.text is None else seg.text  # decoded one at a time
+    # each unique text once; a large batch (a first request of megabytes) on all cores
+    for key, ids in zip(todo, encode_texts(tokenizer, list(todo.values()))):
+        found[key] = ids
+        _remember(key, ids)
+    return [found[(tokenizer.name, seg.data, seg.text)] for seg in segs]
 
 
 #: total segment bytes the per-segment memo keeps (least recently used go first)
@@ -186,7 +205,6 @@ _MEMO_LOCK = threading.Lock()
 
 
 def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array:
-    global _MEMO_SIZE
     key = (tokenizer.name, data, text)
     with _MEMO_LOCK:
         hit = _MEMO.get(key)
@@ -194,6 +212,13 @@ def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array:
             _MEMO.move_to_end(key)
             return hit
     ids = tokenizer.ids(data.decode("utf-8", "replace") if text is None else text)
+    _remember(key, ids)
+    return ids
+
+
+def _remember(key: tuple[str, bytes, str | None], ids: array) -> None:
+    global _MEMO_SIZE
+    _, data, text = key
     cost = len(data) + (len(text) if text is not None else 0)
     if cost <= MEMO_BYTES // 8:
         with _MEMO_LOCK:
@@ -203,7 +228,6 @@ def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array:
             while _MEMO_SIZE > MEMO_BYTES and _MEMO:
                 (_, d, t), _ids = _MEMO.popitem(last=False)
                 _MEMO_SIZE -= len(d) + (len(t) if t is not None else 0)
-    return ids
 
 
 def _segment_cache_clear() -> None:

