@@ -144,3 +144,33 @@ def test_pointer_fast_path_escapes_like_rfc_6901(parts: list[Any]) -> None:
     expected = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
     assert jsonbytes.pointer(*parts) == expected
     assert jsonbytes.split_pointer(expected) == tuple(str(p) for p in parts)
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses"])
+def test_billed_ids_on_threads_equal_one_thread(dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fidelity.tokens.billed import segment_ids
+
+    d = wire.get(dialect)
+    segs = d.cache_view(d.render(_request()))
+    tok = tokens.get("o200k_base")
+    monkeypatch.setenv("FIDELITY_THREADS", "1")
+    tok.cache_clear()
+    one = [ids.tolist() for ids in segment_ids(tok, segs, dialect=dialect, provider="openai", model="gpt-4o")]
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setenv("FIDELITY_THREADS", "3")
+    tok.cache_clear()
+    many = [ids.tolist() for ids in segment_ids(tok, segs, dialect=dialect, provider="openai", model="gpt-4o")]
+    assert many == one and sum(map(len, one)) > 100
+
+
+def test_tool_calls_of_another_type_do_not_crash_the_diff() -> None:
+    """The fresh-seed fuzz pass found it (seed 14931672627390543601): ``"tool_calls": -1.5``
+    crashed the billed framing with ``TypeError``."""
+    from fidelity.diff import compare
+
+    parent = (b'{"model":"gpt-4o","messages":[{"role":"system","content":"You are terse."},'
+              b'{"role":"user","content":"List files"}]}')
+    child = (b'{"model":"gpt-4o","messages":[{"role":"system","content":"You are terse."},'
+             b'{"role":"user","content":"List files"},{"role":"assistant","content":null,"tool_calls":-1.5}]}')
+    result = compare(parent, child)
+    assert result.cause.kind == "appended_only" and result.tokens.child_prompt > result.tokens.parent_prompt

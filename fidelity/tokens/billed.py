@@ -27,6 +27,7 @@ import orjson
 
 from ..wire import Segment
 from . import TOKEN_TYPECODE, Tokenizer, segment_tokens
+from ._parallel import encode_texts
 from ._pieces import Media, Piece, Special
 from .media import MediaCount, MediaInfo, count_media, probe, probe_b64
 
@@ -225,12 +226,13 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
 
 
 def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
-                parts: list[MediaPart]) -> array:
+                parts: list[MediaPart], known: dict[str, array] | None = None) -> array:
     out = array(TOKEN_TYPECODE)
     for p in pieces:
         if isinstance(p, str):
             if p:
-                out.extend(tok.ids(p))
+                hit = known.get(p) if known is not None else None
+                out.extend(tok.ids(p) if hit is None else hit)
         elif isinstance(p, Special):
             out.append(p.id)
         else:
@@ -238,6 +240,13 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
             parts.append(part)
             out.extend(media_ids(p, part.tokens))
     return out
+
+
+def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[str, array]:
+    """Ids of every distinct text piece, each encoded once; a large batch (a
+    first request of megabytes) on all cores (:mod:`fidelity.tokens._parallel`)."""
+    texts = list(dict.fromkeys(p for pieces in framed for p in pieces if isinstance(p, str) and p))
+    return dict(zip(texts, encode_texts(tok, texts)))
 
 
 def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provider: str,
@@ -250,7 +259,8 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
     tok = billing_tokenizer(tok, dialect)
     framed = segment_pieces(dialect, segs, model)
     if framed is not None:
-        return [_pieces_ids(tok, pieces, provider, model, parts) for pieces in framed]
+        known = _encode_pieces(tok, framed)
+        return [_pieces_ids(tok, pieces, provider, model, parts, known) for pieces in framed]
     plain = segment_tokens(tok, segs)
     out: list[array] = []
     for seg, ids in zip(segs, plain):
