@@ -156,8 +156,8 @@ class PromptIds:
             return Part((self._ids(strip_markers(b'{"type":"text","text":' + data + b"}")),), (None,), "system")
         content = v.get("content") if isinstance(v, dict) else None
         if isinstance(content, list) and content:
-            spans = element_spans(data, "/content")
-            cuts = [ce for _, ce in spans[:-1]]
+            # one part: the whole message is its block (no byte scan needed)
+            cuts = [ce for _, ce in element_spans(data, "/content")[:-1]] if len(content) > 1 else []
             starts, ends = [0, *cuts], [*cuts, len(data)]
             ids, ttls, images = [], [], 0
             for bs, be, part in zip(starts, ends, content):
