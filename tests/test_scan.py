@@ -7,20 +7,16 @@ import json
 import os
 import subprocess
 import sys
-from array import array
 from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity import wire
-from fidelity.cache import OpenAICache, common_prefix
 from fidelity.commands.scan import _dumps
 from fidelity.scan import scan, synthetic
 from fidelity.scan.records import parse_record
-from fidelity.scan.simulate import PartitionCache, SimRequest
 from fidelity.scan.view import build_view, encode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -215,31 +211,6 @@ def test_cli_formats_and_errors(tmp_path: Path) -> None:
 _segment = st.lists(st.integers(0, 3), min_size=1, max_size=4)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.integers(0, 2), min_size=1, max_size=5), st.integers(0, 30)),
-                min_size=1, max_size=8))
-def test_stand_in_reads_the_longest_live_prefix(reqs: list[tuple[list[int], int]]) -> None:
-    """Segments are drawn from 3 contents; each request's read equals the
-    provider rule applied to the longest common token prefix with any live
-    earlier request (brute force)."""
-    model = OpenAICache(minimum=4, step=2, ttl=20.0)
-    contents = {0: array("q", [1, 2, 3]), 1: array("q", [1, 2, 9, 9]), 2: array("q", [5])}
-    cache = PartitionCache(model)
-    t = 0.0
-    seen: list[tuple[float, array]] = []
-    for segs, gap in reqs:
-        t += gap
-        toks = [contents[s] for s in segs]
-        flat = array("q", [x for a in toks for x in a])
-        oc = cache.feed(SimRequest(t, segs, toks))
-        best = max((common_prefix(f, flat) for when, f in seen if t - when <= 20.0), default=0)
-        assert oc.read == (model.reusable(best, len(flat)) if best else 0)
-        assert oc.prompt == len(flat)
-        # every earlier request sharing a prefix refreshes what it passed
-        seen = [(t if common_prefix(f, flat) == len(f) and len(f) <= len(flat) else when, f) for when, f in seen]
-        seen.append((t, flat))
-
-
 def test_a_large_partition_splits_at_gaps_longer_than_the_cache_lifetime(tmp_path: Path) -> None:
     # two bursts of one conversation head, 2 hours apart (OpenAI entries live 10 minutes)
     lines = [_line(0, i, _chat(SYSTEM, _history(i + 1)), "a") for i in range(3)]
@@ -253,17 +224,6 @@ def test_a_large_partition_splits_at_gaps_longer_than_the_cache_lifetime(tmp_pat
         assert whole["totals"][key] == split["totals"][key]
     # the second burst starts cold: its first request reads nothing
     assert whole["by_day"][0]["read_tokens"] < whole["totals"]["prompt_tokens"]
-
-
-def test_partition_memory_cap_evicts_and_counts() -> None:
-    model = OpenAICache(minimum=2, step=1)
-    cache = PartitionCache(model, max_tokens=40)
-    seg = [array("q", range(i * 10, i * 10 + 10)) for i in range(12)]
-    outcomes = [cache.feed(SimRequest(float(t), [t], [seg[t]])) for t in range(12)]
-    assert cache.evicted > 0 and cache.held <= 40
-    assert all(o.read <= o.prompt for o in outcomes)
-    again = cache.feed(SimRequest(12.0, [11], [seg[11]]))
-    assert again.read == 10  # the most recent entry survived the cap
 
 
 def test_what_an_importer_skips_is_counted(shared_real: Path) -> None:

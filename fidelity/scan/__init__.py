@@ -13,7 +13,8 @@ The pipeline (docs/scan.md):
    has a gap longer than the cache's lifetime (nothing survives such a gap,
    so the split is exact). Each request's session predecessor is found.
 4. **Replay** (parallel over batches of partitions): the cache of each
-   partition in time order (:func:`.simulate.simulate_partition`), breaks
+   partition in time order (one :class:`fidelity.cache.simulator.Simulator`
+   per partition and cache model, fed ids from :mod:`.prompt_ids`), breaks
    classified with the differ's causes.
 5. **Result**: the merged sums, head changes that moved a session to another
    partition, prices; one JSON document that every view renders.
@@ -42,9 +43,8 @@ from .aggregate import SCHEMA, Break, Partial, build_result
 from .executors import EXECUTORS, Executor, make_executor
 from .partition import Entry, Task, change_label, index_chunk, replay_batch, where_of
 from .records import MAX_LINE, prepare_inputs
-from .simulate import Outcome, SimRequest, simulate_partition
 
-__all__ = ["scan", "SCHEMA", "EXECUTORS", "Outcome", "SimRequest", "simulate_partition", "Progress"]
+__all__ = ["scan", "SCHEMA", "EXECUTORS", "Progress"]
 
 #: bytes of log per index task
 CHUNK_BYTES = 16 * 1024 * 1024

@@ -55,6 +55,28 @@ class TokenMemo:
                 self._size -= len(d) + 8 * len(old) + 64
         return ids
 
+    def get(self, key: tuple[str, bytes]) -> array | None:
+        """The ids stored under ``key`` (``(tokenizer name, bytes)``), or ``None``."""
+        hit = self._memo.get(key)
+        if hit is not None:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return hit
+
+    def put(self, key: tuple[str, bytes], ids: array, nbytes: int) -> None:
+        """Store ids computed by the caller for ``nbytes`` of input (counted
+        as tokenized); the same cap as :meth:`ids`."""
+        self.tokenized_bytes += nbytes
+        cost = len(key[1]) + 8 * len(ids) + 64
+        if cost <= self.max_bytes // 4:
+            self._memo[key] = ids
+            self._size += cost
+            while self._size > self.max_bytes:
+                (_, d) = oldest = next(iter(self._memo))
+                old = self._memo.pop(oldest)
+                self._size -= len(d) + 8 * len(old) + 64
+
     @property
     def size(self) -> int:
         return self._size

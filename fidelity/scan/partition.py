@@ -8,7 +8,8 @@ never in memory. Bad lines are counted here, with their reason.
 **Replay** (:func:`replay_batch`, one task per batch of partitions): each
 partition's lines are read again by offset, in time order; segments are
 interned and tokenized through the worker's memo, the cache is simulated
-(:func:`fidelity.scan.simulate`), and each request whose prefix broke against
+(one :class:`fidelity.cache.simulator.Simulator` per cache model, fed
+the ids :class:`.prompt_ids.PromptIds` builds), and each request whose prefix broke against
 the request it continues is classified with :func:`fidelity.diff.classify`.
 A task returns a :class:`~fidelity.scan.aggregate.Partial`: sums that merge
 in any order to the same result.
@@ -27,14 +28,16 @@ import orjson
 
 from .. import cache as cache_models
 from .. import tokens
+from ..cache.simulator import Simulator
 from ..diff.bytediff import first_divergence
 from ..diff.causes import _tool_name, classify
 from ..diff.locate import pointer_at
+from ..errors import FidelityError
 from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial
 from .memo import TokenMemo
+from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, iter_lines, parse_record
-from .simulate import PartitionCache, SimRequest
 from .view import SUPPORTED, FastView, Item, build_view, dumps_value, encode, partition_key, shared_items
 
 __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
@@ -176,16 +179,14 @@ class _Req:
 class _State:
     """One partition's replay state."""
 
-    cache: PartitionCache
+    builder: PromptIds
+    sims: dict[str, Simulator] = field(default_factory=dict)
     sids: dict[bytes, int] = field(default_factory=dict)
     data: list[bytes] = field(default_factory=list)
-    ids: list[array] = field(default_factory=list)
     reqs: list[_Req] = field(default_factory=list)
     prev_items: tuple[Item, ...] = ()
     prev_data: list[bytes] = field(default_factory=list)
     prev_segs: array = field(default_factory=lambda: array("q"))
-    prev_toks: list[array] = field(default_factory=list)
-    prev_bps: frozenset[int] = frozenset()
 
 
 def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:
@@ -232,8 +233,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       classify_memo: dict[tuple[Any, ...], tuple[str, str | None]]) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
-    st = _State(PartitionCache(cm))
-    explicit = st.cache.explicit
+    st = _State(PromptIds(tok, memo))
+    explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
     out.partitions += 1
@@ -247,61 +248,57 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             out.add_bad(task.labels[e.file], e.line, "changed during scan", str(exc)[:80])
             continue
         k = shared_items(view.items, st.prev_items)
+        index = len(st.reqs)
+        try:
+            cm_name, sreq = st.builder.build(rec, view.items, k, e.time, index)
+            sim = st.sims.get(cm_name)
+            if sim is None:
+                sim = st.sims[cm_name] = Simulator(cm_name, model)
+            pred = sim.feed(sreq)
+        except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
+            out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
+            st.builder = PromptIds(tok, memo)  # its previous-request reuse no longer holds
+            continue
         data = encode(view.items, st.prev_items, st.prev_data, view.normalise, k)
-        bps: frozenset[int] = frozenset()
         if explicit:
             # Anthropic keys its cache on content, not on where the markers sit
             # (a breakpoint moves forward each turn): match without them
             # (reused segments were stripped already: their marks carry over)
-            marked = [i for i in range(k, len(data)) if b'"cache_control"' in data[i]]
-            for i in marked:
-                data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
-            bps = frozenset([i for i in st.prev_bps if i < k] + marked)
-            st.prev_bps = bps
+            for i in range(k, len(data)):
+                if b'"cache_control"' in data[i]:
+                    data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
         st.prev_items, st.prev_data = view.items, data
         segs = array("q", st.prev_segs[:k])
-        toks = st.prev_toks[:k]
-        sids, seg_ids = st.sids, st.ids
+        sids = st.sids
         for d in data[k:]:
             sid = sids.get(d)
             if sid is None:
                 sid = sids[d] = len(st.data)
                 st.data.append(d)
-                seg_ids.append(memo.ids(tok, d))
             segs.append(sid)
-            toks.append(seg_ids[sid])
-        st.prev_segs, st.prev_toks = segs, toks
+        st.prev_segs = segs
         t = e.time if e.time is not None else 0.0
-        req = SimRequest(t, segs, toks, bps)
-        oc = st.cache.feed(req)
-        index = len(st.reqs)
-        bp_ends: tuple[int, ...] = ()
-        if bps:
-            ends, cum = [], 0
-            for i, ids in enumerate(toks):
-                cum += len(ids)
-                if i in bps:
-                    ends.append(cum)
-            bp_ends = tuple(ends)
+        bp_ends = tuple(sreq.breakpoints)
+        prompt, read = pred.prompt or 0, pred.cache_read or 0
         # a request keeps its segment ids, not its parsed body (memory stays
         # with the unique content); a break re-reads its predecessor's line
-        r = _Req(segs, oc.prompt, t, bp_ends)
+        r = _Req(segs, prompt, t, bp_ends)
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
-        out.add_request(provider, model, rec.day, oc.prompt, oc.read, oc.written, e.length, rec.usage)
+        out.add_request(provider, model, rec.day, prompt, read, pred.cache_write or 0, e.length, rec.usage)
         if is_cross_pred:
-            out.cross_preds[(e.file, e.offset)] = CrossPred(oc.prompt, provider, model, view.params,
+            out.cross_preds[(e.file, e.offset)] = CrossPred(prompt, provider, model, view.params,
                                                             _head(st, view.items, segs), (task.labels[e.file], e.line),
                                                             (e.file, e.offset, e.length), t)
         if pred_loc is not None and not pred_same:
             out.cross_children.append(CrossChild(
                 (e.file, e.offset, e.length), pred_loc, task.labels[e.file], e.line, t, rec.day, provider, model,
-                oc.prompt, oc.read, view.params, _head(st, view.items, segs)))
+                prompt, read, view.params, _head(st, view.items, segs)))
             continue
         j = local.get(pred_loc) if pred_loc is not None else None
         if j is None:
-            j = oc.match
+            j = pred.nearest if pred.nearest is not None else pred.parent  # type: ignore[assignment]
         if j is None:
             continue
         p = st.reqs[j]
@@ -312,13 +309,13 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             k += 1
         if k >= n_p or k >= lim - 1:
             continue  # continues its predecessor, or branches at its own last segment
-        ideal = min(oc.prompt, cm.reusable(min(p.prompt, oc.prompt), oc.prompt))
-        if explicit:
+        ideal = min(prompt, sim.model.reusable(min(p.prompt, prompt), prompt))
+        if sim.explicit:
             # what the predecessor's breakpoints stored, up to the shorter prompt
-            floor = getattr(cm, "minimum", 0)
-            m = min(p.prompt, oc.prompt)
-            ideal = max((b for b in p.bp_ends if floor <= b <= m), default=0) if req.breakpoints else 0
-        lost = max(0, ideal - oc.read)
+            floor = getattr(sim.model, "minimum", 0)
+            m = min(p.prompt, prompt)
+            ideal = max((b for b in p.bp_ends if floor <= b <= m), default=0) if sreq.breakpoints else 0
+        lost = max(0, ideal - read)
         if lost == 0:
             continue
         pe = req_entries[j]
@@ -341,7 +338,6 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                             child=(task.labels[e.file], e.line),
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length)))
-    out.evicted += st.cache.evicted
 
 
 def _strip_markers(value: Any) -> Any:
