@@ -178,3 +178,12 @@ def test_tool_message_without_content_is_one_line_exit_2(tmp_path: Path) -> None
         assert rc == 2, (provider, err)
         assert err.strip().splitlines() == [err.strip()] and str(p) in err and "/messages/3" in err, err
         assert '"content"' in err
+
+
+def test_a_block_type_that_is_not_a_string_is_no_anthropic_mark() -> None:
+    """Found by the fresh-seed pass (seed 11860698549968806291): ``"type": []``
+    in a content block crashed detection with an unhashable-type error."""
+    from fidelity.wire.evidence import anthropic_marks
+
+    body = {"model": "m", "messages": [{"role": "user", "content": [{"type": [], "text": "x"}]}]}
+    assert anthropic_marks(body) == []

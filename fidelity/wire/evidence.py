@@ -70,7 +70,8 @@ def anthropic_marks(obj: Any) -> list[str]:
     typed = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "image", "server_tool_use"}
     for m in obj["messages"]:
         content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in typed for b in content):
+        if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str)
+                                             and b["type"] in typed for b in content):
             marks.append("typed content blocks")
             break
     return marks
@@ -100,6 +101,17 @@ def _fits(dialect: str, body: str | None) -> bool:
     if body is None or body == dialect:
         return True
     return any(dialect in shape and body in shape for shape in _SHAPES)
+
+
+def _accepts(dialect: str, obj: Any) -> bool:
+    """Does the dialect itself recognise the body? (A dialect registered by a
+    plugin belongs to no built-in shape; its own ``detect`` decides.)"""
+    from . import get
+
+    try:
+        return bool(get(dialect).detect(obj))
+    except Exception:  # noqa: BLE001 - a detect that cannot read the body does not accept it
+        return False
 
 
 def _family(dialect: str) -> str:
@@ -160,7 +172,7 @@ def detect_request(
             return Detection("anthropic-messages", family, model, f"body marks: {', '.join(marks)}",
                              f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body has Anthropic-only "
                              f"marks ({', '.join(marks)}): read as anthropic-messages")
-        if not _fits(endpoint.dialect, body):
+        if not (_fits(endpoint.dialect, body) or _accepts(endpoint.dialect, obj)):
             return Detection(body, _family(body), model, f"body marks ({body})",  # type: ignore[arg-type]
                              f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body is not a request "
                              f"of that shape: read as {body}")
