@@ -18,6 +18,8 @@ from typing import Any
 
 from ..errors import InputError
 
+__all__ = ["HELP", "add_arguments", "run"]
+
 HELP = "Send a parent and its child to a live engine; compare its cached tokens with fidelity's prediction"
 
 
