@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 from .errors import UnknownName
 

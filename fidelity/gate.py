@@ -44,9 +44,10 @@ import fnmatch
 import math
 import tomllib
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import orjson
 

@@ -43,8 +43,9 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from . import jsonio as _jsonio
 from .errors import InputError

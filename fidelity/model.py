@@ -18,8 +18,9 @@ Two rules shape this module:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Literal, Union
 
 __all__ = [
     "FrozenDict",
@@ -65,10 +66,10 @@ class FrozenDict(dict):
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
 
-    def __copy__(self) -> "FrozenDict":
+    def __copy__(self) -> FrozenDict:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> "FrozenDict":
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
         return self
 
 
@@ -304,7 +305,7 @@ class Request:
     def system_text(self, sep: str = "\n\n") -> str:
         return sep.join(block.text for block in self.system)
 
-    def with_params(self, **changes: Any) -> "Request":
+    def with_params(self, **changes: Any) -> Request:
         merged = dict(self.params)
         merged.update(changes)
         return replace(self, params=freeze(merged))

@@ -26,15 +26,16 @@ import gzip
 import json
 import statistics
 import zlib
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from . import providers, wire
 from .cache.prompts import cache_prompt
-from .cache.simulator import Prediction, Simulator, SimRequest, Usage
+from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
 from .jsonio import read_bytes
 
@@ -211,7 +212,7 @@ def _iso(value: Any) -> float | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from fidelity import tokens
 from fidelity.errors import UnknownName
 from fidelity.tokens._bpe import CL100K_SHA256, O200K_SHA256, QWEN3_SPECIAL
-from fidelity.tokens._vocab import package_file, read_quicktok_special, read_quicktok_vocab, read_tiktoken_bpe, sha256_of_ranks
+from fidelity.tokens._vocab import (
+    package_file,
+    read_quicktok_special,
+    read_quicktok_vocab,
+    read_tiktoken_bpe,
+    sha256_of_ranks,
+)
 from fidelity.wire import Segment
 
 SAMPLE = "Hello! 毕老师！1 + 1 = 2 ĠÑĤÐ²ÑĬÑĢ"

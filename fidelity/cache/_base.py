@@ -11,8 +11,8 @@ and a measurement compare directly.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..diff.bytediff import first_divergence
 from ..errors import InputError

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 from .. import providers, tokens, wire
 from ..errors import InputError

@@ -47,8 +47,9 @@ children) against all of it.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -53,7 +53,8 @@ import base64
 import json
 import re
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import InputError
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from .. import gate, pricing
-from . import report
 from ..jsonio import atomic_write, load
+from . import report
 
 __all__ = ["HELP", "add_arguments", "run"]
 

@@ -20,18 +20,19 @@ See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
-from .bytediff import excerpt, first_divergence
-from .causes import Cause, classify
 from ..errors import InputError, UnknownName
-from .locate import pointer_at
+from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..wire import Segment
-from ..jsonbytes import member_spans, value_spans
+from .bytediff import excerpt, first_divergence
+from .causes import Cause, classify
+from .locate import pointer_at
 
 __all__ = [
     "SCHEMA",

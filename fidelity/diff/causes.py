@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
-from .bytediff import first_divergence
 from ..wire import Segment
+from .bytediff import first_divergence
 
 __all__ = ["KINDS", "Cause", "classify"]
 

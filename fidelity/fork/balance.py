@@ -16,8 +16,9 @@ once. Neither changes its input.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from ..model import Message, ToolResult
 

@@ -21,11 +21,11 @@ from typing import Any
 import orjson
 
 try:  # after the reorganisation
-    from ..capture import snapshot as snapshot  # type: ignore[attr-defined,no-redef]
     from ..capture import redact as redact  # type: ignore[attr-defined,no-redef]
+    from ..capture import snapshot as snapshot  # type: ignore[attr-defined,no-redef]
 except ImportError:  # before it
-    from .. import snapshot as snapshot  # type: ignore[no-redef]
     from .. import redact as redact  # type: ignore[no-redef]
+    from .. import snapshot as snapshot  # type: ignore[no-redef]
 
 from ..jsonio import atomic_write
 

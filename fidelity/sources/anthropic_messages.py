@@ -23,8 +23,9 @@ with a ``data:`` URL and back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import InputError
 from ..jsonio import load

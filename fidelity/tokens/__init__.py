@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from .. import providers
 from .._registry import Registry
@@ -199,7 +199,7 @@ def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[
 
 #: total segment bytes the per-segment memo keeps (least recently used go first)
 MEMO_BYTES = 32 * 1024 * 1024
-_MEMO: "OrderedDict[tuple[str, bytes, str | None], array]" = OrderedDict()
+_MEMO: OrderedDict[tuple[str, bytes, str | None], array] = OrderedDict()
 _MEMO_SIZE = 0
 _MEMO_LOCK = threading.Lock()
 

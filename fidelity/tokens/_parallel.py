@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Sequence
+from collections.abc import Sequence
 
 from ._base import Tokenizer
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import re
 from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 

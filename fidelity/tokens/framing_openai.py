@@ -67,7 +67,8 @@ the tools block) were set against recorded usage (``docs/tokens-billed.md``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import orjson
 

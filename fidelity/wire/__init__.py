@@ -10,8 +10,9 @@ provider descriptor, :mod:`fidelity.providers`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 from .._registry import Registry
 from ..errors import InputError

@@ -30,12 +30,13 @@ are; the parts are still filled in for analysis.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, freeze
 from . import Segment
-from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 
 __all__ = [
     "CHAT_KEYS",

@@ -39,7 +39,8 @@ with default separators (``", "``, ``": "``); see ``transformers``'
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "Texts",

@@ -80,10 +80,12 @@ segment, where the breakpoint is.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 from ..model import (
     EMPTY,
     Image,
@@ -102,7 +104,6 @@ from ..model import (
 )
 from . import Segment, register
 from .layout import attach, write_request
-from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
            "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]

@@ -83,10 +83,12 @@ The model, also a key, lives in the URL and is absent from the view.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
 from ..model import (
     Image,
     Message,
@@ -103,9 +105,8 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
-from .layout import attach, write_request
 from ._gemini_schema import dump_schema, enum_upper
-from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
+from .layout import attach, write_request
 
 __all__ = ["Gemini", "GEMINI", "TOP_KEYS", "GENERATION_KEYS"]
 

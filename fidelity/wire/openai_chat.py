@@ -36,14 +36,14 @@ output schemas as cached prefix content).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import loads
 from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
 from . import Segment, register
-from .layout import attach, write_request
-from ..jsonbytes import dumps_compact, loads
 from ._openai_common import (
     CHAT_KEYS,
     arguments_string,
@@ -64,6 +64,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
+from .layout import attach, write_request
 
 _ASSISTANT_KEYS = ("role", "content", "reasoning_content", "tool_calls")
 _TOOL_KEYS = ("role", "tool_call_id", "content")

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import element_spans, loads, value_spans
 from ..model import EMPTY, Image, Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
-from .layout import attach, write_request
-from ..jsonbytes import dumps_compact, element_spans, loads, value_spans
 from ._openai_common import (
     RESPONSES_KEYS,
     arguments_string,
@@ -50,6 +49,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
+from .layout import attach, write_request
 
 
 def _render_part(part: Any) -> dict[str, Any]:

@@ -30,8 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
 from ... import jsonbytes as _json
+from ...errors import InputError
 from ..classify import classify
 from ._base import Imported, iso_time, looks_like_model_request, read_source, response_usage
 
