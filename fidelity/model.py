@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 __all__ = [
     "FrozenDict",
@@ -242,7 +242,7 @@ class Image:
         _frozen(self, "cache_control")
 
 
-Part = Union[Text, Reasoning, ToolCall, ToolResult, Image]
+Part = Text | Reasoning | ToolCall | ToolResult | Image
 
 Role = Literal["user", "assistant", "tool", "system", "developer"]
 

@@ -175,7 +175,7 @@ def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None =
     try:
         segs = wire.cache_view_at(d, body, endpoint)
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
     if not any(seg.kind in ("system", "message") for seg in segs):
         # the dialects' cache views are lenient; a body of another shape (a
         # Gemini body under --provider openai-chat) would otherwise "diff" as empty

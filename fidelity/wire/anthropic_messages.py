@@ -399,7 +399,7 @@ def parse_body(obj: Any, path: str | None = None, *, model: str = "") -> Request
                 params[key] = value
         return Request(Route("anthropic", model), system=system, tools=tools, messages=parsed, params=freeze(params))
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
 
 
 # -------------------------------------------------------------- cache view

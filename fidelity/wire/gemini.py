@@ -418,7 +418,7 @@ def parse_body(obj: Any, *, model: str = "", path: str | None = None) -> Request
             params[key] = value
         return Request(Route("gemini", model), system=system, tools=tools, messages=messages, params=freeze(params))
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
 
 
 # -------------------------------------------------------------- cache view

@@ -122,7 +122,7 @@ def parse_message(obj: Any, where: str) -> Message:
         calls = obj.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
             raise InputError(f"\"tool_calls\" must be an array, got {type(calls).__name__}", pointer=where + "/tool_calls")
-        for i, call in enumerate(calls or ()):
+        for call in calls or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                 parts.append(ToolCall(id=str(call.get("id", "")), name=str(fn.get("name", "")),
@@ -228,7 +228,7 @@ class ChatDialect:
             if isinstance(tools_raw, list) and tools_raw:
                 tools = tuple(parse_tool(t, f"/tools/{i}") for i, t in enumerate(tools_raw))
         except InputError as exc:
-            raise exc.at(path) if path else exc
+            raise (exc.at(path) if path else exc) from None
         params = {k: v for k, v in obj.items() if k not in ("model", "messages") and not (k == "tools" and tools)}
         return attach(Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params)),
                       body, obj, self.name, url_keys=("model",))
