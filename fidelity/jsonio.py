@@ -56,7 +56,7 @@ class _Refused(Exception):
         self.problem, self.obj = problem, obj
 
 
-class _DupDict(dict):
+class _DupDict(dict[str, Any]):
     """An object that held a duplicate key (only ever seen on the error path)."""
 
     duplicate: str = ""

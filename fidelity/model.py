@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 __all__ = [
     "FrozenDict",
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-class FrozenDict(dict):
+class FrozenDict(dict[str, Any]):
     """A ``dict`` that refuses mutation and keeps insertion order.
 
     It subclasses ``dict`` so that ``orjson`` and ``json`` serialise it
@@ -53,7 +53,7 @@ class FrozenDict(dict):
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("FrozenDict is immutable")
 
-    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _readonly
     clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
     __ior__ = _readonly  # type: ignore[assignment]
 
@@ -84,6 +84,12 @@ def _hashable(value: Any) -> Any:
 EMPTY: FrozenDict = FrozenDict()
 
 
+@overload
+def freeze(value: dict[str, Any]) -> FrozenDict: ...
+@overload
+def freeze(value: None) -> None: ...
+@overload
+def freeze(value: Any) -> Any: ...
 def freeze(value: Any) -> Any:
     """Return an immutable copy of a JSON value: dicts become ``FrozenDict``,
     lists become tuples; key order is preserved exactly.

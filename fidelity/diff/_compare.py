@@ -185,9 +185,8 @@ def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None =
 
 
 def _model_of(obj: Any) -> str | None:
-    if isinstance(obj, dict) and isinstance(obj.get("model"), str):
-        return obj["model"]
-    return None
+    model = obj.get("model") if isinstance(obj, dict) else None
+    return model if isinstance(model, str) else None
 
 
 def _compare_views(
@@ -251,7 +250,7 @@ def _compare_views(
 
 
 def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
-                     provider: str | None = None, model: str | None = None) -> list[array]:
+                     provider: str | None = None, model: str | None = None) -> list[array[int]]:
     """Token ids per segment of a cache view, each an ``array('q')`` shared
     with the tokenizer memos (read-only). The params segment is a cache key,
     not prompt text: it holds no tokens (and when it differs, nothing is
@@ -266,7 +265,7 @@ def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect:
     return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
 
 
-def _concat(ids: Sequence[array]) -> array:
+def _concat(ids: Sequence[array[int]]) -> array[int]:
     """One prompt's ids: the segments' arrays joined, into an array allocated
     once at its final size (growing it would briefly hold two copies)."""
     ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through

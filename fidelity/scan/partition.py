@@ -166,7 +166,7 @@ def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, st
 
 @dataclass
 class _Req:
-    segs: array
+    segs: array[int]
     prompt: int
     time: float
     bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
@@ -179,12 +179,12 @@ class _State:
     cache: PartitionCache
     sids: dict[bytes, int] = field(default_factory=dict)
     data: list[bytes] = field(default_factory=list)
-    ids: list[array] = field(default_factory=list)
+    ids: list[array[int]] = field(default_factory=list)
     reqs: list[_Req] = field(default_factory=list)
     prev_items: tuple[Item, ...] = ()
     prev_data: list[bytes] = field(default_factory=list)
-    prev_segs: array = field(default_factory=lambda: array("q"))
-    prev_toks: list[array] = field(default_factory=list)
+    prev_segs: array[int] = field(default_factory=lambda: array("q"))
+    prev_toks: list[array[int]] = field(default_factory=list)
     prev_bps: frozenset[int] = frozenset()
 
 

@@ -42,7 +42,7 @@ class SimRequest:
 
     time: float
     segments: Sequence[int]
-    tokens: Sequence[array]
+    tokens: Sequence[array[int]]
     #: indexes of segments that carry an explicit ``cache_control`` breakpoint
     breakpoints: frozenset[int] = frozenset()
 
@@ -70,7 +70,7 @@ class Outcome:
 @dataclass
 class _Node:
     cum: int  # tokens from the start of the prompt to the end of this segment
-    tokens: array
+    tokens: array[int]
     last_used: float
     request: int
     children: dict[int, _Node] = field(default_factory=dict)

@@ -90,7 +90,7 @@ class PromptCount:
 
 # ------------------------------------------------------------------ media stand-ins
 
-def media_ids(media: Media, n: int) -> array:
+def media_ids(media: Media, n: int) -> array[int]:
     """``n`` stand-in ids for one media part: negative, from a hash of its
     bytes (or URL), so identical media give identical ids."""
     h = hashlib.blake2b(media.data if media.data is not None else (media.url or "").encode(), digest_size=5)
@@ -226,7 +226,7 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
 
 
 def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
-                parts: list[MediaPart]) -> array:
+                parts: list[MediaPart]) -> array[int]:
     out = array(TOKEN_TYPECODE)
     for p in pieces:
         if isinstance(p, str):
@@ -242,7 +242,7 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
 
 
 def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provider: str,
-                model: str, media: list[MediaPart] | None = None) -> list[array]:
+                model: str, media: list[MediaPart] | None = None) -> list[array[int]]:
     """Billed token ids of each segment of a cache view (see the module
     docstring). The params segment holds tokens only where the provider
     renders part of it (a response schema). ``media`` collects each media
@@ -253,7 +253,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
     if framed is not None:
         return [_pieces_ids(tok, pieces, provider, model, parts) for pieces in framed]
     plain = segment_tokens(tok, segs)
-    out: list[array] = []
+    out: list[array[int]] = []
     for seg, ids in zip(segs, plain):
         if seg.kind == "params":
             out.append(array(TOKEN_TYPECODE))
