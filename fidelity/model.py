@@ -106,6 +106,10 @@ def freeze(value: Any) -> Any:
     return value
 
 
+@overload
+def thaw(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def thaw(value: Any) -> Any: ...
 def thaw(value: Any) -> Any:
     """Return a plain, mutable copy (dicts and lists) of a frozen JSON value,
     in the same key order. Used to hand values to SDKs and deepdiff."""

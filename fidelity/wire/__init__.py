@@ -44,9 +44,13 @@ class Segment:
 
 
 class Dialect(Protocol):
-    name: str
-    #: provider family for cache model and prices (``openai``, ``anthropic``...)
-    provider: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def provider(self) -> str:
+        """Provider family for cache model and prices (``openai``, ``anthropic``...)."""
+        ...
 
     def render(self, request: Request) -> bytes: ...
 

@@ -269,8 +269,8 @@ def _parse_block(obj: Any, where: str, names: Mapping[str, str]) -> Part | None:
     if kind == "text":
         return Text(_str(block.get("text"), where + "/text"), cache_control=block.get("cache_control"))
     cache_control = block.get("cache_control")
-    if not isinstance(cache_control, dict):
-        cache_control = None  # another shape: the block re-renders differently and is kept verbatim
+    # another shape than an object: the block re-renders differently and is kept verbatim
+    cache_control = freeze(cache_control) if isinstance(cache_control, dict) else None
     if kind == "image":
         source = block.get("source")
         if isinstance(source, dict):
@@ -337,7 +337,7 @@ def _parse_tool(obj: Any, where: str) -> Tool:
     candidate = Tool(
         name=name if isinstance(name, str) else "",
         description=desc if isinstance(desc, str) else None,
-        parameters=params if isinstance(params, dict) else None,
+        parameters=freeze(params) if isinstance(params, dict) else None,
         extra=freeze({k: v for k, v in tool.items() if k not in ("name", "description", "input_schema")}),
     )
     if isinstance(name, str) and "name" not in candidate.extra and _same(_render_tool(candidate), tool):

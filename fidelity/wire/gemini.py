@@ -332,8 +332,9 @@ def _parse_part(obj: Any) -> Part | None:
         if isinstance(data, dict):
             mime = data.get("mime_type", data.get("mimeType"))
             mime = mime if isinstance(mime, str) else None
-            if key == "fileData" and isinstance(data.get("file_uri", data.get("fileUri")), str):
-                return Image(data.get("file_uri", data.get("fileUri")), media_type=mime)
+            uri = data.get("file_uri", data.get("fileUri"))
+            if key == "fileData" and isinstance(uri, str):
+                return Image(uri, media_type=mime)
             if key == "inlineData" and isinstance(data.get("data"), str):
                 return Image(f"data:{mime};base64,{data['data']}", media_type=mime)
     return None
@@ -342,7 +343,8 @@ def _parse_part(obj: Any) -> Part | None:
 def _parse_content(obj: Any, where: str) -> Message:
     if not isinstance(obj, dict):
         raise InputError(f"expected a content object, got {type(obj).__name__}", pointer=where)
-    raw_parts = obj.get("parts") if isinstance(obj.get("parts"), list) else []
+    raw_parts = obj.get("parts")
+    raw_parts = raw_parts if isinstance(raw_parts, list) else []
     parsed = [_parse_part(p) for p in raw_parts]
     parts = tuple(p for p in parsed if p is not None)
     wire_role = obj.get("role")
@@ -379,7 +381,7 @@ def _parse_tools(value: Any) -> tuple[tuple[Tool, ...], bool]:
             tools.append(Tool(
                 name=name if isinstance(name, str) else "",
                 description=desc if isinstance(desc, str) else None,
-                parameters=params if isinstance(params, dict) else None,
+                parameters=freeze(params) if isinstance(params, dict) else None,
                 extra=freeze({k: v for k, v in decl.items() if k not in ("name", "description", "parameters")}),
             ))
     if not tools:
@@ -462,7 +464,8 @@ class Gemini:
         for i, (s, e) in enumerate(element_spans(body, "/systemInstruction/parts")):
             segments.append(Segment("system", i, pointer("systemInstruction", "parts", i), body[s:e]))
         n = 0
-        tools = obj.get("tools") if isinstance(obj.get("tools"), list) else []
+        tools = obj.get("tools")
+        tools = tools if isinstance(tools, list) else []
         for t, (ts, te) in enumerate(element_spans(body, "/tools")):
             entry = tools[t] if t < len(tools) else None
             if isinstance(entry, dict) and isinstance(entry.get("functionDeclarations"), list):

@@ -36,10 +36,13 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InputError
 from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
+
+if TYPE_CHECKING:
+    from ..model import Request
 
 __all__ = ["Layout", "Written", "ClientProfile", "merge_order", "same_value"]
 
@@ -366,7 +369,7 @@ def write_request(request: Any, body: Mapping[str, Any], dialect: str) -> bytes:
     return layout.write(body)
 
 
-def attach(request: Any, body: bytes, obj: Any, dialect: str, *, url_keys: tuple[str, ...] = ()) -> Any:
+def attach(request: Request, body: bytes, obj: Any, dialect: str, *, url_keys: tuple[str, ...] = ()) -> Request:
     """``request`` remembering that it was parsed from ``body``."""
     from dataclasses import replace
 

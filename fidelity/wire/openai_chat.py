@@ -42,7 +42,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonbytes import loads
-from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
+from ..model import Message, Reasoning, Request, Route, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
 from ._openai_common import (
     CHAT_KEYS,
@@ -216,15 +216,15 @@ class ChatDialect:
         ``model``: for a body that leaves it to the URL (Azure OpenAI names
         the deployment in the path)."""
         obj = require_object(loads(body, path=path), "", path)
-        if "model" in obj or not model:
-            model = obj.get("model")
-        if not isinstance(model, str):
+        found = obj.get("model") if "model" in obj or not model else model
+        if not isinstance(found, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
+        model = found
         raw_messages = require_list(obj.get("messages"), "/messages", path)
         try:
             messages = tuple(parse_message(m, f"/messages/{i}") for i, m in enumerate(raw_messages))
             tools_raw = obj.get("tools")
-            tools = ()
+            tools: tuple[Tool, ...] = ()
             if isinstance(tools_raw, list) and tools_raw:
                 tools = tuple(parse_tool(t, f"/tools/{i}") for i, t in enumerate(tools_raw))
         except InputError as exc:
@@ -237,7 +237,8 @@ class ChatDialect:
 
     def cache_view(self, body: bytes) -> list[Segment]:
         obj = require_object(loads(body), "")
-        messages = obj.get("messages") if isinstance(obj.get("messages"), list) else []
+        messages = obj.get("messages")
+        messages = messages if isinstance(messages, list) else []
         n_system = leading_system_count(messages)
         texts = self.templater(obj) if self.templater else {}
         tool_texts = [texts.get(("tools", i)) for i in range(len(obj.get("tools") or ()))] if isinstance(obj.get("tools"), list) else None
