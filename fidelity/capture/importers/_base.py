@@ -31,7 +31,7 @@ class Imported:
     skipped: int = 0
     redactor: Redactor = field(default_factory=Redactor)
     #: why entries were skipped: reason -> count (:mod:`fidelity.capture.classify`)
-    reasons: Counter = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
 
     def skip(self, reason: str) -> None:
         """Count one entry that is not a model request, with its reason."""
