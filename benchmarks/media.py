@@ -35,12 +35,12 @@ def main() -> None:
     for fmt, mime in (("PNG", "image/png"), ("JPEG", "image/jpeg")):
         payload = _image(fmt)
 
-        def count() -> None:
+        def count(payload: str = payload, mime: str = mime) -> None:
             media.probe_b64.cache_clear()
             info = media.probe_b64(payload, mime)
             media.openai_image_tokens("gpt-4o", info.width, info.height)
 
-        def decode() -> None:
+        def decode(payload: str = payload) -> None:
             with Image.open(io.BytesIO(base64.b64decode(payload))) as img:
                 img.load()
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 from .errors import UnknownName
 
@@ -57,7 +58,7 @@ class Registry(Generic[T]):
         """Register ``entry`` under ``name``. With ``lazy=True`` the entry is a
         ``"module:attr"`` reference imported on first :meth:`get`."""
         with self._lock:
-            self._entries[name] = f"\0{entry}" if lazy else entry  # type: ignore[assignment]
+            self._entries[name] = f"\0{entry}" if lazy else entry
             self._aliases.pop(name, None)
             for alias in aliases:
                 if alias != name:

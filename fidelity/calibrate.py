@@ -31,8 +31,9 @@ from __future__ import annotations
 import json
 import statistics
 from array import array
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from . import cache as cache_models
 from .cache import DEEPSEEK_UNIT, CacheModel, PromptTokens

@@ -36,14 +36,27 @@ and ``request_to_json`` is a fixed point on its own output.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InputError
-from .model import (
-    EMPTY, Image, Message, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze, thaw,
-)
 from .jsonbytes import loads
+from .model import (
+    EMPTY,
+    Image,
+    Message,
+    Reasoning,
+    Request,
+    Route,
+    SystemBlock,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    freeze,
+    thaw,
+)
 
 FORMAT = "request/1"
 

@@ -20,7 +20,8 @@ import importlib
 import os
 import sys
 import traceback
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from .errors import FidelityError
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 import json
 import random
 import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from . import fork
 from ._registry import Registry

@@ -24,8 +24,9 @@ never on a later one.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from . import tokens, wire
 from .cache import get

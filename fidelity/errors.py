@@ -42,7 +42,7 @@ class InputError(FidelityError):
             where += f" at {self.pointer or '/'}"
         return f"{where}: {self.problem}"
 
-    def at(self, path: str | Path) -> "InputError":
+    def at(self, path: str | Path) -> InputError:
         """Return this error re-addressed to ``path`` when it had no file yet."""
         if self.path is not None:
             return self

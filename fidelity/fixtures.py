@@ -12,10 +12,11 @@ lacks is taken from the bundled set.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import providers as provider_table
 from .canonical import request_from_json

@@ -44,9 +44,10 @@ import fnmatch
 import math
 import tomllib
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import orjson
 
@@ -346,7 +347,7 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
     try:
         walk(obj, None, "")
     except InputError as exc:
-        raise exc.at(path) if path is not None else exc
+        raise (exc.at(path) if path is not None else exc) from None
     if not rows:
         raise InputError("no variant rows found (objects with a variant name and lost tokens)", path=path)
     seen: set[str] = set()

@@ -43,8 +43,9 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from . import jsonio as _jsonio
 from .errors import InputError
@@ -153,15 +154,16 @@ _WS = re.compile(rb"[ \t\n\r]*")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no alternation per byte
 _SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
 _SCANNER = json.JSONDecoder(strict=False)
-_LATIN1: list[Any] = [None, ""]  # the last body scanned and its latin-1 text
+_LATIN1: list[tuple[bytes | None, str]] = [(None, "")]  # the last body scanned and its latin-1 text
 
 
 def _as_latin1(body: bytes) -> str:
     """``body`` decoded as latin-1 (one character per byte), memoised for the
     body last asked about: a cache view scans one body many times."""
-    if _LATIN1[0] is not body:
-        _LATIN1[0], _LATIN1[1] = body, body.decode("latin-1")
-    return _LATIN1[1]
+    last = _LATIN1[0]
+    if last[0] is not body:
+        last = _LATIN1[0] = (body, body.decode("latin-1"))
+    return last[1]
 
 
 class Member(NamedTuple):

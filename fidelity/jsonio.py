@@ -15,9 +15,10 @@ import re
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import InputError
 
@@ -55,7 +56,7 @@ class _Refused(Exception):
         self.problem, self.obj = problem, obj
 
 
-class _DupDict(dict):
+class _DupDict(dict[str, Any]):
     """An object that held a duplicate key (only ever seen on the error path)."""
 
     duplicate: str = ""

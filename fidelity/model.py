@@ -18,8 +18,9 @@ Two rules shape this module:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Literal, overload
 
 __all__ = [
     "FrozenDict",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class FrozenDict(dict):
+class FrozenDict(dict[str, Any]):
     """A ``dict`` that refuses mutation and keeps insertion order.
 
     It subclasses ``dict`` so that ``orjson`` and ``json`` serialise it
@@ -52,7 +53,7 @@ class FrozenDict(dict):
     def _readonly(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("FrozenDict is immutable")
 
-    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _readonly
     clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
     __ior__ = _readonly  # type: ignore[assignment]
 
@@ -65,10 +66,10 @@ class FrozenDict(dict):
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
 
-    def __copy__(self) -> "FrozenDict":
+    def __copy__(self) -> FrozenDict:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> "FrozenDict":
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
         return self
 
 
@@ -83,6 +84,12 @@ def _hashable(value: Any) -> Any:
 EMPTY: FrozenDict = FrozenDict()
 
 
+@overload
+def freeze(value: dict[str, Any]) -> FrozenDict: ...
+@overload
+def freeze(value: None) -> None: ...
+@overload
+def freeze(value: Any) -> Any: ...
 def freeze(value: Any) -> Any:
     """Return an immutable copy of a JSON value: dicts become ``FrozenDict``,
     lists become tuples; key order is preserved exactly.
@@ -99,6 +106,10 @@ def freeze(value: Any) -> Any:
     return value
 
 
+@overload
+def thaw(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def thaw(value: Any) -> Any: ...
 def thaw(value: Any) -> Any:
     """Return a plain, mutable copy (dicts and lists) of a frozen JSON value,
     in the same key order. Used to hand values to SDKs and deepdiff."""
@@ -241,7 +252,7 @@ class Image:
         _frozen(self, "cache_control")
 
 
-Part = Union[Text, Reasoning, ToolCall, ToolResult, Image]
+Part = Text | Reasoning | ToolCall | ToolResult | Image
 
 Role = Literal["user", "assistant", "tool", "system", "developer"]
 
@@ -304,7 +315,7 @@ class Request:
     def system_text(self, sep: str = "\n\n") -> str:
         return sep.join(block.text for block in self.system)
 
-    def with_params(self, **changes: Any) -> "Request":
+    def with_params(self, **changes: Any) -> Request:
         merged = dict(self.params)
         merged.update(changes)
         return replace(self, params=freeze(merged))

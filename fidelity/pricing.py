@@ -101,7 +101,7 @@ class Price:
         """Whether ``at`` falls in a peak window (always, for a row without any)."""
         if not self.peak_hours_utc:
             return True
-        utc = at.astimezone(_dt.timezone.utc) if at.tzinfo else at
+        utc = at.astimezone(_dt.UTC) if at.tzinfo else at
         minute = utc.hour * 60 + utc.minute
         return any(start <= minute < end for start, end in self.peak_hours_utc)
 

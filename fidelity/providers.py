@@ -26,9 +26,10 @@ Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com', 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ._registry import Registry

@@ -26,15 +26,16 @@ import gzip
 import json
 import statistics
 import zlib
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from . import providers, wire
-from .cache.prompts import cache_prompt
-from .cache.simulator import Prediction, Simulator, SimRequest, Usage
+from .cache.prompts import CachePrompt, cache_prompt
+from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
 from .jsonio import read_bytes
 
@@ -90,11 +91,13 @@ def _usage_json(family: str, obj: Any) -> dict[str, Any] | None:
         return {"prompt": prompt if prompt is not None else (None if miss is None else hit + miss),
                 "cache_read": hit, "cache_write": None, "output": _num(u.get("completion_tokens"))}
     if "prompt_tokens" in u:  # Chat Completions
-        det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+        det = u.get("prompt_tokens_details")
+        det = det if isinstance(det, dict) else {}
         return {"prompt": _num(u.get("prompt_tokens")), "cache_read": _num(det.get("cached_tokens")) or 0,
                 "cache_write": None, "output": _num(u.get("completion_tokens"))}
     if "input_tokens" in u:  # Responses
-        det = u.get("input_tokens_details") if isinstance(u.get("input_tokens_details"), dict) else {}
+        det = u.get("input_tokens_details")
+        det = det if isinstance(det, dict) else {}
         return {"prompt": _num(u.get("input_tokens")), "cache_read": _num(det.get("cached_tokens")) or 0,
                 "cache_write": None, "output": _num(u.get("output_tokens"))}
     return None
@@ -116,12 +119,15 @@ def from_response(dialect_or_provider: str, content_type: str | None, body_bytes
 
     Uses :func:`fidelity.capture.usage.from_response` when that module
     exists (issue 11); this is the stand-in until it does."""
+    shared: Callable[[str, str | None, bytes], dict[str, Any] | None] | None
     try:
-        from .capture import usage as _shared  # type: ignore[attr-defined]
+        from .capture.usage import from_response as reader
+
+        shared = reader
     except ImportError:
-        _shared = None
-    if _shared is not None and hasattr(_shared, "from_response"):
-        return _shared.from_response(dialect_or_provider, content_type, body_bytes)
+        shared = None
+    if shared is not None:
+        return shared(dialect_or_provider, content_type, body_bytes)
     return _from_response(dialect_or_provider, content_type, body_bytes)
 
 
@@ -211,7 +217,7 @@ def _iso(value: Any) -> float | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -320,8 +326,10 @@ def _har(path: Path) -> list[Exchange]:
         body = _text(req["postData"].get("text"))
         if not body or not body.lstrip().startswith(b"{"):
             continue
-        resp = e.get("response") if isinstance(e.get("response"), dict) else {}
-        content = resp.get("content") if isinstance(resp.get("content"), dict) else {}
+        resp = e.get("response")
+        resp = resp if isinstance(resp, dict) else {}
+        content = resp.get("content")
+        content = content if isinstance(content, dict) else {}
         rbody = _text(content.get("text"))
         if rbody is not None and content.get("encoding") == "base64":
             import base64
@@ -374,7 +382,8 @@ def _snapshot_folder(folder: Path) -> list[Exchange]:
         if snap is not None:
             with open(p, "rb") as fh:
                 meta = json.loads(fh.readline())
-        usage = meta.get("usage") if isinstance(meta.get("usage"), dict) else None
+        usage = meta.get("usage")
+        usage = usage if isinstance(usage, dict) else None
         dialect = snap.provider if snap is not None else None
         skip = None
         if dialect is None:
@@ -474,7 +483,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
     that a tokenizer that over- or under-counts (the Claude estimate) does
     not move minimums, steps and reads; prefixes are still matched on the
     request's own tokens."""
-    prepared: list[tuple[Exchange, Any]] = []
+    prepared: list[tuple[int, CachePrompt]] = []
     rows: dict[int, Row] = {}
     for k, ex in enumerate(exchanges):
         rep = Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))

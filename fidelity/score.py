@@ -26,8 +26,9 @@ cache model):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from . import diff as differ
 from . import pricing, tokens, wire

@@ -25,8 +25,9 @@ traffic has them, escaped inside JSON text (``ToolCall.arguments_json`` with
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from functools import cache, lru_cache
+from typing import Any, Literal
 
 import orjson
 
@@ -100,7 +101,7 @@ differing bytes between serialisers or tokenizers."""
 _PRIVATE_OR_SURROGATE = ("Cs", "Co")
 
 
-@lru_cache(maxsize=None)
+@cache
 def unicode_text(*, min_size: int = 0, max_size: int = 12) -> st.SearchStrategy[str]:
     """Text mixing ASCII, any encodable code point and :data:`SPECIAL_TEXTS`
     (CJK, emoji, ZWJ, combining marks, separators that encoders escape
@@ -117,7 +118,7 @@ def unicode_text(*, min_size: int = 0, max_size: int = 12) -> st.SearchStrategy[
     return st.lists(fragment, min_size=min_size, max_size=max_size).map("".join)
 
 
-@lru_cache(maxsize=None)
+@cache
 def identifiers(*, max_size: int = 16) -> st.SearchStrategy[str]:
     """Tool / property names: ``[a-zA-Z_][a-zA-Z0-9_]*``."""
     head = st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
@@ -138,7 +139,7 @@ _scalars = st.one_of(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
     """Plain JSON values (dicts, lists, scalars); dict keys in arbitrary
     insertion order, which must survive every step of the pipeline."""
@@ -150,7 +151,7 @@ def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def json_objects(*, max_leaves: int = 12) -> st.SearchStrategy[dict[str, Any]]:
     """Plain JSON objects (the shape of tool arguments)."""
     return st.dictionaries(unicode_text(max_size=8), json_values(max_leaves=max_leaves), max_size=5)
@@ -202,7 +203,7 @@ def tool_schemas(*, names: st.SearchStrategy[str] | None = None) -> st.SearchStr
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def tool_lists(*, min_size: int = 0, max_size: int = 4) -> st.SearchStrategy[tuple[Tool, ...]]:
     """Tuples of :class:`Tool` with unique names, in a drawn order."""
     return st.lists(tool_schemas(), min_size=min_size, max_size=max_size, unique_by=lambda t: t.name).map(tuple)
@@ -268,7 +269,7 @@ def tool_calls(
     return ToolCall(ident, name, arguments, text if draw(_BOOLEANS) else None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def tool_result_contents() -> st.SearchStrategy[Any]:
     """A result's content: text, a tuple of :class:`Text` parts, or a
     Gemini-style ``response`` object (``{"output": …}`` / ``{"error": …}``)."""
@@ -395,7 +396,7 @@ def histories(
     return tuple(messages)
 
 
-@lru_cache(maxsize=None)
+@cache
 def system_blocks(*, max_size: int = 3) -> st.SearchStrategy[tuple[SystemBlock, ...]]:
     """System prompts: 0..``max_size`` blocks, some named sections (DSH
     ``tool:report`` style), some with an Anthropic ``cache_control``."""
@@ -485,7 +486,7 @@ def requests(
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def directives() -> st.SearchStrategy[str]:
     """Fork directives: non-empty unicode text."""
     return unicode_text(min_size=1, max_size=12)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 __all__ = ["Property", "profile_examples", "properties", "markdown", "DOC"]
 

@@ -1,4 +1,5 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fidelity.diff import bytediff
 from fidelity.diff.bytediff import excerpt, first_divergence

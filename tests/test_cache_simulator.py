@@ -12,15 +12,13 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from fidelity.cache import get
 from fidelity.cache._base import common_prefix
 from fidelity.cache.prompts import cache_prompt, strip_markers
 from fidelity.cache.simulator import PrefixStore, SimRequest, Simulator
 from fidelity.errors import InputError
-
 
 # --------------------------------------------------------------------------- strategies
 

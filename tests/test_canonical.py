@@ -12,9 +12,9 @@ from fidelity.canonical import load_request, request_from_json, request_to_json
 from fidelity.errors import InputError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_wire_openai import request as request_strategy  # noqa: E402
-from test_wire_anthropic import requests as anthropic_requests  # noqa: E402
 from conftest import REPO  # noqa: E402
+from test_wire_anthropic import requests as anthropic_requests  # noqa: E402
+from test_wire_openai import request as request_strategy  # noqa: E402
 
 EXAMPLE = REPO / "fixtures" / "request.example.json"
 

@@ -17,8 +17,7 @@ from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fidelity.capture import snapshot
-from fidelity.capture import AsyncRecordingTransport, RecordingTransport, record
+from fidelity.capture import AsyncRecordingTransport, RecordingTransport, record, snapshot
 from fidelity.capture.redact import Redactor, SecretLeak, ensure_clean
 
 SECRET = "sk-PLANTED-5ecret-0123456789abcdef"

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import orjson
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fidelity.errors import ForkUnavailable
 from fidelity.fork import CacheSafeStore, cache_safe, gemini_placeholder

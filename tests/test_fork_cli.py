@@ -6,8 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from fidelity import cli, compose, fixtures, wire
-from fidelity import diff
+from fidelity import cli, compose, diff, fixtures, wire
 from fidelity.model import Route
 
 SESSION = next(s for s in fixtures.load().sessions if s.name == "coding-agent")

@@ -6,7 +6,8 @@ import copy
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fidelity.errors import ForkUnavailable, InputError
 from fidelity.fork import completed_turn_seed, event_problems, seed_at, seed_length

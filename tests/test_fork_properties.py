@@ -13,11 +13,11 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fidelity.errors import ForkUnavailable
-from fidelity.fork import BUILDERS, fork_request, history_problems, is_in_fork_child
-from fidelity.fork import completed_turn, gemini_placeholder
+from fidelity.fork import BUILDERS, completed_turn, fork_request, gemini_placeholder, history_problems, is_in_fork_child
 from fidelity.fork.balance import side_of
 from fidelity.model import Message, Text
 from fidelity.strategies import directives, histories, requests

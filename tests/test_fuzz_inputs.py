@@ -15,18 +15,19 @@ import contextlib
 import io
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fidelity import gate, jsonio, pricing, sources, wire
-from fidelity.capture import snapshot
 from fidelity.canonical import load_request, request_to_json
+from fidelity.capture import snapshot
+from fidelity.capture.importers import import_file
 from fidelity.cli import main
 from fidelity.errors import FidelityError
-from fidelity.capture.importers import import_file
 
 PARENT = (b'{"model":"gpt-4o","messages":[{"role":"system","content":"You are terse."},'
           b'{"role":"user","content":"List files"},{"role":"assistant","content":null,"tool_calls":'

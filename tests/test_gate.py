@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fidelity import gate
+from fidelity.capture.snapshot import Snapshot, SnapshotWriter
 from fidelity.cli import main
 from fidelity.errors import InputError
-from fidelity.capture.snapshot import Snapshot, SnapshotWriter
 
 _READ = {"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}

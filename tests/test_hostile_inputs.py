@@ -15,17 +15,17 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from fidelity import gate, jsonio, pricing, sources, wire
-from fidelity.capture import snapshot
 from fidelity.canonical import load_request
+from fidelity.capture import snapshot
+from fidelity.capture.importers import import_file
 from fidelity.cli import main
 from fidelity.errors import FidelityError, InputError
-from fidelity.capture.importers import import_file
 
 GOOD = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
 CHILD = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}'

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fidelity.capture import snapshot
-from fidelity.errors import InputError
 from fidelity.capture.importers import guess_kind, import_file, write_imported
 from fidelity.cli import main as cli_main
+from fidelity.errors import InputError
 
 SECRET = "sk-import-SECRET-99999999"
 BODY = '{"model":"gpt-4o","messages":[{"role":"user","content":"héllo"}],"tools":[]}'

@@ -1,6 +1,7 @@
 import orjson
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fidelity.model import FrozenDict, Message, Request, Route, Text, Tool, freeze, thaw
 

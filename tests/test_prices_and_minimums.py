@@ -15,7 +15,7 @@ from fidelity.cli import main
 from fidelity.diff import compare
 
 DATA = Path(__file__).parent / "data"
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def test_deepseek_v4_prices_peak_and_off_peak() -> None:

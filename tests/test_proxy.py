@@ -45,8 +45,8 @@ SYSTEM = "You are a careful assistant. " * 300  # past OpenAI's 1,024-token cach
 def chat_body(text: str, *, stream: bool = True) -> bytes:
     # hand-written bytes: odd spacing and key order must survive the trip
     s = ', "stream": true, "stream_options": {"include_usage": true}' if stream else ""
-    return (('{"model": "gpt-4o", "messages": [{"role": "system", "content": "%s"}, '
-             '{"role": "user", "content": "%s"}]%s}') % (SYSTEM, text, s)).encode()
+    return ('{"model": "gpt-4o", "messages": [{"role": "system", "content": "' + SYSTEM + '"}, '
+            '{"role": "user", "content": "' + text + '"}]' + s + '}').encode()
 
 
 def snapshots(folder: Path) -> list[_store.Snapshot]:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from fidelity.errors import InputError
 from fidelity.proxy.parent import ParentIndex, Seen, view_digests
 from fidelity.proxy.script import RequestView, parse_script
-from fidelity.proxy.sse_usage import Decoder, UsageReader, usage_of
+from fidelity.proxy.sse_usage import Decoder, UsageReader
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = REPO / "fixtures" / "harness"

@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO
 
 from fidelity import wire
 from fidelity.canonical import load_request
 from fidelity.commands import render
 from fidelity.errors import UnknownName
-
-from conftest import REPO
 
 EXAMPLE = REPO / "fixtures" / "request.example.json"
 

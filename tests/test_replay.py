@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from fidelity import replay as R
 from fidelity.capture import snapshot
 

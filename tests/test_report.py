@@ -5,10 +5,10 @@ Scoring runs once per module (the heavy part); each test reads rows.
 
 from __future__ import annotations
 
-import pytest
-
 import json
 from dataclasses import replace
+
+import pytest
 
 from fidelity import compose, fixtures, score, wire
 from fidelity.model import Route

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity.capture import snapshot
-from fidelity.errors import InputError
 from fidelity.capture.snapshot import Snapshot
+from fidelity.errors import InputError
 
 
 @settings(max_examples=200, deadline=None)

@@ -20,7 +20,6 @@ from fidelity.strategies import (
 )
 
 
-
 def _calls(history):
     return [c for m in history for c in m.tool_calls()]
 

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from fidelity import tokens
 from fidelity.errors import UnknownName
 from fidelity.tokens._bpe import CL100K_SHA256, O200K_SHA256, QWEN3_SPECIAL
-from fidelity.tokens._vocab import package_file, read_quicktok_special, read_quicktok_vocab, read_tiktoken_bpe, sha256_of_ranks
+from fidelity.tokens._vocab import (
+    package_file,
+    read_quicktok_special,
+    read_quicktok_vocab,
+    read_tiktoken_bpe,
+    sha256_of_ranks,
+)
 from fidelity.wire import Segment
 
 SAMPLE = "Hello! 毕老师！1 + 1 = 2 ĠÑĤÐ²ÑĬÑĢ"
@@ -236,8 +242,11 @@ def test_megabytes_are_linear() -> None:
     line = "The quick brown fox jumps over the lazy dog, 1234 times.\n"
     small, big = line * 4_000, line * 32_000  # ~0.23 MB and ~1.8 MB
     tok.encode(line)
-    t0 = time.perf_counter(); n_small = len(tok.encode(small)); t1 = time.perf_counter()
-    n_big = len(tok.encode(big)); t2 = time.perf_counter()
+    t0 = time.perf_counter()
+    n_small = len(tok.encode(small))
+    t1 = time.perf_counter()
+    n_big = len(tok.encode(big))
+    t2 = time.perf_counter()
     assert n_big == 8 * n_small
     assert (t2 - t1) < 20 * max(t1 - t0, 0.005)  # 8x the input, far from 64x
     assert tok.count(big + "tail") > n_big  # shared chunks come from the memo

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from fidelity import tokens, wire
 from fidelity.tokens import media
-from fidelity.tokens.billed import count_prompt, media_ids, segment_ids
-from fidelity.tokens.framing_openai import render_tools
 from fidelity.tokens._pieces import Media
 from fidelity.tokens._usage import from_response
+from fidelity.tokens.billed import count_prompt, media_ids, segment_ids
+from fidelity.tokens.framing_openai import render_tools
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real"
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,8 +202,7 @@ def test_recorded_figures_hold() -> None:
 
 @needs_real
 def test_claude_estimate_on_held_out_tests() -> None:
-    from fidelity.tokens.fit import errors, held_out, samples
-    from fidelity.tokens.framing_estimate import CONSTANTS
+    from fidelity.tokens.fit import held_out, samples
     from fidelity.tokens.recorded import iter_recorded
 
     data = [s for root in (REAL / "recorded-usage", REAL / "cassettes") for s in samples(iter_recorded(root))]

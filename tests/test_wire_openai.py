@@ -11,7 +11,6 @@ parameters as kwargs, the rest through ``extra_body``). Every example asserts
 from __future__ import annotations
 
 import dataclasses
-
 import inspect
 import json
 from typing import Any
@@ -24,7 +23,19 @@ from hypothesis import strategies as st
 
 from fidelity import wire
 from fidelity.errors import InputError
-from fidelity.model import Image, Message, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, thaw
+from fidelity.model import (
+    Image,
+    Message,
+    Reasoning,
+    Request,
+    Route,
+    SystemBlock,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    thaw,
+)
 
 # ------------------------------------------------------------------ SDK capture
 

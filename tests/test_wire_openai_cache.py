@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +12,6 @@ from fidelity import wire
 from fidelity.canonical import load_request
 from fidelity.jsonbytes import dumps_compact, dumps_pyjson, element_spans, member_spans, pointer, value_spans
 from fidelity.model import FrozenDict
-
-from conftest import REPO
 
 EXAMPLE = REPO / "fixtures" / "request.example.json"
 json_values = st.recursive(
@@ -118,6 +117,7 @@ def test_detection_prefers_specific_dialects() -> None:
 
 def test_parse_rejects_bad_bodies_with_a_pointer() -> None:
     import pytest
+
     from fidelity.errors import InputError
 
     with pytest.raises(InputError, match="/messages"):

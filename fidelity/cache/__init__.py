@@ -23,21 +23,22 @@ optionally a model, for per-model minimums) to its model.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import providers
 from .._registry import Registry
 from ..errors import UnknownName
+from . import minimums
 from ._base import CacheModel, CacheOutcome, PromptTokens, as_token_array, common_prefix
 from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
-from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
-from . import minimums
 from .engine import ENGINE_DEFAULTS, EngineCache, EngineDefault, engine_default
 from .engine import llamacpp as LlamaCppCache
 from .engine import sglang as SGLangCache
 from .engine import vllm as VLLMCache
+from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
 from .openai import OpenAICache
 
 __all__ = [

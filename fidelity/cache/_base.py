@@ -11,8 +11,8 @@ and a measurement compare directly.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..diff.bytediff import first_divergence
 from ..errors import InputError
@@ -24,7 +24,7 @@ _TYPECODE = "q"
 _ITEM = 8
 
 
-def as_token_array(ids: Sequence[int]) -> array:
+def as_token_array(ids: Sequence[int]) -> array[int]:
     """``ids`` as ``array('q')``: an ``array('q')`` itself (not copied),
     anything else (tuple, list, range, generator...) packed into a new one."""
     if isinstance(ids, array) and ids.typecode == _TYPECODE:

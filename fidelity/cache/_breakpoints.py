@@ -8,8 +8,8 @@ that breakpoint or at one of the ``lookback`` content blocks before it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..errors import InputError
 from ._base import CacheModel, CacheOutcome, PromptTokens, common_prefix

@@ -41,8 +41,8 @@ blocks up to 127 shared tokens more are recomputed than on a GPU (16).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ._base import CacheModel, CacheOutcome, PromptTokens, as_token_array
 
@@ -209,7 +209,7 @@ class EngineCache(CacheModel):
 
         size = self.block_size
         blank = (self.capacity_tokens or 0) // size  # free blocks that hold nothing reusable
-        lru: "OrderedDict[int, None]" = OrderedDict()  # free cached blocks; head = next to evict
+        lru: OrderedDict[int, None] = OrderedDict()  # free cached blocks; head = next to evict
         block_key: dict[int, bytes] = {}
         cached: dict[bytes, dict[int, None]] = {}  # hash -> every block holding it, first cached first
         next_id = 0

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 from .. import providers, tokens, wire
 from ..errors import InputError
@@ -143,7 +144,7 @@ def _generic(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, time: float | 
     try:
         segs = d.cache_view(body)
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
     ids = [array(tokens.TOKEN_TYPECODE) if s.kind == "params" else t
            for s, t in zip(segs, tokens.segment_tokens(tok, segs))]
     key = b"".join(s.data for s in segs if s.kind == "params")

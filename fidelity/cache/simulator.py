@@ -47,8 +47,9 @@ children) against all of it.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -178,7 +179,7 @@ class _Growing:
 class _Record:
     """One stored sequence: its tokens and the node ids of its full blocks."""
 
-    tokens: array
+    tokens: array[int]
     path: np.ndarray
     label: Hashable
 
@@ -231,7 +232,7 @@ class PrefixStore:
         u = self.unit * _ITEM
         return mv[i * u : (i + 1) * u].tobytes()
 
-    def _walk(self, tokens: array) -> np.ndarray:
+    def _walk(self, tokens: array[int]) -> np.ndarray:
         """Node ids of the full blocks of ``tokens`` present in the trie,
         from the root down (ignoring liveness)."""
         mv = memoryview(tokens).cast("B")
@@ -270,7 +271,7 @@ class PrefixStore:
             ok &= self._time.a[ids] + self.ttl >= now
         return ok
 
-    def longest(self, tokens: array, now: float | None) -> tuple[int, Hashable | None]:
+    def longest(self, tokens: array[int], now: float | None) -> tuple[int, Hashable | None]:
         """The longest live common prefix of ``tokens`` with anything stored,
         and the label of the latest request that used it."""
         path = self._walk(tokens)
@@ -320,7 +321,7 @@ class PrefixStore:
         self._live_blocks += 1
         return nid
 
-    def store(self, tokens: array, now: float | None, label: Hashable) -> None:
+    def store(self, tokens: array[int], now: float | None, label: Hashable) -> None:
         """Write ``tokens`` (a prompt, or a prompt and its reply): every block
         of it is now used by this request at ``now``."""
         self._clock += 1
@@ -373,7 +374,7 @@ class PrefixStore:
         self._live_blocks -= len(victims)
 
 
-def _lcp_from(a: array, b: array, start: int) -> int:
+def _lcp_from(a: array[int], b: array[int], start: int) -> int:
     """Common prefix length of two token arrays known to agree before
     ``start``: numpy compares the rest without copying either array."""
     n = min(len(a), len(b))
@@ -406,7 +407,7 @@ def _common_bytes(a: bytes, b: bytes) -> int:
 
 @dataclass
 class _Entry:
-    tokens: array
+    tokens: array[int]
     length: int
     last_used: float | None
     ttl: float

@@ -16,8 +16,9 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["Classified", "classify", "GENERATION", "body_kind"]

@@ -24,8 +24,8 @@ string value, so all other body bytes stay exact, and the snapshot records
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from ..errors import FidelityError

@@ -50,9 +50,10 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from .. import providers

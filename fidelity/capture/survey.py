@@ -47,8 +47,8 @@ class Survey:
     imported: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     requests: int = 0
-    skipped: Counter = field(default_factory=Counter)
-    unsupported: Counter = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    unsupported: Counter[str] = field(default_factory=Counter)
     as_sent: int = 0
     not_as_sent: int = 0
     round_trip_ok: int = 0

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from .redact import Redactor, ensure_clean
 from ..jsonio import atomic_write
+from .redact import Redactor, ensure_clean
 from .snapshot import SnapshotWriter, dumps, from_request
+
 
 def _modules() -> list[Any]:
     found = []
@@ -127,7 +129,7 @@ class RecordingTransport:
     def close(self) -> None:
         self.inner.close()
 
-    def __enter__(self) -> "RecordingTransport":
+    def __enter__(self) -> RecordingTransport:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -149,7 +151,7 @@ class AsyncRecordingTransport:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def __aenter__(self) -> "AsyncRecordingTransport":
+    async def __aenter__(self) -> AsyncRecordingTransport:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -53,7 +53,8 @@ import base64
 import json
 import re
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import InputError
 
@@ -122,9 +123,9 @@ def usage_of(obj: Any) -> dict[str, int | None] | None:
             # server-side compaction: each sampling iteration is billed; the
             # top-level figures describe the last one only
             parts = [usage_of({"usage": {k: v for k, v in it.items() if k != "iterations"}}) for it in iterations]
-            parts = [p for p in parts if p is not None]
-            if parts:
-                return {k: _sum(*(p[k] for p in parts)) for k in ("prompt", "cache_read", "cache_write", "output")}
+            found = [p for p in parts if p is not None]
+            if found:
+                return {k: _sum(*(p[k] for p in found)) for k in ("prompt", "cache_read", "cache_write", "output")}
         read, write = _int(u.get("cache_read_input_tokens")), _int(u.get("cache_creation_input_tokens"))
         inp = _int(u.get("input_tokens"))
         return {"prompt": _sum(inp, read, write) if inp is not None else None, "cache_read": read,
@@ -204,10 +205,10 @@ def decode_body(body: bytes, content_encoding: str | None = None) -> bytes:
 
 def _brotli(body: bytes) -> bytes:
     try:
-        import brotli  # type: ignore[import-not-found]
+        import brotli
     except ImportError:
         try:
-            import brotlicffi as brotli  # type: ignore[import-not-found,no-redef]
+            import brotlicffi as brotli  # type: ignore[no-redef, unused-ignore]  # either package may be absent
         except ImportError:
             raise InputError("a br (brotli) encoded body needs the brotli package (pip install brotli)") from None
     try:

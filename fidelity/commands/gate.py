@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from .. import gate, pricing
-from . import report
 from ..jsonio import atomic_write, load
+from . import report
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -42,10 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
     if args.snapshots:
-        from ..diff.folder import summary
+        from ..diff.folder import Skipped, summary
 
         prices = pricing.load(args.prices) if args.prices else None
-        skipped: list = []
+        skipped: list[Skipped] = []
         rows = gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd(),
                                         model=args.model, skipped_out=skipped)
         note = summary(skipped)

@@ -48,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _bodies(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]]]] | None:
-    from ..jsonio import loads
     from ..capture.snapshot import load_body
+    from ..jsonio import loads
 
     if not args.requests:
         return None
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     from .. import cache, tokens
     from ..cache import EngineCache
     from ..probe import cases as casemod
-    from ..probe.engine import EngineSettings
     from ..probe.client import Endpoint
+    from ..probe.engine import EngineSettings
     from ..probe.run import Prober, Summary
 
     given = [x for x in (bool(args.requests), args.variant is not None, args.cases is not None) if x]

@@ -20,18 +20,19 @@ See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
-from .bytediff import excerpt, first_divergence
-from .causes import Cause, classify
 from ..errors import InputError, UnknownName
-from .locate import pointer_at
+from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..wire import Segment
-from ..jsonbytes import member_spans, value_spans
+from .bytediff import excerpt, first_divergence
+from .causes import Cause, classify
+from .locate import pointer_at
 
 __all__ = [
     "SCHEMA",
@@ -174,7 +175,7 @@ def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None =
     try:
         segs = wire.cache_view_at(d, body, endpoint)
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
     if not any(seg.kind in ("system", "message") for seg in segs):
         # the dialects' cache views are lenient; a body of another shape (a
         # Gemini body under --provider openai-chat) would otherwise "diff" as empty
@@ -184,9 +185,8 @@ def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None =
 
 
 def _model_of(obj: Any) -> str | None:
-    if isinstance(obj, dict) and isinstance(obj.get("model"), str):
-        return obj["model"]
-    return None
+    model = obj.get("model") if isinstance(obj, dict) else None
+    return model if isinstance(model, str) else None
 
 
 def _compare_views(
@@ -250,7 +250,7 @@ def _compare_views(
 
 
 def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
-                     provider: str | None = None, model: str | None = None) -> list[array]:
+                     provider: str | None = None, model: str | None = None) -> list[array[int]]:
     """Token ids per segment of a cache view, each an ``array('q')`` shared
     with the tokenizer memos (read-only). The params segment is a cache key,
     not prompt text: it holds no tokens (and when it differs, nothing is
@@ -265,7 +265,7 @@ def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect:
     return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
 
 
-def _concat(ids: Sequence[array]) -> array:
+def _concat(ids: Sequence[array[int]]) -> array[int]:
     """One prompt's ids: the segments' arrays joined, into an array allocated
     once at its final size (growing it would briefly hold two copies)."""
     ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through

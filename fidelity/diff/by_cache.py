@@ -16,9 +16,10 @@ request of the same model.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..cache.prompts import cache_prompt
 from ..cache.simulator import Prediction, Simulator

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
-from .bytediff import first_divergence
 from ..wire import Segment
+from .bytediff import first_divergence
 
 __all__ = ["KINDS", "Cause", "classify"]
 
@@ -108,7 +109,8 @@ def _tool_name(data: bytes) -> str | None:
     value = _json(data)
     if not isinstance(value, dict):
         return None
-    inner = value.get("function") if isinstance(value.get("function"), dict) else value
+    fn = value.get("function")
+    inner = fn if isinstance(fn, dict) else value
     name = inner.get("name")
     return name if isinstance(name, str) else None
 
@@ -144,7 +146,8 @@ def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str
 
 def _description(value: Any) -> Any:
     if isinstance(value, dict):
-        inner = value.get("function") if isinstance(value.get("function"), dict) else value
+        fn = value.get("function")
+        inner = fn if isinstance(fn, dict) else value
         return inner.get("description")
     return None
 

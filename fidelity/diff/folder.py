@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from ..capture.classify import classify
 from .. import jsonio
+from ..capture.classify import classify
 from ..errors import InputError
 from ._compare import DiffResult, compare
 

@@ -9,7 +9,7 @@ deepest value whose bytes contain the offset.
 
 from __future__ import annotations
 
-from ..jsonbytes import iter_elements, iter_members, skip_value, skip_ws, escape_token
+from ..jsonbytes import escape_token, iter_elements, iter_members, skip_value, skip_ws
 
 __all__ = ["pointer_at"]
 

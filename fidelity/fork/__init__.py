@@ -29,7 +29,8 @@ bytes. :func:`fork_request` picks a builder by name.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._registry import Registry
 from ..model import Request

@@ -16,8 +16,9 @@ once. Neither changes its input.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from ..model import Message, ToolResult
 
@@ -126,11 +127,13 @@ def _tool_result_id(data: Mapping[str, Any]) -> str | None:
     if not isinstance(message, Mapping):
         return None
     source = message.get("source")
-    if isinstance(source, Mapping) and isinstance(source.get("callId"), str):
-        return source["callId"]
+    call_id = source.get("callId") if isinstance(source, Mapping) else None
+    if isinstance(call_id, str):
+        return call_id
     for part in message.get("content") or ():
-        if isinstance(part, Mapping) and isinstance(part.get("toolCallId"), str):
-            return part["toolCallId"]
+        call_id = part.get("toolCallId") if isinstance(part, Mapping) else None
+        if isinstance(call_id, str):
+            return call_id
     return None
 
 
@@ -154,7 +157,8 @@ def event_problems(events: Sequence[Mapping[str, Any]]) -> list[Problem]:
         kind = event.get("type")
         if kind == "session":
             continue
-        data = event.get("data") if isinstance(event.get("data"), Mapping) else {}
+        data = event.get("data")
+        data = data if isinstance(data, Mapping) else {}
         last_type, last_index = kind, index
         if kind == "turn/start":
             if open_turn is not None:

@@ -16,8 +16,8 @@ builds both so that the differ can show that loss.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import orjson
 
@@ -79,7 +79,7 @@ class CacheSafeStore:
     snapshot: CacheSafeParams | None = None
     window: int = HISTORY_WINDOW
 
-    def update(self, request: Request) -> "CacheSafeStore":
+    def update(self, request: Request) -> CacheSafeStore:
         """Snapshot ``request`` (call it after a completed parent turn, with
         the model's reply in ``request.messages``). The version goes up by one
         when the serialised system or tools differ from the previous
@@ -94,7 +94,7 @@ class CacheSafeStore:
         snapshot = CacheSafeParams(request.route, request.system, request.tools, request.params, history, version)
         return replace(self, snapshot=snapshot)
 
-    def clear(self) -> "CacheSafeStore":
+    def clear(self) -> CacheSafeStore:
         """A store without snapshot (Qwen Code ``clearCacheSafeParams``)."""
         return replace(self, snapshot=None)
 

@@ -14,8 +14,8 @@ child". Seed 000's architecture diagram shows the same shape for Qwen Code
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..model import Message, Request, Text, ToolResult
 from .balance import side_of

@@ -22,8 +22,9 @@ entries) — see :func:`seed_length`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import ForkUnavailable, InputError
 from ..model import Message, Request, Text, freeze

@@ -20,8 +20,8 @@ live here and are shared with the Claude-style builder, which uses the same
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from ..errors import ForkUnavailable
 from ..model import FrozenDict, Message, Request, Text, ToolResult, freeze

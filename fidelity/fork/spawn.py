@@ -10,8 +10,8 @@ message prefix with the parent to read from cache.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..model import Message, Request, SystemBlock, Text, Tool
 

@@ -27,8 +27,9 @@ fresh random ids, so cases do not share prefixes by accident.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["KINDS", "TOKEN_RANGE", "ProbeCase", "token_case", "chat_case", "fixture_case", "fixture_variants", "fixture_variants_of",
            "generate"]

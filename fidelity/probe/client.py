@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import FidelityError
 
@@ -104,7 +104,7 @@ class Endpoint:
                 raise ProbeError(f"{self.base}{path}: HTTP {exc.code}: the key was refused "
                                  "(check the variable named by --key-env)") from None
             raise ProbeError(f"{self.base}{path}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ProbeError(f"{self.base}{path}: unreachable ({reason})") from None
 

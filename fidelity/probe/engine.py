@@ -170,7 +170,7 @@ class VLLMEngine:
             cmd += ["--num-gpu-blocks-override", str(self.num_blocks)]
         return cmd
 
-    def start(self) -> "VLLMEngine":
+    def start(self) -> VLLMEngine:
         if not vllm_available():
             raise ProbeError("vLLM is not installed here: install the engine extra (pip install -e '.[engine]') "
                              "or run .ci/engine")
@@ -236,7 +236,7 @@ class VLLMEngine:
                 proc.kill()
                 proc.wait(timeout=10)
 
-    def __enter__(self) -> "VLLMEngine":
+    def __enter__(self) -> VLLMEngine:
         return self.start()
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:

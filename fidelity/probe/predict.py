@@ -16,7 +16,8 @@ will see, computed without asking the engine.
 from __future__ import annotations
 
 from array import array
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import InputError, UnknownName
 from ..tokens import Tokenizer

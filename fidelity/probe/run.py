@@ -11,8 +11,9 @@ never fed back), which is exactly what fidelity knows.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..cache import CacheModel, PromptTokens
 from ..tokens import Tokenizer

@@ -21,11 +21,11 @@ from typing import Any
 import orjson
 
 try:  # after the reorganisation
-    from ..capture import snapshot as snapshot  # type: ignore[attr-defined,no-redef]
-    from ..capture import redact as redact  # type: ignore[attr-defined,no-redef]
+    from ..capture import redact as redact
+    from ..capture import snapshot as snapshot
 except ImportError:  # before it
-    from .. import snapshot as snapshot  # type: ignore[no-redef]
     from .. import redact as redact  # type: ignore[no-redef]
+    from .. import snapshot as snapshot  # type: ignore[no-redef]
 
 from ..jsonio import atomic_write
 
@@ -36,7 +36,7 @@ Redactor = redact.Redactor
 from_request = snapshot.from_request
 
 
-def file_bytes(snap: Any, response: dict[str, Any] | None = None) -> bytes:
+def file_bytes(snap: snapshot.Snapshot, response: dict[str, Any] | None = None) -> bytes:
     """A snapshot file's bytes: the header line (the documented members,
     then ``response`` when given) and the body, byte for byte."""
     meta = snap.metadata()
@@ -45,7 +45,7 @@ def file_bytes(snap: Any, response: dict[str, Any] | None = None) -> bytes:
     return orjson.dumps(meta) + b"\n" + snap.body
 
 
-def write_snapshot(folder: Path, snap: Any, redactor: Any, response: dict[str, Any] | None = None) -> Path:
+def write_snapshot(folder: Path, snap: snapshot.Snapshot, redactor: redact.Redactor, response: dict[str, Any] | None = None) -> Path:
     """Write ``snap`` (already redacted) atomically as ``folder/<filename>``,
     refusing bytes that still hold a secret the redactor knows."""
     data = redact.ensure_clean(file_bytes(snap, response), redactor, what=f"snapshot {snap.filename}")

@@ -19,9 +19,9 @@ whose caches read Claude Code's billing block differently
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..diff import compare
 from ..errors import InputError

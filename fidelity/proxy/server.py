@@ -33,10 +33,11 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import FidelityError
@@ -157,7 +158,7 @@ class RecordingProxy:
         scheme, host, port = _check_upstream_url(self.upstream)
         try:
             _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=5.0)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             why = "timed out" if isinstance(exc, asyncio.TimeoutError) else (exc.strerror or str(exc))
             raise ProxyError(f"upstream {self.upstream} is unreachable ({why})") from None
         writer.close()
@@ -224,7 +225,7 @@ class RecordingProxy:
                     if decoder.ok:
                         reader.feed(decoder.feed(chunk))
                 await resp_out.write_eof()
-        except (ClientError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, ClientError, OSError) as exc:
             self.stats.failed += 1
             where = "upstream" if resp_out is None or not resp_out.prepared else "stream"
             response_meta = {**response_meta, "error": f"{where}: {type(exc).__name__}: {exc}"[:300]}

@@ -115,13 +115,15 @@ def _anthropic(u: Any) -> Usage | None:
 def _responses(u: Any) -> Usage | None:
     if not isinstance(u, dict):
         return None
-    details = u.get("input_tokens_details") if isinstance(u.get("input_tokens_details"), dict) else {}
+    details = u.get("input_tokens_details")
+    details = details if isinstance(details, dict) else {}
     return Usage("openai-responses", _int(u.get("input_tokens")), _int(details.get("cached_tokens")), None,
                  _int(u.get("output_tokens")), dict(u))
 
 
 def _chat(u: dict[str, Any]) -> Usage:
-    details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+    details = u.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
     cached = _int(details.get("cached_tokens"))
     if cached is None:
         cached = _int(u.get("prompt_cache_hit_tokens"))  # DeepSeek

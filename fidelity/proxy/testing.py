@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .script import Script
 from .server import RecordingProxy
@@ -56,7 +57,7 @@ class UpstreamThread:
         self._lt.call(self.server.close())
         self._lt.stop_loop()
 
-    def __enter__(self) -> "UpstreamThread":
+    def __enter__(self) -> UpstreamThread:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -83,7 +84,7 @@ class ProxyThread:
         self._lt.call(self.proxy.close())
         self._lt.stop_loop()
 
-    def __enter__(self) -> "ProxyThread":
+    def __enter__(self) -> ProxyThread:
         return self
 
     def __exit__(self, *exc: Any) -> None:

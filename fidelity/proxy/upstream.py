@@ -32,9 +32,10 @@ import itertools
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import orjson
 

@@ -26,13 +26,13 @@ class TokenMemo:
 
     def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
-        self._memo: dict[tuple[str, bytes], array] = {}
+        self._memo: dict[tuple[str, bytes], array[int]] = {}
         self._size = 0
         self.hits = 0
         self.misses = 0
         self.tokenized_bytes = 0
 
-    def ids(self, tokenizer: tokens.Tokenizer, data: bytes) -> array:
+    def ids(self, tokenizer: tokens.Tokenizer, data: bytes) -> array[int]:
         """Token ids of ``data`` (decoded as UTF-8, invalid bytes as U+FFFD);
         read-only, shared with the memo."""
         key = (tokenizer.name, data)

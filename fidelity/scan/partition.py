@@ -169,7 +169,7 @@ def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, st
 
 @dataclass
 class _Req:
-    segs: array
+    segs: array[int]
     prompt: int
     time: float
     bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
@@ -186,7 +186,7 @@ class _State:
     reqs: list[_Req] = field(default_factory=list)
     prev_items: tuple[Item, ...] = ()
     prev_data: list[bytes] = field(default_factory=list)
-    prev_segs: array = field(default_factory=lambda: array("q"))
+    prev_segs: array[int] = field(default_factory=lambda: array("q"))
 
 
 def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:

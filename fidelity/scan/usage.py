@@ -39,9 +39,11 @@ def from_usage_object(obj: Any, source: str = "json") -> dict[str, Any] | None:
         u = obj["usageMetadata"]
         return {"prompt": _int(u.get("promptTokenCount")), "cache_read": _int(u.get("cachedContentTokenCount")) or 0,
                 "cache_write": None, "output": _int(u.get("candidatesTokenCount")), "source": source}
-    u = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    u = obj.get("usage")
+    u = u if isinstance(u, dict) else None
     if u is None and isinstance(obj.get("message"), dict):  # Anthropic stream message_start
-        u = obj["message"].get("usage") if isinstance(obj["message"].get("usage"), dict) else None
+        u = obj["message"].get("usage")
+        u = u if isinstance(u, dict) else None
     if u is None:
         return None
     if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u:
@@ -53,11 +55,13 @@ def from_usage_object(obj: Any, source: str = "json") -> dict[str, Any] | None:
         return {"prompt": _int(u.get("prompt_tokens")) or hit + miss, "cache_read": hit, "cache_write": None,
                 "output": _int(u.get("completion_tokens")), "source": source}
     if "prompt_tokens" in u:
-        det = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+        det = u.get("prompt_tokens_details")
+        det = det if isinstance(det, dict) else {}
         return {"prompt": _int(u.get("prompt_tokens")), "cache_read": _int(det.get("cached_tokens")) or 0,
                 "cache_write": None, "output": _int(u.get("completion_tokens")), "source": source}
     if "input_tokens" in u:
-        det = u.get("input_tokens_details") if isinstance(u.get("input_tokens_details"), dict) else {}
+        det = u.get("input_tokens_details")
+        det = det if isinstance(det, dict) else {}
         return {"prompt": _int(u.get("input_tokens")), "cache_read": _int(det.get("cached_tokens")) or 0,
                 "cache_write": None, "output": _int(u.get("output_tokens")), "source": source}
     return None

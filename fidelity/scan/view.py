@@ -81,7 +81,8 @@ def _is_system(m: Any) -> bool:
 
 
 def _chat(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    msgs = obj.get("messages") if isinstance(obj.get("messages"), list) else []
+    msgs = obj.get("messages")
+    msgs = msgs if isinstance(msgs, list) else []
     n_sys = 0
     for m in msgs:
         if not _is_system(m):
@@ -164,7 +165,8 @@ def _gemini(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     if isinstance(parts, list):
         out += [Item("system", i, ("systemInstruction", "parts", i,), p) for i, p in enumerate(parts)]
     n = 0
-    tools = obj.get("tools") if isinstance(obj.get("tools"), list) else []
+    tools = obj.get("tools")
+    tools = tools if isinstance(tools, list) else []
     for t, entry in enumerate(tools):
         decls = entry.get("functionDeclarations") if isinstance(entry, dict) else None
         if isinstance(decls, list):
@@ -174,7 +176,8 @@ def _gemini(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
         else:
             out.append(Item("tools", n, ("tools", t,), entry))
             n += 1
-    contents = obj.get("contents") if isinstance(obj.get("contents"), list) else []
+    contents = obj.get("contents")
+    contents = contents if isinstance(contents, list) else []
     if first_only:
         contents = contents[:1]
     out += [Item("message", i, ("contents", i,), c) for i, c in enumerate(contents)]

@@ -23,8 +23,9 @@ with a ``data:`` URL and back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import InputError
 from ..jsonio import load
@@ -42,7 +43,7 @@ def _bad(problem: str, path: Any, pointer: str) -> InputError:
     return InputError(problem, path=path, pointer=pointer)
 
 
-def _image(block: dict, path: Any, at: str) -> Image:
+def _image(block: dict[str, Any], path: Any, at: str) -> Image:
     src = block.get("source")
     if isinstance(src, dict) and tuple(src) == ("type", "media_type", "data") and src["type"] == "base64" \
             and isinstance(src["media_type"], str) and isinstance(src["data"], str):

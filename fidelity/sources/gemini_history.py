@@ -28,8 +28,9 @@ itself does not require one) and is written back without it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import InputError
 from ..jsonio import load

@@ -24,8 +24,9 @@ Tool-call ``arguments`` strings are kept verbatim in ``arguments_json``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import orjson
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from .. import providers
 from .._registry import Registry
@@ -162,12 +163,17 @@ def for_model(model: str, provider: str | None = None) -> Tokenizer:
     raise UnknownName("model (no tokenizer)", model, known)
 
 
-class _HasBytes:  # typing aid: anything with ``data`` and ``text`` like wire.Segment
-    data: bytes
-    text: str | None
+class _HasBytes(Protocol):
+    """What :func:`segment_tokens` reads of a segment (``wire.Segment`` is one)."""
+
+    @property
+    def data(self) -> bytes: ...
+
+    @property
+    def text(self) -> str | None: ...
 
 
-def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[array]:
+def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[array[int]]:
     """Token ids of each segment, in order: its chat-template ``text`` where
     the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
     become U+FFFD). Memoised per (tokenizer, bytes, text), in a memo bounded
@@ -179,7 +185,7 @@ def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[
     Each segment's ids are an ``array('q')`` (8 bytes a token) shared with
     the memos: **read-only**; copy one before changing it."""
     segs = list(segments)
-    found: dict[tuple[str, bytes, str | None], array] = {}
+    found: dict[tuple[str, bytes, str | None], array[int]] = {}
     todo: dict[tuple[str, bytes, str | None], str | bytes] = {}
     with _MEMO_LOCK:
         for seg in segs:
@@ -199,12 +205,12 @@ def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[
 
 #: total segment bytes the per-segment memo keeps (least recently used go first)
 MEMO_BYTES = 32 * 1024 * 1024
-_MEMO: "OrderedDict[tuple[str, bytes, str | None], array]" = OrderedDict()
+_MEMO: OrderedDict[tuple[str, bytes, str | None], array[int]] = OrderedDict()
 _MEMO_SIZE = 0
 _MEMO_LOCK = threading.Lock()
 
 
-def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array:
+def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array[int]:
     key = (tokenizer.name, data, text)
     with _MEMO_LOCK:
         hit = _MEMO.get(key)
@@ -216,7 +222,7 @@ def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array:
     return ids
 
 
-def _remember(key: tuple[str, bytes, str | None], ids: array) -> None:
+def _remember(key: tuple[str, bytes, str | None], ids: array[int]) -> None:
     global _MEMO_SIZE
     _, data, text = key
     cost = len(data) + (len(text) if text is not None else 0)

@@ -93,7 +93,7 @@ class Tokenizer:
         by tokenizers whose input is a chat-template rendering)."""
         return self.ids(text).tolist()
 
-    def ids(self, text: str) -> array:
+    def ids(self, text: str) -> array[int]:
         """Like :meth:`encode`, packed as ``array('q')`` (8 bytes a token).
 
         **Read-only**: the array may be the memo's own (do not rely on
@@ -117,7 +117,7 @@ class Tokenizer:
         self._count_memo.cache_clear()
 
     # -- internals --------------------------------------------------------
-    def _encode_array(self, text: str) -> array:
+    def _encode_array(self, text: str) -> array[int]:
         return array(TOKEN_TYPECODE, self._encode_chunk(text))
 
     def _count_uncached(self, text: str) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._base import Tokenizer
 from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe

@@ -38,7 +38,7 @@ class EstimateTokenizer(Tokenizer):
         super().__init__(name, source=source, estimated=True)
         self.chars_per_token = chars_per_token
 
-    def ids(self, text: str) -> array:
+    def ids(self, text: str) -> array[int]:
         # The estimate is linear already; no chunking, which would shift runs.
         return self._chunk_memo(text)
 

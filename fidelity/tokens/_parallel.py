@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Sequence
+from collections.abc import Sequence
 
 from ._base import Tokenizer
 
@@ -54,13 +54,13 @@ def _batches(texts: Sequence[str | bytes], n: int) -> list[range]:
     return [r for r in runs if len(r)]
 
 
-def _ids(tokenizer: Tokenizer, text: str | bytes) -> array:
+def _ids(tokenizer: Tokenizer, text: str | bytes) -> array[int]:
     """Ids of a text; bytes are decoded as UTF-8 here (invalid bytes become
     U+FFFD), one at a time, so a batch never holds all its texts decoded."""
     return tokenizer.ids(text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
 
 
-def encode_texts(tokenizer: Tokenizer, texts: Sequence[str | bytes], threads: int | None = None) -> list[array]:
+def encode_texts(tokenizer: Tokenizer, texts: Sequence[str | bytes], threads: int | None = None) -> list[array[int]]:
     """``[tokenizer.ids(t) for t in texts]`` (bytes decoded as UTF-8),
     spread over ``threads`` (default :func:`workers`) when there is enough
     text to gain from it. Each array is shared with the tokenizer's memo:

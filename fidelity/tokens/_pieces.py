@@ -10,7 +10,6 @@ into token ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 __all__ = ["Special", "Media", "Piece"]
 
@@ -35,4 +34,4 @@ class Media:
     detail: str | None = None
 
 
-Piece = Union[str, Special, Media]
+Piece = str | Special | Media

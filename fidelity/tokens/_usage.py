@@ -27,6 +27,7 @@ Result (the shared snapshot ``usage`` convention): ``{"prompt", "cache_read",
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -36,8 +37,11 @@ __all__ = ["from_response"]
 
 def from_response(dialect_or_provider: str, content_type: str | None, body: bytes) -> dict[str, Any] | None:
     """The usage reported in ``body`` (a JSON response or an SSE stream), or ``None``."""
+    shared: Callable[[str, str | None, bytes], dict[str, Any] | None] | None
     try:  # the project's reader, once issue 11 lands
-        from ..capture.usage import from_response as shared  # type: ignore[import-not-found]
+        from ..capture.usage import from_response as reader
+
+        shared = reader
     except ImportError:
         shared = None
     if shared is not None:
@@ -116,14 +120,14 @@ def _one(ev: dict[str, Any]) -> dict[str, Any] | None:
                 "output": _int(usage.get("output_tokens"))}
     if "prompt_tokens" in usage:
         details = usage.get("prompt_tokens_details") or {}
-        read = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        if read is None:
-            read = _int(usage.get("prompt_cache_hit_tokens"))
-        return {"prompt": _int(usage.get("prompt_tokens")), "cache_read": read, "cache_write": None,
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+        if cached is None:
+            cached = _int(usage.get("prompt_cache_hit_tokens"))
+        return {"prompt": _int(usage.get("prompt_tokens")), "cache_read": cached, "cache_write": None,
                 "output": _int(usage.get("completion_tokens"))}
     if "input_tokens" in usage:
         details = usage.get("input_tokens_details") or {}
-        read = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        return {"prompt": _int(usage.get("input_tokens")), "cache_read": read, "cache_write": None,
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+        return {"prompt": _int(usage.get("input_tokens")), "cache_read": cached, "cache_write": None,
                 "output": _int(usage.get("output_tokens"))}
     return None

@@ -25,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 __all__ = ["cache_dir", "cached_ranks"]
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import re
 from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
@@ -90,7 +91,7 @@ class PromptCount:
 
 # ------------------------------------------------------------------ media stand-ins
 
-def media_ids(media: Media, n: int) -> array:
+def media_ids(media: Media, n: int) -> array[int]:
     """``n`` stand-in ids for one media part: negative, from a hash of its
     bytes (or URL), so identical media give identical ids."""
     h = hashlib.blake2b(media.data if media.data is not None else (media.url or "").encode(), digest_size=5)
@@ -226,7 +227,7 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
 
 
 def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
-                parts: list[MediaPart], known: dict[str, array] | None = None) -> array:
+                parts: list[MediaPart], known: dict[str, array[int]] | None = None) -> array[int]:
     out = array(TOKEN_TYPECODE)
     for p in pieces:
         if isinstance(p, str):
@@ -250,7 +251,7 @@ def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[st
 
 
 def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provider: str,
-                model: str, media: list[MediaPart] | None = None) -> list[array]:
+                model: str, media: list[MediaPart] | None = None) -> list[array[int]]:
     """Billed token ids of each segment of a cache view (see the module
     docstring). The params segment holds tokens only where the provider
     renders part of it (a response schema). ``media`` collects each media
@@ -262,7 +263,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
         known = _encode_pieces(tok, framed)
         return [_pieces_ids(tok, pieces, provider, model, parts, known) for pieces in framed]
     plain = segment_tokens(tok, segs)
-    out: list[array] = []
+    out: list[array[int]] = []
     for seg, ids in zip(segs, plain):
         if seg.kind == "params":
             out.append(array(TOKEN_TYPECODE))

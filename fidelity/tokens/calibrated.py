@@ -39,7 +39,7 @@ class ScaledTokenizer(Tokenizer):
         self.base_name = base
         self.factor = factor
 
-    def ids(self, text: str) -> array:
+    def ids(self, text: str) -> array[int]:
         from . import get
 
         base = get(self.base_name).ids(text)

@@ -22,16 +22,16 @@ import hashlib
 import re
 import statistics
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import orjson
 
 from ..capture.snapshot import describe
+from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
 from .check import _skip_reason
 from .framing_estimate import BASE, DOC, MSG, THINK, TOOL, segment_pieces
-from ._pieces import Media, Special
 from .recorded import RecordedRequest, iter_recorded
 
 __all__ = ["Sample", "samples", "group_of", "held_out", "fit", "main"]

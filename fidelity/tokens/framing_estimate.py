@@ -27,12 +27,13 @@ usage`` and checked on the rest; the figures of both parts are in
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import orjson
 
 from ..wire import Segment
-from ._pieces import Media, Piece, Special
+from ._pieces import Piece, Special
 
 __all__ = ["CONSTANTS", "segment_pieces", "MSG", "TOOL", "THINK", "BASE"]
 

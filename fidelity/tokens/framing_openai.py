@@ -67,8 +67,8 @@ the tools block) were set against recorded usage (``docs/tokens-billed.md``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping  # not typing.Mapping: its isinstance check is several times slower
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence  # not typing.Mapping: its isinstance check is several times slower
+from typing import Any
 
 import orjson
 
@@ -151,7 +151,8 @@ def render_type(schema: Any, indent: str = "") -> str:
 
 def _render_props(schema: Mapping[str, Any], indent: str = "") -> str:
     props = schema.get("properties") or {}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    required = schema.get("required")
+    required = required if isinstance(required, list) else []
     out = []
     for name, sub in props.items():
         if isinstance(sub, Mapping) and isinstance(sub.get("description"), str):
@@ -167,8 +168,9 @@ def _function_of(tool: Any) -> Mapping[str, Any] | None:
     built-in tools."""
     if not isinstance(tool, Mapping):
         return None
-    if isinstance(tool.get("function"), Mapping):
-        return tool["function"]
+    fn = tool.get("function")
+    if isinstance(fn, Mapping):
+        return fn
     if tool.get("type") in ("function", None) and isinstance(tool.get("name"), str):
         return tool
     return None
@@ -213,7 +215,8 @@ def _media_of_part(part: Mapping[str, Any]) -> Media | None:
             return Media("image", url=str(part.get("file_id") or ""), detail=detail)
         return _media_from_url("image", url, detail)
     if t in ("file", "input_file"):
-        f = part.get("file") if isinstance(part.get("file"), Mapping) else part
+        f = part.get("file")
+        f = f if isinstance(f, Mapping) else part
         data = f.get("file_data")
         if isinstance(data, str):
             return _media_from_url("pdf", data if data.startswith("data:") else "data:application/pdf;base64," + data)
@@ -315,7 +318,8 @@ def schema_pieces(fmt: Any) -> list[Piece]:
     """A ``json_schema`` response format as its ``# Response Formats`` section."""
     if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
         return []
-    inner = fmt.get("json_schema") if isinstance(fmt.get("json_schema"), Mapping) else fmt
+    inner = fmt.get("json_schema")
+    inner = inner if isinstance(inner, Mapping) else fmt
     schema = inner.get("schema")
     name = inner.get("name", "response")
     text = f"# Response Formats\n\n## {name}\n\n"

@@ -65,9 +65,9 @@ import io
 import math
 import re
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 __all__ = [
     "MediaInfo",

@@ -29,9 +29,10 @@ import base64
 import gzip
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -112,9 +113,9 @@ def _inflate(data: bytes) -> bytes:
         except zlib.error:
             pass
         try:
-            import brotli  # type: ignore[import-not-found]
+            import brotli
 
-            return brotli.decompress(data)
+            return brotli.decompress(data)  # type: ignore[no-any-return]  # brotli ships no type hints
         except Exception:  # not brotli, or brotli not installed
             return data
     return data

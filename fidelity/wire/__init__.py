@@ -10,8 +10,9 @@ provider descriptor, :mod:`fidelity.providers`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 from .._registry import Registry
 from ..errors import InputError
@@ -43,9 +44,13 @@ class Segment:
 
 
 class Dialect(Protocol):
-    name: str
-    #: provider family for cache model and prices (``openai``, ``anthropic``...)
-    provider: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def provider(self) -> str:
+        """Provider family for cache model and prices (``openai``, ``anthropic``...)."""
+        ...
 
     def render(self, request: Request) -> bytes: ...
 

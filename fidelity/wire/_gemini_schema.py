@@ -29,7 +29,8 @@ to the same bytes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import InputError
 from ..model import thaw

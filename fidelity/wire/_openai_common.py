@@ -30,12 +30,13 @@ are; the parts are still filled in for analysis.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, freeze
 from . import Segment
-from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
 
 __all__ = [
     "CHAT_KEYS",
@@ -101,7 +102,7 @@ def same_json(a: Any, b: Any) -> bool:
         return False
 
 
-def require_object(obj: Any, where: str, path: str | None = None) -> Mapping[str, Any]:
+def require_object(obj: Any, where: str, path: str | None = None) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, pointer=where)
     return obj
@@ -139,7 +140,7 @@ def parse_tool(obj: Any, where: str) -> Tool:
         tool = Tool(
             name=fn["name"],
             description=fn.get("description") if isinstance(fn.get("description"), str) else None,
-            parameters=params if isinstance(params, dict) else None,
+            parameters=freeze(params) if isinstance(params, dict) else None,
             extra=FrozenDict((k, freeze(v)) for k, v in fn.items() if k not in ("name", "description", "parameters")),
         )
         if same_json(render_tool(tool), obj):
@@ -189,7 +190,7 @@ def parse_part(obj: Any, where: str) -> Text | Image | None:
         return None
     if obj.get("type") == "text" and isinstance(obj.get("text"), str):
         cc = obj.get("cache_control")
-        return Text(obj["text"], cache_control=cc if isinstance(cc, dict) else None)
+        return Text(obj["text"], cache_control=freeze(cc) if isinstance(cc, dict) else None)
     if obj.get("type") == "image_url" and isinstance(obj.get("image_url"), dict):
         img = obj["image_url"]
         if isinstance(img.get("url"), str):

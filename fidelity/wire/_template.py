@@ -39,7 +39,8 @@ with default separators (``", "``, ``": "``); see ``transformers``'
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "Texts",
@@ -86,8 +87,10 @@ def _content_text(content: Any) -> str:
 
 
 def _lists(body: dict[str, Any]) -> tuple[list[Any], list[Any], int]:
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    messages = body.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    tools = body.get("tools")
+    tools = tools if isinstance(tools, list) else []
     n_system = 0
     for m in messages:
         if not (isinstance(m, dict) and m.get("role") in ("system", "developer")):

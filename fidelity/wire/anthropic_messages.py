@@ -80,10 +80,12 @@ segment, where the breakpoint is.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 from ..model import (
     EMPTY,
     Image,
@@ -102,7 +104,6 @@ from ..model import (
 )
 from . import Segment, register
 from .layout import attach, write_request
-from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
            "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]
@@ -268,8 +269,8 @@ def _parse_block(obj: Any, where: str, names: Mapping[str, str]) -> Part | None:
     if kind == "text":
         return Text(_str(block.get("text"), where + "/text"), cache_control=block.get("cache_control"))
     cache_control = block.get("cache_control")
-    if not isinstance(cache_control, dict):
-        cache_control = None  # another shape: the block re-renders differently and is kept verbatim
+    # another shape than an object: the block re-renders differently and is kept verbatim
+    cache_control = freeze(cache_control) if isinstance(cache_control, dict) else None
     if kind == "image":
         source = block.get("source")
         if isinstance(source, dict):
@@ -336,7 +337,7 @@ def _parse_tool(obj: Any, where: str) -> Tool:
     candidate = Tool(
         name=name if isinstance(name, str) else "",
         description=desc if isinstance(desc, str) else None,
-        parameters=params if isinstance(params, dict) else None,
+        parameters=freeze(params) if isinstance(params, dict) else None,
         extra=freeze({k: v for k, v in tool.items() if k not in ("name", "description", "input_schema")}),
     )
     if isinstance(name, str) and "name" not in candidate.extra and _same(_render_tool(candidate), tool):
@@ -398,7 +399,7 @@ def parse_body(obj: Any, path: str | None = None, *, model: str = "") -> Request
                 params[key] = value
         return Request(Route("anthropic", model), system=system, tools=tools, messages=parsed, params=freeze(params))
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
 
 
 # -------------------------------------------------------------- cache view

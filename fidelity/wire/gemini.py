@@ -83,10 +83,12 @@ The model, also a key, lives in the URL and is absent from the view.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
 from ..model import (
     Image,
     Message,
@@ -103,9 +105,8 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
-from .layout import attach, write_request
 from ._gemini_schema import dump_schema, enum_upper
-from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
+from .layout import attach, write_request
 
 __all__ = ["Gemini", "GEMINI", "TOP_KEYS", "GENERATION_KEYS"]
 
@@ -331,8 +332,9 @@ def _parse_part(obj: Any) -> Part | None:
         if isinstance(data, dict):
             mime = data.get("mime_type", data.get("mimeType"))
             mime = mime if isinstance(mime, str) else None
-            if key == "fileData" and isinstance(data.get("file_uri", data.get("fileUri")), str):
-                return Image(data.get("file_uri", data.get("fileUri")), media_type=mime)
+            uri = data.get("file_uri", data.get("fileUri"))
+            if key == "fileData" and isinstance(uri, str):
+                return Image(uri, media_type=mime)
             if key == "inlineData" and isinstance(data.get("data"), str):
                 return Image(f"data:{mime};base64,{data['data']}", media_type=mime)
     return None
@@ -341,7 +343,8 @@ def _parse_part(obj: Any) -> Part | None:
 def _parse_content(obj: Any, where: str) -> Message:
     if not isinstance(obj, dict):
         raise InputError(f"expected a content object, got {type(obj).__name__}", pointer=where)
-    raw_parts = obj.get("parts") if isinstance(obj.get("parts"), list) else []
+    raw_parts = obj.get("parts")
+    raw_parts = raw_parts if isinstance(raw_parts, list) else []
     parsed = [_parse_part(p) for p in raw_parts]
     parts = tuple(p for p in parsed if p is not None)
     wire_role = obj.get("role")
@@ -378,7 +381,7 @@ def _parse_tools(value: Any) -> tuple[tuple[Tool, ...], bool]:
             tools.append(Tool(
                 name=name if isinstance(name, str) else "",
                 description=desc if isinstance(desc, str) else None,
-                parameters=params if isinstance(params, dict) else None,
+                parameters=freeze(params) if isinstance(params, dict) else None,
                 extra=freeze({k: v for k, v in decl.items() if k not in ("name", "description", "parameters")}),
             ))
     if not tools:
@@ -417,7 +420,7 @@ def parse_body(obj: Any, *, model: str = "", path: str | None = None) -> Request
             params[key] = value
         return Request(Route("gemini", model), system=system, tools=tools, messages=messages, params=freeze(params))
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
 
 
 # -------------------------------------------------------------- cache view
@@ -461,7 +464,8 @@ class Gemini:
         for i, (s, e) in enumerate(element_spans(body, "/systemInstruction/parts")):
             segments.append(Segment("system", i, pointer("systemInstruction", "parts", i), body[s:e]))
         n = 0
-        tools = obj.get("tools") if isinstance(obj.get("tools"), list) else []
+        tools = obj.get("tools")
+        tools = tools if isinstance(tools, list) else []
         for t, (ts, te) in enumerate(element_spans(body, "/tools")):
             entry = tools[t] if t < len(tools) else None
             if isinstance(entry, dict) and isinstance(entry.get("functionDeclarations"), list):

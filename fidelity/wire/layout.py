@@ -34,11 +34,15 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InputError
 from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
+
+if TYPE_CHECKING:
+    from ..model import Request
 
 __all__ = ["Layout", "Written", "ClientProfile", "merge_order", "same_value"]
 
@@ -111,10 +115,10 @@ class _Node:
     body: bytes
     start: int
     end: int
-    _members: dict[str, tuple[int, "_Node"]] | None = None
-    _elements: list["_Node"] | None = None
+    _members: dict[str, tuple[int, _Node]] | None = None
+    _elements: list[_Node] | None = None
 
-    def members(self) -> dict[str, tuple[int, "_Node"]]:
+    def members(self) -> dict[str, tuple[int, _Node]]:
         """key -> (offset of the key's opening quote, value node)."""
         if self._members is None:
             self._members = {}
@@ -123,7 +127,7 @@ class _Node:
                     self._members[m.key] = (m.start, _Node(self.body, m.value_start, m.end))
         return self._members
 
-    def elements(self) -> list["_Node"]:
+    def elements(self) -> list[_Node]:
         if self._elements is None:
             self._elements = []
             if self.body[self.start : self.start + 1] == b"[":
@@ -216,15 +220,15 @@ class Written:
     ensure_ascii: bool | None = None
     indent: str | None = None
     #: the profile that fills in what this body does not show
-    fallback: "ClientProfile | None" = field(default=None, compare=False, hash=False)
+    fallback: ClientProfile | None = field(default=None, compare=False, hash=False)
     #: top-level keys the original left to its URL (Bedrock / Vertex Claude
     #: bodies name the model in the URL): not written unless the original had them
     url_keys: tuple[str, ...] = ()
     name: str = "written"
 
     @classmethod
-    def of(cls, body: bytes, obj: Any = None, *, fallback: "ClientProfile | None" = None,
-           url_keys: tuple[str, ...] = ()) -> "Written":
+    def of(cls, body: bytes, obj: Any = None, *, fallback: ClientProfile | None = None,
+           url_keys: tuple[str, ...] = ()) -> Written:
         """The layout of ``body`` (``obj`` is its parsed value, when the caller has it)."""
         body = bytes(body)
         if obj is None:
@@ -365,7 +369,7 @@ def write_request(request: Any, body: Mapping[str, Any], dialect: str) -> bytes:
     return layout.write(body)
 
 
-def attach(request: Any, body: bytes, obj: Any, dialect: str, *, url_keys: tuple[str, ...] = ()) -> Any:
+def attach(request: Request, body: bytes, obj: Any, dialect: str, *, url_keys: tuple[str, ...] = ()) -> Request:
     """``request`` remembering that it was parsed from ``body``."""
     from dataclasses import replace
 

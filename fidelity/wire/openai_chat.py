@@ -36,14 +36,14 @@ output schemas as cached prefix content).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InputError
-from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
+from ..jsonbytes import loads
+from ..model import Message, Reasoning, Request, Route, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
-from .layout import attach, write_request
-from ..jsonbytes import dumps_compact, loads
 from ._openai_common import (
     CHAT_KEYS,
     arguments_string,
@@ -64,6 +64,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
+from .layout import attach, write_request
 
 _ASSISTANT_KEYS = ("role", "content", "reasoning_content", "tool_calls")
 _TOOL_KEYS = ("role", "tool_call_id", "content")
@@ -121,7 +122,7 @@ def parse_message(obj: Any, where: str) -> Message:
         calls = obj.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
             raise InputError(f"\"tool_calls\" must be an array, got {type(calls).__name__}", pointer=where + "/tool_calls")
-        for i, call in enumerate(calls or ()):
+        for call in calls or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                 parts.append(ToolCall(id=str(call.get("id", "")), name=str(fn.get("name", "")),
@@ -215,19 +216,19 @@ class ChatDialect:
         ``model``: for a body that leaves it to the URL (Azure OpenAI names
         the deployment in the path)."""
         obj = require_object(loads(body, path=path), "", path)
-        if "model" in obj or not model:
-            model = obj.get("model")
-        if not isinstance(model, str):
+        found = obj.get("model") if "model" in obj or not model else model
+        if not isinstance(found, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
+        model = found
         raw_messages = require_list(obj.get("messages"), "/messages", path)
         try:
             messages = tuple(parse_message(m, f"/messages/{i}") for i, m in enumerate(raw_messages))
             tools_raw = obj.get("tools")
-            tools = ()
+            tools: tuple[Tool, ...] = ()
             if isinstance(tools_raw, list) and tools_raw:
                 tools = tuple(parse_tool(t, f"/tools/{i}") for i, t in enumerate(tools_raw))
         except InputError as exc:
-            raise exc.at(path) if path else exc
+            raise (exc.at(path) if path else exc) from None
         params = {k: v for k, v in obj.items() if k not in ("model", "messages") and not (k == "tools" and tools)}
         return attach(Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params)),
                       body, obj, self.name, url_keys=("model",))
@@ -236,7 +237,8 @@ class ChatDialect:
 
     def cache_view(self, body: bytes) -> list[Segment]:
         obj = require_object(loads(body), "")
-        messages = obj.get("messages") if isinstance(obj.get("messages"), list) else []
+        messages = obj.get("messages")
+        messages = messages if isinstance(messages, list) else []
         n_system = leading_system_count(messages)
         texts = self.templater(obj) if self.templater else {}
         tool_texts = [texts.get(("tools", i)) for i in range(len(obj.get("tools") or ()))] if isinstance(obj.get("tools"), list) else None

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import element_spans, loads, value_spans
 from ..model import EMPTY, Image, Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
-from .layout import attach, write_request
-from ..jsonbytes import dumps_compact, element_spans, loads, value_spans
 from ._openai_common import (
     RESPONSES_KEYS,
     arguments_string,
@@ -50,6 +49,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
+from .layout import attach, write_request
 
 
 def _render_part(part: Any) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def parse_tool(obj: Any, where: str) -> Tool:
     obj = require_object(obj, where)
     if obj.get("type") == "function" and isinstance(obj.get("name"), str):
         desc, params = obj.get("description"), obj.get("parameters")
-        tool = Tool(obj["name"], desc if isinstance(desc, str) else None, params if isinstance(params, dict) else None,
+        tool = Tool(obj["name"], desc if isinstance(desc, str) else None, freeze(params) if isinstance(params, dict) else None,
                     extra=freeze({k: v for k, v in obj.items() if k not in ("type", "name", "description", "parameters")}))
         if same_json(render_tool(tool), obj):
             return tool
@@ -179,10 +179,10 @@ class ResponsesDialect:
         """The request, remembering how ``body`` was written (:mod:`.layout`);
         ``model`` for a body that leaves it to the URL (Azure deployments)."""
         obj = require_object(loads(body, path=path), "", path)
-        if "model" in obj or not model:
-            model = obj.get("model")
-        if not isinstance(model, str):
+        found = obj.get("model") if "model" in obj or not model else model
+        if not isinstance(found, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
+        model = found
         items = obj.get("input")
         messages: tuple[Message, ...] = ()
         if isinstance(items, list) and items:

@@ -40,7 +40,7 @@ anthropic 2.14.0, and ``openai/api_requestor.py`` of openai 0.28.1
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .._registry import Registry
 from ..errors import InputError

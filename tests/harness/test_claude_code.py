@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from harness._drive import DUMMY_KEY, drive, record, tool_names
 
 from fidelity.diff import compare
 from fidelity.proxy.script import parse_script
+from harness._drive import DUMMY_KEY, drive, record, tool_names
 
 pytestmark = pytest.mark.harness
 

@@ -10,10 +10,10 @@ fidelity names them as the cause and counts the tokens lost (0.24.4 drops
 from __future__ import annotations
 
 import pytest
-from harness._drive import DUMMY_KEY, drive, record, tool_names
 
 from fidelity.diff import compare
 from fidelity.proxy.script import parse_script
+from harness._drive import DUMMY_KEY, drive, record, tool_names
 
 pytestmark = pytest.mark.harness
 

@@ -26,8 +26,8 @@ do the same from Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..._registry import Registry
 from ...errors import InputError, UnknownName

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import json
+from typing import Any
 
 from ...errors import InputError
 from ...jsonio import atomic_write
@@ -31,7 +31,7 @@ class Imported:
     skipped: int = 0
     redactor: Redactor = field(default_factory=Redactor)
     #: why entries were skipped: reason -> count (:mod:`fidelity.capture.classify`)
-    reasons: Counter = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
 
     def skip(self, reason: str) -> None:
         """Count one entry that is not a model request, with its reason."""
@@ -194,7 +194,7 @@ def iso_time(value: Any) -> str | None:
     try:
         if isinstance(value, (int, float)):
             seconds = value / 1000 if value > 1e11 else value
-            dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
+            dt = datetime.fromtimestamp(seconds, tz=UTC)
         elif isinstance(value, str) and value.strip():
             text = value.strip()
             if text[:1].isdigit() and "T" in text or text[:4].isdigit() and "-" in text[:8]:
@@ -206,8 +206,8 @@ def iso_time(value: Any) -> str | None:
     if dt is None:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    dt = dt.astimezone(timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
+    dt = dt.astimezone(UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 

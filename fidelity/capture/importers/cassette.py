@@ -195,8 +195,10 @@ def read_cassette(path: str | Path) -> Imported:
                     f"{where}: the body is spaced as json.dumps writes it; if the client sent compact JSON, "
                     "vcrpy re-serialised it (filter_post_data_parameters) and the bytes are not exact"
                 )
-        response = inter.get("response") if isinstance(inter.get("response"), dict) else {}
-        r_headers = response.get("headers") if isinstance(response.get("headers"), dict) else {}
+        response = inter.get("response")
+        response = response if isinstance(response, dict) else {}
+        r_headers = response.get("headers")
+        r_headers = r_headers if isinstance(r_headers, dict) else {}
         r_body = response.get("body")
         if isinstance(r_body, dict):
             r_body = r_body.get("string")

@@ -33,8 +33,8 @@ _NOTE = "rebuilt from a DeepSeek Harness session log and rendered by fidelity's 
 def read_dsh(path: str | Path) -> Imported:
     """Every step of a session (and of its siblings: the parent
     ``session.jsonl`` and children ``session.<n>.jsonl`` in its folder)."""
-    from ...sources import dsh
     from ... import wire
+    from ...sources import dsh
 
     p = Path(path)
     folder = p if p.is_dir() else p.parent

@@ -30,8 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
 from ... import jsonbytes as _json
+from ...errors import InputError
 from ..classify import classify
 from ._base import Imported, iso_time, looks_like_model_request, read_source, response_usage
 
@@ -70,7 +70,8 @@ def read_jsonl(path: str | Path) -> Imported:
                 notes = ["the body was logged as a JSON object: these are the logger's bytes, not necessarily the client's"]
             else:
                 raise InputError("body must be a JSON object or a string", path=path, line=number)
-            headers_probe = envelope.get("headers") if isinstance(envelope.get("headers"), dict) else {}
+            headers_probe = envelope.get("headers")
+            headers_probe = headers_probe if isinstance(headers_probe, dict) else {}
             url_probe = envelope.get("url") if isinstance(envelope.get("url"), str) else None
             kind = classify(str(envelope.get("method") or "POST"), url_probe, headers_probe, body)
             if not kind.generation:
@@ -94,12 +95,14 @@ def read_jsonl(path: str | Path) -> Imported:
             usage=None,
             **kwargs,
         )
-        response = obj.get("response") if isinstance(obj.get("response"), dict) else None
+        response = obj.get("response")
+        response = response if isinstance(response, dict) else None
         if response is not None:
             r_body = response.get("body_raw", response.get("body"))
             if isinstance(r_body, (dict, list)):
                 r_body = _json.dumps_compact(r_body)
-            r_headers = response.get("headers") if isinstance(response.get("headers"), dict) else {}
+            r_headers = response.get("headers")
+            r_headers = r_headers if isinstance(r_headers, dict) else {}
             usage = response_usage(snap.provider, r_headers, r_body)
             if usage is not None:
                 snap = replace(snap, usage=usage)

@@ -5,8 +5,9 @@ Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import orjson
 

@@ -5,7 +5,8 @@ Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ... import providers
 from ...errors import InputError, UnknownName
@@ -57,7 +58,7 @@ def step_request(
     system: str | None = None,
     tools: Sequence[Any] | None = None,
     *,
-    sidecars: "Sidecars | None" = None,
+    sidecars: Sidecars | None = None,
 ) -> Request:
     """The canonical request the harness sent at ``(turn, step)``.
 

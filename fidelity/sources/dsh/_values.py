@@ -6,9 +6,10 @@ Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ...errors import InputError
 from ...model import (
