@@ -148,6 +148,9 @@ class Score:
     providers: tuple[ProviderSetup, ...]
     rows: tuple[Row, ...]
     skipped: tuple[Skipped, ...] = ()
+    #: real-harness forks (:class:`fidelity.proxy.harness_rows.HarnessRow`),
+    #: shown next to the reference variants; empty when none were loaded
+    harness: tuple[Any, ...] = ()
 
     def row(self, session: str, variant: str, dialect: str) -> Row:
         for r in self.rows:

@@ -36,6 +36,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
+import orjson
+
 from .. import providers, tokens, wire
 from ..tokens.billed import billing_tokenizer, prompt_tail
 from ..errors import InputError
@@ -240,9 +242,9 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
         level = _LEVELS.get(seg.kind)
         if level is None:
             continue
-        try:
-            value = loads(seg.data)
-        except InputError:
+        try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
+            value = orjson.loads(seg.data)
+        except orjson.JSONDecodeError:
             value = None
         blocks.append((level, seg_ids, _block_ends(tok, d, model, seg, value, seg_ids)))
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
