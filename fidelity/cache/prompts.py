@@ -131,9 +131,13 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     framing, media by the provider's rule, the calibrated Claude and Gemini
     estimates), so that replay, the simulator, ``diff`` and ``score`` count
     the same tokens."""
-    obj = loads(body, path=path) if isinstance(body, (bytes, bytearray)) else None
     body = bytes(body)
-    d = wire.get(dialect) if dialect else wire.detect(obj, path=path)
+    d = wire.get(dialect) if dialect else None
+    # the strict parse is needed to detect the dialect, find the model, or
+    # read an Anthropic body's blocks; the cache view checks the rest
+    obj = loads(body, path=path) if d is None or model is None or d.provider == "anthropic" else None
+    if d is None:
+        d = wire.detect(obj, path=path)
     if model is None:
         model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
         if model is None:
@@ -153,11 +157,27 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     return CachePrompt(req, d.name, d.provider, cm, model, tok.name, tok.estimated)
 
 
-def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str) -> list[array]:
-    """Billed ids per segment: the differ's own function (not a second path)."""
-    from ..diff import prompt_token_ids
+def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
+         memo: dict[Any, list[array]] | None = None, size: int = 128) -> list[array]:
+    """Billed ids per segment: the differ's own function (not a second path),
+    memoised on the segments (the same prompt under another breakpoint
+    placement has the same unmarked segments). Arrays are read-only."""
+    memo = _IDS_MEMO if memo is None else memo
+    key = (tok.name, d.name, model, tuple((s.kind, s.data, s.text) for s in segs))
+    hit = memo.get(key)
+    if hit is None:
+        from ..diff import prompt_token_ids
 
-    return prompt_token_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
+        hit = prompt_token_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
+        if len(memo) >= size:
+            memo.pop(next(iter(memo)))  # oldest first
+        memo[key] = hit
+    return hit
+
+
+#: whole prompts (a few, large) and single content blocks (many, small)
+_IDS_MEMO: dict[Any, list[array]] = {}
+_BLOCK_MEMO: dict[Any, list[array]] = {}
 
 
 def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, model: str, time: float | None,
@@ -202,7 +222,8 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
     spans = element_spans(seg.data, "/content")
     probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
     probe += [Segment("message", i + 1, "", strip_markers(seg.data[s:e])) for i, (s, e) in enumerate(spans)]
-    got = _ids(tok, probe, d, model)
+    got = [_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
+    got.insert(0, _ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
     overhead = len(got[0])
     out: list[tuple[int, Any]] = []
     at = overhead
