@@ -44,7 +44,8 @@ def test_outputs_hold_no_paths_or_timestamps(reports):
 def test_json_schema_and_provenance(reports):
     data = orjson.loads((reports[0] / "fidelity-report.json").read_bytes())
     assert data["schema"] == "fidelity.report/1"
-    assert list(data) == ["schema", "fixtures", "prices", "providers", "sessions", "variants", "rows", "skipped", "summary"]
+    assert list(data) == ["schema", "fixtures", "prices", "providers", "sessions", "variants", "rows", "skipped",
+                          "harness", "summary"]
     assert data["prices"]["as_of"]
     assert len(data["rows"]) == 3 * 4 * 3
     by = {p["provider"]: p for p in data["providers"]}

@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: ./reports)")
     parser.add_argument("--quiet", action="store_true", help="print only the paths written")
     parser.add_argument("--harness", metavar="DIR",
-                        help="real-harness fork snapshots to add as rows (default: the source checkout's "
-                             "fixtures/harness when present; 'none' to leave them out)")
+                        help="real-harness fork snapshots to add as rows (default with the bundled fixtures: the "
+                             "source checkout's fixtures/harness when present; 'none' to leave them out)")
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +84,9 @@ def with_harness(result: score.Score, folder: str | None) -> score.Score:
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     result = build_score(args, progress=(lambda label: None) if not args.quiet else None)
-    result = with_harness(result, args.harness)
+    # the committed harness forks go with the bundled fixtures; a --fixtures
+    # folder gets them only when asked (--harness DIR)
+    result = with_harness(result, args.harness if args.harness or not args.fixtures else "none")
     console = Console(stderr=True)
     paths = write(result, args.out)
     elapsed = time.monotonic() - started
