@@ -12,8 +12,8 @@ cache model):
 * **inherited**: the child's prompt up to the end of the history it copied
   from the parent (head plus inherited messages); 0 when it copied no message.
 * **inheritable**: what a faithful child of the variant's baseline
-  composition reads from the parent's cache (the cache model's prediction for
-  that child sent right after the parent's last request).
+  composition (under the baseline's breakpoint placement) reads from the
+  cache the parent's request sequence left.
 * **reused**: what the cache model predicts this child reads from cache.
 
 Reads come from the cache simulator (:class:`fidelity.cache.simulator.Simulator`):
