@@ -264,7 +264,7 @@ def _timeline(group: dsh.SessionGroup) -> list[tuple[dsh.Session, dsh.Step]]:
 
 def _first_user_text(session: dsh.Session) -> str | None:
     cut = _seed_cut(session)
-    for index, message in session._messages:  # noqa: SLF001
+    for index, message in session.surface_messages():
         if index >= cut and message is not None and message.role == "user":
             text = message.text()
             return text[:200] if text else None
@@ -338,7 +338,9 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         ids = tokenizer.ids(prompt_text(_wire_body(request, render)))  # array('q'), read-only
         absolute = len(ids) if known or (step.header.system is not None and step.header.tools is not None) else None
         usage = step.usage
-        assert usage is not None and usage.prompt_tokens is not None
+        if usage is None or usage.prompt_tokens is None:  # _is_real checked it; a step without a count is skipped
+            skipped[session.index] += 1
+            continue
         real_prompt = usage.prompt_tokens
         key = _header_key(session, step, request if known else None)
         is_anchor = key not in anchors

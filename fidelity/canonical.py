@@ -60,13 +60,19 @@ def _part_to_obj(part: Any) -> dict[str, Any]:
         if part.signature is not None:
             out["signature"] = part.signature
     elif isinstance(part, ToolCall):
+        # a Gemini functionCall may carry no id: leave the key out (the reader
+        # refuses "id": null), so canonical JSON never writes what it cannot read
         out = {"type": "tool_call", "id": part.id, "name": part.name, "arguments": thaw(part.arguments)}
+        if part.id is None:
+            del out["id"]
         if part.arguments_json is not None:
             out["arguments_json"] = part.arguments_json
         if part.cache_control is not None:
             out["cache_control"] = thaw(part.cache_control)
     elif isinstance(part, ToolResult):
         out = {"type": "tool_result", "call_id": part.call_id}
+        if part.call_id is None:
+            del out["call_id"]
         if part.name is not None:
             out["name"] = part.name
         content = part.content
@@ -211,7 +217,7 @@ def _part_from_obj(r: _Reader, obj: Any, ptr: str, *, nested: bool = False) -> A
         return Reasoning(r.string(obj, "text", ptr), signature=r.string(obj, "signature", ptr, optional=True))
     if kind == "tool_call":
         r.check_keys(obj, ("type", "id", "name", "arguments", "arguments_json", "cache_control"), ptr)
-        return ToolCall(r.string(obj, "id", ptr), r.string(obj, "name", ptr),
+        return ToolCall(r.string(obj, "id", ptr, optional=True), r.string(obj, "name", ptr),
                         arguments=freeze(obj.get("arguments", {})),
                         arguments_json=r.string(obj, "arguments_json", ptr, optional=True),
                         cache_control=r.mapping(obj, "cache_control", ptr))
@@ -231,7 +237,7 @@ def _part_from_obj(r: _Reader, obj: Any, ptr: str, *, nested: bool = False) -> A
         is_error = obj.get("is_error", False)
         if not isinstance(is_error, bool):
             raise r.fail("'is_error' must be true or false", f"{ptr}/is_error")
-        return ToolResult(r.string(obj, "call_id", ptr), name=r.string(obj, "name", ptr, optional=True),
+        return ToolResult(r.string(obj, "call_id", ptr, optional=True), name=r.string(obj, "name", ptr, optional=True),
                           content=content, is_error=is_error, cache_control=r.mapping(obj, "cache_control", ptr))
     raise r.fail(f"unknown part type {kind!r} (known: text, reasoning, tool_call, tool_result, image)", ptr)
 

@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import fork
 from ._registry import Registry
 from .errors import InputError, UnknownName
-from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Tool, ToolCall, freeze, thaw
+from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, freeze, thaw
 
 __all__ = [
     "EXPECTATIONS",
@@ -56,6 +56,7 @@ __all__ = [
     "render_sdk",
     "parent_request",
     "parent_requests",
+    "system_from_messages",
 ]
 
 #: Outcomes a variant can declare; the economics tests check each one.
@@ -333,6 +334,30 @@ class Variant:
                  context: Mapping[str, Any] | None = None) -> tuple[Request, ...]:
         """One child per directive (sibling fan-out of one parent)."""
         return tuple(self.apply(parent, d, context) for d in directives)
+
+
+def system_from_messages(request: Request) -> Request:
+    """``request`` with a single leading ``system`` message moved into
+    :attr:`Request.system` (one block per text part, breakpoints kept), or
+    ``request`` itself when there is nothing to move or the message holds
+    anything but text.
+
+    A Chat Completions body parsed from the wire carries its system prompt as
+    a message; the fixtures carry it as system blocks. Deltas that work on the
+    system prompt (``add_section``) need the blocks, so that a child forked
+    from a captured body (``fidelity fork``) is the child the report builds
+    from the same history. Callers check that the dialect renders the moved
+    request to the same bytes before using it.
+    """
+    if request.system or not request.messages or request.messages[0].role != "system":
+        return request
+    if len(request.messages) > 1 and request.messages[1].role == "system":
+        return request  # two system messages would render as one
+    first = request.messages[0]
+    if first.extra or not first.parts or not all(isinstance(p, Text) for p in first.parts):
+        return request
+    blocks = tuple(SystemBlock(p.text, cache_control=p.cache_control) for p in first.parts)
+    return replace(request, system=blocks, messages=request.messages[1:])
 
 
 def parent_request(history: Request) -> Request:

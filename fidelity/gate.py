@@ -2,9 +2,11 @@
 
 Inputs are *rows*: one per (fixture, variant), each with the tokens a fork
 loses per request, the dollars that costs, and whether the variant is
-declared cache-preserving. Rows come from a ``fidelity report --json``
-result, or from a snapshot folder (each child request diffed against its
-parent with :func:`fidelity.diff.compare`).
+declared cache-preserving. Rows come from the report run in-process (the
+default), from a saved report (``reports/fidelity-report.json``, written by
+``fidelity report``; schema ``fidelity.report/1``), or from a snapshot folder
+(each child request diffed against its parent with
+:func:`fidelity.diff.compare`).
 
 A row **fails** the gate (exit 1) when
 
@@ -14,7 +16,10 @@ A row **fails** the gate (exit 1) when
   or its cost per fork by more than
   ``max(max_cost_increase_usd, max_cost_increase_pct% of baseline)``
   (an absolute floor and a relative allowance; the larger one applies, like
-  ``math.isclose``'s ``abs_tol`` / ``rel_tol``).
+  ``math.isclose``'s ``abs_tol`` / ``rel_tol``), or
+* it is in the baseline but no longer measured: missing from the current
+  rows, or skipped (a variant that started raising). A row that goes away on
+  purpose goes away with the baseline: ``fidelity gate --update-baseline``.
 
 Bad input or configuration exits 2; otherwise 0. Thresholds live in
 ``pyproject.toml``::
@@ -50,6 +55,7 @@ from .jsonio import atomic_write, load
 
 __all__ = [
     "BASELINE_SCHEMA",
+    "REPORT_SCHEMA",
     "Row",
     "Thresholds",
     "Finding",
@@ -57,6 +63,8 @@ __all__ = [
     "load_config",
     "evaluate",
     "rows_from_report",
+    "rows_from_report_json",
+    "narrow_baseline",
     "rows_from_snapshots",
     "rows_from_score",
     "load_baseline",
@@ -68,6 +76,8 @@ __all__ = [
 ]
 
 BASELINE_SCHEMA = "fidelity.gate-baseline/1"
+#: the saved report's schema (``fidelity.report._data.SCHEMA``)
+REPORT_SCHEMA = "fidelity.report/1"
 
 
 @dataclass(frozen=True)
@@ -82,9 +92,12 @@ class Row:
     line: int | None = None
     cache_preserving: bool = False
     detail: str | None = None
+    #: why the combination could not be measured (``None``: measured)
+    skipped: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "cache_preserving"}
+        return {k: v for k, v in asdict(self).items()
+                if k != "cache_preserving" and not (k == "skipped" and v is None)}
 
 
 @dataclass(frozen=True)
@@ -152,7 +165,7 @@ def load_config(path: str | Path | None = "pyproject.toml") -> Thresholds:
 @dataclass(frozen=True)
 class Finding:
     """What the gate says about one row. ``kind``: ``cache_lost``,
-    ``regression``, ``new``, ``removed``, ``improved`` or ``ok``."""
+    ``regression``, ``new``, ``removed``, ``skipped``, ``improved`` or ``ok``."""
 
     row: Row
     kind: str
@@ -190,6 +203,13 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
     for row in current:
         why = f" ({row.detail})" if row.detail else ""
         old = base.get(row.key)
+        if row.skipped is not None:
+            was_measured = old is not None and old.skipped is None
+            message = (f"{row.variant}: skipped now ({row.skipped})" + (
+                f"; the baseline measured {old.lost_tokens:,.0f} lost tokens per fork. If this is on purpose, "
+                "update the baseline (--update-baseline)" if was_measured and old is not None else ""))
+            result.findings.append(Finding(row, "skipped", message, was_measured, old))
+            continue
         if th.preserving(row) and row.lost_tokens > 0:
             result.findings.append(Finding(row, "cache_lost", f"{row.variant} is declared cache-preserving but loses "
                                            f"{row.lost_tokens:,.0f} cached tokens per fork{why}", True, old))
@@ -217,8 +237,28 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
     keys = {r.key for r in current}
     for old in baseline or ():
         if old.key not in keys:
-            result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline but not measured now", False, old))
+            result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline but not measured now; "
+                                           "if this is on purpose, update the baseline (--update-baseline)",
+                                           old.skipped is None, old))
     return result
+
+
+def narrow_baseline(baseline: Sequence[Row], *, variants: Sequence[str] | None = None,
+                    dialects: Sequence[str] | None = None) -> list[Row]:
+    """The baseline rows a narrowed report run (``--variants``,
+    ``--providers``) is expected to measure: rows keyed
+    ``session::variant::dialect`` outside the selection are left out, so
+    that they do not count as removed."""
+    out = []
+    for row in baseline:
+        parts = row.key.split("::")
+        if len(parts) == 3:
+            if variants and parts[1] not in variants:
+                continue
+            if dialects and parts[2] not in dialects:
+                continue
+        out.append(row)
+    return out
 
 
 # -- rows from a report or from snapshots --------------------------------------------
@@ -271,6 +311,8 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
     carries a lost-token figure (``lost_tokens`` / ``lost``, directly or under
     ``cache``), inheriting a ``fixture``/``path`` from an enclosing object.
     ``cache_preserving`` / ``preserves_cache`` flags are honoured."""
+    if isinstance(obj, dict) and obj.get("schema") == REPORT_SCHEMA:
+        return rows_from_report_json(obj, path=path)
     rows: list[Row] = []
 
     def walk(node: Any, fixture: str | None, pointer: str) -> None:
@@ -315,21 +357,94 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
     return rows
 
 
+def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,
+               cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None) -> Row:
+    """One report row as a gated row; the in-process report and the saved
+    report both come through here, so that they key and word rows alike."""
+    detail = (cause or "") + (f": {cause_detail}" if cause_detail else "")
+    if pointer:
+        detail += f" at {pointer}"
+    return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
+               lost_tokens=float(lost), usd_per_fork=None if usd is None else round(usd, 6),
+               fixture=fixture or session, line=None, cache_preserving=cache_preserving, detail=detail or None)
+
+
+def _skipped_row(session: str, variant: str, dialect: str, fixture: str | None, reason: str) -> Row:
+    return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
+               lost_tokens=0.0, fixture=fixture or session, skipped=reason or "skipped")
+
+
 def rows_from_score(result: Any) -> list[Row]:
     """Rows from a :class:`fidelity.score.Score` (the report's result
     object): one per session × variant × dialect, cost per fork being the
-    prompt-side cost of one child request, pointing at the session's file."""
+    prompt-side cost of one child request (USD rounded to 6 places, as the
+    saved report has it), pointing at the session's file. Combinations the
+    report skipped are rows too, marked ``skipped``."""
     rows = []
     by_name = {s.name: s for s in getattr(result, "sessions", ())}
     for r in result.rows:
-        session = by_name.get(r.session)
-        detail = r.cause + (f": {r.cause_detail}" if r.cause_detail else "")
-        if r.pointer:
-            detail += f" at {r.pointer}"
-        rows.append(Row(key=f"{r.session}::{r.variant}::{r.dialect}", variant=f"{r.variant} ({r.dialect}, {r.session})",
-                        lost_tokens=float(r.lost), usd_per_fork=r.cost.per_child if r.cost else None,
-                        fixture=getattr(session, "file", None) or r.session, line=None,
-                        cache_preserving=bool(r.cache_preserving), detail=detail))
+        file = getattr(by_name.get(r.session), "file", None)
+        rows.append(_score_row(r.session, r.variant, r.dialect, r.lost, r.cost.per_child if r.cost else None, file,
+                               bool(r.cache_preserving), r.cause, r.cause_detail, r.pointer))
+    for k in getattr(result, "skipped", ()):
+        rows.append(_skipped_row(k.session, k.variant, k.dialect, getattr(by_name.get(k.session), "file", None),
+                                 k.reason))
+    return rows
+
+
+def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None) -> list[Row]:
+    """Rows from a saved report (``fidelity report`` writes
+    ``reports/fidelity-report.json``, schema ``fidelity.report/1``): the
+    same rows :func:`rows_from_score` gives for the run that wrote it."""
+    def bad(problem: str, pointer: str) -> InputError:
+        return InputError(problem, path=path, pointer=pointer)
+
+    files: dict[str, str] = {}
+    sessions = doc.get("sessions", [])
+    if isinstance(sessions, list):
+        for s in sessions:
+            if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str):
+                files[s["name"]] = s["file"]
+    rows_in, skipped_in = doc.get("rows"), doc.get("skipped", [])
+    if not isinstance(rows_in, list):
+        raise bad("a fidelity.report/1 document needs a \"rows\" array", "/rows")
+    if not isinstance(skipped_in, list):
+        raise bad("\"skipped\" must be an array", "/skipped")
+    rows: list[Row] = []
+    for i, r in enumerate(rows_in):
+        ptr = f"/rows/{i}"
+        if not isinstance(r, dict):
+            raise bad("expected an object", ptr)
+        names = [r.get(k) for k in ("session", "variant", "provider")]
+        if not all(isinstance(x, str) and x for x in names):
+            raise bad("a row needs session, variant and provider strings", ptr)
+        tokens, div, cost = r.get("tokens"), r.get("divergence") or {}, r.get("cost")
+        lost = tokens.get("lost") if isinstance(tokens, dict) else None
+        if isinstance(lost, bool) or not isinstance(lost, (int, float)):
+            raise bad("a row needs a numeric tokens.lost", ptr + "/tokens/lost")
+        usd = cost.get("usd_per_child") if isinstance(cost, dict) else None
+        if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))):
+            raise bad("cost.usd_per_child must be a number", ptr + "/cost/usd_per_child")
+        if not isinstance(div, dict):
+            raise bad("divergence must be an object", ptr + "/divergence")
+        text = {k: div.get(k) if isinstance(div.get(k), str) else None for k in ("cause", "cause_detail", "pointer")}
+        session, variant, dialect = (str(x) for x in names)
+        rows.append(_score_row(session, variant, dialect, _as_float(lost, "tokens.lost"),
+                               None if usd is None else _as_float(usd, "usd_per_child"), files.get(session),
+                               r.get("cache_preserving") is True, text["cause"], text["cause_detail"], text["pointer"]))
+    for i, k in enumerate(skipped_in):
+        names = [k.get(x) if isinstance(k, dict) else None for x in ("session", "variant", "provider")]
+        if not all(isinstance(x, str) and x for x in names):
+            raise bad("a skipped entry needs session, variant and provider strings", f"/skipped/{i}")
+        reason = k.get("reason") if isinstance(k.get("reason"), str) else ""
+        rows.append(_skipped_row(names[0], names[1], names[2], files.get(names[0]), reason))
+    if not rows:
+        raise bad("the report holds no rows", "/rows")
+    seen: set[str] = set()
+    for r in rows:
+        if r.key in seen:
+            raise InputError(f"two rows for {r.key!r}; the gate needs one per session, variant and provider", path=path)
+        seen.add(r.key)
     return rows
 
 
@@ -341,30 +456,27 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
     return head + 1 + body[:offset].count(b"\n")
 
 
-def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None) -> list[Row]:
+def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
+                        model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
     """Diff each child request of a snapshot folder against the earlier
     request its cache reads from (:func:`fidelity.diff.by_cache.pairs_by_cache`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
-    divergent byte."""
-    from .diff import compare
+    divergent byte. A pair fidelity cannot compare (an embeddings call, an
+    unsupported API) is counted in ``skipped_out``, never fatal."""
     from .diff.by_cache import pairs_by_cache
+    from .diff.folder import Skipped, compare_pair, summary
+    from .diff.views import annotation
 
     rows = []
+    skipped: list[Skipped] = []
     base = Path(relative_to) if relative_to is not None else None
     for pair in pairs_by_cache(folder):  # each child against the request its cache reads from
         parent, child = pair.parent, pair.child
-        dialect = None
-        for meta in (parent.meta, child.meta):
-            if meta is not None and meta.provider:
-                dialect = meta.provider
-                break
-        res = compare(parent.body, child.body, dialect=dialect, prices=prices,
-                      parent_path=str(parent.path), child_path=str(child.path))
-        detail = res.cause.kind
-        if res.cause.detail:
-            detail += f": {res.cause.detail}"
-        if res.view.pointer:
-            detail += f" at {res.view.pointer}"
+        res = compare_pair(parent, child, model=model, prices=prices, lenient=True)
+        if isinstance(res, Skipped):
+            skipped.append(res)
+            continue
+        detail = annotation(res)
         shown = child.path
         if base is not None:
             try:
@@ -380,8 +492,12 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
             line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
             detail=f"{detail}; parent {parent.path.name} ({pair.how})",
         ))
+    if skipped_out is not None:
+        skipped_out.extend(skipped)
     if not rows:
-        raise InputError("no (parent, child) pair of requests in this folder", path=folder)
+        note = summary(skipped)
+        raise InputError("no (parent, child) pair of requests in this folder" + (f"; {note}" if note else ""),
+                         path=folder)
     return rows
 
 
@@ -391,7 +507,12 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
 def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
     """The baseline file: schema, where the rows came from, the rows."""
     doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:  # a lone surrogate (a "\ud800" escape in a report): escape it, lose nothing
+        import json
+
+        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:
@@ -413,9 +534,11 @@ def load_baseline(path: str | Path) -> list[Row]:
         out = []
         for i, r in enumerate(rows):
             try:
+                skipped = r.get("skipped")
                 out.append(Row(key=str(r["key"]), variant=str(r["variant"]), lost_tokens=float(r["lost_tokens"]),
                                usd_per_fork=None if r.get("usd_per_fork") is None else float(r["usd_per_fork"]),
-                               fixture=r.get("fixture"), line=r.get("line"), detail=r.get("detail")))
+                               fixture=r.get("fixture"), line=r.get("line"), detail=r.get("detail"),
+                               skipped=None if skipped is None else str(skipped)))
             except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 raise InputError("baseline row needs key, variant and a numeric lost_tokens", path=p,
                                  pointer=f"/rows/{i}") from None
@@ -425,7 +548,8 @@ def load_baseline(path: str | Path) -> list[Row]:
 
 # -- output -----------------------------------------------------------------------
 
-_MARK = {"cache_lost": "FAIL", "regression": "FAIL", "new": "new ", "removed": "gone", "improved": "ok  ", "ok": "ok  "}
+_MARK = {"cache_lost": "FAIL", "regression": "FAIL", "new": "new ", "removed": "gone", "skipped": "skip",
+         "improved": "ok  ", "ok": "ok  "}
 
 
 def format_text(result: GateResult) -> str:
@@ -434,7 +558,8 @@ def format_text(result: GateResult) -> str:
     lines = []
     for f in order:
         where = f"{f.row.fixture}:{f.row.line}: " if f.failed and f.row.fixture and f.row.line else ""
-        lines.append(f"{_MARK[f.kind]} {where}{f.message}")
+        mark = "FAIL" if f.failed else _MARK[f.kind]
+        lines.append(f"{mark} {where}{f.message}")
     n = len(result.failures)
     lines.append(f"fidelity gate: {'FAILED' if n else 'passed'} — {n} failure(s), {len(result.findings)} row(s)"
                  + (f", baseline {result.baseline_path}" if result.baseline_path else ""))
@@ -463,7 +588,8 @@ def format_github(result: GateResult) -> str:
             props.append(f"file={_escape_property(f.row.fixture)}")
             if f.row.line:
                 props.append(f"line={f.row.line}")
-        title = "cache-preserving variant lost tokens" if f.kind == "cache_lost" else (
+        title = {"cache_lost": "cache-preserving variant lost tokens", "removed": "baseline row not measured",
+                 "skipped": "baseline row skipped"}.get(f.kind) or (
             "prompt-cache regression" if f.failed else "new gated row")
         props.append(f"title={_escape_property('fidelity: ' + title)}")
         out.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
@@ -473,9 +599,10 @@ def format_github(result: GateResult) -> str:
 def junit_xml(result: GateResult) -> bytes:
     """A JUnit XML report: one test case per row, failures with their message."""
     suites = ET.Element("testsuites", name="fidelity")
-    cases = [f for f in result.findings if f.kind != "removed"]
+    cases = [f for f in result.findings if f.failed or f.kind != "removed"]
+    skipped = [f for f in cases if f.kind == "skipped" and not f.failed]
     suite = ET.SubElement(suites, "testsuite", name="fidelity gate", tests=str(len(cases)),
-                          failures=str(len(result.failures)), errors="0", skipped="0")
+                          failures=str(len(result.failures)), errors="0", skipped=str(len(skipped)))
     for f in cases:
         attrs = {"classname": "fidelity.gate", "name": f.row.key}
         if f.row.fixture:
@@ -486,6 +613,8 @@ def junit_xml(result: GateResult) -> bytes:
         if f.failed:
             fail = ET.SubElement(case, "failure", message=f.message, type=f.kind)
             fail.text = f.message
+        elif f.kind == "skipped":
+            ET.SubElement(case, "skipped", message=f.message)
         else:
             out = ET.SubElement(case, "system-out")
             out.text = f.message

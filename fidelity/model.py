@@ -284,6 +284,10 @@ class Request:
     tools: tuple[Tool, ...] = ()
     messages: tuple[Message, ...] = ()
     params: FrozenDict = EMPTY
+    #: how the body is written (:mod:`fidelity.wire.layout`): the body it was
+    #: parsed from, or a named client profile; ``None``: the dialect's current
+    #: SDK. Not part of the request's value (equality and hashing ignore it).
+    layout: Any = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("system", "tools", "messages"):

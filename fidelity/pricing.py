@@ -1,10 +1,24 @@
-"""List prices per model: a bundled, sourced table, or LiteLLM's price file.
+"""List prices per model (a bundled, sourced table, or LiteLLM's price
+file) and the one cost function every figure goes through.
 
 Every bundled row carries the URL it comes from and the date of that price;
 rows that could not be checked against the provider's own page say so in
 their ``note``. Prices are USD per million tokens. ``cache_write`` is the
 price of a token written to the cache (Anthropic: the 5-minute rate, 1.25x
-input; providers without a write fee: equal to ``input``).
+input; providers without a write fee: equal to ``input``; not given: the
+input price, as for a provider without a write fee).
+
+Prices that depend on the time of day (DeepSeek V4: peak and off-peak) keep
+both: the row's own rates are the peak rates, ``off_peak`` the others, and
+``peak_hours_utc`` says when the peak applies. The cost functions take an
+optional time; without one they use the peak rates, the higher ones, so that
+an estimate never understates. Prices tiered by prompt length (LiteLLM
+``tiered_pricing``: Qwen3-Max, Qwen-Flash) choose their tier from the
+prompt's token count.
+
+:func:`prompt_cost` and :func:`lost_cost` are the cost functions used by
+``diff``, ``score`` (and so the report and the gate): a price that is not
+known gives ``None`` ("unknown"), never 0 and never an exception.
 
 >>> from fidelity import pricing
 >>> table = pricing.load()
@@ -20,12 +34,12 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from . import jsonio, providers
 from .errors import InputError, UnknownName
 
-__all__ = ["Price", "PriceTable", "load", "parse_bundled", "parse_litellm"]
+__all__ = ["Price", "Rates", "PriceTable", "load", "parse_bundled", "parse_litellm", "prompt_cost", "lost_cost"]
 
 
 # A model name's tail that does not change the price: a date, "latest",
@@ -34,10 +48,27 @@ _NEUTRAL_TAIL = re.compile(r"^(?:\d[\d-]*|latest|preview(?:-[\d-]+)?|exp(?:-[\d-
 
 
 @dataclass(frozen=True)
+class Rates:
+    """USD per million tokens: one set of rates (``None``: not given)."""
+
+    input: float
+    cache_read: float | None
+    cache_write: float | None
+    output: float
+
+
+@dataclass(frozen=True)
 class Price:
     """USD per million tokens for one model. ``cache_read`` / ``cache_write``
-    are ``None`` when the source gives none (cost then falls back to the
-    cache model's multipliers)."""
+    are ``None`` when the source gives none: a cost that needs a cache-read
+    price is then unknown; a write without a price costs the input price.
+
+    ``off_peak`` / ``peak_hours_utc``: the rates outside the peak windows
+    (``(start, end)`` minutes after midnight UTC; the row's own rates apply
+    inside them). ``tiers``: ``(up_to_prompt_tokens, rates)`` in order, the
+    last one unbounded (``None``), for prices tiered by prompt length.
+    ``vendor`` / ``key``: LiteLLM's ``litellm_provider`` and entry name.
+    """
 
     provider: str
     model: str
@@ -48,6 +79,60 @@ class Price:
     source: str
     as_of: str
     note: str = ""
+    off_peak: Rates | None = None
+    peak_hours_utc: tuple[tuple[int, int], ...] = ()
+    tiers: tuple[tuple[int | None, Rates], ...] = ()
+    vendor: str = ""
+    key: str = ""
+
+    def rates(self, *, prompt_tokens: int | None = None, at: _dt.datetime | None = None) -> Rates:
+        """The rates for a prompt of ``prompt_tokens`` sent at ``at`` (an
+        aware datetime; naive means UTC). Without a time: the peak rates."""
+        if self.tiers and prompt_tokens is not None:
+            for up_to, tier in self.tiers:
+                if up_to is None or prompt_tokens <= up_to:
+                    return tier
+            return self.tiers[-1][1]
+        if self.off_peak is not None and at is not None and not self.is_peak(at):
+            return self.off_peak
+        return Rates(self.input, self.cache_read, self.cache_write, self.output)
+
+    def is_peak(self, at: _dt.datetime) -> bool:
+        """Whether ``at`` falls in a peak window (always, for a row without any)."""
+        if not self.peak_hours_utc:
+            return True
+        utc = at.astimezone(_dt.timezone.utc) if at.tzinfo else at
+        minute = utc.hour * 60 + utc.minute
+        return any(start <= minute < end for start, end in self.peak_hours_utc)
+
+
+def prompt_cost(price: Price | None, *, cached: int, written: int, uncached: int,
+                at: _dt.datetime | None = None) -> float | None:
+    """USD for one prompt: ``cached`` tokens at the cache-read price,
+    ``written`` (part of ``uncached``) at the cache-write price, the rest of
+    ``uncached`` at the input price. ``None`` (unknown) without a price, or
+    when tokens are read from cache and the row has no cache-read price."""
+    if price is None:
+        return None
+    r = price.rates(prompt_tokens=cached + uncached, at=at)
+    if cached and r.cache_read is None:
+        return None
+    write = r.cache_write if r.cache_write is not None else r.input
+    rest = max(0, uncached - written)
+    return (cached * (r.cache_read or 0.0) + written * write + rest * r.input) / 1_000_000
+
+
+def lost_cost(price: Price | None, lost: int, *, prompt_tokens: int | None = None,
+              at: _dt.datetime | None = None) -> float | None:
+    """USD that ``lost`` tokens cost at the input price over reading them
+    from cache: ``lost x (input - cache_read)``. ``None`` (unknown) without a
+    price or a cache-read price."""
+    if price is None:
+        return None
+    r = price.rates(prompt_tokens=prompt_tokens, at=at)
+    if r.cache_read is None:
+        return None if lost else 0.0
+    return lost * (r.input - r.cache_read) / 1_000_000
 
 
 @dataclass(frozen=True)
@@ -62,25 +147,46 @@ class PriceTable:
         fam = _family(provider) if provider else None
         return [f"{p.provider}/{p.model}" for p in self.prices if fam is None or p.provider == fam]
 
+    def find(self, provider: str | None, model: str) -> Price | None:
+        """:meth:`lookup`, or ``None`` when the table has no price for it."""
+        try:
+            return self.lookup(provider, model)
+        except UnknownName:
+            return None
+
     def lookup(self, provider: str | None, model: str) -> Price:
         """The price of ``model`` at ``provider`` (``None``: any provider).
 
-        Matches exactly (case-insensitive, ignoring an ``org/`` prefix),
-        then by the longest known name that the model extends with a
-        price-neutral tail (a date such as ``-20250929`` or ``-2024-08-06``,
-        ``-latest``, ``-preview-06-05``). ``gpt-4.1-mini`` does not fall back
-        to ``gpt-4.1``. :class:`UnknownName` lists the known models.
+        Matches a LiteLLM entry name exactly (``azure/eu/gpt-4o``), then the
+        model name exactly (case-insensitive, ignoring an ``org/`` prefix),
+        preferring a row of that very provider over one of its family
+        (``openai/gpt-4o`` is OpenAI's row, not ``azure/eu/``'s), then the
+        longest known name that the model extends with a price-neutral tail
+        (a date such as ``-20250929`` or ``-2024-08-06``, ``-latest``,
+        ``-preview-06-05``). ``gpt-4.1-nano`` does not fall back to
+        ``gpt-4.1``. :class:`UnknownName` lists the known models.
         """
         fam = _family(provider) if provider else None
-        key = model.strip().lower().rsplit("/", 1)[-1]
+        full = model.strip().lower()
+        key = full.rsplit("/", 1)[-1]
         rows = [p for p in self.prices if fam is None or p.provider == fam]
         for p in rows:
-            if p.model.lower() == key:
+            if p.key and p.key.lower() == full:
                 return p
+        wanted = (provider or "").strip().lower()
+        exact = [p for p in rows if p.model.lower() == key]
+        if exact:
+            def rank(p: Price) -> tuple[bool, bool]:
+                own_vendor = not p.vendor or p.vendor.lower() in (wanted, p.provider)
+                plain_key = not p.key or p.key.lower() in (key, f"{p.vendor.lower()}/{key}")
+                return (not own_vendor, not plain_key)
+            return min(exact, key=rank)  # min keeps file order among equals
         best: Price | None = None
         for p in rows:
             name = p.model.lower()
-            if key.startswith(name) and len(key) > len(name) and key[len(name)] in "-@:.":
+            sep = key[len(name)] if key.startswith(name) and len(key) > len(name) else ""
+            # "gpt-5.5" is another model than "gpt-5": after a dot, a number is a version
+            if sep and sep in "-@:" or sep == "." and not key[len(name) + 1 :][:1].isdigit():
                 if _NEUTRAL_TAIL.match(key[len(name) + 1 :]) and (best is None or len(name) > len(best.model)):
                     best = p
         if best is None:
@@ -138,20 +244,60 @@ def parse_bundled(doc: Any, *, path: str = "prices.json") -> PriceTable:
         missing = [k for k in ("provider", "model", "input", "output", "source", "as_of") if k not in row]
         if missing:
             raise InputError(f"missing {', '.join(missing)}", path=path, pointer=ptr)
+        off_peak = None
+        if "off_peak" in row:
+            if not isinstance(row["off_peak"], dict):
+                raise InputError("expected an object", path=path, pointer=f"{ptr}/off_peak")
+            off_peak = _rates(row["off_peak"], path=path, pointer=f"{ptr}/off_peak")
+        hours = _windows(row.get("peak_hours_utc", []), path=path, pointer=f"{ptr}/peak_hours_utc")
+        if (off_peak is None) != (not hours):
+            raise InputError("off_peak and peak_hours_utc go together", path=path, pointer=ptr)
+        rates = _rates(row, path=path, pointer=ptr)
         rows.append(
             Price(
                 provider=str(row["provider"]),
                 model=str(row["model"]),
-                input=_number(row["input"], path=path, pointer=f"{ptr}/input") or 0.0,
-                cache_read=_number(row.get("cache_read"), path=path, pointer=f"{ptr}/cache_read", optional=True),
-                cache_write=_number(row.get("cache_write"), path=path, pointer=f"{ptr}/cache_write", optional=True),
-                output=_number(row["output"], path=path, pointer=f"{ptr}/output") or 0.0,
+                input=rates.input,
+                cache_read=rates.cache_read,
+                cache_write=rates.cache_write,
+                output=rates.output,
                 source=str(row["source"]),
                 as_of=str(row["as_of"]),
                 note=str(row.get("note", "")),
+                off_peak=off_peak,
+                peak_hours_utc=hours,
             )
         )
     return PriceTable(name=str(doc["name"]), as_of=str(doc["as_of"]), prices=tuple(rows))
+
+
+def _rates(obj: dict[str, Any], *, path: str, pointer: str) -> Rates:
+    for k in ("input", "output"):
+        if k not in obj:
+            raise InputError(f"missing {k}", path=path, pointer=pointer)
+    return Rates(
+        input=_number(obj["input"], path=path, pointer=f"{pointer}/input") or 0.0,
+        cache_read=_number(obj.get("cache_read"), path=path, pointer=f"{pointer}/cache_read", optional=True),
+        cache_write=_number(obj.get("cache_write"), path=path, pointer=f"{pointer}/cache_write", optional=True),
+        output=_number(obj["output"], path=path, pointer=f"{pointer}/output") or 0.0,
+    )
+
+
+_WINDOW = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-4]):([0-5]\d)$")
+
+
+def _windows(value: Any, *, path: str, pointer: str) -> tuple[tuple[int, int], ...]:
+    """``["01:00-04:00", ...]`` (UTC) as minutes after midnight."""
+    if not isinstance(value, list):
+        raise InputError("expected a list of \"HH:MM-HH:MM\" windows", path=path, pointer=pointer)
+    out = []
+    for i, w in enumerate(value):
+        m = _WINDOW.match(w) if isinstance(w, str) else None
+        if m is None or int(m[1]) * 60 + int(m[2]) >= int(m[3]) * 60 + int(m[4]):
+            raise InputError(f"expected \"HH:MM-HH:MM\" (UTC, start before end), got {w!r}", path=path,
+                             pointer=f"{pointer}/{i}")
+        out.append((int(m[1]) * 60 + int(m[2]), int(m[3]) * 60 + int(m[4])))
+    return tuple(out)
 
 
 def _per_million(value: float | None) -> float | None:
@@ -162,9 +308,13 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
     """Parse LiteLLM's price map: ``{model: {input_cost_per_token,
     output_cost_per_token, cache_read_input_token_cost,
     cache_creation_input_token_cost, litellm_provider, ...}}`` (costs per
-    token; converted to per million). Entries without both input and output
-    costs (image, audio, embedding-only models) and ``sample_spec`` are
-    skipped."""
+    token; converted to per million). An entry priced by prompt length
+    (``tiered_pricing``: ``[{"range": [lo, hi], "input_cost_per_token", ...}]``)
+    keeps its tiers and takes the first as its flat price. A missing cache
+    price is ``None``; a ``cache_creation_input_token_cost`` of 0 is LiteLLM's
+    way of not giving one, so it is ``None`` too (the input price applies),
+    never "free". Entries without input and output costs (image, audio,
+    embedding-only models) and ``sample_spec`` are skipped."""
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object mapping model names to prices", path=path)
     rows: list[Price] = []
@@ -174,26 +324,33 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
         ptr = "/" + str(name).replace("~", "~0").replace("/", "~1")
         if not isinstance(entry, dict):
             raise InputError("expected an object", path=path, pointer=ptr)
-        if "input_cost_per_token" not in entry or "output_cost_per_token" not in entry:
+        tiered = entry.get("tiered_pricing")
+        flat = "input_cost_per_token" in entry and "output_cost_per_token" in entry
+        if not flat and not (isinstance(tiered, list) and tiered):
             continue
         provider = entry.get("litellm_provider")
         if not isinstance(provider, str):
             raise InputError("missing litellm_provider", path=path, pointer=ptr)
-        fields = {
-            k: _number(entry.get(k), path=path, pointer=f"{ptr}/{k}", optional=k.startswith("cache"))
-            for k in ("input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost")
-        }
+        tiers: list[tuple[int | None, Rates]] = []
+        if isinstance(tiered, list):
+            for i, t in enumerate(tiered):
+                tiers.append(_litellm_tier(t, path=path, pointer=f"{ptr}/tiered_pricing/{i}",
+                                           last=i == len(tiered) - 1, base=entry))
+        rates = _litellm_rates(entry, path=path, pointer=ptr) if flat else tiers[0][1]
         rows.append(
             Price(
                 provider=_family(provider),
                 model=str(name).rsplit("/", 1)[-1],
-                input=_per_million(fields["input_cost_per_token"]) or 0.0,
-                cache_read=_per_million(fields["cache_read_input_token_cost"]),
-                cache_write=_per_million(fields["cache_creation_input_token_cost"]),
-                output=_per_million(fields["output_cost_per_token"]) or 0.0,
+                input=rates.input,
+                cache_read=rates.cache_read,
+                cache_write=rates.cache_write,
+                output=rates.output,
                 source=path,
                 as_of=as_of,
-                note=f"LiteLLM entry {name!r}",
+                note=f"LiteLLM entry {name!r}" + (f", {len(tiers)} prompt-length tiers" if tiers else ""),
+                tiers=tuple(tiers),
+                vendor=provider,
+                key=str(name),
             )
         )
     if not rows:
@@ -201,5 +358,23 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
     return PriceTable(name=f"LiteLLM prices ({Path(path).name})", as_of=as_of, prices=tuple(rows))
 
 
-def iter_rows(table: PriceTable) -> Iterable[Price]:
-    return iter(table.prices)
+def _litellm_rates(obj: dict[str, Any], *, path: str, pointer: str, base: dict[str, Any] | None = None) -> Rates:
+    def get(k: str, optional: bool) -> float | None:
+        value = obj.get(k, (base or {}).get(k) if optional else None)
+        return _per_million(_number(value, path=path, pointer=f"{pointer}/{k}", optional=optional))
+
+    write = get("cache_creation_input_token_cost", True)
+    return Rates(input=get("input_cost_per_token", False) or 0.0,
+                 cache_read=get("cache_read_input_token_cost", True),
+                 cache_write=None if write == 0 else write,  # 0: not given, not free
+                 output=get("output_cost_per_token", False) or 0.0)
+
+
+def _litellm_tier(t: Any, *, path: str, pointer: str, last: bool, base: dict[str, Any]) -> tuple[int | None, Rates]:
+    if not isinstance(t, dict):
+        raise InputError("expected an object", path=path, pointer=pointer)
+    rng = t.get("range")
+    if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                             for x in rng)):
+        raise InputError("a tier needs \"range\": [from, to] in prompt tokens", path=path, pointer=f"{pointer}/range")
+    return (None if last else int(rng[1])), _litellm_rates(t, path=path, pointer=pointer, base=base)

@@ -18,17 +18,18 @@ one price row:
 >>> providers.family("vertex_ai")
 'gemini'
 >>> providers.from_url("https://api.deepseek.com/chat/completions")
-Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com')
+Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com', model=None)
 >>> providers.get("openai").tokenizer
 'o200k_base'
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ._registry import Registry
 from .errors import UnknownName
@@ -52,21 +53,29 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Route:
-    """URL evidence: a request to a host ending in ``host`` whose path
-    contains ``path`` (empty: any path) speaks ``dialect``. Routes are tried
-    most specific first (longest host, then longest path)."""
+    """URL evidence: a request to a host ending in ``host`` (empty: any
+    host) whose path contains ``path`` (empty: any path) and matches the
+    regular expression ``pattern`` (empty: no further condition) speaks
+    ``dialect``. ``model``: a regular expression whose first group, searched
+    in the URL-decoded path, is the model (Gemini ``models/NAME:``, Azure
+    ``deployments/NAME/``, Bedrock ``model/ID/invoke``). Routes are tried most
+    specific first (longest host, then longest path, then longest pattern)."""
 
     host: str
     dialect: str
     path: str = ""
+    pattern: str = ""
+    model: str = ""
 
 
 class Endpoint(NamedTuple):
-    """What a URL says: the provider family, the dialect, and the rule that matched."""
+    """What a URL says: the provider family, the dialect, the rule that
+    matched, and the model named in the URL (``None`` when it names none)."""
 
     provider: str
     dialect: str
     rule: str
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,7 +176,7 @@ def for_dialect(dialect: str) -> Provider:
 
 def _routes() -> list[tuple[Route, Provider]]:
     pairs = [(r, p) for p in all_providers() for r in p.routes]
-    pairs.sort(key=lambda rp: (-len(rp[0].host), -len(rp[0].path)))
+    pairs.sort(key=lambda rp: (-len(rp[0].host), -len(rp[0].path), -len(rp[0].pattern)))
     return pairs
 
 
@@ -181,10 +190,21 @@ def from_url(url: str) -> Endpoint | None:
     host = (parts.hostname or "").lower()
     if not host:
         return None
+    path = unquote(parts.path)
     for route, prov in _routes():
-        if (host == route.host or host.endswith("." + route.host)) and route.path in parts.path:
-            rule = f"host {route.host}" + (f" path {route.path}" if route.path else "")
-            return Endpoint(prov.name, route.dialect, rule)
+        # a subdomain, or a regional prefix (us-east5-aiplatform.googleapis.com)
+        if route.host and not (host == route.host or host.endswith(("." + route.host, "-" + route.host))):
+            continue
+        if route.path not in path or (route.pattern and not re.search(route.pattern, path)):
+            continue
+        rule = " ".join(x for x in (f"host {route.host}" if route.host else "",
+                                    f"path {route.path}" if route.path else "",
+                                    f"path ~ {route.pattern}" if route.pattern else "") if x)
+        model = None
+        if route.model:
+            m = re.search(route.model, path)
+            model = m.group(1) if m else None
+        return Endpoint(prov.name, route.dialect, rule, model)
     return None
 
 
@@ -198,6 +218,12 @@ def report_setups() -> tuple[ReportSetup, ...]:
 # Built-in providers. Hosts: each provider's API reference (the base URL its
 # official SDK uses); report models are rows of the bundled price table.
 
+#: client profiles (fidelity.wire.profiles) of the OpenAI SDK, which also
+#: talks to every OpenAI-compatible endpoint; the first is the default
+_OPENAI_PROFILES = ("openai-python>=3", "openai-python<3", "openai-python<1")
+_GEMINI_MODEL = r"/models/([^/:]+)"
+_AZURE_DEPLOYMENT = r"/deployments/([^/]+)/"
+
 _BUILTIN_ORDER = ("openai", "anthropic", "gemini", "deepseek", "dashscope", "vllm", "sglang")
 
 register(Provider(
@@ -207,12 +233,20 @@ register(Provider(
     routes=(
         Route("api.openai.com", "openai-responses", "/responses"),
         Route("api.openai.com", "openai-chat"),
-        Route("openai.azure.com", "openai-responses", "/responses"),
-        Route("openai.azure.com", "openai-chat"),
+        # Azure OpenAI: the deployment name stands for the model
+        # (https://learn.microsoft.com/azure/ai-foundry/openai/reference)
+        Route("openai.azure.com", "openai-responses", "/responses", model=_AZURE_DEPLOYMENT),
+        Route("openai.azure.com", "openai-chat", model=_AZURE_DEPLOYMENT),
+        # Azure AI Foundry model inference (OpenAI-compatible chat)
+        Route("services.ai.azure.com", "openai-responses", "/responses", model=_AZURE_DEPLOYMENT),
+        Route("services.ai.azure.com", "openai-chat", model=_AZURE_DEPLOYMENT),
+        Route("models.ai.azure.com", "openai-chat"),
+        Route("inference.ai.azure.com", "openai-chat"),
     ),
     tokenizer="o200k_base", cache_model="openai", price_key="openai",
     report=(ReportSetup("openai-chat", "gpt-4.1", "gpt-4o-mini"),
             ReportSetup("openai-responses", "gpt-5", "gpt-5-mini")),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="anthropic", title="Anthropic",
@@ -220,20 +254,35 @@ register(Provider(
     aliases=("claude",),
     routes=(
         Route("api.anthropic.com", "anthropic-messages"),
+        # Claude on Amazon Bedrock, InvokeModel / InvokeModelWithResponseStream: an
+        # Anthropic Messages body with "anthropic_version", the model in the URL
+        # (https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html)
+        Route("amazonaws.com", "anthropic-messages", "/model/", pattern=r"anthropic\.[^/]*/invoke",
+              model=r"/model/([^/]+)/invoke"),
+        # Claude on Vertex AI: publishers/anthropic/models/NAME:rawPredict | :streamRawPredict
+        # (https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/use-claude)
+        Route("aiplatform.googleapis.com", "anthropic-messages", "/publishers/anthropic/",
+              model=r"/models/([^/:]+):"),
+        # Claude in Azure AI Foundry (https://learn.microsoft.com/azure/ai-foundry/foundry-models/how-to/use-foundry-models-claude)
+        Route("services.ai.azure.com", "anthropic-messages", "/anthropic/"),
+        # any host: the Messages API path (a proxy, a gateway)
+        Route("", "anthropic-messages", "/v1/messages"),
     ),
     tokenizer="claude-estimate", cache_model="anthropic", price_key="anthropic",
     report=(ReportSetup("anthropic-messages", "claude-sonnet-4-6", "claude-haiku-4-5"),),
+    client_profiles=("anthropic-create", "anthropic-stream"),
 ))
 register(Provider(
     name="gemini", title="Google Gemini",
     dialects=("gemini",),
     aliases=("google", "vertex_ai", "vertex_ai-language-models", "vertex", "google-genai"),
     routes=(
-        Route("generativelanguage.googleapis.com", "gemini"),
-        Route("aiplatform.googleapis.com", "gemini"),
+        Route("generativelanguage.googleapis.com", "gemini", model=_GEMINI_MODEL),
+        Route("aiplatform.googleapis.com", "gemini", model=_GEMINI_MODEL),
     ),
     tokenizer="gemini-estimate", cache_model="gemini", price_key="gemini",
     report=(ReportSetup("gemini", "gemini-2.5-pro", "gemini-2.5-flash"),),
+    client_profiles=("google-genai", "gemini-rest"),
 ))
 register(Provider(
     name="deepseek", title="DeepSeek",
@@ -244,29 +293,67 @@ register(Provider(
         # is DeepSeek's cache and prices
         # (https://api-docs.deepseek.com/guides/anthropic_api).
         Route("api.deepseek.com", "anthropic-messages", "/anthropic"),
+        Route("api.deepseek.com", "openai-responses", "/responses"),
     ),
     tokenizer="deepseek-v4", cache_model="deepseek", price_key="deepseek",
     report=(ReportSetup("deepseek", "deepseek-v4-flash", "deepseek-v4-pro"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="dashscope", title="Alibaba Cloud Model Studio (DashScope)",
     dialects=("dashscope",),
     aliases=("qwen", "alibaba", "aliyun"),
-    routes=(Route("aliyuncs.com", "dashscope"),),
+    routes=(
+        # OpenAI-compatible mode (https://help.aliyun.com/zh/model-studio/compatibility-of-openai-with-dashscope)
+        Route("aliyuncs.com", "dashscope"),
+        Route("aliyuncs.com", "dashscope", "/compatible-mode/"),
+        Route("aliyuncs.com", "openai-responses", "/compatible-mode/v1/responses"),
+        # Anthropic-compatible endpoint (https://help.aliyun.com/zh/model-studio/anthropic-api-messages)
+        Route("aliyuncs.com", "anthropic-messages", "/apps/anthropic"),
+    ),
     tokenizer="qwen3", cache_model="dashscope", price_key="dashscope",
     report=(ReportSetup("dashscope", "qwen3-max", "qwen-plus"),),
+    client_profiles=_OPENAI_PROFILES,
+))
+register(Provider(
+    name="openrouter", title="OpenRouter (gateway)",
+    aliases=("open_router",),
+    routes=(
+        # https://openrouter.ai/docs/api-reference/overview: /api/v1/chat/completions,
+        # /api/v1/responses; the cache is the upstream provider's
+        Route("openrouter.ai", "openai-chat", "/chat/completions"),
+        Route("openrouter.ai", "openai-responses", "/responses"),
+        Route("openrouter.ai", "anthropic-messages", "/messages"),
+    ),
+    tokenizer="o200k_base", cache_model="openai",
+    client_profiles=_OPENAI_PROFILES,
+))
+register(Provider(
+    name="bedrock", title="Amazon Bedrock (non-Anthropic models, Converse API)",
+    aliases=("aws-bedrock", "bedrock_converse"),
+    dialects=("bedrock-converse",),
+    routes=(
+        # Converse / ConverseStream (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html):
+        # its own body shape, which fidelity does not render
+        Route("amazonaws.com", "bedrock-converse", "/model/", pattern=r"/converse(-stream)?$",
+              model=r"/model/([^/]+)/converse"),
+        Route("amazonaws.com", "bedrock-invoke", "/model/", pattern=r"/invoke",
+              model=r"/model/([^/]+)/invoke"),
+    ),
 ))
 register(Provider(
     name="vllm", title="vLLM (self-hosted)",
     dialects=("vllm",),
     cache_model="vllm",
     report=(ReportSetup("vllm", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="sglang", title="SGLang (self-hosted)",
     dialects=("sglang",),
     cache_model="sglang",
     report=(ReportSetup("sglang", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B"),),
+    client_profiles=_OPENAI_PROFILES,
 ))
 register(Provider(
     name="llama.cpp", title="llama.cpp server (self-hosted)",

@@ -76,24 +76,10 @@ def _as_body(value: Any, provider: str | None, what: str) -> bytes:
 
 
 def explain(result: Any) -> str:
-    """The failure text for a :class:`fidelity.diff.DiffResult`."""
-    cause = result.cause
-    lines = [f"prefix not preserved ({result.dialect}, {result.model}): {cause.kind}"
-             + (f" — {cause.detail}" if cause.detail else "")]
-    v = result.view
-    if v.segment is not None:
-        lines.append(f"  segment: {v.segment[0]}[{v.segment[1]}]   pointer: {v.pointer or '(params)'}")
-    lines.append(f"  first divergent byte: {v.first_divergent_byte} in the cache view, "
-                 f"{result.raw.first_divergent_byte} in the raw body")
-    if v.parent_excerpt is not None:
-        lines.append(f"  parent: {v.parent_excerpt}")
-    if v.child_excerpt is not None:
-        lines.append(f"  child:  {v.child_excerpt}")
-    t = result.tokens
-    cost = f", ${result.cost.usd_lost:.6f} per child request" if result.cost else ""
-    lines.append(f"  lost: {result.cache.lost:,} cached tokens of {t.child_prompt:,} "
-                 f"({t.tokenizer}{', estimated' if t.estimated else ''}; cache model {result.cache.model}){cost}")
-    return "\n".join(lines)
+    """The failure text for a :class:`fidelity.diff.DiffResult` (:func:`fidelity.diff.views.text_lines`)."""
+    from .diff.views import text_lines
+
+    return "\n".join(text_lines(result, verdict="prefix not preserved"))
 
 
 def assert_prefix_preserved(parent: Any, child: Any, provider: str | None = None, *,
@@ -232,7 +218,9 @@ def _mismatch(path: Path, stored: bytes, data: bytes) -> str:
         from .diff import compare
 
         result = compare(stored, data)
-        lines.append(explain(result).replace("prefix not preserved", "as a parent/child pair", 1))
+        from .diff.views import text_lines
+
+        lines.extend(text_lines(result, verdict="as a parent/child pair"))
     except Exception:  # not a recognised request body: the byte view stands
         pass
     lines.append("Re-run pytest with --fidelity-update to accept the new body.")
@@ -339,12 +327,6 @@ def fidelity_snapshot(request: pytest.FixtureRequest) -> RequestSnapshot:
     """Byte-exact request-body snapshots (see :class:`RequestSnapshot`)."""
     path = Path(str(request.node.path))
     return RequestSnapshot(request.config.stash[_STATE], _snapshot_dir(path), request.node.name)
-
-
-@pytest.fixture
-def prefix_preserved() -> Any:
-    """:func:`assert_prefix_preserved`, as a fixture for tests that prefer one."""
-    return assert_prefix_preserved
 
 
 @pytest.fixture

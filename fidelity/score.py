@@ -203,18 +203,20 @@ def _inherited_messages(base: Request, history: Request) -> int:
 
 def _cost(prices: pricing.PriceTable, result: DiffResult, provider: str,
           cached: int | None = None) -> tuple[Cost | None, str | None]:
+    """Prompt-side cost of one child request through :func:`fidelity.pricing.prompt_cost`
+    (peak rates where prices depend on the time of day); ``None`` and a note
+    when the price is unknown (never 0)."""
     try:
         price = prices.lookup(provider, result.model)
-    except FidelityError:  # UnknownName: self-hosted engines have no list price
+    except UnknownName:  # self-hosted engines have no list price
         return None, f"no list price for {provider}/{result.model} in {prices.name}"
     if cached is None:
         cached = result.cache.predicted_cached
-    written = result.cache.written
-    rest = max(0, result.tokens.child_prompt - cached - written)
-    read = price.cache_read if price.cache_read is not None else price.input
-    write = price.cache_write if price.cache_write is not None else price.input
-    usd = (cached * read + written * write + rest * price.input) / 1_000_000
-    cold = result.tokens.child_prompt * price.input / 1_000_000
+    prompt = result.tokens.child_prompt
+    usd = pricing.prompt_cost(price, cached=cached, written=result.cache.written, uncached=max(0, prompt - cached))
+    cold = pricing.prompt_cost(price, cached=0, written=0, uncached=prompt)
+    if usd is None or cold is None:
+        return None, f"cost unknown: {prices.name} gives {price.model} no cache-read price"
     return Cost(usd, usd * 1000, cold, None, None, price.model, price.source, price.as_of), None
 
 

@@ -29,6 +29,15 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# The one fresh-seed fuzz pass (tests/test_fuzz_fresh.py) draws new inputs
+# each run; its seed is chosen here so that the session header can print it.
+os.environ.setdefault("FIDELITY_FUZZ_SEED", str(int.from_bytes(os.urandom(8), "big")))
+
+
+def pytest_report_header() -> str:
+    seed = os.environ["FIDELITY_FUZZ_SEED"]
+    return f"fidelity fuzz seed: {seed} (set FIDELITY_FUZZ_SEED={seed} to replay the fresh-seed pass)"
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_REAL = REPO.parent / "shared" / "real"
 

@@ -271,11 +271,14 @@ def test_dashscope_modes() -> None:
 
 
 def test_gemini_per_model_minimum() -> None:
-    assert cache.get("gemini", "gemini-2.5-pro").minimum == 4096
-    assert cache.get("gemini", "gemini-2.5-flash").minimum == 1024
-    parent, child = fork(2000, 3000, 3000)
-    assert cache.get("gemini", "gemini-2.5-pro").predict([parent], child).cached == 0
-    assert cache.get("gemini", "gemini-2.5-flash").predict([parent], child).cached == 2000
+    # the October 2026 page: 2,048 for Gemini 2.5 (May 2026: 4,096 Pro, 1,024 Flash), 4,096 for 3.1 Pro
+    assert cache.get("gemini", "gemini-2.5-pro").minimum == 2048
+    assert cache.minimums.minimum("gemini", "gemini-2.5-pro", on="2026-06-01") == 4096
+    assert cache.minimums.minimum("gemini", "gemini-2.5-flash", on="2026-06-01") == 1024
+    assert cache.get("gemini", "gemini-3.1-pro-preview").minimum == 4096
+    parent, child = fork(3000, 4000, 4000)
+    assert cache.get("gemini", "gemini-3.1-pro-preview").predict([parent], child).cached == 0
+    assert cache.get("gemini", "gemini-2.5-pro").predict([parent], child).cached == 3000
 
 
 def test_registry() -> None:

@@ -108,9 +108,46 @@ def test_cost_threshold() -> None:
     assert res.exit_code == 1 and "cost per fork rose $0.010000 → $0.010600" in res.failures[0].message
 
 
-def test_new_and_removed_rows_do_not_fail() -> None:
+def test_new_rows_pass_but_a_baseline_row_gone_or_skipped_fails() -> None:
     res = gate.evaluate([_row(5, key="new")], [_row(5, key="old")], gate.Thresholds())
-    assert res.exit_code == 0 and {f.kind for f in res.findings} == {"new", "removed"}
+    assert {(f.kind, f.failed) for f in res.findings} == {("new", False), ("removed", True)}
+    assert res.exit_code == 1 and "--update-baseline" in res.failures[0].message
+    skipped = gate.Row(key="old", variant="v", lost_tokens=0, skipped="builder raised")
+    res = gate.evaluate([skipped], [_row(5, key="old")], gate.Thresholds())
+    assert res.exit_code == 1 and res.failures[0].kind == "skipped" and "builder raised" in res.failures[0].message
+    # skipped in the baseline too (or never measured): reported, not failed
+    assert gate.evaluate([skipped], [skipped], gate.Thresholds()).exit_code == 0
+    assert gate.evaluate([skipped], [], gate.Thresholds()).exit_code == 0
+    junit = ET.fromstring(gate.junit_xml(gate.evaluate([_row(1, key="a")], [_row(1, key="a"), _row(1, key="b")],
+                                                       gate.Thresholds())))
+    assert junit.find("testsuite").get("failures") == "1" and len(junit.iter("failure").__next__().text) > 0
+
+
+def test_report_run_that_drops_a_row_fails_until_the_baseline_is_updated(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace as NS
+
+    from fidelity import score as score_mod
+    from fidelity.commands import report as report_cmd
+
+    def fake(rows: tuple, skipped: tuple = ()) -> object:
+        return NS(sessions=(NS(name="s", file="f.json"),), rows=rows, skipped=skipped)
+
+    row = NS(session="s", variant="v", dialect="openai-chat", lost=0, cost=None, cause="appended_only",
+             cause_detail=None, pointer=None, cache_preserving=False)
+    other = NS(**{**vars(row), "variant": "w"})
+    monkeypatch.setattr(report_cmd, "build_score", lambda args, progress=None: fake((row, other)))
+    assert main(["gate", "--update-baseline"]) == 0
+    assert main(["gate"]) == 0
+    monkeypatch.setattr(report_cmd, "build_score", lambda args, progress=None: fake(
+        (row,), (score_mod.Skipped("s", "w", "openai-chat", "boom"),)))
+    capsys.readouterr()
+    assert main(["gate"]) == 1
+    assert "skipped now (boom)" in capsys.readouterr().out
+    monkeypatch.setattr(report_cmd, "build_score", lambda args, progress=None: fake((row,)))
+    assert main(["gate"]) == 1
+    assert main(["gate", "--variants", "v"]) == 0  # a narrowed run expects only its selection
+    assert main(["gate", "--update-baseline"]) == 0 and main(["gate"]) == 0  # dropped on purpose
 
 
 def test_github_escaping() -> None:
@@ -178,3 +215,23 @@ def test_rows_from_score_object() -> None:
     assert r.detail == "tools_changed: tool added: report at /tools/0" and r.usd_per_fork == 0.0123
     res = gate.evaluate([r], None, gate.Thresholds())
     assert res.exit_code == 1 and res.failures[0].kind == "cache_lost"
+
+
+def test_gate_reads_the_report_that_fidelity_report_writes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`fidelity report` writes reports/fidelity-report.json; `gate --report`
+    reads it and gets the very rows the in-process run gates."""
+    narrow = ["--variants", "one-shot-fork", "continuable-fork", "--providers", "openai-chat", "anthropic-messages"]
+    assert main(["report", "--quiet", "--out", "reports", *narrow]) == 0
+    saved = json.loads((repo / "reports" / "fidelity-report.json").read_text())
+    from fidelity import compose, fixtures, score
+
+    fx = fixtures.load(None)
+    variants = [v for v in compose.load_variants_from_bytes(fx.compositions) if v.name in narrow]
+    in_process = gate.rows_from_score(score.score(fx, variants, providers=["openai-chat", "anthropic-messages"]))
+    assert gate.rows_from_report(saved) == in_process and len(in_process) == 4 * len(fx.sessions)
+    capsys.readouterr()
+    assert main(["gate", "--report", "reports/fidelity-report.json", "--update-baseline"]) == 0
+    assert main(["gate", "--report", "reports/fidelity-report.json"]) == 0
+    assert main(["gate", *narrow]) == 0  # the in-process run against the saved report's baseline
+    out = capsys.readouterr().out
+    assert "0 failure(s)" in out and f"{len(in_process)} row(s)" in out

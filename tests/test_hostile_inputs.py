@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -149,7 +150,7 @@ def test_readers_raise_one_line_input_error(tmp_path: Path, reader: str, case: s
         READERS[reader](bad)
     text = str(info.value)
     assert "\n" not in text and str(bad) in text
-    if reader == "import cassette (JSON)" and not data.startswith(b"{"):
+    if reader == "import cassette (JSON)" and not data.startswith(b"{") and not case.startswith("deep_"):
         fragment = "YAML" if case in ("binary", "whitespace") else "not a vcrpy cassette"  # read as a YAML cassette
     if not (case in ("empty", "whitespace") and reader in ("dsh.read_session", "import jsonl")):
         assert fragment in text, text
@@ -247,17 +248,37 @@ def test_unreadable_file(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_one_line(err, locked, "permission denied")
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
 def test_unreadable_file_for_real(work: Path) -> None:
-    locked = work / "locked.json"
-    locked.write_bytes(GOOD)
-    locked.chmod(0)
+    """A real mode-0 file, read without root privileges: as root (CI
+    containers read any file), the command runs with the effective user
+    ``nobody`` (after one warm-up run as root, so that every module and data
+    file it needs is already loaded), then root is restored."""
+    folder = Path(tempfile.mkdtemp(prefix="fidelity-locked-"))
     try:
-        rc, err, _ = run_cli(main, ["diff", str(locked), str(work / "child.json")])
+        folder.chmod(0o755)
+        locked, child = folder / "locked.json", folder / "child.json"
+        locked.write_bytes(GOOD)
+        child.write_bytes((work / "child.json").read_bytes())
+        locked.chmod(0)
+        if os.geteuid() == 0:
+            import pwd
+
+            assert run_cli(main, ["diff", str(work / "good.json"), str(child)])[0] == 0  # warm-up as root
+            os.seteuid(pwd.getpwnam("nobody").pw_uid)
+            try:
+                rc, err, _ = run_cli(main, ["diff", str(locked), str(child)])
+            finally:
+                os.seteuid(0)
+        else:
+            rc, err, _ = run_cli(main, ["diff", str(locked), str(child)])
+        assert rc == 2, err
+        assert_one_line(err, locked, "permission denied")
     finally:
-        locked.chmod(0o644)
-    assert rc == 2
-    assert_one_line(err, locked, "permission denied")
+        for f in folder.iterdir():
+            f.chmod(0o644)
+            f.unlink()
+        folder.rmdir()
 
 
 def test_unknown_provider_model_and_tokenizer(work: Path) -> None:
@@ -484,3 +505,34 @@ def test_lone_surrogate_in_a_body_string_reaches_the_output_escaped(tmp_path: Pa
     rc, err, out = run_cli(main, ["diff", str(body), str(body)])
     assert rc == 0, err
     assert b"\\ud800gpt-4o" in out
+
+
+@pytest.mark.parametrize("behaviour", ["builds it (6.0.3 libyaml)", "refuses it (6.0.4 libyaml)",
+                                       "runs out of recursion (pure Python)", "recursive alias"])
+def test_deep_yaml_cassette_message_is_the_same_for_every_pyyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 behaviour: str) -> None:
+    """PyYAML is a declared dependency (>=6.0); what it does with 10,000
+    nested flow sequences changed in 6.0.4. The reader says the same thing
+    whichever version is installed: each behaviour is simulated here."""
+    import yaml
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_bytes(b"[" * 10_000 + b"]" * 10_000)
+    if behaviour.startswith("refuses"):
+        def load(data: object, Loader: object) -> object:
+            raise yaml.scanner.ScannerError("while increasing flow level", None, "exceeded maximum nesting depth", None)
+        monkeypatch.setattr(yaml, "load", load)
+    elif behaviour.startswith("runs out"):
+        def load(data: object, Loader: object) -> object:
+            raise RecursionError("maximum recursion depth exceeded")
+        monkeypatch.setattr(yaml, "load", load)
+    elif behaviour.startswith("builds"):
+        nested: list = []
+        for _ in range(10_000):
+            nested = [nested]
+        monkeypatch.setattr(yaml, "load", lambda data, Loader: nested)
+    else:
+        deep.write_text("&a [*a]\n")
+    with pytest.raises(InputError) as info:
+        import_file(deep, "cassette")
+    assert str(info.value) == f"{deep}: YAML nested more than 256 levels deep"

@@ -66,8 +66,10 @@ def test_lookup_aliases(provider: str | None, model: str, expected: str) -> None
 
 def test_variant_does_not_fall_back_to_base_model() -> None:
     with pytest.raises(UnknownName) as err:
-        pricing.load().lookup("openai", "gpt-4.1-mini")
+        pricing.load().lookup("openai", "gpt-4.1-nano")
     assert "openai/gpt-4.1" in str(err.value)
+    mini = pricing.load().lookup("openai", "gpt-4.1-mini-2025-04-14")  # its own row (158 of 568 real diffs had none)
+    assert (mini.model, mini.input, mini.cache_read, mini.output) == ("gpt-4.1-mini", 0.40, 0.10, 1.60)
 
 
 def test_unknown_provider_model_lists_known() -> None:

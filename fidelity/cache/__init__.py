@@ -31,6 +31,7 @@ from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
 from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
+from . import minimums
 from .llamacpp import LlamaCppCache
 from .openai import OpenAICache
 from .sglang import SGLangCache
@@ -55,6 +56,7 @@ __all__ = [
     "ANTHROPIC_MINIMUMS",
     "GEMINI_MINIMUMS",
     "anthropic_minimum",
+    "minimums",
     "gemini_minimum",
     "get",
     "for_provider",

@@ -182,7 +182,8 @@ class CacheModel:
     # -- prediction ---------------------------------------------------------
     def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
         """Cached, written and uncached tokens of ``request`` given the
-        requests sent before it (any order; only unexpired ones count).
+        requests sent before it (any order; only unexpired ones count, and
+        one sent after ``request`` cannot have stored what it reads).
 
         A later request that shares a prefix holds those tokens at its own
         time, so reading an entry refreshes it without extra bookkeeping.
@@ -190,7 +191,7 @@ class CacheModel:
         n = len(request.tokens)
         best = 0
         for prior in earlier:
-            if not self.alive(prior.time, request.time):
+            if prior.time > request.time or not self.alive(prior.time, request.time):
                 continue
             source = prior.stored if self.includes_output else prior.tokens
             shared = common_prefix(source, request.tokens)

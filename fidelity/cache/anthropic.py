@@ -2,40 +2,21 @@
 
 from __future__ import annotations
 
+from . import minimums
 from ._breakpoints import BreakpointCache
 
 __all__ = ["ANTHROPIC_MINIMUMS", "anthropic_minimum", "AnthropicCache"]
 
-#: Minimum cacheable prompt length per model, from the table "Cache
-#: limitations" in https://platform.claude.com/docs/en/build-with-claude/prompt-caching
-#: (also quoted at https://docs.orq.ai/docs/proxy/prompt-caching): 4096 for
-#: Claude Opus 4.6 / 4.5 and Haiku 4.5; 2048 for Sonnet 4.6 and Haiku 3.5 / 3;
-#: 1024 for Sonnet 4.5 / 4, Opus 4.1 / 4 and Sonnet 3.7. Opus 4.7: 2048
-#: according to https://dev.to/creeta/claudes-prompt-cache-fails-silently-below-1024-tokens-1ch1
-#: (secondary source, not verified on Anthropic's page). First match wins.
-ANTHROPIC_MINIMUMS: tuple[tuple[str, int], ...] = (
-    ("claude-opus-4-7", 2048),
-    ("claude-opus-4-6", 4096),
-    ("claude-opus-4-5", 4096),
-    ("claude-haiku-4-5", 4096),
-    ("claude-sonnet-4-6", 2048),
-    ("claude-3-5-haiku", 2048),
-    ("claude-3-haiku", 2048),
-    ("claude-haiku-3", 2048),
-    ("claude-sonnet-4-5", 1024),
-    ("claude-sonnet-4", 1024),
-    ("claude-opus-4-1", 1024),
-    ("claude-opus-4", 1024),
-    ("claude-3-7-sonnet", 1024),
-)
+#: Minimum cacheable prompt length per model: the latest figures of the dated
+#: table ``fidelity/data/cache_minimums.json`` (see :mod:`fidelity.cache.minimums`,
+#: which keeps each figure's source and date).
+ANTHROPIC_MINIMUMS: tuple[tuple[str, int], ...] = tuple(dict.fromkeys(
+    (r.model, minimums.minimum("anthropic", r.model)) for r in minimums.rows() if r.provider == "anthropic"))
 
 
 def anthropic_minimum(model: str | None, default: int = 1024) -> int:
-    key = (model or "").lower().rsplit("/", 1)[-1]
-    for prefix, minimum in ANTHROPIC_MINIMUMS:
-        if key.startswith(prefix):
-            return minimum
-    return default
+    """The model's minimum from the dated table (latest figure)."""
+    return minimums.minimum("anthropic", model, default)
 
 
 class AnthropicCache(BreakpointCache):
@@ -52,7 +33,7 @@ class AnthropicCache(BreakpointCache):
       there and, failing that, the prefixes ending at up to 20 blocks before
       it ("lookback"); the longest stored match is read.
     * A prefix shorter than the model's minimum (1024 / 2048 / 4096 tokens,
-      ``ANTHROPIC_MINIMUMS``) is not cached.
+      the dated table in ``fidelity/data/cache_minimums.json``) is not cached.
     * Entries live 5 minutes, refreshed at each use; ``"ttl": "1h"`` keeps
       them an hour.
     * Prices relative to base input: write 1.25x (5-minute entry) or 2x

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from ._base import CacheModel, CacheOutcome, PromptTokens, common_prefix
+from ._base import CacheModel
 
 __all__ = ["DEEPSEEK_UNIT", "DeepSeekCache"]
 
@@ -62,17 +60,10 @@ class DeepSeekCache(CacheModel):
     read_multiplier = 0.1
     write_multiplier = 1.0
 
+    # predict: CacheModel.predict (includes_output: earlier prompts are read
+    # with their replies; what a request stores is its whole units)
+
     def reusable(self, common_prefix: int, prompt_len: int) -> int:
         """Whole units of the shared prefix (no request-boundary units)."""
         usable = min(common_prefix, prompt_len)
         return usable // self.unit * self.unit
-
-    def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        n = len(request.tokens)
-        best = 0
-        for prior in earlier:
-            if not self.alive(prior.time, request.time) or prior.time > request.time:
-                continue
-            best = max(best, self.reusable(common_prefix(prior.stored, request.tokens), n))
-        stored_units = self.reusable(n, n)
-        return CacheOutcome(cached=best, written=max(0, stored_units - best), uncached=n - best)

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
+from . import minimums
 from ._base import CacheModel
 
 __all__ = ["GEMINI_MINIMUMS", "gemini_minimum", "GeminiImplicitCache"]
 
-#: Minimum input tokens for implicit caching per model family, from the table
-#: in https://ai.google.dev/gemini-api/docs/caching ("Implicit caching"):
-#: Gemini 3 Flash 1024, Gemini 3 Pro 4096, Gemini 2.5 Flash 1024, Gemini 2.5 Pro 4096.
-GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = (
-    ("gemini-3-pro", 4096),
-    ("gemini-3.1-pro", 4096),
-    ("gemini-3-flash", 1024),
-    ("gemini-2.5-pro", 4096),
-    ("gemini-2.5-flash", 1024),
-)
+#: Minimum input tokens for implicit caching per model: the latest figures of
+#: the dated table ``fidelity/data/cache_minimums.json`` (the May 2026 page said
+#: 4,096 for Gemini 2.5 Pro, the October 2026 page says 2,048; see
+#: :mod:`fidelity.cache.minimums`).
+GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = tuple(dict.fromkeys(
+    (r.model, minimums.minimum("gemini", r.model)) for r in minimums.rows() if r.provider == "gemini"))
 
 
 def gemini_minimum(model: str | None, default: int = 1024) -> int:
-    key = (model or "").lower().rsplit("/", 1)[-1]
-    for prefix, minimum in GEMINI_MINIMUMS:
-        if key.startswith(prefix):
-            return minimum
-    return default
+    """The model's minimum from the dated table (latest figure)."""
+    return minimums.minimum("gemini", model, default)
 
 
 class GeminiImplicitCache(CacheModel):
@@ -31,8 +25,9 @@ class GeminiImplicitCache(CacheModel):
 
     Rules (https://ai.google.dev/gemini-api/docs/caching, "Implicit
     caching"): automatic, prefix based ("put large and common contents at
-    the beginning of your prompt"); a per-model minimum input (1024 tokens
-    for Flash, 4096 for Pro, see ``GEMINI_MINIMUMS``); hits are not
+    the beginning of your prompt"); a per-model minimum input (the dated
+    table ``fidelity/data/cache_minimums.json``: 2,048 for Gemini 2.5 on the
+    October 2026 page, 4,096 for newer models); hits are not
     guaranteed and no step size or lifetime is documented, so the model
     serves the whole common prefix when it reaches the minimum and assumes a
     5-minute lifetime (``ttl``, an assumption: the page only says to "send

@@ -39,6 +39,7 @@ __all__ = [
     "is_secret_header",
     "is_secret_param",
     "ensure_clean",
+    "is_placeholder",
 ]
 
 #: what a redacted value becomes (ASCII, no quote or backslash, so it can
@@ -166,12 +167,17 @@ class Redactor:
 
     # -- secrets ----------------------------------------------------------
     def learn(self, value: str | None) -> None:
-        """Remember a secret value (and its bearer-less form) for scrubbing."""
+        """Remember a secret value (and its bearer-less form) for scrubbing.
+        A value a recorder already scrubbed (:func:`is_placeholder`:
+        ``REDACTED``, ``[REDACTED]``, ``***``, ``<redacted>``...) is safe and
+        is not learned."""
         if not value:
             return
         value = value.strip()
         stripped = _BEARER.sub("", value).strip()
         for candidate in {value, stripped}:
+            if is_placeholder(candidate):
+                continue
             if len(candidate) >= MIN_SECRET_LENGTH:
                 self._secrets.add(candidate)
                 enc = quote(candidate, safe="")
@@ -181,7 +187,7 @@ class Redactor:
         for piece in value.split(";"):
             if "=" in piece:
                 v = piece.split("=", 1)[1].strip()
-                if len(v) >= MIN_SECRET_LENGTH:
+                if len(v) >= MIN_SECRET_LENGTH and not is_placeholder(v):
                     self._secrets.add(v)
 
     @property
@@ -299,6 +305,26 @@ class Redactor:
             if s.encode("utf-8", "surrogatepass") in data:
                 found.append(f"{s[:2]}… ({len(s)} chars)")
         return found
+
+
+_PLACEHOLDER_WORDS = re.compile(r"redacted|filtered|removed|hidden|masked|scrubbed|placeholder|dummy|fake|x{4,}", re.I)
+
+
+def is_placeholder(value: str) -> bool:
+    """True for a value that a recorder already replaced: ``REDACTED``,
+    ``[REDACTED]``, ``***``, ``<redacted>``, ``Bearer REDACTED``,
+    ``sk-***``, ``<FILTERED>``... (what remains once the placeholder words,
+    asterisks, brackets and separators are removed is at most a short
+    prefix such as ``sk``). Such a value is no secret: scrubbing or refusing
+    it would only break the import."""
+    text = _BEARER.sub("", value.strip())
+    if not text:
+        return False
+    rest, n_words = _PLACEHOLDER_WORDS.subn("", text)
+    rest = re.sub(r"[\s*\[\]<>{}()_.:=\-\"'#]+", "", rest)
+    if n_words == 0 and "*" not in text:
+        return False
+    return len(rest) <= 8
 
 
 def ensure_clean(data: bytes, redactor: Redactor, *, what: str = "output") -> bytes:

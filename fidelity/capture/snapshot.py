@@ -34,6 +34,12 @@ Metadata members, in this order:
 ``redacted``        what redaction removed: names and pointers, never values
 ``notes``           human-readable caveats (importers explain lossy sources)
 ``source``          where it came from (``capture``, ``har:FILE#/log/entries/3``)
+``time``            (optional) request time, ISO 8601 UTC (``2026-11-30T12:00:00.123Z``);
+                    ``null`` when the source does not say
+``usage``           (optional) what the response reported: ``{"prompt", "cache_read",
+                    "cache_write", "output", "source": "json" | "sse"}``
+                    (:func:`fidelity.capture.usage.from_response`); ``null`` when
+                    the response reported none
 ``parent``          (optional) file name of the request this one forked from;
                     ``null`` marks a root that pairs with nothing
 ==================  ===========================================================
@@ -99,6 +105,9 @@ class Snapshot:
     #: file name of the parent request; ``_UNSET`` (absent) means "the
     #: previous request", ``None`` a root that pairs with nothing
     parent: Any = field(default=_UNSET)
+    #: request time (ISO 8601 UTC) and reported usage; ``_UNSET``: not written
+    time: Any = field(default=_UNSET)
+    usage: Any = field(default=_UNSET)
 
     def metadata(self) -> dict[str, Any]:
         """The header line's members, in the documented order."""
@@ -118,6 +127,10 @@ class Snapshot:
             "notes": list(self.notes),
             "source": self.source,
         }
+        if self.time is not _UNSET:
+            meta["time"] = self.time
+        if self.usage is not _UNSET:
+            meta["usage"] = self.usage
         if self.parent is not _UNSET:
             meta["parent"] = self.parent
         return meta
@@ -182,6 +195,10 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
     if parent is not None and not isinstance(parent, (str, int)) or isinstance(parent, bool):
         raise InputError("snapshot parent must be a file name, a seq number or null", path=path, line=1,
                          pointer="/parent")
+    if meta.get("time") is not None and not isinstance(meta["time"], str):
+        raise InputError("snapshot time must be an ISO 8601 string or null", path=path, line=1, pointer="/time")
+    if meta.get("usage") is not None and not isinstance(meta["usage"], dict):
+        raise InputError("snapshot usage must be an object or null", path=path, line=1, pointer="/usage")
     digest = meta.get("body_sha256")
     if isinstance(digest, str) and digest != hashlib.sha256(body).hexdigest():
         raise InputError("snapshot body does not match its body_sha256 (edited after capture?)", path=path)
@@ -199,6 +216,8 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
         notes=tuple(str(x) for x in meta.get("notes") or ()),
         source=meta.get("source"),
         parent=meta["parent"] if "parent" in meta else _UNSET,
+        time=meta["time"] if "time" in meta else _UNSET,
+        usage=meta["usage"] if "usage" in meta else _UNSET,
     )
 
 
@@ -421,13 +440,21 @@ def header_matters(name: str) -> bool:
 
 
 def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None]:
-    """``(provider, family, model)`` of a request, from its URL and body:
-    ``provider`` is the wire dialect name (``openai-chat``), ``family`` the
-    cache/price family (``openai``).
+    """``(provider, family, model)`` of a request (see :func:`_detect`)."""
+    return _detect(url, body)[:3]
 
-    The URL's host decides where it is known (a DeepSeek body looks like an
-    OpenAI one); otherwise the registered wire dialects inspect the body.
-    Gemini puts the model in the URL path (``models/<model>:generateContent``).
+
+def _detect(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(provider, family, model, conflict)`` of a request, from its URL and
+    body: ``provider`` is the wire dialect name (``openai-chat``), ``family``
+    the cache/price family (``openai``), ``conflict`` what the evidence
+    disagreed on (``None`` when it agreed).
+
+    The evidence is weighed by :func:`fidelity.wire.evidence.detect_request`:
+    the URL first (a DeepSeek body looks like an OpenAI one), then the body;
+    Anthropic-only marks are never read as an OpenAI-family dialect. The
+    model comes from the body, else the URL (Gemini ``models/<model>:``,
+    Azure deployments, Bedrock and Vertex AI model ids).
     """
     obj: Any = None
     if body.lstrip()[:1] == b"{":
@@ -436,24 +463,19 @@ def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str 
         except orjson.JSONDecodeError:
             obj = None
     model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
-    dialect = family = None
-    if url:
-        parts = urlsplit(url)
-        m = re.search(r"/models/([^/:]+)", unquote(parts.path))
-        if m and model is None:
-            model = m.group(1)
-        endpoint = providers.from_url(url)
-        if endpoint is not None:
-            dialect, family = endpoint.dialect, endpoint.provider
-    if dialect is None and isinstance(obj, dict):
-        try:
-            from .. import wire
+    if model is None and url:
+        m = re.search(r"/models/([^/:]+)", unquote(urlsplit(url).path))
+        model = m.group(1) if m else None
+    from ..wire.evidence import detect_request
 
-            found = wire.detect(obj)
-            dialect, family = found.name, found.provider
-        except Exception:  # no dialect recognises it (or none written yet)
-            pass
-    return dialect, family, model
+    try:
+        found = detect_request(obj, url=url)
+    except InputError:  # nothing identifies it
+        endpoint = providers.from_url(url) if url else None
+        if endpoint is None:
+            return None, None, model, None
+        return endpoint.dialect, endpoint.provider, model or endpoint.model, None
+    return found.dialect, found.family, found.model or model, found.conflict
 
 
 def from_request(
@@ -468,15 +490,19 @@ def from_request(
     redactor: Any = None,
     seq: int = 1,
     parent: Any = _UNSET,
+    time: Any = _UNSET,
+    usage: Any = _UNSET,
 ) -> Snapshot:
     """Build a redacted :class:`Snapshot` from a raw request. Redaction runs
     here, before anything can be written (see :mod:`fidelity.redact`)."""
     from .redact import Redactor, redact_all
 
     r = redactor if redactor is not None else Redactor()
-    provider, family, model = describe(url, body)
+    provider, family, model, conflict = _detect(url, body)
     safe_url, safe_headers, safe_body, red = redact_all(url, headers, body, r, keep=header_matters)
     notes = list(notes)
+    if conflict:
+        notes.append(f"detection: {conflict}")
     if safe_body != body:
         body_exact = False
         notes.append("credentials were redacted inside the body; those bytes differ from what was sent")
@@ -494,6 +520,8 @@ def from_request(
         notes=tuple(notes),
         source=source,
         parent=parent,
+        time=time,
+        usage=usage,
     )
 
 

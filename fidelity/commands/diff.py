@@ -10,12 +10,12 @@ from typing import Any, Iterator
 
 import orjson
 from rich.console import Console, Group
-from rich.table import Table
 from rich.text import Text
 
 from .. import pricing
 from ..capture import snapshot
-from ..diff import DiffResult, compare
+from ..diff import DiffResult, views
+from ..diff.folder import Skipped, compare_pair, summary
 from ..errors import InputError
 
 __all__ = ["HELP", "add_arguments", "run", "render"]
@@ -27,8 +27,10 @@ HELP = ("Compare a parent and a child request body (JSON files or request snapsh
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("parent", help="parent body or snapshot file; or a snapshot folder (then omit CHILD)")
     parser.add_argument("child", nargs="?", help="child body or snapshot file")
-    parser.add_argument("--provider", help="wire dialect (default: detected from the body)")
-    parser.add_argument("--model", help="model for tokenizer and prices (default: from the body)")
+    parser.add_argument("--provider", help="wire dialect (default: detected from the URL, snapshot metadata, "
+                        "then the body)")
+    parser.add_argument("--model", help="model for tokenizer and prices (default: from the body, else the "
+                        "snapshot metadata, else the URL)")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
     parser.add_argument("--endpoint", metavar="URL",
@@ -39,44 +41,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
+    folder = args.child is None
+    skipped: list[Skipped] = []
+    notes: list[str] = []
+
     # One pair at a time: a folder of thousands of snapshots is streamed
     # (bodies are read, compared and dropped; only the small results stay).
-    pairs: list[dict[str, Any]] = []  # for a folder: which request each child is compared with, and why
+    pairs: list[dict[str, Any]] = []  # for a folder: which request each compared child is paired with, and why
 
-    def results_of() -> Iterator[DiffResult]:
-        for p_name, p_body, c_name, c_body, p_meta_provider, endpoint, how in _pairs(args):
-            pairs.append({"parent": p_name, "child": c_name, "how": how})
-            yield compare(p_body, c_body, dialect=args.provider or p_meta_provider, model=args.model,
-                          prices=prices, parent_path=p_name, child_path=c_name,
-                          endpoint=args.endpoint or endpoint)
+    # In a folder, a pair that cannot be compared (an embeddings call, an
+    # unsupported API) is counted and skipped, never fatal.
+    def results() -> Iterator[DiffResult]:
+        for parent, child, how in _pairs(args):
+            res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,
+                               lenient=folder, notes=notes, endpoint=args.endpoint)
+            # where URL, metadata and body disagreed: which dialect was chosen and why
+            for note in dict.fromkeys(notes):
+                print(f"fidelity diff: note: {note}", file=sys.stderr)
+            notes.clear()
+            if isinstance(res, Skipped):
+                skipped.append(res)
+            else:
+                pairs.append({"parent": str(parent.path), "child": str(child.path), "how": how})
+                yield res
 
-    results = results_of()
     if args.json:
-        payload: Any = [r.to_json() for r in _progress(results, args)]
+        payload: Any = [r.to_json() for r in _progress(results(), args)]
         if args.child:
             payload = payload[0]
         else:
             payload = [{**r, "pair": pair} for r, pair in zip(payload, pairs)]
+        _check_any(payload, skipped, args)
         try:
             data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
         except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing
             data = json.dumps(payload, indent=2, ensure_ascii=True).encode("ascii")
         sys.stdout.buffer.write(data + b"\n")
+        note = summary(skipped)
+        if note:
+            print(f"fidelity diff: {note}", file=sys.stderr)
         return 0
     console = Console(file=_Escaping(sys.stdout))
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
         console = Console(file=_Escaping(sys.stdout), width=200)
-    for result in _progress(results, args):
+    shown = 0
+    for result in _progress(results(), args):
         if args.child is None:
             pair = pairs[-1]
             console.print(Text(f"{Path(pair['child']).name} {_HOW[pair['how']]} {Path(pair['parent']).name}",
                                style="bold"))
         console.print(render(result))
+        shown += 1
+    _check_any([None] * shown, skipped, args)
+    note = summary(skipped)
+    if note:
+        console.print(note, markup=False, highlight=False)
     return 0
 
 
 _HOW = {"reads": "reads from (simulated cache)", "nearest": "reads nothing; longest shared prefix with",
         "parent": "reads nothing; fork parent", "previous": "reads nothing; previous request"}
+
+
+def _check_any(compared: Any, skipped: list[Skipped], args: argparse.Namespace) -> None:
+    """A folder where nothing could be compared is bad input (exit 2)."""
+    if not compared and skipped:
+        raise InputError(f"no pair could be compared; {summary(skipped)}", path=args.parent)
 
 
 class _Escaping:
@@ -109,7 +139,7 @@ def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterat
     yield from track(results, total=total, description="diffing pairs", console=err, transient=True)
 
 
-def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, str | None, str | None, str]]:
+def _pairs(args: argparse.Namespace) -> Iterator[tuple[snapshot.Loaded, snapshot.Loaded, str]]:
     parent = Path(args.parent)
     if args.child is None:
         if not parent.is_dir():
@@ -119,63 +149,15 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[str, bytes, str, bytes, s
         found = False
         for pair in pairs_by_cache(parent):
             found = True
-            p, c = pair.parent, pair.child
-            yield (str(p.path), p.body, str(c.path), c.body, _provider(p.meta) or _provider(c.meta),
-                   _url(p.meta), pair.how)
+            yield pair.parent, pair.child, pair.how
         if not found:
             raise InputError("no pair of requests in this folder", path=parent)
         return
     p_body, p_meta = snapshot.load_body(parent)
-    c_body, _ = snapshot.load_body(Path(args.child))
-    yield str(parent), p_body, str(args.child), c_body, _provider(p_meta), _url(p_meta), "given"
-
-
-def _url(meta: Any) -> str | None:
-    return getattr(meta, "url", None) if meta is not None else None
-
-
-def _provider(meta: Any) -> str | None:
-    return getattr(meta, "provider", None) if meta is not None else None
+    c_body, c_meta = snapshot.load_body(Path(args.child))
+    yield snapshot.Loaded(parent, p_body, p_meta), snapshot.Loaded(Path(args.child), c_body, c_meta), "given"
 
 
 def render(result: DiffResult) -> Group:
-    """A rich view of one comparison."""
-    j = result.to_json()
-    cause = result.cause
-    head = Text()
-    if cause.kind in ("identical", "appended_only"):
-        head.append("✔ prefix preserved", style="bold green")
-    elif result.cache.lost == 0:
-        head.append("✔ no cached token lost (the bodies diverge past what the cache can serve)", style="bold green")
-    else:
-        head.append("✘ prefix broken", style="bold red")
-    head.append(f"  {cause.kind}")
-    if cause.detail:
-        head.append(f": {cause.detail}", style="yellow")
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
-    view = j["cache_view"]
-    raw = j["raw"]
-    table.add_row("dialect", f"{result.dialect} ({result.provider}), model {result.model}")
-    table.add_row("raw bytes", "identical" if raw["identical"] else
-                  f"first divergent byte {raw['first_divergent_byte']} of {raw['parent_bytes']} / {raw['child_bytes']}")
-    if view["segment"]:
-        table.add_row("cache view", f"first divergent byte {view['first_divergent_byte']}, "
-                      f"segment {view['segment']['kind']}[{view['segment']['index']}], pointer {view['pointer']!r}")
-        table.add_row("parent", Text(view["parent_excerpt"] or ""))
-        table.add_row("child", Text(view["child_excerpt"] or ""))
-    else:
-        table.add_row("cache view", "identical")
-    t = result.tokens
-    table.add_row("tokens", f"common prefix {t.common_prefix:,} · parent {t.parent_prompt:,} · child "
-                  f"{t.child_prompt:,}  [{t.tokenizer}{', estimated' if t.estimated else ''}]")
-    c = result.cache
-    table.add_row("cache", f"predicted cached {c.predicted_cached:,} · lost {c.lost:,}  [{c.model}]")
-    if result.cost:
-        table.add_row("cost", f"${result.cost.usd_lost:.6f} lost per child request "
-                      f"(${result.cost.usd_lost * 1000:.4f} per 1,000)  "
-                      f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}]")
-    elif result.cost_note:
-        table.add_row("cost", result.cost_note)
-    return Group(head, table)
+    """A rich view of one comparison (:func:`fidelity.diff.views.console`)."""
+    return views.console(result)

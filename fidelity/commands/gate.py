@@ -21,14 +21,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE",
                         help="baseline JSON (default: [tool.fidelity.gate] baseline, else reports/baseline.json)")
     parser.add_argument("--update-baseline", action="store_true",
-                        help="write the current figures as the new baseline and exit 0")
+                        help="write the current figures as the new baseline and exit 0 (the way to drop a "
+                        "row on purpose: a baseline row that is missing or skipped now fails the gate)")
     parser.add_argument("--format", choices=("text", "github"), default=None,
                         help="text, or GitHub workflow commands (default: github when GITHUB_ACTIONS=true)")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--snapshots", metavar="DIR",
                         help="gate a snapshot folder: each child request diffed against its parent")
-    source.add_argument("--report", metavar="FILE", help="gate a saved `fidelity report --json` result")
+    source.add_argument("--report", metavar="FILE",
+                        help="gate a saved report: the fidelity-report.json that `fidelity report` writes "
+                        "(reports/fidelity-report.json by default)")
+    parser.add_argument("--model", help="with --snapshots: model for tokenizer and prices (default: from each "
+                        "body, else its snapshot metadata, else its URL)")
     parser.add_argument("--config", metavar="FILE", default="pyproject.toml",
                         help="pyproject.toml holding [tool.fidelity.gate] (default: ./pyproject.toml)")
     # Without --snapshots or --report the gate runs the report in-process.
@@ -37,8 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
     if args.snapshots:
+        from ..diff.folder import summary
+
         prices = pricing.load(args.prices) if args.prices else None
-        return gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd()), f"snapshots:{args.snapshots}"
+        skipped: list = []
+        rows = gate.rows_from_snapshots(args.snapshots, prices=prices, relative_to=Path.cwd(),
+                                        model=args.model, skipped_out=skipped)
+        note = summary(skipped)
+        if note:  # stderr: stdout carries the verdict (and GitHub workflow commands)
+            print(f"fidelity gate: {note}", file=sys.stderr)
+        return rows, f"snapshots:{args.snapshots}"
     if args.report:
         return gate.rows_from_report(load(args.report), path=args.report), f"report:{args.report}"
     return _run_report(args)
@@ -59,11 +72,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"fidelity gate: wrote baseline {baseline_path} ({len(rows)} row(s))")
         return 0
     baseline = gate.load_baseline(baseline_path)  # missing: InputError, exit 2
+    if not (args.snapshots or args.report):  # a narrowed report run expects only its own rows
+        baseline = gate.narrow_baseline(baseline, variants=args.variants, dialects=args.providers)
     result = gate.evaluate(rows, baseline, th)
     result.baseline_path = str(baseline_path)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     text = gate.format_github(result) if fmt == "github" else gate.format_text(result)
-    sys.stdout.write(text)
+    # a lone surrogate (from a "\ud800" escape in an input) is shown escaped, not a crash
+    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     if args.junit:
         atomic_write(args.junit, gate.junit_xml(result))
     return result.exit_code

@@ -27,7 +27,7 @@ from .. import cache as cache_models
 from .. import jsonio, pricing, tokens, wire
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
-from ..errors import InputError
+from ..errors import InputError, UnknownName
 from .locate import pointer_at
 from ..model import Request
 from ..wire import Segment
@@ -47,7 +47,7 @@ __all__ = [
     "shared_tokens",
 ]
 
-SCHEMA = "fidelity.diff/1"
+from .views import SCHEMA as SCHEMA  # the schema name lives with its view
 
 
 @dataclass(frozen=True)
@@ -109,58 +109,10 @@ class DiffResult:
     cost_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The stable, documented JSON schema (``fidelity.diff/1``)."""
-        view = self.view
-        cost: dict[str, Any] | None = None
-        if self.cost is not None:
-            cost = {
-                "usd_lost_per_request": round(self.cost.usd_lost, 8),
-                "usd_lost_per_1000": round(self.cost.usd_lost * 1000, 6),
-                "price_table": self.cost.price_table,
-                "as_of": self.cost.as_of,
-                "price_model": self.cost.price_model,
-                "source": self.cost.source,
-            }
-        return {
-            "schema": SCHEMA,
-            "dialect": self.dialect,
-            "provider": self.provider,
-            "model": self.model,
-            "raw": {
-                "identical": self.raw.identical,
-                "first_divergent_byte": self.raw.first_divergent_byte,
-                "parent_bytes": self.raw.parent_size,
-                "child_bytes": self.raw.child_size,
-            },
-            "cache_view": {
-                "identical": view.first_divergent_byte is None,
-                "first_divergent_byte": view.first_divergent_byte,
-                "segment": None if view.segment is None
-                else {"kind": view.segment[0], "index": view.segment[1]},
-                "pointer": view.pointer,
-                "parent_excerpt": view.parent_excerpt,
-                "child_excerpt": view.child_excerpt,
-                "parent_segments": view.parent_segments,
-                "child_segments": view.child_segments,
-            },
-            "cause": {"kind": self.cause.kind, "detail": self.cause.detail,
-                      "deepdiff": self.cause.summary},
-            "tokens": {
-                "tokenizer": self.tokens.tokenizer,
-                "estimated": self.tokens.estimated,
-                "common_prefix": self.tokens.common_prefix,
-                "parent_prompt": self.tokens.parent_prompt,
-                "child_prompt": self.tokens.child_prompt,
-            },
-            "cache": {
-                "model": self.cache.model,
-                "predicted_cached": self.cache.predicted_cached,
-                "written": self.cache.written,
-                "lost": self.cache.lost,
-            },
-            "cost": cost,
-            "cost_note": self.cost_note,
-        }
+        """The stable, documented JSON schema (``fidelity.diff/1``): :func:`fidelity.diff.views.to_json`."""
+        from .views import to_json
+
+        return to_json(self)
 
 
 def compare(
@@ -266,7 +218,7 @@ def _compare_views(
     c_len = sum(map(len, c_ids))
     figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
 
-    cm = cache_models.for_provider(d.provider)
+    cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
     # The provider keys its cache by the params segment (model, thinking...):
     # a parent under another key holds nothing this child can read.
     same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
@@ -288,7 +240,7 @@ def _compare_views(
     lost = max(0, ideal - outcome.cached)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
-    cost, note = _cost(prices, d.provider, model, lost)
+    cost, note = _cost(prices, d.provider, model, lost, c_len)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
 
 
@@ -354,8 +306,11 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
     at = _offset(c_segs if c_seg else p_segs, split) + inner
     seg = c_seg or p_seg
     assert seg is not None
-    p_at = _body_offset(parent, p_seg, inner) if p_seg else len(parent)
-    c_at = _body_offset(child, c_seg, inner) if c_seg else len(child)
+    # A side that ends before the split (the child appends, or drops the
+    # tail) shows where its cache view ends, not the end of its raw body
+    # (which may hold tools or params that come earlier in the cache view).
+    p_at = _body_offset(parent, p_seg, inner) if p_seg else _view_end(parent, p_segs[:split])
+    c_at = _body_offset(child, c_seg, inner) if c_seg else _view_end(child, c_segs[:split])
     body, body_at = (child, c_at) if c_seg else (parent, p_at)
     return ViewDiff(
         at,
@@ -365,6 +320,14 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
         excerpt(child, c_at),
         *counts,
     )
+
+
+def _view_end(body: bytes, segs: Sequence[Segment]) -> int:
+    """Where the last byte of a cache view's last segment ends in the body."""
+    for seg in reversed(segs):
+        if seg.data:
+            return _body_offset(body, seg, len(seg.data) - 1) + 1
+    return 0
 
 
 def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
@@ -438,11 +401,16 @@ def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
-          lost: int) -> tuple[CostFigures | None, str | None]:
+          lost: int, prompt_tokens: int) -> tuple[CostFigures | None, str | None]:
+    """What the lost tokens cost per child request (:func:`fidelity.pricing.lost_cost`,
+    at the peak rate where prices depend on the time of day); no figure and
+    a note when the price is unknown."""
     table = prices if prices is not None else pricing.load()
     try:
         price = table.lookup(provider, model)
-    except Exception as exc:  # UnknownName: the report still stands without a price
+    except UnknownName as exc:  # the report still stands without a price
         return None, f"no price: {exc}"
-    usd = lost * (price.input - price.cache_read) / 1_000_000
+    usd = pricing.lost_cost(price, lost, prompt_tokens=prompt_tokens)
+    if usd is None:
+        return None, f"cost unknown: {table.name} gives {price.model} no cache-read price"
     return CostFigures(usd, table.name, table.as_of, price.model, price.source), None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..jsonbytes import iter_elements, iter_members, skip_value, skip_ws, escape_token
 
-__all__ = ["pointer_at", "member_at"]
+__all__ = ["pointer_at"]
 
 
 def pointer_at(body: bytes, offset: int) -> str:
@@ -52,12 +52,3 @@ def pointer_at(body: bytes, offset: int) -> str:
     return path
 
 
-def member_at(body: bytes, offset: int) -> str | None:
-    """The top-level key whose ``"key":value`` member contains ``offset``."""
-    start = skip_ws(body, 0)
-    if body[start : start + 1] != b"{":
-        return None
-    for member in iter_members(body, start):
-        if member.start <= offset < member.end:
-            return member.key
-    return None

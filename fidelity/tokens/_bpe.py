@@ -148,10 +148,6 @@ class TiktokenTokenizer(Tokenizer):
             return self.encoding.encode(text, allowed_special="all", disallowed_special=())
         return self.encoding.encode_ordinary(text)
 
-    def token_bytes(self, token: int) -> bytes:
-        return self.encoding.decode_single_token_bytes(token)
-
-
 class HFTokenizer(Tokenizer):
     """A tokenizer read from a Hugging Face ``tokenizer.json`` and run by the
     ``tokenizers`` library (Rust). Used for DeepSeek, whose package ships

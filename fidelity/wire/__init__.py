@@ -109,9 +109,12 @@ def detect(obj: Any, *, path: str | None = None) -> Dialect:
             + ", ".join(names()) + ")",
             path=path,
         )
-    # Several OpenAI-compatible dialects can accept one body: the most
-    # specific (highest ``priority``) wins, e.g. deepseek over openai-chat.
-    hits.sort(key=lambda d: getattr(d, "priority", 0), reverse=True)
+    # A body with Anthropic-only marks is never given to an OpenAI-family
+    # dialect (DashScope also takes cache_control blocks, DeepSeek a top-level
+    # thinking). Otherwise several OpenAI-compatible dialects can accept one
+    # body: the most specific (highest ``priority``) wins, e.g. deepseek over
+    # openai-chat.
+    hits.sort(key=lambda d: (d.name == "anthropic-messages", getattr(d, "priority", 0)), reverse=True)
     return hits[0]
 
 

@@ -44,7 +44,6 @@ __all__ = [
     "same_json",
     "require_object",
     "require_list",
-    "require_str",
     "render_tool",
     "parse_tool",
     "result_content",
@@ -114,12 +113,6 @@ def require_list(obj: Any, where: str, path: str | None = None) -> list[Any]:
     return obj
 
 
-def require_str(obj: Any, where: str, path: str | None = None) -> str:
-    if not isinstance(obj, str):
-        raise InputError(f"expected a string, got {type(obj).__name__}", path=path, pointer=where)
-    return obj
-
-
 # ---------------------------------------------------------------- tools
 
 
@@ -169,6 +162,9 @@ def result_content(content: Any, render: Any) -> Any:
         return content
     if isinstance(content, Mapping):
         return dumps_compact(content).decode("utf-8")
+    if not isinstance(content, (list, tuple)):
+        raise InputError(f"a tool result with {type(content).__name__} content cannot be written here: "
+                         "the API requires text or a list of parts")
     return [render(p) for p in content]
 
 

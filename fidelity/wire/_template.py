@@ -126,8 +126,10 @@ def chatml_texts(body: dict[str, Any]) -> Texts:
             out[("message", i)] = head + "\n<tool_response>\n" + _content_text(m.get("content")) + "\n</tool_response>" + tail
         elif role == "assistant":
             text = "<|im_start|>assistant\n" + _content_text(m.get("content"))
-            for call in m.get("tool_calls") or ():
+            calls = m.get("tool_calls")
+            for call in calls if isinstance(calls, list) else ():
                 fn = call.get("function", {}) if isinstance(call, dict) else {}
+                fn = fn if isinstance(fn, dict) else {}
                 args = fn.get("arguments", "")
                 try:
                     args_text = _tojson(json.loads(args)) if isinstance(args, str) else _tojson(args)

@@ -101,6 +101,7 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
+from .layout import attach, write_request
 from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
@@ -369,11 +370,15 @@ def _parse_system(value: Any) -> tuple[SystemBlock, ...]:
     return tuple(blocks)
 
 
-def parse_body(obj: Any, path: str | None = None) -> Request:
-    """The canonical request for an already parsed body."""
+def parse_body(obj: Any, path: str | None = None, *, model: str = "") -> Request:
+    """The canonical request for an already parsed body. A body without
+    ``model`` (Claude on Bedrock or Vertex AI: ``anthropic_version`` in the
+    body, the model in the URL) takes ``model``, which the caller read from
+    the URL."""
     try:
         body = _obj(obj, "")
-        model = _str(body.get("model"), "/model")
+        if "model" in body or "anthropic_version" not in body:
+            model = _str(body.get("model"), "/model")
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise InputError("expected a \"messages\" array", pointer="/messages")
@@ -475,10 +480,13 @@ class AnthropicMessages:
 
     def render(self, request: Request) -> bytes:
         """Byte-identical to ``anthropic.Anthropic().messages.create(...)``."""
-        return dumps_compact(render_body(request))
+        return write_request(request, render_body(request), self.name)
 
-    def parse(self, body: bytes) -> Request:
-        return parse_body(loads(body))
+    def parse(self, body: bytes, *, model: str = "") -> Request:
+        """The request, remembering how ``body`` was written (:mod:`.layout`);
+        ``model`` for a body that leaves it to the URL (Bedrock, Vertex AI)."""
+        obj = loads(body)
+        return attach(parse_body(obj, model=model), body, obj, self.name, url_keys=("model",))
 
     #: the cache view depends on where the body goes (see :func:`billing_block_keyed`)
     endpoint_aware: bool = True
@@ -511,17 +519,22 @@ class AnthropicMessages:
         Anthropic bodies carry -- the SDK's leading ``max_tokens, messages,
         model`` key order, a top-level ``system``, an ``input_schema`` tool,
         or a typed Anthropic content block."""
-        if not (isinstance(obj, dict) and isinstance(obj.get("model"), str) and isinstance(obj.get("messages"), list)):
+        if not (isinstance(obj, dict) and isinstance(obj.get("messages"), list)):
+            return False
+        if "anthropic_version" in obj:  # Bedrock / Vertex AI: the model is in the URL
+            return True
+        if not isinstance(obj.get("model"), str):
             return False
         if list(obj)[:3] == ["max_tokens", "messages", "model"] or "system" in obj:
             return True
         tools = obj.get("tools")
         if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
             return True
-        marks = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+        marks = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "image", "server_tool_use",
+                 "web_search_tool_result"}
         for m in obj["messages"]:
             content = m.get("content") if isinstance(m, dict) else None
-            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in marks for b in content):
+            if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in marks for b in content):
                 return True
         return False
 

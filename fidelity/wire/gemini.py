@@ -103,6 +103,7 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
+from .layout import attach, write_request
 from ._gemini_schema import dump_schema, enum_upper
 from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
 
@@ -278,15 +279,19 @@ def _render_tool_config(value: Any) -> Any:
     return out
 
 
-def render_body(request: Request) -> dict[str, Any]:
-    """The body as a plain ordered dict, before serialisation."""
+def render_body(request: Request, *, sdk: bool = True) -> dict[str, Any]:
+    """The body as a plain ordered dict, before serialisation. ``sdk``:
+    apply what google-genai does to a config (float temperatures, its
+    ``thinkingConfig`` key spelling, upper-case enums, schema dumping, an
+    empty ``generationConfig``); a REST client, or a parsed body, sends its
+    parameters as they are."""
     fields: dict[str, Any] = {}
     for key, value in request.params.items():
         if key == "contents":
             raise InputError("Request.params must not hold 'contents'; it is Request.messages")
-        if key == "generationConfig":
+        if key == "generationConfig" and sdk:
             value = _render_generation(value)
-        elif key == "toolConfig":
+        elif key == "toolConfig" and sdk:
             value = _render_tool_config(value)
         fields[key] = thaw(value)
     fields["contents"] = [_render_content(m) for m in request.messages]
@@ -294,7 +299,7 @@ def render_body(request: Request) -> dict[str, Any]:
         fields["systemInstruction"] = {"parts": [{"text": b.text} for b in request.system], "role": "user"}
     if request.tools and "tools" not in fields:
         fields["tools"] = [{"functionDeclarations": [_render_decl(t) for t in request.tools]}]
-    if "generationConfig" not in fields and any(k in fields for k in _CONFIG_KEYS):
+    if sdk and "generationConfig" not in fields and any(k in fields for k in _CONFIG_KEYS):
         fields["generationConfig"] = {}
     body = {k: fields[k] for k in TOP_KEYS if k in fields}
     body.update((k, v) for k, v in fields.items() if k not in body)
@@ -437,10 +442,14 @@ class Gemini:
 
     def render(self, request: Request) -> bytes:
         """Byte-identical to ``genai.Client().models.generate_content(...)``."""
-        return dumps_pyjson(render_body(request))
+        layout = request.layout
+        sdk = layout is None or getattr(layout, "name", None) == "google-genai"
+        return write_request(request, render_body(request, sdk=sdk), self.name)
 
     def parse(self, body: bytes, *, model: str = "") -> Request:
-        return parse_body(loads(body), model=model)
+        """The request, remembering how ``body`` was written (:mod:`.layout`)."""
+        obj = loads(body)
+        return attach(parse_body(obj, model=model), body, obj, self.name)
 
     def cache_view(self, body: bytes) -> list[Segment]:
         """params, system instruction parts, tools, contents."""

@@ -42,6 +42,7 @@ from typing import Any, Callable
 from ..errors import InputError
 from ..model import Message, Reasoning, Request, Route, Text, ToolCall, ToolResult, freeze
 from . import Segment, register
+from .layout import attach, write_request
 from ..jsonbytes import dumps_compact, loads
 from ._openai_common import (
     CHAT_KEYS,
@@ -117,7 +118,10 @@ def parse_message(obj: Any, where: str) -> Message:
         if isinstance(rc, str):
             parts.append(Reasoning(rc))
         parts.extend(parse_content(obj.get("content"), where + "/content"))
-        for i, call in enumerate(obj.get("tool_calls") or ()):
+        calls = obj.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise InputError(f"\"tool_calls\" must be an array, got {type(calls).__name__}", pointer=where + "/tool_calls")
+        for i, call in enumerate(calls or ()):
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                 parts.append(ToolCall(id=str(call.get("id", "")), name=str(fn.get("name", "")),
@@ -126,6 +130,13 @@ def parse_message(obj: Any, where: str) -> Message:
     elif role == "tool":
         known = _TOOL_KEYS
         content = obj.get("content")
+        if not isinstance(content, (str, list)):
+            # The API requires it: ChatCompletionToolMessageParam has a required
+            # ``content``, a string or an array of text parts
+            # (https://platform.openai.com/docs/api-reference/chat/create).
+            what = "no \"content\"" if "content" not in obj else f"a {type(content).__name__} \"content\""
+            raise InputError(f"tool message has {what}; the API requires a string or an array of text parts",
+                             pointer=where)
         if isinstance(content, list):
             content = tuple(p for p in (parse_part(c, where) for c in content) if p is not None)
         parts.append(ToolResult(call_id=str(obj.get("tool_call_id", "")), content=content))
@@ -194,13 +205,18 @@ class ChatDialect:
         return {"role": "system", "content": parts}
 
     def render(self, request: Request) -> bytes:
-        return dumps_compact(self.body(request))
+        """The body in the request's layout (parsed bytes or client profile), else the current SDK's."""
+        return write_request(request, self.body(request), self.name)
 
     # ------------------------------------------------------------ parse
 
-    def parse(self, body: bytes, *, path: str | None = None) -> Request:
+    def parse(self, body: bytes, *, path: str | None = None, model: str = "") -> Request:
+        """The request, remembering how ``body`` was written (:mod:`.layout`).
+        ``model``: for a body that leaves it to the URL (Azure OpenAI names
+        the deployment in the path)."""
         obj = require_object(loads(body, path=path), "", path)
-        model = obj.get("model")
+        if "model" in obj or not model:
+            model = obj.get("model")
         if not isinstance(model, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
         raw_messages = require_list(obj.get("messages"), "/messages", path)
@@ -213,7 +229,8 @@ class ChatDialect:
         except InputError as exc:
             raise exc.at(path) if path else exc
         params = {k: v for k, v in obj.items() if k not in ("model", "messages") and not (k == "tools" and tools)}
-        return Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params))
+        return attach(Request(route=Route(self.provider, model), tools=tools, messages=messages, params=freeze(params)),
+                      body, obj, self.name, url_keys=("model",))
 
     # ------------------------------------------------------------ cache view
 

@@ -38,6 +38,7 @@ from typing import Any
 from ..errors import InputError
 from ..model import EMPTY, Image, Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
+from .layout import attach, write_request
 from ..jsonbytes import dumps_compact, element_spans, loads, value_spans
 from ._openai_common import (
     RESPONSES_KEYS,
@@ -171,11 +172,15 @@ class ResponsesDialect:
         return sdk_ordered(fields, RESPONSES_KEYS)
 
     def render(self, request: Request) -> bytes:
-        return dumps_compact(self.body(request))
+        """The body in the request's layout (parsed bytes or client profile), else the current SDK's."""
+        return write_request(request, self.body(request), self.name)
 
-    def parse(self, body: bytes, *, path: str | None = None) -> Request:
+    def parse(self, body: bytes, *, path: str | None = None, model: str = "") -> Request:
+        """The request, remembering how ``body`` was written (:mod:`.layout`);
+        ``model`` for a body that leaves it to the URL (Azure deployments)."""
         obj = require_object(loads(body, path=path), "", path)
-        model = obj.get("model")
+        if "model" in obj or not model:
+            model = obj.get("model")
         if not isinstance(model, str):
             raise InputError("body has no string \"model\"", path=path, pointer="/model")
         items = obj.get("input")
@@ -190,7 +195,8 @@ class ResponsesDialect:
             tools = tuple(parse_tool(t, f"/tools/{i}") for i, t in enumerate(obj["tools"]))
         skip = {"model"} | ({"input"} if messages else set()) | ({"instructions"} if system else set()) | ({"tools"} if tools else set())
         params = {k: v for k, v in obj.items() if k not in skip}
-        return Request(Route(self.provider, model), system, tools, messages, freeze(params) if params else EMPTY)
+        return attach(Request(Route(self.provider, model), system, tools, messages, freeze(params) if params else EMPTY),
+                      body, obj, self.name, url_keys=("model",))
 
     def cache_view(self, body: bytes) -> list[Segment]:
         obj = require_object(loads(body), "")

@@ -7,10 +7,17 @@ the body, a HAR entry whose body size disagrees with its text...).
 
 ======================  ======================================================
 ``har``                 HAR 1.2 (browser devtools, mitmproxy ``savehar``)
-``cassette``            vcrpy cassettes (YAML or JSON serializer)
-``jsonl``               JSON-lines request logs (raw bodies or envelopes)
+``cassette``            vcrpy cassettes (YAML or JSON serializer; ``body`` or
+                        pydantic-ai's ``parsed_body``)
+``jsonl``               JSON-lines request logs (raw bodies, envelopes, and
+                        claude-trace ``{"request", "response"}`` lines)
 ``dsh``                 DeepSeek Harness session logs (rebuilt requests)
 ======================  ======================================================
+
+Any of them may be gzipped (``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``).
+Requests that are not model generation requests (embeddings, uploads,
+telemetry...) are skipped and counted by reason (:mod:`fidelity.capture.classify`);
+each snapshot keeps the usage its response reported (:mod:`fidelity.capture.usage`).
 
 ``python -m fidelity.importers SOURCE OUTDIR [--kind KIND]`` writes the
 snapshots into ``OUTDIR``; :func:`import_file` and :func:`write_imported`
@@ -25,7 +32,7 @@ from typing import Callable
 from ..._registry import Registry
 from ...errors import InputError, UnknownName
 from ...jsonio import read_bytes
-from ._base import Imported, write_imported
+from ._base import Imported, read_source, write_imported
 
 __all__ = ["Imported", "import_file", "write_imported", "KINDS", "guess_kind"]
 
@@ -41,11 +48,13 @@ def guess_kind(path: str | Path) -> str:
     """The importer for ``path``, from its name and first bytes."""
     p = Path(path)
     name = p.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
     if name.endswith(".har"):
         return "har"
     if name.endswith((".yaml", ".yml")):
         return "cassette"
-    head = read_bytes(p)[:4096].lstrip()
+    head = (read_source(p) if p.name.lower().endswith(".gz") else read_bytes(p))[:4096].lstrip()
     if name.endswith(".jsonl"):
         first = head.split(b"\n", 1)[0]
         if b'"parentSession"' in first or (b'"type":"session"' in first.replace(b" ", b"")):

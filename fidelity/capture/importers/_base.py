@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import json
 
+from ...errors import InputError
 from ...jsonio import atomic_write
 from ..redact import Redactor, ensure_clean
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 
-__all__ = ["Imported", "write_imported", "looks_like_model_request"]
+__all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time", "header",
+           "read_source"]
 
 
 @dataclass
@@ -25,6 +30,13 @@ class Imported:
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0
     redactor: Redactor = field(default_factory=Redactor)
+    #: why entries were skipped: reason -> count (:mod:`fidelity.capture.classify`)
+    reasons: Counter = field(default_factory=Counter)
+
+    def skip(self, reason: str) -> None:
+        """Count one entry that is not a model request, with its reason."""
+        self.skipped += 1
+        self.reasons[reason] += 1
 
     def add(
         self,
@@ -38,9 +50,13 @@ class Imported:
         body_exact: bool = True,
         parent: Any = None,
         has_parent: bool = False,
+        time: Any = None,
+        usage: Any = None,
     ) -> Snapshot:
-        """Redact and append one request; ``where`` locates it in the source."""
-        kwargs: dict[str, Any] = {}
+        """Redact and append one request; ``where`` locates it in the source.
+        ``time`` (ISO 8601 UTC) and ``usage`` (:mod:`fidelity.capture.usage`)
+        go into the snapshot metadata, ``null`` when unknown."""
+        kwargs: dict[str, Any] = {"time": time, "usage": usage}
         if has_parent:
             kwargs["parent"] = parent
         snap = from_request(
@@ -65,26 +81,134 @@ class Imported:
         if inexact:
             text += f", {inexact} without exact body bytes"
         if self.skipped:
-            text += f", {self.skipped} entr{'y' if self.skipped == 1 else 'ies'} skipped (not model requests)"
+            text += f", {self.skipped} entr{'y' if self.skipped == 1 else 'ies'} skipped"
+            unexplained = self.skipped - sum(self.reasons.values())
+            counts = sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+            if unexplained > 0:
+                counts.append(("not model requests", unexplained))
+            text += " (" + "; ".join(f"{reason}: {n}" for reason, n in counts) + ")"
         return text
 
 
 def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
     """Write the snapshots into ``folder`` (numbering continues after what is
-    there). Each file is checked for known secrets before it is written."""
+    there), all or nothing: every file is built and checked for known secrets
+    before the first is written, and a failed write removes the files this
+    call already wrote (each write itself is atomic)."""
     writer = SnapshotWriter(folder)
-    paths = []
+    planned: list[tuple[Path, bytes]] = []
     renames: dict[str, str] = {}
-    for snap in imported.snapshots:
-        snap = replace(snap, seq=writer.next_seq())
+    for original in imported.snapshots:
+        snap = replace(original, seq=writer.next_seq())
         if isinstance(snap.parent, str) and snap.parent in renames:
             snap = replace(snap, parent=renames[snap.parent])
-        renames[imported.snapshots[len(paths)].filename] = snap.filename
+        renames[original.filename] = snap.filename
         data = ensure_clean(dumps(snap), imported.redactor, what=f"snapshot {snap.filename}")
-        path = Path(folder) / snap.filename
-        atomic_write(path, data)
-        paths.append(path)
+        planned.append((Path(folder) / snap.filename, data))
+    paths: list[Path] = []
+    try:
+        for path, data in planned:
+            if path.exists():
+                raise InputError("a snapshot of this name already exists; refusing to overwrite", path=path)
+            atomic_write(path, data)
+            paths.append(path)
+    except BaseException:
+        for path in paths:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        raise
     return paths
+
+
+#: decompressed size limit of a ``.gz`` source (a gzip bomb stops here)
+MAX_SOURCE_BYTES = 1 << 31
+
+
+def read_source(path: str | Path) -> bytes:
+    """The bytes of a recording, gunzipped when it is a ``.gz`` file (or
+    starts with the gzip magic): ``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``."""
+    import zlib
+
+    from ...jsonio import read_bytes
+
+    data = read_bytes(path)
+    if str(path).lower().endswith(".gz") or data[:2] == b"\x1f\x8b":
+        try:
+            d = zlib.decompressobj(47)
+            out = d.decompress(data, MAX_SOURCE_BYTES)
+            if d.unconsumed_tail:
+                raise InputError(f"gzip file expands beyond {MAX_SOURCE_BYTES} bytes", path=path)
+            # concatenated gzip members (gzip -c a b > c.gz)
+            rest = d.unused_data
+            while rest[:2] == b"\x1f\x8b" and len(out) < MAX_SOURCE_BYTES:
+                d = zlib.decompressobj(47)
+                out += d.decompress(rest, MAX_SOURCE_BYTES - len(out))
+                rest = d.unused_data
+            if not d.eof:
+                raise InputError("gzip file is truncated", path=path)
+            return out
+        except zlib.error as exc:
+            raise InputError(f"not valid gzip data: {exc}", path=path) from None
+    return data
+
+
+def header(headers: Any, name: str) -> str | None:
+    """The first value of header ``name`` (any case) in a mapping of values or
+    lists, or a list of pairs; ``None`` when absent."""
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+    for k, v in items:
+        if str(k).lower() == name:
+            if isinstance(v, (list, tuple)):
+                v = v[0] if v else None
+            if v is None:
+                return None
+            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
+    return None
+
+
+def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, Any] | None:
+    """The usage a recorded response reported (:func:`fidelity.capture.usage.from_response`),
+    its body decoded from the recorded ``Content-Encoding`` first; ``None``
+    when it reported none or cannot be read."""
+    from ..usage import decode_body, from_response
+
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    if not isinstance(body, (bytes, bytearray)) or not body:
+        return None
+    try:
+        raw = decode_body(bytes(body), header(headers, "content-encoding"))
+    except InputError:  # a recorder that kept the decoded text beside the original header
+        raw = bytes(body)
+    return from_response(provider, header(headers, "content-type"), raw)
+
+
+def iso_time(value: Any) -> str | None:
+    """An ISO 8601 UTC time (``2026-11-30T12:00:00.123Z``) from an HTTP date,
+    an ISO string or epoch seconds / milliseconds; ``None`` when unknown."""
+    if value is None or isinstance(value, bool):
+        return None
+    dt: datetime | None = None
+    try:
+        if isinstance(value, (int, float)):
+            seconds = value / 1000 if value > 1e11 else value
+            dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
+        elif isinstance(value, str) and value.strip():
+            text = value.strip()
+            if text[:1].isdigit() and "T" in text or text[:4].isdigit() and "-" in text[:8]:
+                dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            else:
+                dt = parsedate_to_datetime(text)
+    except (ValueError, TypeError, OverflowError, OSError):
+        return None
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 _HINTS = (b'"messages"', b'"contents"', b'"input"', b'"prompt"', b'"system"')

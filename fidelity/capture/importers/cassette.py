@@ -11,26 +11,38 @@ so in its warnings and in each snapshot's ``notes`` / ``body_exact``:
 
 * vcrpy's ``filter_post_data_parameters`` re-serialises a JSON body with
   ``json.dumps`` defaults (``", "`` and ``": "`` separators) even when no key
-  matched (``vcr/filters.py``, ``replace_post_data_parameters``). The openai
-  and anthropic SDKs send compact JSON, so a body from them that is spaced
-  exactly as ``json.dumps`` writes it is not what they sent;
+  matched (``vcr/filters.py``, ``replace_post_data_parameters``). Current
+  openai and anthropic SDKs send compact JSON, so a body from them that is
+  spaced exactly as ``json.dumps`` writes it is not what they sent -- unless
+  a recorded ``Content-Length`` equals its length (openai 1.x over
+  httpx < 0.28 did send ``json.dumps`` spacing);
+* a request body sent with ``Content-Encoding`` gzip / deflate / br is
+  decoded; pydantic-ai's ``parsed_body`` (parsed JSON, keys sorted) is
+  serialised compactly and marked ``body_exact: false``;
 * a ``Content-Length`` header that disagrees with the stored body;
 * any ``before_record_request`` hook may have rewritten the body: the
   importer cannot see that, and says so once.
 
-YAML cassettes need PyYAML (``pip install pyyaml``, which vcrpy itself
-requires); JSON cassettes need nothing.
+YAML cassettes are read with PyYAML (a dependency, as for vcrpy itself).
+Nesting is refused past :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every
+JSON reader, with one message whatever PyYAML does with deep input: 6.0.3's
+libyaml loader builds it, 6.0.4's refuses it with a ``ScannerError``
+("exceeded maximum nesting depth"), and the pure-Python loader runs out of
+recursion.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...jsonio import loads, read_bytes
-from ._base import Imported, looks_like_model_request
+from ...jsonio import MAX_DEPTH, loads
+from ..classify import classify
+from ..usage import decode_body
+from ._base import Imported, iso_time, read_source, response_usage
 
 __all__ = ["read_cassette", "reserialised_by_vcrpy"]
 
@@ -38,7 +50,7 @@ _SDK_HINTS = ("openai/python", "anthropic/python", "x-stainless-lang")
 
 
 def _load(path: str | Path) -> Any:
-    data = read_bytes(path)
+    data = read_source(path)
     if data.lstrip()[:1] == b"{":
         return loads(data, path=path)
     try:
@@ -61,12 +73,35 @@ def _load(path: str | Path) -> Any:
                     seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    too_deep = InputError(f"YAML nested more than {MAX_DEPTH} levels deep", path=path)
     try:
-        return yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
+        doc = yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
     except yaml.YAMLError as exc:
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            raise too_deep from None
         raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
     except RecursionError:
-        raise InputError("YAML nested too deeply", path=path) from None
+        raise too_deep from None
+    if _deeper_than(doc, MAX_DEPTH):
+        raise too_deep
+    return doc
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when containers nest more than ``limit`` levels. Depth first
+    with an early exit, so that a recursive YAML alias (``&a [*a]``) ends as
+    too deep instead of looping."""
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in node if isinstance(child, (dict, list)))
+    return False
 
 
 def reserialised_by_vcrpy(body: bytes) -> bool:
@@ -96,32 +131,59 @@ def read_cassette(path: str | Path) -> Imported:
         req = inter.get("request") if isinstance(inter, dict) else None
         if not isinstance(req, dict):
             raise InputError("interaction has no request mapping", path=path, pointer=where)
-        raw = req.get("body")
-        if isinstance(raw, dict) and "string" in raw:  # the response-style shape
-            raw = raw["string"]
-        if raw is None or raw == "" or raw == b"":
-            out.skipped += 1
-            continue
-        if isinstance(raw, bytes):
-            body = raw
-        elif isinstance(raw, str):
-            body = raw.encode("utf-8", "surrogatepass")
-        else:
-            raise InputError(f"request body must be text or bytes, not {type(raw).__name__}", path=path, pointer=where + "/body")
-        if not looks_like_model_request(body):
-            out.skipped += 1
-            continue
+        uri = req.get("uri")
+        if not isinstance(uri, str):
+            raise InputError("request has no uri", path=path, pointer=where)
         headers = _headers(req.get("headers"), path, where)
-        notes: list[str] = []
         low = {k.lower(): v for k, v in headers}
+        notes: list[str] = []
+        parsed = "parsed_body" in req and req.get("body") in (None, "", b"")
+        raw = req.get("body")
+        if parsed:
+            # pydantic-ai's recorder stores the parsed JSON (its keys sorted), not the bytes
+            value = req["parsed_body"]
+            if not isinstance(value, (dict, list)):
+                out.skip("parsed_body that is not a JSON object")
+                continue
+            body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+            notes.append("the cassette stores parsed_body (the recorder's parsed JSON, keys re-ordered), "
+                         "not the bytes sent: the body is its compact serialisation")
+        else:
+            if isinstance(raw, dict) and "string" in raw:  # the response-style shape
+                raw = raw["string"]
+            if raw is None or raw == "" or raw == b"":
+                out.skip(classify(str(req.get("method") or "GET"), uri, low, b"").reason)
+                continue
+            if isinstance(raw, bytes):
+                body = raw
+            elif isinstance(raw, str):
+                body = raw.encode("utf-8", "surrogatepass")
+            else:
+                raise InputError(f"request body must be text or bytes, not {type(raw).__name__}", path=path,
+                                 pointer=where + "/body")
+        encoding = low.get("content-encoding")
+        if encoding and encoding.strip().lower() not in ("identity", ""):
+            try:
+                body = decode_body(body, encoding)
+            except InputError as exc:
+                out.skip(f"request body not readable ({exc.problem})")
+                continue
+            notes.append(f"the request body was sent with Content-Encoding {encoding}; the snapshot holds it decoded")
+        kind = classify(str(req.get("method") or "POST"), uri, low, body)
+        if not kind.generation:
+            out.skip(kind.reason)
+            continue
         length = low.get("content-length")
-        if length is not None and length.strip().isdigit() and int(length) != len(body):
+        if not parsed and not encoding and length is not None and length.strip().isdigit() and int(length) != len(body):
             notes.append(
                 f"Content-Length says {int(length)} bytes but the cassette body is {len(body)}: "
                 "the cassette does not hold the exact body bytes"
             )
         hints = " ".join(f"{k}:{v}" for k, v in low.items()).lower()
-        if reserialised_by_vcrpy(body):
+        # a recorded Content-Length equal to the spaced body's length proves
+        # the client sent it spaced (openai 1.x over httpx < 0.28 does)
+        length_ok = length is not None and length.strip().isdigit() and int(length) == len(body)
+        if not parsed and not length_ok and reserialised_by_vcrpy(body):
             if any(h in hints for h in _SDK_HINTS):
                 notes.append(
                     "the body is spaced as json.dumps writes it, but the SDK that sent it writes compact "
@@ -133,20 +195,38 @@ def read_cassette(path: str | Path) -> Imported:
                     f"{where}: the body is spaced as json.dumps writes it; if the client sent compact JSON, "
                     "vcrpy re-serialised it (filter_post_data_parameters) and the bytes are not exact"
                 )
-        uri = req.get("uri")
-        if not isinstance(uri, str):
-            raise InputError("request has no uri", path=path, pointer=where)
-        out.add(
+        response = inter.get("response") if isinstance(inter.get("response"), dict) else {}
+        r_headers = response.get("headers") if isinstance(response.get("headers"), dict) else {}
+        r_body = response.get("body")
+        if isinstance(r_body, dict):
+            r_body = r_body.get("string")
+        if not r_body and isinstance(response.get("parsed_body"), (dict, list)):
+            r_body = json.dumps(response["parsed_body"]).encode("utf-8", "surrogatepass")
+            r_headers = {k: v for k, v in r_headers.items() if str(k).lower() != "content-encoding"}
+        exact = not any(("not the bytes sent" in n or "not hold the exact" in n) for n in notes)
+        snap = out.add(
             method=str(req.get("method") or "POST"),
             url=uri,
             headers=headers,
             body=body,
             where=where,
             notes=notes,
-            body_exact=not notes,
+            body_exact=exact,
+            time=iso_time(_first(r_headers, "date")),
+            usage=None,
         )
-        out.warnings.extend(f"{where}: {n}" for n in notes)
+        if r_body:
+            usage = response_usage(snap.provider, r_headers, r_body)
+            out.snapshots[-1] = replace(snap, usage=usage)
+        out.warnings.extend(f"{where}: {n}" for n in notes if "Content-Encoding" not in n)
     return out
+
+
+def _first(headers: Any, name: str) -> Any:
+    for k, v in (headers or {}).items():
+        if str(k).lower() == name:
+            return v[0] if isinstance(v, list) and v else v
+    return None
 
 
 def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...jsonio import load
-from ._base import Imported, looks_like_model_request
+from ...jsonio import loads
+from ..classify import classify
+from ..usage import decode_body
+from ._base import Imported, iso_time, read_source, response_usage
 
 __all__ = ["read_har"]
 
@@ -31,7 +34,7 @@ __all__ = ["read_har"]
 def read_har(path: str | Path) -> Imported:
     """Every model request (a JSON body with ``messages``/``contents``/
     ``input``) of a HAR file, in entry order."""
-    doc = load(path)
+    doc = loads(read_source(path), path=path)
     log = doc.get("log") if isinstance(doc, dict) else None
     if not isinstance(log, dict) or not isinstance(log.get("entries"), list):
         raise InputError("not a HAR file (expected an object with log.entries)", path=path)
@@ -45,8 +48,10 @@ def read_har(path: str | Path) -> Imported:
         if not isinstance(request, dict):
             raise InputError("entry has no request object", path=path, pointer=where)
         post = request.get("postData")
+        url = request.get("url")
+        method = str(request.get("method") or "POST")
         if not isinstance(post, dict) or not isinstance(post.get("text"), str) or not post["text"]:
-            out.skipped += 1
+            out.skip(classify(method, url if isinstance(url, str) else None, {}, b"").reason)
             continue
         notes: list[str] = []
         exact = True
@@ -57,34 +62,66 @@ def read_har(path: str | Path) -> Imported:
                 raise InputError("postData.text is not valid base64", path=path, pointer=where + "/request/postData") from None
         else:
             body = post["text"].encode("utf-8", "surrogatepass")
-        if not looks_like_model_request(body):
-            out.skipped += 1
+        headers = _headers(request.get("headers"), path, where)
+        encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
+        if encoding and encoding.strip().lower() not in ("identity", ""):
+            try:
+                body = decode_body(body, encoding)
+            except InputError as exc:
+                out.skip(f"request body not readable ({exc.problem})")
+                continue
+            notes.append(f"the request body was sent with Content-Encoding {encoding}; the snapshot holds it decoded")
+        kind = classify(method, url if isinstance(url, str) else None, headers, body)
+        if not kind.generation:
+            out.skip(kind.reason)
             continue
         size = request.get("bodySize")
-        if isinstance(size, int) and size >= 0 and size != len(body):
+        if isinstance(size, int) and size >= 0 and size != len(body) and not encoding:
             exact = False
             notes.append(
                 f"HAR bodySize is {size} bytes but postData.text is {len(body)}: the recorder decoded or "
                 "re-encoded the body, so these are not the exact bytes sent"
             )
-        headers = _headers(request.get("headers"), path, where)
-        url = request.get("url")
         if not isinstance(url, str):
             raise InputError("request has no url", path=path, pointer=where + "/request")
-        out.add(
-            method=str(request.get("method") or "POST"),
+        snap = out.add(
+            method=method,
             url=url,
             headers=headers,
             body=body,
             where=where,
             notes=notes,
             body_exact=exact,
+            time=iso_time(entry.get("startedDateTime")),
+            usage=None,
         )
+        usage = _response_usage(snap.provider, entry.get("response"))
+        if usage is not None:
+            out.snapshots[-1] = replace(snap, usage=usage)
         if not exact:
             out.warnings.append(f"{where}: {notes[-1]}")
     if not out.snapshots:
         out.warnings.append("no model requests found (entries with a JSON body holding messages/contents/input)")
     return out
+
+
+def _response_usage(provider: str | None, response: Any) -> Any:
+    """Usage from ``response.content.text`` (base64 when ``encoding`` says so).
+    HAR keeps the decoded content, so its Content-Encoding header is not applied."""
+    if not isinstance(response, dict) or not isinstance(response.get("content"), dict):
+        return None
+    content = response["content"]
+    text = content.get("text")
+    if not isinstance(text, str) or not text:
+        return None
+    body = text.encode("utf-8", "surrogatepass")
+    if content.get("encoding") == "base64":
+        try:
+            body = base64.b64decode(text)
+        except (binascii.Error, ValueError):
+            return None
+    mime = content.get("mimeType")
+    return response_usage(provider, {"content-type": mime if isinstance(mime, str) else ""}, body)
 
 
 def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:

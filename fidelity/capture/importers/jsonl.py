@@ -14,24 +14,33 @@ Each non-blank line is one request, in one of two shapes:
   exact body text; an object ``body`` is the logger's serialisation, kept
   byte for byte as it appears in the line but marked ``body_exact: false``,
   since the logger, not the client, wrote those bytes.
+
+claude-trace logs (https://github.com/badlogic/lemmy, ``claude-trace``) are
+envelopes too: ``{"request": {"timestamp", "method", "url", "headers",
+"body"}, "response": {"status_code", "headers", "body" | "body_raw"},
+"logged_at"}``. The response's usage (a JSON ``body`` or the SSE text in
+``body_raw``) and the request time go into the snapshot metadata; so does a
+``response`` member of any other envelope. Lines that are not generation
+requests (token counting, telemetry...) are skipped and counted by reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...jsonio import read_bytes
 from ... import jsonbytes as _json
-from ._base import Imported, looks_like_model_request
+from ..classify import classify
+from ._base import Imported, iso_time, looks_like_model_request, read_source, response_usage
 
 __all__ = ["read_jsonl"]
 
 
 def read_jsonl(path: str | Path) -> Imported:
     """Every request line of a JSONL log, in line order."""
-    data = read_bytes(path)
+    data = read_source(path)
     if not data.strip():
         raise InputError("empty file, expected JSON lines", path=path)
     out = Imported(source=f"jsonl:{Path(path).name}")
@@ -48,7 +57,7 @@ def read_jsonl(path: str | Path) -> Imported:
         prefix = "/request" if envelope is not obj else ""
         if "body" not in envelope:
             if not looks_like_model_request(line):
-                out.skipped += 1
+                out.skip(classify("POST", None, {}, line).reason)
                 continue
             body, exact, notes = line.strip(), True, []
         else:
@@ -61,8 +70,11 @@ def read_jsonl(path: str | Path) -> Imported:
                 notes = ["the body was logged as a JSON object: these are the logger's bytes, not necessarily the client's"]
             else:
                 raise InputError("body must be a JSON object or a string", path=path, line=number)
-            if not looks_like_model_request(body):
-                out.skipped += 1
+            headers_probe = envelope.get("headers") if isinstance(envelope.get("headers"), dict) else {}
+            url_probe = envelope.get("url") if isinstance(envelope.get("url"), str) else None
+            kind = classify(str(envelope.get("method") or "POST"), url_probe, headers_probe, body)
+            if not kind.generation:
+                out.skip(kind.reason)
                 continue
         kwargs: dict[str, Any] = {}
         if "parent" in envelope:
@@ -78,8 +90,20 @@ def read_jsonl(path: str | Path) -> Imported:
             where=where,
             notes=notes,
             body_exact=exact,
+            time=iso_time(envelope.get("timestamp", obj.get("logged_at", obj.get("time")))),
+            usage=None,
             **kwargs,
         )
+        response = obj.get("response") if isinstance(obj.get("response"), dict) else None
+        if response is not None:
+            r_body = response.get("body_raw", response.get("body"))
+            if isinstance(r_body, (dict, list)):
+                r_body = _json.dumps_compact(r_body)
+            r_headers = response.get("headers") if isinstance(response.get("headers"), dict) else {}
+            usage = response_usage(snap.provider, r_headers, r_body)
+            if usage is not None:
+                snap = replace(snap, usage=usage)
+                out.snapshots[-1] = snap
         names_by_line[number] = snap.filename
     if any(not s.body_exact for s in out.snapshots):
         out.warnings.append("some bodies were logged as JSON objects; their bytes are the logger's serialisation")

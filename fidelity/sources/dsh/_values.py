@@ -176,6 +176,11 @@ class Session:
     def id(self) -> str:
         return self.header["id"]
 
+    def surface_messages(self) -> tuple[tuple[int, Message | None], ...]:
+        """``(request index, message)`` of every surface event in log order
+        (``None`` for an event that ends a message without adding one)."""
+        return self._messages
+
     @property
     def parent_id(self) -> str | None:
         return self.header.get("parentSession")

@@ -1,0 +1,214 @@
+"""How well fidelity reads a folder of real recorded traffic: one command, counts.
+
+``python3 -m fidelity.capture.survey FOLDER... [--json] [--failures N]`` imports
+every recording under each ``FOLDER`` (vcrpy cassettes ``.yaml``/``.yml``/``.json``,
+HAR, JSONL, each possibly ``.gz``) without writing anything, and counts:
+
+* **sources**: imported, or reported with the one-line reason the import gave;
+* **requests**: model generation requests, and the others skipped by reason
+  (embeddings, uploads, telemetry...);
+* **stored as sent**: bodies the recording holds byte for byte (the
+  importer found no reason to doubt them: a raw ``body`` string whose length
+  matches any recorded ``Content-Length``, nothing redacted inside);
+* **round trip**: of those, in a dialect fidelity renders, how many satisfy
+  ``render(parse(b)) == b``;
+* **detection**: of the requests whose URL names a provider
+  (:func:`fidelity.providers.from_url`), how many were detected as that
+  provider; and how many requests carry the usage their response reported.
+
+Exit status: 0 when every stored-as-sent body round-trips, every detection
+agrees with its URL and no source failed with anything but a one-line
+reason; 1 otherwise; 2 for a bad argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import providers
+from ..errors import FidelityError, InputError
+
+__all__ = ["Survey", "survey", "sources_in", "main"]
+
+_SUFFIXES = (".yaml", ".yml", ".har", ".jsonl", ".yaml.gz", ".yml.gz", ".har.gz", ".jsonl.gz", ".json.gz")
+
+
+@dataclass
+class Survey:
+    """The counts (see the module docstring) and a few examples of each failure."""
+
+    sources: int = 0
+    imported: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    requests: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    unsupported: Counter = field(default_factory=Counter)
+    as_sent: int = 0
+    not_as_sent: int = 0
+    round_trip_ok: int = 0
+    round_trip_checked: int = 0
+    round_trip_failures: list[str] = field(default_factory=list)
+    url_named: int = 0
+    detected_as_url: int = 0
+    detection_failures: list[str] = field(default_factory=list)
+    with_usage: int = 0
+    conflicts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (self.round_trip_ok == self.round_trip_checked and self.detected_as_url == self.url_named)
+
+    def lines(self) -> list[str]:
+        """The report, one fact per line."""
+        out = [
+            f"sources: {self.sources} ({self.imported} imported, {len(self.failed)} reported with a reason)",
+            f"requests: {self.requests} model requests; {sum(self.skipped.values())} other calls skipped"
+            + (" (" + ", ".join(f"{r} {n}" for r, n in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+               + ")" if self.skipped else ""),
+        ]
+        if self.unsupported:
+            out.append("unsupported APIs (counted, not rendered): "
+                       + ", ".join(f"{d} {n}" for d, n in sorted(self.unsupported.items())))
+        out += [
+            f"stored as sent: {self.as_sent} bodies ({self.not_as_sent} others: parsed, re-serialised or redacted)",
+            f"round trip render(parse(b)) == b: {self.round_trip_ok}/{self.round_trip_checked}"
+            + _pct(self.round_trip_ok, self.round_trip_checked),
+            f"detection names the URL's provider: {self.detected_as_url}/{self.url_named}"
+            + _pct(self.detected_as_url, self.url_named)
+            + (f" ({self.conflicts} with conflicting evidence resolved)" if self.conflicts else ""),
+            f"usage reported by the response kept: {self.with_usage}/{self.requests}",
+        ]
+        out += [f"  failed source: {name}: {why}" for name, why in self.failed]
+        out += [f"  round trip: {x}" for x in self.round_trip_failures]
+        out += [f"  detection: {x}" for x in self.detection_failures]
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sources": self.sources, "imported": self.imported,
+            "failed": [{"source": n, "reason": r} for n, r in self.failed],
+            "requests": self.requests, "skipped": dict(sorted(self.skipped.items())),
+            "unsupported": dict(sorted(self.unsupported.items())),
+            "stored_as_sent": self.as_sent, "not_stored_as_sent": self.not_as_sent,
+            "round_trip": {"ok": self.round_trip_ok, "checked": self.round_trip_checked},
+            "detection": {"ok": self.detected_as_url, "url_named": self.url_named, "conflicts": self.conflicts},
+            "with_usage": self.with_usage,
+        }
+
+
+def _pct(a: int, b: int) -> str:
+    return f" ({100.0 * a / b:.1f}%)" if b else ""
+
+
+def sources_in(folder: Path) -> list[Path]:
+    """Recordings under ``folder``, in path order (``pairs.jsonl``-style
+    indexes that are not recordings are left to the importer to judge)."""
+    found = [p for p in folder.rglob("*") if p.is_file() and p.name.lower().endswith(_SUFFIXES)]
+    return sorted(found)
+
+
+def _check(snap: Any, result: Survey, keep: int) -> None:
+    from .. import wire
+    from ..wire.evidence import detect_request, parse_body
+
+    result.requests += 1
+    if snap.usage:
+        result.with_usage += 1
+    endpoint = providers.from_url(snap.url) if snap.url else None
+    try:
+        obj = json.loads(snap.body.decode("utf-8", "surrogatepass"))
+    except (ValueError, UnicodeDecodeError):
+        obj = None
+    try:
+        found = detect_request(obj, url=snap.url, meta_model=snap.model)
+    except InputError as exc:
+        if endpoint is not None:
+            result.url_named += 1
+            if len(result.detection_failures) < keep:
+                result.detection_failures.append(f"{snap.source}: {exc.problem}")
+        return
+    if endpoint is not None:
+        result.url_named += 1
+        if found.family == endpoint.provider:
+            result.detected_as_url += 1
+        elif len(result.detection_failures) < keep:
+            result.detection_failures.append(f"{snap.source}: URL names {endpoint.provider}, detected {found.family}")
+    if found.conflict:
+        result.conflicts += 1
+    if not found.supported:
+        result.unsupported[found.dialect] += 1
+        return
+    if not snap.body_exact:
+        result.not_as_sent += 1
+        return
+    result.as_sent += 1
+    result.round_trip_checked += 1
+    dialect = wire.get(found.dialect)
+    try:
+        again = dialect.render(parse_body(dialect, snap.body, found.model))
+    except FidelityError as exc:
+        if len(result.round_trip_failures) < keep:
+            result.round_trip_failures.append(f"{snap.source}: {found.dialect}: {exc}")
+        return
+    if again == snap.body:
+        result.round_trip_ok += 1
+    elif len(result.round_trip_failures) < keep:
+        at = next((i for i, (a, b) in enumerate(zip(again, snap.body)) if a != b), min(len(again), len(snap.body)))
+        result.round_trip_failures.append(f"{snap.source}: {found.dialect}: first differing byte {at}")
+
+
+def survey(*folders: str | Path, keep: int = 5) -> Survey:
+    """Survey every recording under each folder (nothing is written)."""
+    from .importers import import_file
+
+    todo: list[tuple[Path, Path]] = []
+    for folder in folders:
+        root = Path(folder)
+        if not root.is_dir():
+            raise InputError("no such folder" if not root.exists() else "not a folder", path=root)
+        todo += [(root, p) for p in sources_in(root)]
+    result = Survey()
+    for root, path in todo:
+        result.sources += 1
+        try:
+            imported = import_file(path)
+        except FidelityError as exc:
+            result.failed.append((str(path.relative_to(root)) if path.is_relative_to(root) else str(path), exc.problem
+                                  if isinstance(exc, InputError) else str(exc)))
+            continue
+        result.imported += 1
+        result.skipped.update(imported.reasons)
+        unexplained = imported.skipped - sum(imported.reasons.values())
+        if unexplained > 0:
+            result.skipped["not model requests"] += unexplained
+        for snap in imported.snapshots:
+            _check(snap, result, keep)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m fidelity.capture.survey", description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", metavar="FOLDER", help="folders of recordings (searched recursively)")
+    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    parser.add_argument("--failures", type=int, default=5, help="examples of each failure to list (default 5)")
+    args = parser.parse_args(argv)
+    try:
+        result = survey(*args.folders, keep=max(0, args.failures))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print("\n".join(result.lines()))
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

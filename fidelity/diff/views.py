@@ -1,0 +1,190 @@
+"""Every view of a :class:`~fidelity.diff.DiffResult`, in one place.
+
+A comparison is computed once (:func:`fidelity.diff.compare`) and shown in
+four ways, all built here from the same figures so that they never disagree:
+
+* :func:`to_json`: the documented schema ``fidelity.diff/1`` (``fidelity
+  diff --json``; :meth:`DiffResult.to_json` returns it);
+* :func:`console`: the rich renderable ``fidelity diff`` prints;
+* :func:`text_lines`: plain lines, the failure text of
+  :func:`fidelity.pytest_plugin.assert_prefix_preserved`;
+* :func:`annotation`: one line naming the cause and where it sits, the
+  detail of a CI gate row and its GitHub annotation.
+
+``rich`` is imported only by :func:`console`, so that the JSON and text
+views stay cheap to import.
+
+>>> import json
+>>> from fidelity.diff import compare, views
+>>> body = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
+>>> r = compare(body, body)
+>>> views.annotation(r)
+'identical'
+>>> views.text_lines(r)[0]
+'prefix preserved (openai-chat, gpt-4o): identical'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Group
+
+    from ._compare import DiffResult
+
+__all__ = ["SCHEMA", "to_json", "headline", "fields", "console", "text_lines", "annotation"]
+
+SCHEMA = "fidelity.diff/1"
+
+#: causes under which the child keeps the parent's whole prefix
+PRESERVED = ("identical", "appended_only")
+
+
+def to_json(result: DiffResult) -> dict[str, Any]:
+    """The stable, documented JSON schema (``fidelity.diff/1``, ``docs/diff.md``)."""
+    view = result.view
+    cost: dict[str, Any] | None = None
+    if result.cost is not None:
+        cost = {
+            "usd_lost_per_request": round(result.cost.usd_lost, 8),
+            "usd_lost_per_1000": round(result.cost.usd_lost * 1000, 6),
+            "price_table": result.cost.price_table,
+            "as_of": result.cost.as_of,
+            "price_model": result.cost.price_model,
+            "source": result.cost.source,
+        }
+    return {
+        "schema": SCHEMA,
+        "dialect": result.dialect,
+        "provider": result.provider,
+        "model": result.model,
+        "raw": {
+            "identical": result.raw.identical,
+            "first_divergent_byte": result.raw.first_divergent_byte,
+            "parent_bytes": result.raw.parent_size,
+            "child_bytes": result.raw.child_size,
+        },
+        "cache_view": {
+            "identical": view.first_divergent_byte is None,
+            "first_divergent_byte": view.first_divergent_byte,
+            "segment": None if view.segment is None else {"kind": view.segment[0], "index": view.segment[1]},
+            "pointer": view.pointer,
+            "parent_excerpt": view.parent_excerpt,
+            "child_excerpt": view.child_excerpt,
+            "parent_segments": view.parent_segments,
+            "child_segments": view.child_segments,
+        },
+        "cause": {"kind": result.cause.kind, "detail": result.cause.detail, "deepdiff": result.cause.summary},
+        "tokens": {
+            "tokenizer": result.tokens.tokenizer,
+            "estimated": result.tokens.estimated,
+            "common_prefix": result.tokens.common_prefix,
+            "parent_prompt": result.tokens.parent_prompt,
+            "child_prompt": result.tokens.child_prompt,
+        },
+        "cache": {
+            "model": result.cache.model,
+            "predicted_cached": result.cache.predicted_cached,
+            "written": result.cache.written,
+            "lost": result.cache.lost,
+        },
+        "cost": cost,
+        "cost_note": result.cost_note,
+    }
+
+
+def headline(result: DiffResult) -> tuple[bool, str]:
+    """``(ok, verdict)``: whether no cached token is lost, and the words for it."""
+    if result.cause.kind in PRESERVED:
+        return True, "✔ prefix preserved"
+    if result.cache.lost == 0:
+        return True, "✔ no cached token lost (the bodies diverge past what the cache can serve)"
+    return False, "✘ prefix broken"
+
+
+def _tokens_line(result: DiffResult) -> str:
+    t = result.tokens
+    return f"[{t.tokenizer}{', estimated' if t.estimated else ''}]"
+
+
+def fields(result: DiffResult) -> list[tuple[str, str]]:
+    """``(label, value)`` rows of the console view, in order."""
+    raw, view = result.raw, result.view
+    rows = [("dialect", f"{result.dialect} ({result.provider}), model {result.model}"),
+            ("raw bytes", "identical" if raw.identical else
+             f"first divergent byte {raw.first_divergent_byte} of {raw.parent_size} / {raw.child_size}")]
+    if view.segment is not None:
+        rows.append(("cache view", f"first divergent byte {view.first_divergent_byte}, "
+                     f"segment {view.segment[0]}[{view.segment[1]}], pointer {view.pointer!r}"))
+        rows.append(("parent", view.parent_excerpt or ""))
+        rows.append(("child", view.child_excerpt or ""))
+    else:
+        rows.append(("cache view", "identical"))
+    t, c = result.tokens, result.cache
+    rows.append(("tokens", f"common prefix {t.common_prefix:,} · parent {t.parent_prompt:,} · child "
+                 f"{t.child_prompt:,}  {_tokens_line(result)}"))
+    rows.append(("cache", f"predicted cached {c.predicted_cached:,} · lost {c.lost:,}  [{c.model}]"))
+    if result.cost:
+        rows.append(("cost", f"${result.cost.usd_lost:.6f} lost per child request "
+                     f"(${result.cost.usd_lost * 1000:.4f} per 1,000)  "
+                     f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}]"))
+    elif result.cost_note:
+        rows.append(("cost", result.cost_note))
+    return rows
+
+
+def console(result: DiffResult) -> Group:
+    """The rich view ``fidelity diff`` prints: the verdict and cause, then
+    :func:`fields` as a two-column table."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    ok, verdict = headline(result)
+    head = Text()
+    head.append(verdict, style="bold green" if ok else "bold red")
+    head.append(f"  {result.cause.kind}")
+    if result.cause.detail:
+        head.append(f": {result.cause.detail}", style="yellow")
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in fields(result):
+        table.add_row(label, Text(value) if label in ("parent", "child") else value)
+    return Group(head, table)
+
+
+def text_lines(result: DiffResult, verdict: str | None = None) -> list[str]:
+    """Plain lines: the verdict (``verdict`` replaces the words) with the
+    cause, where the bytes part, each side's excerpt, and the loss with its
+    cost (the failure text of ``assert_prefix_preserved``)."""
+    cause, v, t = result.cause, result.view, result.tokens
+    if verdict is None:
+        kept = cause.kind in PRESERVED and result.cache.lost == 0
+        verdict = "prefix preserved" if kept else "prefix not preserved"
+    lines = [f"{verdict} ({result.dialect}, {result.model}): {cause.kind}"
+             + (f" — {cause.detail}" if cause.detail else "")]
+    if v.segment is not None:
+        lines.append(f"  segment: {v.segment[0]}[{v.segment[1]}]   pointer: {v.pointer or '(params)'}")
+    lines.append(f"  first divergent byte: {v.first_divergent_byte} in the cache view, "
+                 f"{result.raw.first_divergent_byte} in the raw body")
+    if v.parent_excerpt is not None:
+        lines.append(f"  parent: {v.parent_excerpt}")
+    if v.child_excerpt is not None:
+        lines.append(f"  child:  {v.child_excerpt}")
+    cost = f", ${result.cost.usd_lost:.6f} per child request" if result.cost else (
+        f"; {result.cost_note}" if result.cost_note else "")
+    lines.append(f"  lost: {result.cache.lost:,} cached tokens of {t.child_prompt:,} "
+                 f"({t.tokenizer}{', estimated' if t.estimated else ''}; cache model {result.cache.model}){cost}")
+    return lines
+
+
+def annotation(result: DiffResult) -> str:
+    """One line: the cause, its detail and the JSON pointer where it sits."""
+    text = result.cause.kind
+    if result.cause.detail:
+        text += f": {result.cause.detail}"
+    if result.view.pointer:
+        text += f" at {result.view.pointer}"
+    return text

@@ -1,0 +1,144 @@
+"""Named client profiles: what a given client sends for a request.
+
+A profile is used when a request has no original bytes to follow (it was
+read from canonical JSON, or built in code); a parsed request keeps its own
+:class:`~fidelity.wire.layout.Written` layout instead. ``fidelity render
+--profile NAME`` picks one; without it each dialect uses its provider's
+first profile (the current SDK). The provider descriptors list their
+profiles in ``client_profiles`` (:mod:`fidelity.providers`).
+
+==================  =============================================================
+profile             what it is (verified against, by tests/test_sdk_matrix.py and
+                    tests/test_wire_*.py through the SDK itself)
+==================  =============================================================
+openai-python>=3    openai 3.x ``chat.completions.create`` / ``responses.create``:
+                    ``model`` first, compact JSON, raw UTF-8 (verified 3.57.0)
+openai-python<3     openai 1.x and 2.x: ``messages`` (Responses: ``background``...)
+                    first, keys in the ``create`` literal's order, compact JSON
+                    with raw UTF-8 as httpx >= 0.28 writes it (verified 1.109.1
+                    and 2.54.0 with httpx 0.28.1)
+openai-python<1     openai 0.x ``ChatCompletion.create``: ``json.dumps(params)``
+                    (``", "`` / ``": "``, ``\\uXXXX`` escapes), keys in the
+                    caller's order (verified 0.28.1, over loopback)
+anthropic-create    anthropic ``messages.create`` (verified 2.14.0)
+anthropic-stream    anthropic ``messages.stream()``: the helper's own literal
+                    order, ``"stream":true`` last (verified 2.14.0)
+google-genai        google-genai ``models.generate_content``: ``json.dumps``
+                    defaults (verified 3.6.1)
+gemini-rest         raw REST clients (simonw/llm-gemini; ``requests`` /
+                    ``httpx`` with compact ``json.dumps``): compact, raw UTF-8,
+                    the caller's order (verified on the llm-gemini cassettes)
+==================  =============================================================
+
+Sources for the orders: the ``body=`` dict literals in
+``openai/resources/chat/completions/completions.py`` and
+``openai/resources/responses/responses.py`` of each openai version above,
+``anthropic/resources/messages/messages.py`` (``create`` and ``stream``) of
+anthropic 2.14.0, and ``openai/api_requestor.py`` of openai 0.28.1
+(``data = json.dumps(params).encode()``).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .._registry import Registry
+from ..errors import InputError
+from ._openai_common import CHAT_KEYS, RESPONSES_KEYS
+from .layout import ClientProfile
+
+__all__ = ["profile", "profile_names", "default_profile", "PROFILES"]
+
+#: openai 1.x / 2.x ``Completions.create`` literal (2.54.0; 1.109.1 is the same
+#: without moderation, prompt_cache_options, prompt_cache_retention).
+CHAT_KEYS_V2: tuple[str, ...] = (
+    "messages", "model", "audio", "frequency_penalty", "function_call", "functions",
+    "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata",
+    "modalities", "moderation", "n", "parallel_tool_calls", "prediction",
+    "presence_penalty", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention",
+    "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier",
+    "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
+    "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+)
+#: openai 1.x / 2.x ``Responses.create`` literal (2.54.0; 1.109.1 lacks
+#: context_management, moderation, prompt_cache_options, prompt_cache_retention).
+RESPONSES_KEYS_V2: tuple[str, ...] = (
+    "background", "context_management", "conversation", "include", "input", "instructions",
+    "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation",
+    "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key",
+    "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier",
+    "service_tier", "store", "stream", "stream_options", "temperature", "text",
+    "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user",
+)
+#: anthropic 2.14.0 ``Messages.create`` and ``Messages.stream`` literals.
+ANTHROPIC_CREATE_KEYS: tuple[str, ...] = (
+    "max_tokens", "messages", "model", "cache_control", "container", "diagnostics",
+    "inference_geo", "metadata", "output_config", "service_tier", "speed",
+    "stop_sequences", "stream", "system", "thinking", "tool_choice", "tools",
+)
+ANTHROPIC_STREAM_KEYS: tuple[str, ...] = (
+    "max_tokens", "messages", "model", "cache_control", "diagnostics", "inference_geo",
+    "metadata", "output_config", "container", "service_tier", "speed", "stop_sequences",
+    "system", "tools", "thinking", "tool_choice", "stream",
+)
+#: google-genai 3.6.1 top-level order (see :mod:`fidelity.wire.gemini`).
+_GENAI_KEYS: tuple[str, ...] = (
+    "contents", "systemInstruction", "safetySettings", "tools", "toolConfig", "labels",
+    "cachedContent", "serviceTier", "continuationToken", "store", "generationConfig",
+)
+
+_CHAT_DIALECTS = ("openai-chat", "deepseek", "dashscope", "vllm", "sglang")
+
+#: profile name -> {dialect: ClientProfile}
+PROFILES: Registry[Mapping[str, ClientProfile]] = Registry("client profile")
+
+
+def _add(name: str, per_dialect: dict[str, ClientProfile], aliases: tuple[str, ...] = ()) -> None:
+    PROFILES.add(name, per_dialect, aliases=aliases)
+
+
+def _both(name: str, chat: tuple[str, ...], responses: tuple[str, ...], verified: str, **kw: object) -> None:
+    table = {d: ClientProfile(name, _CHAT_DIALECTS, chat, verified=verified, **kw) for d in _CHAT_DIALECTS}  # type: ignore[arg-type]
+    table["openai-responses"] = ClientProfile(name, ("openai-responses",), responses, verified=verified, **kw)  # type: ignore[arg-type]
+    _add(name, table)
+
+
+_both("openai-python>=3", CHAT_KEYS, RESPONSES_KEYS, "openai 3.57.0")
+_both("openai-python<3", CHAT_KEYS_V2, RESPONSES_KEYS_V2, "openai 1.109.1, 2.54.0 (httpx 0.28.1)")
+_both("openai-python<1", (), (), "openai 0.28.1", item_sep=", ", key_sep=": ", ensure_ascii=True, allow_nan=True)
+_add("anthropic-create", {"anthropic-messages": ClientProfile(
+    "anthropic-create", ("anthropic-messages",), ANTHROPIC_CREATE_KEYS, verified="anthropic 2.14.0")})
+_add("anthropic-stream", {"anthropic-messages": ClientProfile(
+    "anthropic-stream", ("anthropic-messages",), ANTHROPIC_STREAM_KEYS, trailing=("stream",),
+    adds=(("stream", True),), verified="anthropic 2.14.0 (messages.stream helper)")})
+_add("google-genai", {"gemini": ClientProfile(
+    "google-genai", ("gemini",), _GENAI_KEYS, item_sep=", ", key_sep=": ", ensure_ascii=True, allow_nan=True,
+    verified="google-genai 3.6.1")})
+_add("gemini-rest", {"gemini": ClientProfile(
+    "gemini-rest", ("gemini",), (), verified="llm-gemini cassettes (compact json.dumps, ensure_ascii=False)")})
+
+#: dialect -> its default profile (the current SDK)
+_DEFAULT = {**{d: "openai-python>=3" for d in (*_CHAT_DIALECTS, "openai-responses")},
+            "anthropic-messages": "anthropic-create", "gemini": "google-genai"}
+
+
+def profile_names() -> list[str]:
+    """Every registered profile name."""
+    return list(PROFILES.names())
+
+
+def default_profile(dialect: str) -> str:
+    """The profile a dialect renders with when nothing else is asked (its current SDK)."""
+    return _DEFAULT.get(dialect, "openai-python>=3")
+
+
+def profile(name: str, dialect: str) -> ClientProfile:
+    """The profile ``name`` for ``dialect``; :class:`InputError` when that
+    client does not speak the dialect."""
+    table = PROFILES.get(name)
+    try:
+        return table[dialect]
+    except KeyError:
+        raise InputError(
+            f"client profile {name!r} does not render dialect {dialect!r} (it renders: {', '.join(sorted(table))})"
+        ) from None
