@@ -56,6 +56,7 @@ __all__ = [
     "get_variant",
     "render_sdk",
     "parent_request",
+    "parent_requests",
     "system_from_messages",
 ]
 
@@ -67,6 +68,8 @@ EXPECTATIONS: Mapping[str, str] = {
     "loses-all": "nothing is read from the parent's cache (another cache key)",
     "no-inheritance": "the child inherits no history (the control)",
     "defect": "a head or history defect breaks the prefix; the differ must name its cause",
+    "placement": "only breakpoint caches (Anthropic, DashScope explicit) see it: lost = 0 elsewhere; "
+                 "there it reads no more than the Claude Code placement",
 }
 
 DeltaFn = Callable[..., Request]
@@ -313,6 +316,9 @@ class Variant:
     summary: str = ""
     token_effect: str = ""
     kv_cache_effect: str = ""
+    #: the harness's breakpoint placement (:data:`fidelity.breakpoints.PLACEMENTS`)
+    #: on the parent's requests and the child's; ``None``: the report's default
+    breakpoints: str | None = None
 
     def base(self, parent: Request, directive: str) -> Request:
         """The builder's child, before any delta."""
@@ -365,6 +371,19 @@ def parent_request(history: Request) -> Request:
     return replace(history, messages=messages)
 
 
+def parent_requests(history: Request) -> tuple[Request, ...]:
+    """Every request the parent sent, in order, given its history: one per
+    assistant message (the prompt that produced it: the messages before it),
+    then :func:`parent_request` when the history does not end on an
+    assistant message. A child's cache can hold what any of them wrote."""
+    out = [replace(history, messages=history.messages[:i])
+           for i, m in enumerate(history.messages) if m.role == "assistant" and i > 0]
+    last = parent_request(history)
+    if not out or out[-1].messages != last.messages:
+        out.append(last)
+    return tuple(out)
+
+
 _REQUIRED = ("name", "title", "builder")
 
 
@@ -387,7 +406,18 @@ def _variant_from(obj: Mapping[str, Any], where: str) -> Variant:
         cache_preserving=bool(obj.get("cache_preserving", False)), expect=expect, cause=obj.get("cause"),
         baseline=obj.get("baseline"), fanout=int(obj.get("fanout", 1)), summary=obj.get("summary", "").strip(),
         token_effect=obj.get("token_effect", "").strip(), kv_cache_effect=obj.get("kv_cache_effect", "").strip(),
+        breakpoints=_placement(obj.get("breakpoints"), where),
     )
+
+
+def _placement(value: Any, where: str) -> str | None:
+    from .breakpoints import PLACEMENTS
+
+    if value is None:
+        return None
+    if value not in PLACEMENTS:
+        raise InputError(f"{where}: unknown breakpoints {value!r}; known: {', '.join(PLACEMENTS)}")
+    return str(value)
 
 
 def load_variants(path: str | Path | None = None) -> tuple[Variant, ...]:

@@ -16,6 +16,17 @@ predicted read) came from a cache warmed before the recording started:
 it is flagged ``warm_outside`` and left out of the accuracy figures, like
 calibration's anchors.
 
+A request that uses a provider's *server-side tools* (Anthropic's web
+search, web fetch and code execution; OpenAI Responses' hosted web search
+and code interpreter) is shown apart too (``apart: "server tools"``) and
+left out of the accuracy figures: the provider runs the tool loop inside
+one request, sampling several times and caching as it goes ("This process
+may repeat multiple times throughout a single request",
+https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool,
+read 2026-12-01), the results come back as ``encrypted_content`` a client
+cannot count, and the tools' own definitions are added by the provider. So
+neither the prompt nor what earlier requests wrote is in the recording.
+
 The JSON form (``fidelity replay --json``) is documented in
 ``docs/replay.md``.
 """
@@ -47,6 +58,7 @@ __all__ = [
     "read_recordings",
     "replay",
     "summarize",
+    "uses_server_tools",
     "SCHEMA",
 ]
 
@@ -264,6 +276,31 @@ def _parsed(value: Any) -> bytes | None:
     return None
 
 
+#: tool ``type`` prefixes of provider-run (server) tools: Anthropic
+#: (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview, "server tools")
+#: and OpenAI Responses hosted tools (https://platform.openai.com/docs/guides/tools)
+_SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
+                      "image_generation")
+#: content blocks / items that carry a server tool's call or result
+_SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
+                      b'"file_search_call"', b'"image_generation_call"')
+
+
+def uses_server_tools(body: bytes) -> bool:
+    """Does this request run provider-side tools (see the module docstring)?"""
+    if any(m in body for m in _SERVER_TOOL_MARKS):
+        return True
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return False
+    tools = obj.get("tools") if isinstance(obj, dict) else None
+    if not isinstance(tools, list):
+        return False
+    return any(isinstance(t, dict) and isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES)
+               for t in tools)
+
+
 def _exchange(source: str, index: int, url: str | None, body: bytes, resp_headers: Any, resp_body: bytes | None,
               time: float | None) -> Exchange:
     dialect, skip = _route(url, body)
@@ -444,6 +481,9 @@ class Row:
     warm_outside: bool = False
     estimated: bool = False
     note: str | None = None
+    #: why the row is shown apart and left out of the accuracy figures
+    #: (``"server tools"``), ``None`` otherwise
+    apart: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         pred = self.predicted
@@ -457,6 +497,7 @@ class Row:
                 "prompt": pred.prompt, "cache_read": pred.cache_read, "cache_write": pred.cache_write,
                 "parent": None if pred.parent is None else str(pred.parent)},
             "warm_outside": self.warm_outside,
+            "apart": self.apart,
         }
 
 
@@ -492,7 +533,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
             continue
         try:
             cp = cache_prompt(ex.body, dialect=ex.dialect, model=ex.model, time=ex.time, label=_label(ex),
-                              output=ex.output, path=ex.source)
+                              output=ex.output, path=ex.source, endpoint=ex.url)
         except FidelityError as exc:
             rows[k] = Row(ex.source, ex.index, _family(ex.dialect), ex.model, rep, None, note=str(exc))
             continue
@@ -521,7 +562,9 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
         warm = bool(rep.cache_read) and pred.cache_read == 0 and part not in seen_read
         if rep.cache_read:
             seen_read.add(part)
-        rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm, cp.estimated)
+        apart = "server tools" if uses_server_tools(ex.body) else None
+        rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm and apart is None, cp.estimated,
+                      apart=apart)
     return [rows[k] for k in sorted(rows)]
 
 
@@ -594,7 +637,7 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for prov, rs in sorted(by.items()):
         sim = [r for r in rs if r.predicted is not None]
-        scored = [r for r in sim if r.reported.cache_read is not None and not r.warm_outside]
+        scored = [r for r in sim if r.reported.cache_read is not None and not r.warm_outside and r.apart is None]
         hits = [r for r in scored if r.reported.cache_read]
         assert all(r.predicted is not None for r in scored)
         agree = sum((r.predicted.cache_read > 0) == (r.reported.cache_read > 0) for r in scored)  # type: ignore[union-attr,operator]
@@ -610,6 +653,7 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
             "skipped": len(rs) - len(sim),
             "reporting_reads": len(scored),
             "warm_outside": sum(r.warm_outside for r in sim),
+            "server_tools": sum(r.apart == "server tools" for r in sim),
             "reported_hits": len(hits),
             "hit_miss_agree": _share(agree, len(scored)),
             "read_within_5pct": _share(within5, len(hits)),

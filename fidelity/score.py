@@ -12,9 +12,17 @@ cache model):
 * **inherited**: the child's prompt up to the end of the history it copied
   from the parent (head plus inherited messages); 0 when it copied no message.
 * **inheritable**: what a faithful child of the variant's baseline
-  composition reads from the parent's cache (the cache model's prediction for
-  that child sent right after the parent's last request).
+  composition (under the baseline's breakpoint placement) reads from the
+  cache the parent's request sequence left.
 * **reused**: what the cache model predicts this child reads from cache.
+
+Reads come from the cache simulator (:class:`fidelity.cache.simulator.Simulator`):
+the parent's whole request sequence (:func:`fidelity.compose.parent_requests`,
+one request per assistant turn, 30 s apart) is rendered in the dialect with
+the harness's breakpoint placement (:mod:`fidelity.breakpoints`; the
+variant's own, else Claude Code's) and run through it, then the child is
+predicted against everything those requests wrote. The differ still names
+the first divergence from the parent's last request and its cause.
 * **lost**: ``max(0, inheritable - reused)``: prefix the composition threw
   away. A declared cache-preserving variant must lose 0.
 * **cost**: ``reused × cache_read + written × cache_write + rest × input``
@@ -30,9 +38,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import breakpoints
 from . import diff as differ
 from . import pricing, tokens, wire
-from .compose import Variant, parent_request
+from .cache.prompts import cache_prompt
+from .cache.simulator import Prediction, Simulator
+from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
@@ -41,6 +52,8 @@ from .model import Request, Route
 __all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS"]
 
 HEAD_KINDS = ("params", "tools", "system")
+#: seconds between two requests of the replayed parent sequence (well inside every lifetime)
+_STEP = 30.0
 #: coarse regions of the cache view, in the order the bars draw them
 REGIONS = ("params", "tools", "system", "history")
 
@@ -136,6 +149,9 @@ class Score:
     providers: tuple[ProviderSetup, ...]
     rows: tuple[Row, ...]
     skipped: tuple[Skipped, ...] = ()
+    #: real-harness forks (:class:`fidelity.proxy.harness_rows.HarnessRow`),
+    #: shown next to the reference variants; empty when none were loaded
+    harness: tuple[Any, ...] = ()
 
     def row(self, session: str, variant: str, dialect: str) -> Row:
         for r in self.rows:
@@ -205,10 +221,19 @@ def _cost(prices: pricing.PriceTable, result: DiffResult, provider: str,
     return Cost(usd, usd * 1000, cold, None, None, price.model, price.source, price.as_of), None
 
 
-def _meets(variant: Variant, inherited: int, reused: int, lost: int, result: DiffResult) -> bool:
+def _meets(variant: Variant, inherited: int, reused: int, lost: int, result: DiffResult,
+           inheritable: int | None = None) -> bool:
     seg = result.view.segment
+    if variant.expect == "placement":
+        if not breakpoints.affects(result.provider):
+            return lost == 0
+        if result.provider == "anthropic":  # caches only where asked: no placement beats Claude Code's
+            return inheritable is not None and reused <= inheritable
+        return True  # DashScope: without markers its implicit cache reads the prefix by itself
     if variant.expect == "keeps-prefix":
         return lost == 0
+    if variant.expect == "loses-after-head" and inherited == 0 and lost == 0:
+        return True  # no inherited message, and the cached head ends before the change
     if variant.expect in ("loses-history", "loses-after-head"):
         return lost > 0 and seg is not None and seg[0] in HEAD_KINDS
     if variant.expect == "loses-all":
@@ -226,6 +251,45 @@ class _Scorer:
         self.by_name = {v.name: v for v in variants}
 
         self._memo: dict[tuple[str, str, bytes, bytes], DiffResult] = {}
+        self._states: dict[tuple[str, str, str, str], tuple[Simulator, float, Route]] = {}
+        self._predictions: dict[tuple[int, Route, bytes], Prediction] = {}
+
+    def _state(self, session: Session, setup: ProviderSetup, placement: str) -> tuple[Simulator, float, Route]:
+        """The simulator after the parent's whole request sequence under
+        ``placement``, the time for the child, the parent's route (memoised)."""
+        d = wire.get(setup.dialect)
+        key = (session.name, setup.dialect, setup.model, placement if breakpoints.affects(d.provider) else "-")
+        hit = self._states.get(key)
+        if hit is None:
+            history = replace(session.history, route=Route(d.provider, setup.model))
+            sim: Simulator | None = None
+            k = -1
+            for k, req in enumerate(parent_requests(history)):
+                body = d.render(breakpoints.place(req, placement, d.provider))
+                cp = cache_prompt(body, dialect=d.name, model=setup.model, time=k * _STEP, label=f"parent#{k}")
+                if sim is None:
+                    sim = Simulator(cp.cache_model, cp.model)
+                sim.feed(cp.request)
+            if sim is None:
+                raise FidelityError(f"session {session.name!r} has no parent request")
+            hit = self._states[key] = (sim, (k + 1) * _STEP, history.route)
+        return hit
+
+    def predict(self, session: Session, setup: ProviderSetup, placement: str, child: Request) -> Prediction:
+        """What ``child`` (already placed) reads and writes after the parent's sequence."""
+        sim, now, route = self._state(session, setup, placement)
+        d = wire.get(setup.dialect)
+        body = d.render(child)
+        key = (id(sim), child.route, body)
+        hit = self._predictions.get(key)
+        if hit is None:
+            cp = cache_prompt(body, dialect=d.name, model=child.route.model, time=now, label="child")
+            if child.route != route:  # another model: another cache, nothing of the parent's
+                hit = Simulator(cp.cache_model, cp.model).predict(cp.request)
+            else:
+                hit = sim.predict(cp.request)
+            self._predictions[key] = hit
+        return hit
 
     def compare(self, parent: Request, child: Request, dialect: str) -> DiffResult:
         """:func:`fidelity.diff.compare_requests`, memoised on the rendered
@@ -240,10 +304,12 @@ class _Scorer:
     def row(self, session: Session, variant: Variant, setup: ProviderSetup) -> Row:
         d = wire.get(setup.dialect)
         history = replace(session.history, route=Route(d.provider, setup.model))
-        parent = parent_request(history)
+        placement = variant.breakpoints or breakpoints.DEFAULT
+        parent = breakpoints.place(parent_request(history), placement, d.provider)
         context = {"alt_model": setup.alt_model, "model": setup.model}
         directives = session.siblings[: variant.fanout] if variant.fanout > 1 else (session.directive,)
-        children = variant.children(history, directives, context)
+        children = tuple(breakpoints.place(c, placement, d.provider)
+                         for c in variant.children(history, directives, context))
         child = children[0]
         result = self.compare(parent, child, setup.dialect)
 
@@ -253,14 +319,20 @@ class _Scorer:
         if n and variant.builder != "spawn":
             head = replace(child, messages=child.messages[:n])
             inherited = _common_tokens(setup.dialect, result.model, d.render(head), d.render(child))
+        pred = self.predict(session, setup, placement, child)
         if variant.expect == "no-inheritance":
             inheritable = 0
         else:
             ref = self.by_name.get(variant.baseline) if variant.baseline else None
+            ref_placement = (ref.breakpoints if ref else variant.breakpoints) or breakpoints.DEFAULT
             faithful = ref.apply(history, directives[0], context) if ref else base
-            inheritable = self.compare(parent, faithful, setup.dialect).cache.predicted_cached
-        reused = result.cache.predicted_cached
+            faithful = breakpoints.place(faithful, ref_placement, d.provider)
+            inheritable = self.predict(session, setup, ref_placement, faithful).cache_read or 0
+        reused = pred.cache_read or 0
         lost = max(0, inheritable - reused)
+        # the simulator's figures replace the differ's one-parent prediction
+        result = replace(result, cache=replace(result.cache, predicted_cached=reused,
+                                               written=pred.cache_write or 0, lost=lost))
 
         cost, note = _cost(self.prices, result, d.provider, reused)
         siblings: list[SiblingFigures] = []
@@ -289,7 +361,7 @@ class _Scorer:
             raw_first_divergent_byte=result.raw.first_divergent_byte, segment=result.view.segment,
             pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
             regions=layout(child, setup.dialect, result.model), cost=cost, note=note,
-            expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result),
+            expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result, inheritable),
             cache_preserving=variant.cache_preserving, siblings=tuple(siblings),
         )
 

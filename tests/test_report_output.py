@@ -44,7 +44,8 @@ def test_outputs_hold_no_paths_or_timestamps(reports):
 def test_json_schema_and_provenance(reports):
     data = orjson.loads((reports[0] / "fidelity-report.json").read_bytes())
     assert data["schema"] == "fidelity.report/1"
-    assert list(data) == ["schema", "fixtures", "prices", "providers", "sessions", "variants", "rows", "skipped", "summary"]
+    assert list(data) == ["schema", "fixtures", "prices", "providers", "sessions", "variants", "rows", "skipped",
+                          "harness", "summary"]
     assert data["prices"]["as_of"]
     assert len(data["rows"]) == 3 * 4 * 3
     by = {p["provider"]: p for p in data["providers"]}
@@ -151,3 +152,28 @@ def test_coding_session_meets_the_fixture_brief():
     ids = tokens.segment_tokens(tokens.get("o200k_base"), segs)
     head = sum(len(i) for g, i in zip(segs, ids) if g.kind in ("tools", "system"))
     assert head >= 8000
+
+
+def test_report_has_real_harness_rows(tmp_path):
+    """`fidelity report` shows the committed real-harness forks next to the
+    reference variants, with the harness version, in all three views."""
+    from fidelity.proxy.harness_rows import DEFAULT_FOLDER
+
+    if not DEFAULT_FOLDER.is_dir():
+        pytest.skip("no fixtures/harness in this checkout")
+    out = tmp_path / "r"
+    assert cli.main(["report", "--providers", "deepseek", "--variants", "one-shot-fork", "--out", str(out),
+                     "--quiet"]) == 0
+    data = orjson.loads((out / "fidelity-report.json").read_bytes())
+    harness = {(h["harness"], h["version"]) for h in data["harness"]}
+    assert ("qwen-code", "0.24.4") in harness and ("claude-code", "2.1.197") in harness
+    qwen = [h for h in data["harness"] if h["harness"] == "qwen-code"]
+    assert all(h["cause"].startswith("tools_changed") and h["lost_tokens"] > 0 for h in qwen)
+    md = (out / "fidelity-report.md").read_text()
+    html = (out / "fidelity-report.html").read_text()
+    for h in data["harness"]:
+        assert h["provider"] in md and h["provider"] in html
+    assert "| qwen-code | 0.24.4 |" in md and "<td>0.24.4</td>" in html
+    assert cli.main(["report", "--providers", "deepseek", "--variants", "one-shot-fork", "--out", str(out),
+                     "--quiet", "--harness", "none"]) == 0
+    assert orjson.loads((out / "fidelity-report.json").read_bytes())["harness"] == []

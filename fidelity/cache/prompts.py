@@ -37,9 +37,12 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .. import providers, tokens, wire
 from ..errors import InputError
 from ..jsonbytes import element_spans, iter_members, loads, skip_value, skip_ws
+from ..tokens.billed import billing_tokenizer, prompt_tail
 from ..wire import Segment
 from .simulator import SimRequest
 
@@ -115,38 +118,72 @@ def _salt(value: bytes) -> int:
 
 def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
                  time: float | None = None, label: Hashable | None = None,
-                 output: Sequence[int] = (), path: str | None = None) -> CachePrompt:
+                 output: Sequence[int] = (), path: str | None = None,
+                 endpoint: str | None = None) -> CachePrompt:
     """``body`` as its provider's cache sees it (see the module docstring).
 
     ``dialect`` defaults to detection from the body; ``model`` to the body's
     ``model``; ``output`` is the reply's token ids where known (DeepSeek and
-    engines keep it in the cache)."""
-    obj = loads(body, path=path) if isinstance(body, (bytes, bytearray)) else None
+    engines keep it in the cache); ``endpoint`` the URL the body went to
+    (``None``: the provider's own API; see :func:`fidelity.wire.cache_view_at`).
+
+    Token ids are the billed ones, from the one function the differ uses
+    (:func:`fidelity.diff.prompt_token_ids` with the dialect: OpenAI's
+    framing, media by the provider's rule, the calibrated Claude and Gemini
+    estimates), so that replay, the simulator, ``diff`` and ``score`` count
+    the same tokens."""
     body = bytes(body)
-    d = wire.get(dialect) if dialect else wire.detect(obj, path=path)
+    d = wire.get(dialect) if dialect else None
+    # the strict parse is needed to detect the dialect, find the model, or
+    # read an Anthropic body's blocks; the cache view checks the rest
+    obj = loads(body, path=path) if d is None or model is None or d.provider == "anthropic" else None
+    if d is None:
+        d = wire.detect(obj, path=path)
     if model is None:
         model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
-    tok = tokens.for_model(model, d.provider)
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    try:
+        segs = wire.cache_view_at(d, body, endpoint)
+    except InputError as exc:
+        raise exc.at(path) if path else exc
     if d.provider == "anthropic":
-        req = _anthropic(body, obj, tok, model, time, label, output)
+        req = _anthropic(body, obj, segs, tok, d, model, time, label, output)
         cm = providers.get("anthropic").cache_model or "anthropic"
     else:
         explicit = d.provider == "dashscope" and MARKER in body
-        req = _generic(d, body, tok, time, label, output, explicit, path)
+        req = _generic(d, segs, tok, model, time, label, output, explicit)
         cm = "dashscope-explicit" if explicit else (providers.get(d.provider).cache_model or d.provider)
     return CachePrompt(req, d.name, d.provider, cm, model, tok.name, tok.estimated)
 
 
-def _generic(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, time: float | None, label: Hashable | None,
-             output: Sequence[int], explicit: bool, path: str | None) -> SimRequest:
-    try:
-        segs = d.cache_view(body)
-    except InputError as exc:
-        raise (exc.at(path) if path else exc) from None
-    ids = [array(tokens.TOKEN_TYPECODE) if s.kind == "params" else t
-           for s, t in zip(segs, tokens.segment_tokens(tok, segs))]
+def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
+         memo: dict[Any, list[array]] | None = None, size: int = 128) -> list[array]:
+    """Billed ids per segment: the differ's own function (not a second path),
+    memoised on the segments (the same prompt under another breakpoint
+    placement has the same unmarked segments). Arrays are read-only."""
+    memo = _IDS_MEMO if memo is None else memo
+    key = (tok.name, d.name, model, tuple((s.kind, s.data, s.text) for s in segs))
+    hit = memo.get(key)
+    if hit is None:
+        from ..diff import prompt_token_ids
+
+        hit = prompt_token_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
+        if len(memo) >= size:
+            memo.pop(next(iter(memo)))  # oldest first
+        memo[key] = hit
+    return hit
+
+
+#: whole prompts (a few, large) and single content blocks (many, small)
+_IDS_MEMO: dict[Any, list[array]] = {}
+_BLOCK_MEMO: dict[Any, list[array]] = {}
+
+
+def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, model: str, time: float | None,
+             label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
+    ids = _ids(tok, segs, d, model)
     key = b"".join(s.data for s in segs if s.kind == "params")
     flat = array(tokens.TOKEN_TYPECODE)
     ends: list[int] = []
@@ -157,75 +194,105 @@ def _generic(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, time: float | 
             ends.append(len(flat))
             if explicit and MARKER in seg.data:
                 marks.append(len(flat))
+    # the reply priming the provider appends after the last message (OpenAI: 3)
+    flat.extend(prompt_tail(tok, d.name))
     return SimRequest(flat, time, tuple(marks), (), tuple(ends) if explicit else (), output, key, label)
 
 
 # --------------------------------------------------------------------------- Anthropic
 
 _LEVEL_SALTS = {"tool_choice": "messages", "thinking": "messages", "output_config": "messages", "speed": "system"}
+_LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 
 
-def _as_text_list(body: bytes, s: int, e: int) -> bytes:
-    """A message ``{"role", "content": "text"}`` keyed as its equivalent
-    list form ``"content": [{"type": "text", "text": "text"}]``: Anthropic
-    reads a string content as one text block, and a client that moves its
-    breakpoint rewrites the previous turn from the list form (with the
-    marker) to the string form (without): no content change."""
-    for m in iter_members(body, s):
-        if m.key == "content":
-            return (body[s : m.value_start] + b'[{"type":"text","text":' + body[m.value_start : m.end]
-                    + b"}]" + body[m.end : e])
-    return body[s:e]
+def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
+                seg_ids: array) -> list[tuple[int, Any]]:
+    """(offset inside the segment, ``cache_control``) at the end of each
+    content block of one segment (a tool, a system block, a message whose
+    content is a list: Anthropic's unit for the 20-block lookback). Block
+    lengths come from the same billed-ids function, each block counted as a
+    one-block message less the per-message overhead; when they do not add up
+    to the message's own count, the message is one block."""
+    content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
+    cc_of = (lambda v: v.get("cache_control") if isinstance(v, dict) else None)
+    if not isinstance(content, list) or len(content) < 2:
+        cc = cc_of(value)
+        if isinstance(content, list) and content:
+            cc = cc_of(content[0])
+        return [(len(seg_ids), cc)]
+    spans = element_spans(seg.data, "/content")
+    probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
+    probe += [Segment("message", i + 1, "", strip_markers(seg.data[s:e])) for i, (s, e) in enumerate(spans)]
+    got = [_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
+    got.insert(0, _ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
+    overhead = len(got[0])
+    out: list[tuple[int, Any]] = []
+    at = overhead
+    for block, block_ids in zip(content, got[1:]):
+        at += len(block_ids) - overhead
+        out.append((at, cc_of(block)))
+    if at != len(seg_ids):
+        return [(len(seg_ids), next((cc_of(b) for b in reversed(content) if cc_of(b) is not None), None))]
+    return out
 
 
-def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: float | None,
-               label: Hashable | None, output: Sequence[int]) -> SimRequest:
+def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Tokenizer, d: wire.Dialect,
+               model: str, time: float | None, label: Hashable | None, output: Sequence[int]) -> SimRequest:
+    """Anthropic's prefix (tools, system, messages) in billed ids.
+
+    The ids are those of the differ's cache view with the markers removed.
+    The request-level pieces of the estimate (its params segment: a fixed
+    per-request count, then thinking and ``output_config`` pieces) are
+    placed as follows: the fixed run first (the same in every request), the
+    rest ahead of the first message, since those settings invalidate the
+    messages cache only (the invalidation table)."""
     if not isinstance(obj, dict):
         raise InputError("an Anthropic request body must be a JSON object")
-    blocks: list[tuple[str, bytes, Any]] = []  # (level, bytes, cache_control or None)
-    tools = obj.get("tools")
-    if isinstance(tools, list):
-        for (s, e), t in zip(element_spans(body, "/tools"), tools):
-            blocks.append(("tools", body[s:e], t.get("cache_control") if isinstance(t, dict) else None))
-    system = obj.get("system")
-    if isinstance(system, list):
-        for (s, e), b in zip(element_spans(body, "/system"), system):
-            blocks.append(("system", body[s:e], b.get("cache_control") if isinstance(b, dict) else None))
-    elif system is not None:
-        for m in iter_members(body, skip_ws(body, 0)):
-            if m.key == "system":  # a string is one text block (the same key as its list form)
-                blocks.append(("system", b'{"type":"text","text":' + body[m.value_start : m.end] + b"}", None))
-    messages = obj.get("messages")
-    images = 0
-    if isinstance(messages, list):
-        for i, ((s, e), msg) in enumerate(zip(element_spans(body, "/messages"), messages)):
-            content = msg.get("content") if isinstance(msg, dict) else None
-            if isinstance(content, list) and content:
-                spans = element_spans(body, f"/messages/{i}/content")
-                cuts = [ce for _, ce in spans[:-1]]
-                starts = [s] + cuts
-                ends = cuts + [e]
-                for (bs, be), part in zip(zip(starts, ends), content):
-                    cc = part.get("cache_control") if isinstance(part, dict) else None
-                    if isinstance(part, dict) and part.get("type") == "image":
-                        images += 1
-                    blocks.append(("messages", body[bs:be], cc))
-            elif isinstance(content, str):
-                blocks.append(("messages", _as_text_list(body, s, e), None))
-            else:
-                blocks.append(("messages", body[s:e], None))
+    unmarked = [seg if MARKER not in seg.data else
+                Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
+    ids = _ids(tok, unmarked, d, model)
+    head = array(tokens.TOKEN_TYPECODE)
+    rest = array(tokens.TOKEN_TYPECODE)
+    blocks: list[tuple[str, array, list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
+    for seg, seg_ids in zip(segs, ids):
+        if seg.kind == "params":
+            n = 0
+            while n < len(seg_ids) and seg_ids[n] == seg_ids[0] and seg_ids[0] < 0:
+                n += 1
+            head, rest = seg_ids[:n], seg_ids[n:]
+            continue
+        level = _LEVELS.get(seg.kind)
+        if level is None:
+            continue
+        try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
+            value = orjson.loads(seg.data)
+        except orjson.JSONDecodeError:
+            value = None
+        blocks.append((level, seg_ids, _block_ends(tok, d, model, seg, value, seg_ids)))
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
     for m in iter_members(body, skip_ws(body, 0)):
         level = _LEVEL_SALTS.get(m.key)
         if level is not None:
             salts[level].append(m.key.encode() + b"=" + body[m.value_start : m.end])
+    images = 0
+    for msg in obj.get("messages") or ():
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, list):
+            images += sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
     if images:
         salts["messages"].append(b"images=%d" % images)
-    segs = [Segment("message", i, "", strip_markers(data)) for i, (_, data, _) in enumerate(blocks)]
-    ids = tokens.segment_tokens(tok, segs)
+    first_msg = next((i for i, b in enumerate(blocks) if b[0] == "messages"), None)
+    if len(rest):
+        if first_msg is None:
+            blocks.append(("messages", rest, [(len(rest), None)]))
+        else:
+            level, b_ids, ends_in = blocks[first_msg]
+            joined = array(tokens.TOKEN_TYPECODE, rest)
+            joined.extend(b_ids)
+            blocks[first_msg] = (level, joined, [(len(rest) + e, cc) for e, cc in ends_in])
     first: dict[str, int] = {}
-    for idx, ((level, _, _), seg_ids) in enumerate(zip(blocks, ids)):
-        if len(seg_ids) and level not in first:
+    for idx, (level, b_ids, _) in enumerate(blocks):
+        if len(b_ids) and level not in first:
             first[level] = idx
     targets: dict[int, list[bytes]] = {}
     # a level's salt goes on its first token; without a system prompt the
@@ -233,18 +300,20 @@ def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: f
     for level, idx in (("system", first.get("system", first.get("messages"))), ("messages", first.get("messages"))):
         if idx is not None and salts[level]:
             targets.setdefault(idx, []).extend(salts[level])
-    flat = array(tokens.TOKEN_TYPECODE)
+    flat = array(tokens.TOKEN_TYPECODE, head)
     ends: list[int] = []
     marks: list[tuple[int, float]] = []
-    for idx, ((_, _, cc), seg_ids) in enumerate(zip(blocks, ids)):
+    for idx, (_, b_ids, b_ends) in enumerate(blocks):
         start = len(flat)
-        flat.extend(seg_ids)
-        if idx in targets:
+        flat.extend(b_ids)
+        if idx in targets and len(b_ids):
             flat[start] = flat[start] ^ _salt(b"|".join(targets[idx]))
-        if len(flat) and (not ends or ends[-1] != len(flat)):
-            ends.append(len(flat))
-        if isinstance(cc, dict) and len(flat):
-            marks.append((len(flat), ttl_seconds(cc)))
+        for e, cc in b_ends:
+            at = start + e
+            if at and (not ends or ends[-1] != at):
+                ends.append(at)
+            if isinstance(cc, dict) and at:
+                marks.append((at, ttl_seconds(cc)))
     top = obj.get("cache_control")
     if isinstance(top, dict) and len(flat):
         marks.append((len(flat), ttl_seconds(top)))

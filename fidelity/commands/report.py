@@ -14,7 +14,7 @@ from .. import compose, fixtures, pricing, score
 from ..report import console_table, to_json, write
 from ._console import stdout_console
 
-__all__ = ["HELP", "add_arguments", "add_input_arguments", "build_score", "run"]
+__all__ = ["HELP", "add_arguments", "add_input_arguments", "build_score", "with_harness", "run"]
 
 HELP = ("Score the bundled (or given) fixtures for every composition variant and provider: inherited, "
         "reused and lost cached tokens, first divergent byte, cost; writes fidelity-report.{md,json,html}.")
@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_input_arguments(parser)
     parser.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: ./reports)")
     parser.add_argument("--quiet", action="store_true", help="print only the paths written")
+    parser.add_argument("--harness", metavar="DIR",
+                        help="real-harness fork snapshots to add as rows (default with the bundled fixtures: the "
+                             "source checkout's fixtures/harness when present; 'none' to leave them out)")
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,9 +63,30 @@ def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None
                            progress=lambda label: (progress(label), bar.update(task, advance=1, description=label)))
 
 
+def with_harness(result: score.Score, folder: str | None) -> score.Score:
+    """``result`` with the real-harness rows of ``folder``
+    (:mod:`fidelity.proxy.harness_rows`): the default folder when it exists,
+    none for ``"none"``."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..proxy.harness_rows import DEFAULT_FOLDER, harness_rows
+
+    if folder == "none":
+        return result
+    if folder is None:
+        if not DEFAULT_FOLDER.is_dir():
+            return result
+        folder = str(DEFAULT_FOLDER)
+    return replace(result, harness=tuple(harness_rows(Path(folder))))
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     result = build_score(args, progress=(lambda label: None) if not args.quiet else None)
+    # the committed harness forks go with the bundled fixtures; a --fixtures
+    # folder gets them only when asked (--harness DIR)
+    result = with_harness(result, args.harness if args.harness or not args.fixtures else "none")
     console = Console(stderr=True)
     paths = write(result, args.out)
     elapsed = time.monotonic() - started

@@ -110,6 +110,7 @@ def to_json(score: Score) -> dict[str, Any]:
         "rows": [_row(r) for r in score.rows],
         "skipped": [{"session": s.session, "variant": s.variant, "provider": s.dialect, "reason": s.reason}
                     for s in score.skipped],
+        "harness": [h.to_json() for h in score.harness],
         "summary": summary(score),
     }
 

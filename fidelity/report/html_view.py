@@ -101,6 +101,25 @@ def _table(data: dict[str, Any], session: str) -> str:
     return f"<details><summary>All figures</summary><table>{head}{''.join(body)}</table></details>"
 
 
+def _harness(data: dict[str, Any]) -> str:
+    """Real harnesses' own forks, beside the reference variants (same figures as the Markdown view)."""
+    head = ("<tr><th>harness</th><th>version</th><th>provider</th><th>first divergence</th><th>cause</th>"
+            "<th>predicted cached</th><th>lost</th><th>child prompt</th><th>$ lost / 1,000 forks</th></tr>")
+    body = []
+    for h in data["harness"]:
+        usd = h["usd_lost_per_fork"]
+        est = " (est.)" if h["estimated"] else ""
+        body.append(f"<tr><td>{escape(h['harness'])}</td><td>{escape(h['version'])}</td>"
+                    f"<td>{escape(h['provider'] + est)}</td><td>{escape(h['first_divergence'])}</td>"
+                    f"<td>{escape(h['cause'])}</td><td>{escape(_fmt.tokens(h['predicted_cached']))}</td>"
+                    f"<td>{escape(_fmt.tokens(h['lost_tokens']))}</td><td>{escape(_fmt.tokens(h['child_prompt']))}</td>"
+                    f"<td>{escape(_fmt.usd(None if usd is None else usd * 1000, 2))}</td></tr>")
+    return ("<h2>Real harnesses</h2><p>Fork children recorded from the harnesses themselves through "
+            "<code>fidelity proxy</code> (<code>fixtures/harness/</code>), each compared with its parent as "
+            "sent to every provider that speaks its wire format.</p>"
+            f"<table>{head}{''.join(body)}</table>")
+
+
 def render_html(data: dict[str, Any]) -> str:
     """The whole report as one HTML document."""
     s = data["summary"]
@@ -124,6 +143,8 @@ def render_html(data: dict[str, Any]) -> str:
                        f'cache-preserving: {"yes" if v["cache_preserving"] else "no"}</p>'
                        f"{_variant_svg(data, sess['name'], name)}</div>")
         out.append(_table(data, sess["name"]))
+    if data.get("harness"):
+        out.append(_harness(data))
     out.append("<h2>Variants</h2>")
     for v in data["variants"]:
         out.append(f'<div class="effects"><h3>{escape(v["title"])}</h3><p>{escape(v["summary"])}</p>'

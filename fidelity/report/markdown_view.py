@@ -49,6 +49,25 @@ def _session_table(data: dict[str, Any], session: str) -> list[str]:
     return out
 
 
+def _harness(data: dict[str, Any]) -> list[str]:
+    """Real harnesses' own forks (recorded parent and child bodies), beside the reference variants."""
+    out = ["## Real harnesses", "",
+           "Fork children recorded from the harnesses themselves through `fidelity proxy` "
+           "(`fixtures/harness/`), each compared with its parent as sent to every provider that speaks its "
+           "wire format. *lost*: tokens a child whose prefix matched would read that this one does not.", "",
+           "| harness | version | provider | first divergence | cause | predicted cached | lost | "
+           "child prompt | $ lost / 1,000 forks |",
+           "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for h in data["harness"]:
+        est = " (est.)" if h["estimated"] else ""
+        usd = h["usd_lost_per_fork"]
+        out.append(f"| {_esc(h['harness'])} | {_esc(h['version'])} | {_esc(h['provider'])}{est} | "
+                   f"{_esc(h['first_divergence'])} | {_esc(h['cause'])} | {_fmt.tokens(h['predicted_cached'])} | "
+                   f"{_fmt.tokens(h['lost_tokens'])} | {_fmt.tokens(h['child_prompt'])} | "
+                   f"{_fmt.usd(None if usd is None else usd * 1000, 2)} |")
+    return out + [""]
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The whole report as Markdown."""
     s = data["summary"]
@@ -86,6 +105,8 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines += ["", "<details><summary>All figures</summary>", ""]
         lines += _session_table(data, sess["name"])
         lines += ["", "</details>", ""]
+    if data.get("harness"):
+        lines += _harness(data)
     lines += ["## Variants", ""]
     for v in data["variants"]:
         lines += [f"### {v['name']}: {v['title']}", "",

@@ -33,7 +33,7 @@ from ._pieces import Media, Piece, Special
 from .media import MediaCount, MediaInfo, count_media, probe, probe_b64
 
 __all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
-           "billing_tokenizer"]
+           "billing_tokenizer", "prompt_tail"]
 
 #: dialects whose framing module renders each segment as the model reads it
 _FRAMED = {"openai-chat", "openai-responses"}
@@ -275,6 +275,22 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
+def prompt_tail(tok: Tokenizer, dialect: str) -> array:
+    """Ids the provider appends after the last segment of a cache view: the
+    reply priming of the framed dialects (OpenAI: ``<|start|>assistant<|message|>``,
+    3 tokens); empty for the others."""
+    out = array(TOKEN_TYPECODE)
+    if dialect in _FRAMED:
+        from .framing_openai import PRIMING
+
+        for p in PRIMING:
+            if isinstance(p, str):
+                out.extend(tok.ids(p))
+            elif isinstance(p, Special):
+                out.append(p.id)
+    return out
+
+
 def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
                  url: str | None = None) -> PromptCount:
     """The billed prompt tokens of one request body: its segments'
@@ -290,11 +306,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
     kinds = _kinds(body, d.name, segs, parts)
-    tail = 0
-    if d.name in _FRAMED:
-        from .framing_openai import PRIMING
-
-        tail = sum(len(tok.ids(p)) if isinstance(p, str) else 1 for p in PRIMING)
+    tail = len(prompt_tail(tok, d.name))
     estimated = tok.estimated or any(p.estimated for p in parts)
     return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
 

@@ -19,8 +19,10 @@ no recorded usage here fits it, so they use the same factor (a stated limit).
 
 from __future__ import annotations
 
-import math
+import functools
 from array import array
+
+import numpy as np
 
 from ._base import TOKEN_TYPECODE, Tokenizer
 
@@ -38,18 +40,23 @@ class ScaledTokenizer(Tokenizer):
         super().__init__(name, source=source, estimated=True)
         self.base_name = base
         self.factor = factor
+        self._scaled_memo = functools.lru_cache(maxsize=4096)(self._scaled)
 
-    def ids(self, text: str) -> array[int]:
+    def ids(self, text: str) -> array:
+        """The stretched ids of ``text`` (memoised per text; read-only)."""
+        return self._scaled_memo(text)
+
+    def _scaled(self, text: str) -> array:
         from . import get
 
-        base = get(self.base_name).ids(text)
-        f = self.factor
-        out = array(TOKEN_TYPECODE)
-        for k, i in enumerate(base):
-            out.append(i)
-            if math.floor((k + 1) * f) - math.floor(k * f) >= 2:
-                out.append(i + _EXTRA)
-        return out
+        base = np.frombuffer(get(self.base_name).ids(text), dtype=np.int64)
+        k = np.arange(len(base), dtype=np.float64)
+        # the k-th base token gets a second id where floor((k+1)f) - floor(kf) >= 2
+        extra = (np.floor((k + 1) * self.factor) - np.floor(k * self.factor)) >= 2
+        out = np.repeat(base, 1 + extra.astype(np.int64))
+        second = np.cumsum(1 + extra.astype(np.int64))[extra] - 1
+        out[second] += _EXTRA
+        return array(TOKEN_TYPECODE, out.tobytes())
 
     def _encode_chunk(self, text: str) -> list[int]:
         return self.ids(text).tolist()

@@ -1,0 +1,131 @@
+"""Where a harness puts its cache breakpoints, applied to every request it sends.
+
+Anthropic (and DashScope's explicit mode) cache only where a request asks:
+``cache_control`` markers on blocks, or Anthropic's top-level
+``cache_control`` ("automatic caching", one breakpoint on the last block).
+Where the markers sit is a property of the harness, not of one request: it
+places them again on every request, so a fork child is scored against a
+parent whose whole request sequence used the same placement. A
+:data:`PLACEMENTS` entry is a pure function ``(request, provider) ->
+Request`` that removes every marker of the request and puts the
+placement's own; :func:`place` looks one up by name.
+
+Placements (sources read 2026-12-02):
+
+* ``claude-code``: the last system block and the last block of each of the
+  last two messages, moved forward every turn: Claude Code's own pattern
+  (issue 13's recorded Claude Code session; its system blocks and the last
+  messages carry ``cache_control``). Anthropic keys entries on content, not
+  on marker positions, so the breakpoint on the second-to-last message
+  reads what the previous request wrote at its last message
+  (https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+* ``automatic``: no block markers, a top-level ``cache_control`` (Anthropic
+  only; the guide's "automatic prompt caching"). On other providers it is
+  ``none``.
+* ``system-only``: one breakpoint at the end of the system prompt (what the
+  report's fixtures used before; no real harness does only this).
+* ``none``: no marker anywhere (Anthropic caches nothing; DashScope falls
+  back to implicit caching).
+
+Dialects without breakpoints (OpenAI, Gemini, DeepSeek, engines) ignore the
+markers: every placement renders the same body there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Mapping
+
+from .errors import UnknownName
+from .model import FrozenDict, Message, Reasoning, Request, freeze
+
+__all__ = ["PLACEMENTS", "DEFAULT", "EPHEMERAL", "place", "strip", "affects"]
+
+EPHEMERAL = FrozenDict({"type": "ephemeral"})
+#: the placement the report's fixtures use unless a variant names another
+DEFAULT = "claude-code"
+#: providers whose cache reads and writes depend on the markers
+_MARKED = frozenset({"anthropic", "dashscope"})
+
+
+def affects(provider: str) -> bool:
+    """Does the placement change what ``provider``'s cache does?"""
+    return provider in _MARKED
+
+
+def _strip_message(m: Message) -> Message:
+    if not any(getattr(p, "cache_control", None) is not None for p in m.parts):
+        return m
+    return replace(m, parts=tuple(replace(p, cache_control=None) if getattr(p, "cache_control", None) is not None
+                                  else p for p in m.parts))
+
+
+def strip(request: Request) -> Request:
+    """``request`` without any ``cache_control`` marker (blocks, parts, top level)."""
+    system = tuple(replace(b, cache_control=None) if b.cache_control is not None else b for b in request.system)
+    params = request.params
+    if "cache_control" in params:
+        params = freeze({k: v for k, v in params.items() if k != "cache_control"})
+    return replace(request, system=system, params=params,
+                   messages=tuple(_strip_message(m) for m in request.messages))
+
+
+def _mark_last_part(m: Message) -> Message:
+    """The message with a marker on its last part that can carry one
+    (thinking blocks cannot, https://platform.claude.com/docs/en/build-with-claude/prompt-caching)."""
+    parts = list(m.parts)
+    for i in range(len(parts) - 1, -1, -1):
+        if not isinstance(parts[i], Reasoning) and hasattr(parts[i], "cache_control"):
+            parts[i] = replace(parts[i], cache_control=EPHEMERAL)
+            return replace(m, parts=tuple(parts))
+    return m
+
+
+def _mark_system(request: Request) -> Request:
+    if not request.system:
+        return request
+    system = list(request.system)
+    system[-1] = replace(system[-1], cache_control=EPHEMERAL)
+    return replace(request, system=tuple(system))
+
+
+def _claude_code(request: Request, provider: str) -> Request:
+    request = _mark_system(strip(request))
+    messages = list(request.messages)
+    for i in range(max(0, len(messages) - 2), len(messages)):
+        messages[i] = _mark_last_part(messages[i])
+    return replace(request, messages=tuple(messages))
+
+
+def _automatic(request: Request, provider: str) -> Request:
+    request = strip(request)
+    if provider != "anthropic":
+        return request
+    return replace(request, params=freeze({**request.params, "cache_control": EPHEMERAL}))
+
+
+def _system_only(request: Request, provider: str) -> Request:
+    return _mark_system(strip(request))
+
+
+def _none(request: Request, provider: str) -> Request:
+    return strip(request)
+
+
+PLACEMENTS: Mapping[str, Callable[[Request, str], Request]] = {
+    "claude-code": _claude_code,
+    "automatic": _automatic,
+    "system-only": _system_only,
+    "none": _none,
+}
+
+
+def place(request: Request, placement: str, provider: str) -> Request:
+    """``request`` with ``placement``'s markers (see the module docstring);
+    unchanged for providers the markers do not affect."""
+    fn = PLACEMENTS.get(placement)
+    if fn is None:
+        raise UnknownName("breakpoint placement", placement, list(PLACEMENTS))
+    if not affects(provider):
+        return request
+    return fn(request, provider)
