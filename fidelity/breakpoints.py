@@ -33,8 +33,8 @@ markers: every placement renders the same body there.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Callable, Mapping
 
 from .errors import UnknownName
 from .model import FrozenDict, Message, Reasoning, Request, freeze

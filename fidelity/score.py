@@ -38,9 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import breakpoints
+from . import breakpoints, pricing, tokens, wire
 from . import diff as differ
-from . import pricing, tokens, wire
 from .cache.prompts import cache_prompt
 from .cache.simulator import Prediction, Simulator
 from .compose import Variant, parent_request, parent_requests

@@ -262,6 +262,7 @@ def test_strip_markers() -> None:
 def test_cache_prompt_counts_what_the_differ_counts() -> None:
     """One counting path: the simulator's prompt is the billed count."""
     import json
+
     from fidelity.tokens.billed import count_prompt
 
     chat = json.dumps({"model": "gpt-4o", "messages": [{"role": "system", "content": "be brief " * 300},

@@ -147,7 +147,7 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     try:
         segs = wire.cache_view_at(d, body, endpoint)
     except InputError as exc:
-        raise exc.at(path) if path else exc
+        raise (exc.at(path) if path else exc) from None
     if d.provider == "anthropic":
         req = _anthropic(body, obj, segs, tok, d, model, time, label, output)
         cm = providers.get("anthropic").cache_model or "anthropic"
