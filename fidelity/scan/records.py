@@ -293,8 +293,10 @@ def _imported(path: Path, out: Any) -> int:
     for snap in imported.snapshots:
         m = re.search(r"/interactions/(\d+)/", snap.source or "")
         used = usage.get(int(m.group(1))) if m else None
+        # the recorded request time, as replay reads it: a cache entry from a year
+        # earlier is gone (one simulator, one clock for both commands)
         out.write(_record_line(snap.body, url=snap.url, provider=snap.provider, session=str(path),
-                               where=snap.source or str(path), used=used))
+                               where=snap.source or str(path), time=snap.time, used=used or snap.usage))
         n += 1
     # what the importer could not turn into a request is reported, not dropped
     for warning in imported.warnings:
