@@ -204,8 +204,8 @@ def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: f
                 spans = element_spans(body, f"/messages/{i}/content")
                 cuts = [ce for _, ce in spans[:-1]]
                 starts = [s] + cuts
-                ends = cuts + [e]
-                for (bs, be), part in zip(zip(starts, ends), content):
+                stops = cuts + [e]
+                for (bs, be), part in zip(zip(starts, stops), content):
                     cc = part.get("cache_control") if isinstance(part, dict) else None
                     if isinstance(part, dict) and part.get("type") == "image":
                         images += 1
@@ -230,9 +230,9 @@ def _anthropic(body: bytes, obj: Any, tok: tokens.Tokenizer, model: str, time: f
     targets: dict[int, list[bytes]] = {}
     # a level's salt goes on its first token; without a system prompt the
     # system-level salt falls on the first message (it invalidates both)
-    for level, idx in (("system", first.get("system", first.get("messages"))), ("messages", first.get("messages"))):
-        if idx is not None and salts[level]:
-            targets.setdefault(idx, []).extend(salts[level])
+    for level, at in (("system", first.get("system", first.get("messages"))), ("messages", first.get("messages"))):
+        if at is not None and salts[level]:
+            targets.setdefault(at, []).extend(salts[level])
     flat = array(tokens.TOKEN_TYPECODE)
     ends: list[int] = []
     marks: list[tuple[int, float]] = []
