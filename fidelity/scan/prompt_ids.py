@@ -51,7 +51,7 @@ class Part:
     of the 20-block lookback), each block's ``cache_control`` lifetime in
     seconds (``None``: no breakpoint) and level, and its image parts."""
 
-    ids: tuple[array, ...]
+    ids: tuple[array[int], ...]
     ttls: tuple[float | None, ...] = (None,)
     level: str = ""
     images: int = 0
@@ -80,11 +80,11 @@ class PromptIds:
         self.slow = 0
 
     # -- tokens ----------------------------------------------------------------
-    def _ids(self, data: bytes, text: str | None = None) -> array:
+    def _ids(self, data: bytes, text: str | None = None) -> array[int]:
         key = (self.tok.name, data if text is None else b"\x00text\x00" + text.encode("utf-8", "surrogatepass"))
         hit = self.memo.get(key)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
+            return hit
         ids = encode_texts(self.tok, [data if text is None else text], threads=1)[0]
         if not isinstance(ids, array):
             ids = array(_TYPECODE, ids)
