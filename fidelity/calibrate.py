@@ -273,7 +273,8 @@ def _first_user_text(session: dsh.Session) -> str | None:
 
 
 def _wire_body(request: Request, render: Render) -> dict[str, Any]:
-    return json.loads(render(request))
+    body: dict[str, Any] = json.loads(render(request))  # a wire body is a JSON object
+    return body
 
 
 def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render,

@@ -357,7 +357,7 @@ def system_from_messages(request: Request) -> Request:
     first = request.messages[0]
     if first.extra or not first.parts or not all(isinstance(p, Text) for p in first.parts):
         return request
-    blocks = tuple(SystemBlock(p.text, cache_control=p.cache_control) for p in first.parts)
+    blocks = tuple(SystemBlock(p.text, cache_control=p.cache_control) for p in first.parts if isinstance(p, Text))
     return replace(request, system=blocks, messages=request.messages[1:])
 
 

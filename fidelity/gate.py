@@ -438,7 +438,8 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
         if not all(isinstance(x, str) and x for x in names):
             raise bad("a skipped entry needs session, variant and provider strings", f"/skipped/{i}")
         reason = k.get("reason") if isinstance(k.get("reason"), str) else ""
-        rows.append(_skipped_row(names[0], names[1], names[2], files.get(names[0]), reason))
+        session, variant, provider = (str(x) for x in names)  # strings: checked just above
+        rows.append(_skipped_row(session, variant, provider, files.get(session), reason))
     if not rows:
         raise bad("the report holds no rows", "/rows")
     seen: set[str] = set()

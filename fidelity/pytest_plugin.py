@@ -53,7 +53,7 @@ def _as_body(value: Any, provider: str | None, what: str) -> bytes:
     if isinstance(value, os.PathLike):
         from .capture.snapshot import load_body
 
-        return load_body(value)[0]
+        return load_body(Path(value))[0]
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, Request):

@@ -98,7 +98,7 @@ SPECIAL_TEXTS: tuple[str, ...] = (
 """Fragments mixed into :func:`unicode_text`: each is a known source of
 differing bytes between serialisers or tokenizers."""
 
-_PRIVATE_OR_SURROGATE = ("Cs", "Co")
+_PRIVATE_OR_SURROGATE: tuple[Literal["Cs", "Co"], ...] = ("Cs", "Co")
 
 
 @cache
@@ -182,7 +182,7 @@ def json_schemas(*, max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
             names = draw(st.lists(identifiers(max_size=10), max_size=4, unique=True))
             properties = {name: draw(schema(depth - 1)) for name in names}
             entries.append(("properties", properties))
-            if names and draw(_BOOLEANS):
+            if len(names) > 0 and draw(_BOOLEANS):
                 entries.append(("required", draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
             if draw(_BOOLEANS):
                 entries.append(("additionalProperties", False))
@@ -439,7 +439,8 @@ _PARAMS: tuple[tuple[str, st.SearchStrategy[Any]], ...] = (
 def request_params(draw: st.DrawFn) -> FrozenDict:
     """A drawn subset of common request parameters in a drawn order."""
     chosen = draw(st.lists(st.sampled_from(_PARAMS), unique_by=lambda kv: kv[0], max_size=len(_PARAMS)))
-    return freeze({key: draw(values) for key, values in chosen})
+    frozen: FrozenDict = freeze({key: draw(values) for key, values in chosen})
+    return frozen
 
 
 @st.composite

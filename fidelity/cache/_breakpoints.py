@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import InputError
 from ._base import CacheModel, CacheOutcome, PromptTokens, common_prefix
 
 __all__ = ["BreakpointCache"]
+
+
+class _HasBreakpoints(Protocol):
+    """What :meth:`BreakpointCache._check` reads: a ``PromptTokens`` or a
+    simulator ``SimRequest``."""
+
+    @property
+    def breakpoints(self) -> tuple[int, ...]: ...
 
 
 @dataclass
@@ -45,7 +54,7 @@ class BreakpointCache(CacheModel):
         default = self.ttl if self.ttl is not None else float("inf")
         return request.ttls or tuple(default for _ in request.breakpoints)
 
-    def _check(self, request: PromptTokens) -> None:
+    def _check(self, request: _HasBreakpoints) -> None:
         if len(request.breakpoints) > self.max_breakpoints:
             raise InputError(
                 f"{len(request.breakpoints)} cache_control breakpoints; {self.name} allows at most {self.max_breakpoints}",

@@ -143,7 +143,7 @@ class EngineCache(CacheModel):
         and every generated token but the last."""
         if len(request.output) <= 1:
             return request.tokens
-        return request.tokens + request.output[:-1]  # type: ignore[operator]
+        return as_token_array(request.tokens) + as_token_array(request.output)[:-1]
 
     # -- prediction ---------------------------------------------------------
     def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
@@ -175,7 +175,7 @@ class EngineCache(CacheModel):
         parent's, so a key stands for the entire prefix)."""
         import hashlib
 
-        packed = as_token_array(tokens).tobytes()  # type: ignore[attr-defined]
+        packed = as_token_array(tokens).tobytes()
         step = self.block_size * 8
         keys = []
         h = hashlib.blake2b(digest_size=16)

@@ -266,7 +266,7 @@ class PrefixStore:
         return np.concatenate(parts)
 
     def _alive(self, ids: np.ndarray, now: float | None) -> np.ndarray:
-        ok = ~self._gone.a[ids]
+        ok: np.ndarray = ~self._gone.a[ids]
         if self.ttl is not None and now is not None:
             ok &= self._time.a[ids] + self.ttl >= now
         return ok
@@ -456,10 +456,10 @@ class BreakpointStore:
         for e in bucket:
             if common_prefix(e.tokens, req.tokens) >= pos:
                 fresh = not self._alive(e, now)
-                e.tokens, e.last_used, e.label = req.tokens, now, label
+                e.tokens, e.last_used, e.label = as_token_array(req.tokens), now, label
                 e.ttl = ttl if fresh else max(e.ttl, ttl)
                 return fresh
-        bucket.append(_Entry(req.tokens, pos, now, ttl, label))
+        bucket.append(_Entry(as_token_array(req.tokens), pos, now, ttl, label))
         if now is not None:  # drop what can never be read again
             bucket[:] = [e for e in bucket if self._alive(e, now)]
         return True
@@ -569,13 +569,14 @@ class Simulator:
     def _implicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
         n = _scaled(len(req.tokens), req.scale)
         store: PrefixStore | None = self._store(req.key, commit)
-        shared, parent = store.longest(req.tokens, now) if store is not None else (0, None)
+        shared, parent = store.longest(as_token_array(req.tokens), now) if store is not None else (0, None)
         shared = _scaled(shared, req.scale)
         read = min(n, self.model.reusable(shared, n)) if shared else 0
         stored = min(n, self.model.reusable(n, n + 1))
         written = max(0, stored - read)
         if commit and store is not None:
-            data = req.tokens + req.output if (self.model.includes_output and len(req.output)) else req.tokens
+            tokens = as_token_array(req.tokens)
+            data = tokens + as_token_array(req.output) if (self.model.includes_output and len(req.output)) else tokens
             store.store(data, now, label)
         return Prediction(n, read, written, parent if read else None, nearest=parent)
 

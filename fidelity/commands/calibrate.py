@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import orjson
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -74,7 +74,7 @@ def _session_table(session: SessionResult) -> Table:
 
 def render(result: Calibration) -> Group:
     """Rich view: a table per session with calibrated steps, then the summary."""
-    parts: list[object] = [_session_table(s) for s in result.sessions if s.steps]
+    parts: list[RenderableType] = [_session_table(s) for s in result.sessions if s.steps]
     sm = result.summary
     lines = [
         f"tokenizer {result.tokenizer}, cache model {result.cache_model} (unit {sm.unit} tokens)",

@@ -84,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(f"fidelity diff: {note}", file=sys.stderr)
         return 0
-    console = StdoutConsole(file=_Escaping(sys.stdout))
+    # rich types ``file`` as a nominal IO[str]; _Escaping is a duck-typed text stream
+    console = StdoutConsole(file=_Escaping(sys.stdout))  # type: ignore[arg-type]
     if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
-        console = StdoutConsole(file=_Escaping(sys.stdout), width=200)
+        console = StdoutConsole(file=_Escaping(sys.stdout), width=200)  # type: ignore[arg-type]
     shown = 0
     for result in _progress(results(), args):
         if args.child is None:
@@ -120,7 +121,8 @@ class _Escaping:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        written: int = self._stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        return written
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -59,8 +59,12 @@ def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("scoring", total=score.row_count(fx, variants, args.providers))
-        return score.score(fx, variants, providers=args.providers, prices=prices,
-                           progress=lambda label: (progress(label), bar.update(task, advance=1, description=label)))
+
+        def step(label: str) -> None:
+            progress(label)
+            bar.update(task, advance=1, description=label)
+
+        return score.score(fx, variants, providers=args.providers, prices=prices, progress=step)
 
 
 def with_harness(result: score.Score, folder: str | None) -> score.Score:

@@ -97,7 +97,8 @@ class Endpoint:
         req = urllib.request.Request(self.base + path, data=body, method=method, headers=self._headers())
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 (the user's own URL)
-                return resp.read()
+                data: bytes = resp.read()
+                return data
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace").replace("\n", " ")
             if exc.code in (401, 403):

@@ -90,7 +90,7 @@ def route_of(body: Mapping[str, Any]) -> str:
     raise InputError("request body has neither \"messages\" nor \"prompt\"")
 
 
-def prompt_ids(body: Mapping[str, Any], tokenizer: Tokenizer, template: str = "chatml") -> array:
+def prompt_ids(body: Mapping[str, Any], tokenizer: Tokenizer, template: str = "chatml") -> array[int]:
     """Prompt token ids of ``body`` as fidelity predicts the engine sees them."""
     if "messages" in body:
         return tokenizer.ids(chat_prompt(body, template))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ class Script:
     def _matches(rule: Rule, req: RequestView) -> bool:
         w = rule.when
         body_text = req.body.decode("utf-8", "replace")
-        checks = {
+        checks: dict[str, Callable[[Any], bool]] = {
             "dialect": lambda v: req.dialect == v,
             "model": lambda v: req.model == v,
             "path_contains": lambda v: v in req.path,

@@ -150,9 +150,9 @@ class RecordingProxy:
             await self._runner.cleanup()
             await self._session.close()
             raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        sockets = site._server.sockets if site._server else []  # type: ignore[attr-defined]  # aiohttp's private _server is an asyncio.Server
         self.port = sockets[0].getsockname()[1] if sockets else port
-        return self.port  # type: ignore[return-value]
+        return self.port
 
     async def _probe_upstream(self) -> None:
         scheme, host, port = _check_upstream_url(self.upstream)

@@ -121,9 +121,9 @@ class ScriptedUpstream:
         except OSError as exc:
             await self._runner.cleanup()
             raise FidelityError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        sockets = site._server.sockets if site._server else []  # type: ignore[attr-defined]  # aiohttp's private _server is an asyncio.Server
         self.port = sockets[0].getsockname()[1] if sockets else port
-        return self.port  # type: ignore[return-value]
+        return self.port
 
     async def close(self) -> None:
         if self._runner is not None:

@@ -12,7 +12,7 @@ model with the price table at the very end.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import cache as cache_models
 from .. import pricing
@@ -80,6 +80,10 @@ class CrossChild:
     read: int
     params: bytes
     head: tuple[Segment, ...]
+
+
+#: a row key of any length: ``(*key, provider, model)``
+_Key = TypeVar("_Key", bound=tuple[str, ...])
 
 
 def _add(d: dict[Any, list[int]], key: Any, values: list[int]) -> None:
@@ -152,7 +156,7 @@ class Partial:
         for mine, theirs in ((self.models, other.models), (self.days, other.days), (self.causes, other.causes),
                              (self.wheres, other.wheres), (self.changes, other.changes)):
             for k, v in theirs.items():
-                _add(mine, k, v)  # type: ignore[arg-type]
+                _add(mine, k, v)
         for k, b in other.examples.items():
             cur = self.examples.get(k)
             if cur is None or b.rank() < cur.rank():
@@ -206,7 +210,7 @@ class _Rates:
         return round(total, 6) if priced or not lost_by_pm else None
 
 
-def _group(d: dict[tuple[str, ...], list[int]], n_key: int) -> dict[tuple[str, ...], tuple[list[int], dict[PM, int]]]:
+def _group(d: dict[_Key, list[int]], n_key: int) -> dict[tuple[str, ...], tuple[list[int], dict[PM, int]]]:
     """Sum rows keyed ``(*key, provider, model)`` over models; keep lost per model."""
     out: dict[tuple[str, ...], tuple[list[int], dict[PM, int]]] = {}
     for full, v in d.items():

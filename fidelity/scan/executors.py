@@ -110,16 +110,16 @@ class DaskExecutor(Executor):
             if self._client is None:
                 from distributed import Client
 
-                self._client = Client(self.address)
+                self._client = Client(self.address)  # type: ignore[no-untyped-call]  # distributed ships no annotations here
             futures = [self._client.submit(fn, *args, pure=False) for args in items]
             out = self._client.gather(futures)
         else:
-            import dask
-            from dask import delayed
+            from dask.base import compute
+            from dask.delayed import delayed
 
             tasks = [delayed(fn, pure=False)(*args) for args in items]
             scheduler = "sync" if self.workers == 1 else "processes"
-            out = list(dask.compute(*tasks, scheduler=scheduler, num_workers=self.workers))
+            out = list(compute(*tasks, scheduler=scheduler, num_workers=self.workers))  # type: ignore[no-untyped-call]  # dask's compute is unannotated
         if done:
             for _ in items:
                 done()

@@ -55,7 +55,7 @@ class TokenMemo:
                 self._size -= len(d) + 8 * len(old) + 64
         return ids
 
-    def get(self, key: tuple[str, bytes]) -> array | None:
+    def get(self, key: tuple[str, bytes]) -> array[int] | None:
         """The ids stored under ``key`` (``(tokenizer name, bytes)``), or ``None``."""
         hit = self._memo.get(key)
         if hit is not None:
@@ -64,7 +64,7 @@ class TokenMemo:
             self.misses += 1
         return hit
 
-    def put(self, key: tuple[str, bytes], ids: array, nbytes: int) -> None:
+    def put(self, key: tuple[str, bytes], ids: array[int], nbytes: int) -> None:
         """Store ids computed by the caller for ``nbytes`` of input (counted
         as tokenized); the same cap as :meth:`ids`."""
         self.tokenized_bytes += nbytes

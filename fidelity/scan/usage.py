@@ -98,10 +98,10 @@ def _own_from_response(dialect_or_provider: str, content_type: str | None, body_
 def from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
     """Usage a response body reports, in the shared convention's shape."""
     try:
-        from ..capture.usage import from_response as shared  # type: ignore[import-not-found]
+        from ..capture.usage import from_response as shared
     except ImportError:
         return _own_from_response(dialect_or_provider, content_type, body_bytes)
-    return shared(dialect_or_provider, content_type, body_bytes)  # type: ignore[no-any-return]
+    return shared(dialect_or_provider, content_type, body_bytes)
 
 
 def normalise(value: Any) -> dict[str, Any] | None:
@@ -110,7 +110,7 @@ def normalise(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
     if "prompt" in value or "cache_read" in value:
-        out = {k: _int(value.get(k)) for k in ("prompt", "cache_read", "cache_write", "output")}
+        out: dict[str, Any] = {k: _int(value.get(k)) for k in ("prompt", "cache_read", "cache_write", "output")}
         out["source"] = value.get("source") if isinstance(value.get("source"), str) else "log"
         return out if out["prompt"] is not None else None
     return from_usage_object({"usage": value}, "log") or from_usage_object(value, "log")

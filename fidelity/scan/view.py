@@ -42,7 +42,7 @@ class Item(NamedTuple):
     built only when asked for), and the parsed value."""
 
     kind: str
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index: mypy flags the shadowing, the field wins at run time
     where: tuple[Any, ...]
     value: Any
 

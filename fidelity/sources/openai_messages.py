@@ -136,7 +136,7 @@ def from_openai_messages(value: Any, *, path: str | Path | None = None) -> tuple
 def _content(parts: Sequence[Part]) -> Any:
     if len(parts) == 1 and isinstance(parts[0], Text) and parts[0].cache_control is None:
         return parts[0].text
-    out = []
+    out: list[dict[str, Any]] = []
     for p in parts:
         if isinstance(p, Text):
             out.append({"type": "text", "text": p.text})

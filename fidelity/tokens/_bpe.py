@@ -146,9 +146,12 @@ class TiktokenTokenizer(Tokenizer):
         if self.nfc:
             text = unicodedata.normalize("NFC", text)
         text = _scrub_surrogates(text)
+        ids: list[int]
         if self.template_tokens:
-            return self.encoding.encode(text, allowed_special="all", disallowed_special=())
-        return self.encoding.encode_ordinary(text)
+            ids = self.encoding.encode(text, allowed_special="all", disallowed_special=())
+        else:
+            ids = self.encoding.encode_ordinary(text)
+        return ids
 
 class HFTokenizer(Tokenizer):
     """A tokenizer read from a Hugging Face ``tokenizer.json`` and run by the
@@ -174,7 +177,8 @@ class HFTokenizer(Tokenizer):
         return self._tokenizer
 
     def _encode_chunk(self, text: str) -> list[int]:
-        return self.tokenizer.encode(_scrub_surrogates(text), add_special_tokens=False).ids
+        ids: list[int] = self.tokenizer.encode(_scrub_surrogates(text), add_special_tokens=False).ids
+        return ids
 
 
 def _scrub_surrogates(text: str) -> str:

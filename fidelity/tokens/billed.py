@@ -30,7 +30,7 @@ from ..wire import Segment
 from . import TOKEN_TYPECODE, Tokenizer, segment_tokens
 from ._parallel import encode_texts
 from ._pieces import Media, Piece, Special
-from .media import MediaCount, MediaInfo, count_media, probe, probe_b64
+from .media import MediaInfo, count_media, probe, probe_b64
 
 __all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
            "billing_tokenizer", "prompt_tail"]
@@ -121,7 +121,7 @@ def _measure(media: Media, provider: str, model: str) -> MediaPart:
         else:
             info = probe(media.data, media.mime)
     kind = info.kind if info is not None and info.kind in ("image", "pdf", "audio", "video") else media.kind
-    got: MediaCount = count_media(provider, model, kind, info, detail=media.detail)
+    got = count_media(provider, model, kind, info, detail=media.detail)
     return MediaPart(kind, got.tokens, got.estimated, got.rule, "body" if media.data is not None else "url")
 
 
@@ -243,7 +243,7 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
     return out
 
 
-def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[str, array]:
+def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[str, array[int]]:
     """Ids of every distinct text piece, each encoded once; a large batch (a
     first request of megabytes) on all cores (:mod:`fidelity.tokens._parallel`)."""
     texts = list(dict.fromkeys(p for pieces in framed for p in pieces if isinstance(p, str) and p))
@@ -299,7 +299,8 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     from ..capture.snapshot import describe
 
     d_name, family, found_model = describe(url, body)
-    d = wire.get(dialect or d_name) if (dialect or d_name) else wire.detect(orjson.loads(body))
+    name = dialect or d_name
+    d = wire.get(name) if name else wire.detect(orjson.loads(body))
     model = model or found_model or ""
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     segs = d.cache_view(body)

@@ -140,10 +140,10 @@ def check_records(records: Iterable[RecordedRequest]) -> CheckResult:
         reason = _skip_reason(obj, dialect, rec.url)
         if reason is None and not model:
             reason = "no model named"
-        if reason is None and rec.response_model and "/" in rec.response_model and "/" not in model:
+        if reason is None and model and rec.response_model and "/" in rec.response_model and "/" not in model:
             # e.g. a cassette recorded through OpenRouter and edited to name an OpenAI model
             reason = "served by another model than the body names (the response says so)"
-        if reason is None:
+        if reason is None and model:  # a model is named here (checked above)
             try:
                 tokens_for_model(model)
             except UnknownName:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import orjson
 
 from ..capture.snapshot import describe
+from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
 from .check import _skip_reason
@@ -77,7 +78,7 @@ def held_out(group: str) -> bool:
     return hashlib.sha1(group.encode()).digest()[0] % 3 == 0
 
 
-def _PROXY():  # noqa: N802
+def _PROXY() -> Tokenizer:  # noqa: N802
     from . import get
 
     return get("o200k_base")

@@ -53,8 +53,10 @@ def read_jsonl(path: str | Path) -> Imported:
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path=path, line=number)
         where = f"line {number}"
-        envelope = obj.get("request") if isinstance(obj.get("request"), dict) and "body" in obj["request"] else obj
+        request = obj.get("request")
+        envelope: dict[str, Any] = request if isinstance(request, dict) and "body" in request else obj
         prefix = "/request" if envelope is not obj else ""
+        notes: list[str]
         if "body" not in envelope:
             if not looks_like_model_request(line):
                 out.skip(classify("POST", None, {}, line).reason)

@@ -13,6 +13,7 @@ from ...errors import InputError
 from ...jsonio import loads, read_bytes
 from ...model import (
     EMPTY,
+    FrozenDict,
     freeze,
 )
 from ._checks import _fail, _int, _obj
@@ -106,7 +107,7 @@ def read_session(path: str | Path) -> Session:
     p = Path(path)
     rows = _lines(p)
     first_line, header = rows[0]
-    if not isinstance(header, dict) or header.get("type") != "session":
+    if not isinstance(header, FrozenDict) or header.get("type") != "session":  # freeze made every dict one
         raise _fail('missing session header: line 1 must be {"type":"session", ...}', p, first_line)
     if not isinstance(header.get("id"), str):
         raise _fail("session header needs a string id", p, first_line)

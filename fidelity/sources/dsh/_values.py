@@ -175,7 +175,8 @@ class Session:
 
     @property
     def id(self) -> str:
-        return self.header["id"]
+        sid: str = self.header["id"]  # a string: checked when the log is read
+        return sid
 
     def surface_messages(self) -> tuple[tuple[int, Message | None], ...]:
         """``(request index, message)`` of every surface event in log order
