@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from .errors import UnknownName
-from .model import FrozenDict, Message, Reasoning, Request, freeze
+from .model import FrozenDict, Image, Message, Request, Text, ToolCall, ToolResult, freeze
 
 __all__ = ["PLACEMENTS", "DEFAULT", "EPHEMERAL", "place", "strip", "affects"]
 
@@ -53,11 +53,16 @@ def affects(provider: str) -> bool:
     return provider in _MARKED
 
 
+#: the parts that can carry a ``cache_control`` marker (thinking blocks cannot)
+_MARKABLE = (Text, ToolCall, ToolResult, Image)
+
+
 def _strip_message(m: Message) -> Message:
     if not any(getattr(p, "cache_control", None) is not None for p in m.parts):
         return m
-    return replace(m, parts=tuple(replace(p, cache_control=None) if getattr(p, "cache_control", None) is not None
-                                  else p for p in m.parts))
+    return replace(m, parts=tuple(replace(p, cache_control=None)
+                                  if isinstance(p, _MARKABLE) and p.cache_control is not None else p
+                                  for p in m.parts))
 
 
 def strip(request: Request) -> Request:
@@ -75,8 +80,9 @@ def _mark_last_part(m: Message) -> Message:
     (thinking blocks cannot, https://platform.claude.com/docs/en/build-with-claude/prompt-caching)."""
     parts = list(m.parts)
     for i in range(len(parts) - 1, -1, -1):
-        if not isinstance(parts[i], Reasoning) and hasattr(parts[i], "cache_control"):
-            parts[i] = replace(parts[i], cache_control=EPHEMERAL)
+        part = parts[i]
+        if isinstance(part, _MARKABLE):
+            parts[i] = replace(part, cache_control=EPHEMERAL)
             return replace(m, parts=tuple(parts))
     return m
 

@@ -159,7 +159,7 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
 
 
 def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
-         memo: dict[Any, list[array]] | None = None, size: int = 128) -> list[array]:
+         memo: dict[Any, list[array[int]]] | None = None, size: int = 128) -> list[array[int]]:
     """Billed ids per segment: the differ's own function (not a second path),
     memoised on the segments (the same prompt under another breakpoint
     placement has the same unmarked segments). Arrays are read-only."""
@@ -177,8 +177,8 @@ def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model:
 
 
 #: whole prompts (a few, large) and single content blocks (many, small)
-_IDS_MEMO: dict[Any, list[array]] = {}
-_BLOCK_MEMO: dict[Any, list[array]] = {}
+_IDS_MEMO: dict[Any, list[array[int]]] = {}
+_BLOCK_MEMO: dict[Any, list[array[int]]] = {}
 
 
 def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, model: str, time: float | None,
@@ -206,7 +206,7 @@ _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 
 
 def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
-                seg_ids: array) -> list[tuple[int, Any]]:
+                seg_ids: array[int]) -> list[tuple[int, Any]]:
     """(offset inside the segment, ``cache_control``) at the end of each
     content block of one segment (a tool, a system block, a message whose
     content is a list: Anthropic's unit for the 20-block lookback). Block
@@ -214,7 +214,9 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
     one-block message less the per-message overhead; when they do not add up
     to the message's own count, the message is one block."""
     content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
-    cc_of = (lambda v: v.get("cache_control") if isinstance(v, dict) else None)
+    def cc_of(v: Any) -> Any:
+        return v.get("cache_control") if isinstance(v, dict) else None
+
     if not isinstance(content, list) or len(content) < 2:
         cc = cc_of(value)
         if isinstance(content, list) and content:
@@ -253,7 +255,7 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
     ids = _ids(tok, unmarked, d, model)
     head = array(tokens.TOKEN_TYPECODE)
     rest = array(tokens.TOKEN_TYPECODE)
-    blocks: list[tuple[str, array, list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
+    blocks: list[tuple[str, array[int], list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
     for seg, seg_ids in zip(segs, ids):
         if seg.kind == "params":
             n = 0
@@ -297,9 +299,9 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
     targets: dict[int, list[bytes]] = {}
     # a level's salt goes on its first token; without a system prompt the
     # system-level salt falls on the first message (it invalidates both)
-    for level, idx in (("system", first.get("system", first.get("messages"))), ("messages", first.get("messages"))):
-        if idx is not None and salts[level]:
-            targets.setdefault(idx, []).extend(salts[level])
+    for level, at in (("system", first.get("system", first.get("messages"))), ("messages", first.get("messages"))):
+        if at is not None and salts[level]:
+            targets.setdefault(at, []).extend(salts[level])
     flat = array(tokens.TOKEN_TYPECODE, head)
     ends: list[int] = []
     marks: list[tuple[int, float]] = []

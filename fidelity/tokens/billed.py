@@ -141,7 +141,7 @@ def _media_in(value: Any) -> Media | None:
         return None
     t = value.get("type")
     src = value.get("source")
-    if t in _ANTHROPIC_MEDIA and isinstance(src, Mapping):
+    if isinstance(t, str) and t in _ANTHROPIC_MEDIA and isinstance(src, Mapping):
         kind = _ANTHROPIC_MEDIA[t]
         if src.get("type") == "base64" and isinstance(src.get("data"), str):
             mime = src.get("media_type") if isinstance(src.get("media_type"), str) else None
@@ -275,7 +275,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
-def prompt_tail(tok: Tokenizer, dialect: str) -> array:
+def prompt_tail(tok: Tokenizer, dialect: str) -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
     reply priming of the framed dialects (OpenAI: ``<|start|>assistant<|message|>``,
     3 tokens); empty for the others."""

@@ -42,11 +42,11 @@ class ScaledTokenizer(Tokenizer):
         self.factor = factor
         self._scaled_memo = functools.lru_cache(maxsize=4096)(self._scaled)
 
-    def ids(self, text: str) -> array:
+    def ids(self, text: str) -> array[int]:
         """The stretched ids of ``text`` (memoised per text; read-only)."""
         return self._scaled_memo(text)
 
-    def _scaled(self, text: str) -> array:
+    def _scaled(self, text: str) -> array[int]:
         from . import get
 
         base = np.frombuffer(get(self.base_name).ids(text), dtype=np.int64)
