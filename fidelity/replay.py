@@ -33,11 +33,9 @@ The JSON form (``fidelity replay --json``) is documented in
 
 from __future__ import annotations
 
-import gzip
 import json
 import statistics
-import zlib
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -47,6 +45,7 @@ from typing import Any
 from . import providers, wire
 from .cache.prompts import CachePrompt, cache_prompt
 from .cache.simulator import Prediction, Simulator, Usage
+from .capture import usage as capture_usage
 from .errors import FidelityError, InputError, UnknownName
 from .jsonio import read_bytes
 
@@ -64,86 +63,14 @@ __all__ = [
 
 SCHEMA = "fidelity.replay/1"
 
-# --------------------------------------------------------------------------- reported usage
+#: the one reader of what a response reported (the shared snapshot convention)
+from_response = capture_usage.from_response
 
 
-def _num(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _usage_json(family: str, obj: Any) -> dict[str, Any] | None:
-    """Usage members of one JSON response object (or stream event)."""
-    if not isinstance(obj, dict):
+def _family(dialect_or_provider: str | None) -> str | None:
+    """The provider family of a dialect or provider name (kept as given when unknown)."""
+    if dialect_or_provider is None:
         return None
-    if family == "gemini":
-        u = obj.get("usageMetadata")
-        if not isinstance(u, dict):
-            return None
-        prompt = _num(u.get("promptTokenCount"))
-        return {"prompt": prompt, "cache_read": _num(u.get("cachedContentTokenCount")) or 0,
-                "cache_write": None, "output": _num(u.get("candidatesTokenCount"))}
-    # Anthropic stream: message_start carries the usage inside "message"
-    if isinstance(obj.get("message"), dict) and isinstance(obj["message"].get("usage"), dict):
-        obj = obj["message"]
-    if isinstance(obj.get("response"), dict) and isinstance(obj["response"].get("usage"), dict):
-        obj = obj["response"]  # OpenAI Responses stream: response.completed
-    u = obj.get("usage")
-    if not isinstance(u, dict):
-        return None
-    if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u or family == "anthropic":
-        inp = _num(u.get("input_tokens"))
-        read = _num(u.get("cache_read_input_tokens")) or 0
-        write = _num(u.get("cache_creation_input_tokens")) or 0
-        return {"prompt": None if inp is None else inp + read + write, "cache_read": read,
-                "cache_write": write, "output": _num(u.get("output_tokens"))}
-    if "prompt_cache_hit_tokens" in u:  # DeepSeek
-        hit = _num(u.get("prompt_cache_hit_tokens")) or 0
-        miss = _num(u.get("prompt_cache_miss_tokens"))
-        prompt = _num(u.get("prompt_tokens"))
-        return {"prompt": prompt if prompt is not None else (None if miss is None else hit + miss),
-                "cache_read": hit, "cache_write": None, "output": _num(u.get("completion_tokens"))}
-    if "prompt_tokens" in u:  # Chat Completions
-        det = u.get("prompt_tokens_details")
-        det = det if isinstance(det, dict) else {}
-        return {"prompt": _num(u.get("prompt_tokens")), "cache_read": _num(det.get("cached_tokens")) or 0,
-                "cache_write": None, "output": _num(u.get("completion_tokens"))}
-    if "input_tokens" in u:  # Responses
-        det = u.get("input_tokens_details")
-        det = det if isinstance(det, dict) else {}
-        return {"prompt": _num(u.get("input_tokens")), "cache_read": _num(det.get("cached_tokens")) or 0,
-                "cache_write": None, "output": _num(u.get("output_tokens"))}
-    return None
-
-
-def _decompress(body: bytes) -> bytes:
-    if body[:2] == b"\x1f\x8b":
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError, zlib.error):
-            return body
-    return body
-
-
-def from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
-    """Usage a response reported, in the shared snapshot convention
-    (``{"prompt", "cache_read", "cache_write", "output", "source"}``), or
-    ``None`` when it reports none.
-
-    Uses :func:`fidelity.capture.usage.from_response` when that module
-    exists (issue 11); this is the stand-in until it does."""
-    shared: Callable[[str, str | None, bytes], dict[str, Any] | None] | None
-    try:
-        from .capture.usage import from_response as reader
-
-        shared = reader
-    except ImportError:
-        shared = None
-    if shared is not None:
-        return shared(dialect_or_provider, content_type, body_bytes)
-    return _from_response(dialect_or_provider, content_type, body_bytes)
-
-
-def _family(dialect_or_provider: str) -> str:
     try:
         return providers.for_dialect(dialect_or_provider).name
     except UnknownName:
@@ -151,42 +78,6 @@ def _family(dialect_or_provider: str) -> str:
             return providers.family(dialect_or_provider)
         except UnknownName:
             return dialect_or_provider
-
-
-def _from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
-    family = _family(dialect_or_provider)
-    data = _decompress(bytes(body_bytes))
-    text = data.decode("utf-8", "replace")
-    sse = "event-stream" in (content_type or "") or text.lstrip().startswith(("event:", "data:"))
-    if not sse:
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            return None
-        found = _usage_json(family, obj)
-        return None if found is None else {**found, "source": "json"}
-    merged: dict[str, Any] | None = None
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if not payload or payload == "[DONE]":
-            continue
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            continue
-        found = _usage_json(family, obj)
-        if found is None:
-            continue
-        if merged is None:
-            merged = dict(found)
-        else:  # a later event (message_delta, the final chunk) completes or updates the figures
-            for k, v in found.items():
-                if v is not None and not (family == "anthropic" and k != "output" and not v):
-                    merged[k] = v
-    return None if merged is None else {**merged, "source": "sse"}
-
 
 # --------------------------------------------------------------------------- recordings
 

@@ -18,11 +18,7 @@ Gemini ``usageMetadata.promptTokenCount`` and ``cachedContentTokenCount``.
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from typing import Any
-
-import orjson
 
 __all__ = ["from_response", "from_usage_object", "normalise"]
 
@@ -67,40 +63,10 @@ def from_usage_object(obj: Any, source: str = "json") -> dict[str, Any] | None:
     return None
 
 
-def _own_from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
-    data = body_bytes
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            return None
-    if (content_type or "").startswith("text/event-stream") or data.lstrip()[:6] in (b"event:", b"data: ", b"data:{"):
-        found = None
-        for line in data.split(b"\n"):
-            if line.startswith(b"data:"):
-                try:
-                    obj = orjson.loads(line[5:].strip())
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(obj, dict) and isinstance(obj.get("response"), dict):
-                    obj = obj["response"]  # Responses API response.completed
-                got = from_usage_object(obj, "sse")
-                if got is not None and got.get("prompt"):
-                    found = got if found is None else found
-        return found
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return from_usage_object(obj, "json")
-
-
 def from_response(dialect_or_provider: str, content_type: str | None, body_bytes: bytes) -> dict[str, Any] | None:
-    """Usage a response body reports, in the shared convention's shape."""
-    try:
-        from ..capture.usage import from_response as shared
-    except ImportError:
-        return _own_from_response(dialect_or_provider, content_type, body_bytes)
+    """Usage a response body reports: the one reader, :func:`fidelity.capture.usage.from_response`."""
+    from ..capture.usage import from_response as shared
+
     return shared(dialect_or_provider, content_type, body_bytes)
 
 
