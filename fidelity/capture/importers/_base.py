@@ -16,7 +16,7 @@ from ...jsonio import atomic_write
 from ..redact import Redactor, ensure_clean
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 
-__all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time", "header",
+__all__ = ["Imported", "write_imported", "request_body", "looks_like_model_request", "response_usage", "iso_time", "header",
            "read_source"]
 
 
@@ -212,6 +212,24 @@ def iso_time(value: Any) -> str | None:
 
 
 _HINTS = (b'"messages"', b'"contents"', b'"input"', b'"prompt"', b'"system"')
+
+
+def request_body(body: bytes, encoding: str | None, method: str, url: str | None, headers: Any,
+                 notes: list[str]) -> tuple[bytes | None, str | None]:
+    """A recorded request body ready to snapshot: decoded when it was sent
+    with a Content-Encoding (a note says so), and ``(None, reason)`` when it
+    is unreadable or not a generation request (:mod:`fidelity.capture.classify`)."""
+    from ..classify import classify
+    from ..usage import decode_body
+
+    if encoding and encoding.strip().lower() not in ("identity", ""):
+        try:
+            body = decode_body(body, encoding)
+        except InputError as exc:
+            return None, f"request body not readable ({exc.problem})"
+        notes.append(f"the request body was sent with Content-Encoding {encoding}; the snapshot holds it decoded")
+    kind = classify(method, url, headers, body)
+    return (body, None) if kind.generation else (None, kind.reason)
 
 
 def looks_like_model_request(body: bytes) -> bool:

@@ -41,8 +41,7 @@ from typing import Any
 from ...errors import InputError
 from ...jsonio import MAX_DEPTH, loads
 from ..classify import classify
-from ..usage import decode_body
-from ._base import Imported, iso_time, read_source, response_usage
+from ._base import Imported, iso_time, read_source, request_body, response_usage
 
 __all__ = ["read_cassette", "reserialised_by_vcrpy"]
 
@@ -162,17 +161,11 @@ def read_cassette(path: str | Path) -> Imported:
                 raise InputError(f"request body must be text or bytes, not {type(raw).__name__}", path=path,
                                  pointer=where + "/body")
         encoding = low.get("content-encoding")
-        if encoding and encoding.strip().lower() not in ("identity", ""):
-            try:
-                body = decode_body(body, encoding)
-            except InputError as exc:
-                out.skip(f"request body not readable ({exc.problem})")
-                continue
-            notes.append(f"the request body was sent with Content-Encoding {encoding}; the snapshot holds it decoded")
-        kind = classify(str(req.get("method") or "POST"), uri, low, body)
-        if not kind.generation:
-            out.skip(kind.reason)
+        ready, why = request_body(body, encoding, str(req.get("method") or "POST"), uri, low, notes)
+        if ready is None:
+            out.skip(why or "not a model request")
             continue
+        body = ready
         length = low.get("content-length")
         if not parsed and not encoding and length is not None and length.strip().isdigit() and int(length) != len(body):
             notes.append(

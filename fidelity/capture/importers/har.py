@@ -25,8 +25,7 @@ from typing import Any
 from ...errors import InputError
 from ...jsonio import loads
 from ..classify import classify
-from ..usage import decode_body
-from ._base import Imported, iso_time, read_source, response_usage
+from ._base import Imported, iso_time, read_source, request_body, response_usage
 
 __all__ = ["read_har"]
 
@@ -64,17 +63,11 @@ def read_har(path: str | Path) -> Imported:
             body = post["text"].encode("utf-8", "surrogatepass")
         headers = _headers(request.get("headers"), path, where)
         encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
-        if encoding and encoding.strip().lower() not in ("identity", ""):
-            try:
-                body = decode_body(body, encoding)
-            except InputError as exc:
-                out.skip(f"request body not readable ({exc.problem})")
-                continue
-            notes.append(f"the request body was sent with Content-Encoding {encoding}; the snapshot holds it decoded")
-        kind = classify(method, url if isinstance(url, str) else None, headers, body)
-        if not kind.generation:
-            out.skip(kind.reason)
+        ready, why = request_body(body, encoding, method, url if isinstance(url, str) else None, headers, notes)
+        if ready is None:
+            out.skip(why or "not a model request")
             continue
+        body = ready
         size = request.get("bodySize")
         if isinstance(size, int) and size >= 0 and size != len(body) and not encoding:
             exact = False
