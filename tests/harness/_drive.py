@@ -17,6 +17,12 @@ from fidelity.proxy.testing import ProxyThread, UpstreamThread
 
 #: a planted credential: it must reach the upstream and never the disk
 DUMMY_KEY = "sk-fidelity-harness-dummy-key-5f1c2e9a7b"
+#: Qwen Code headless against the proxy (``{proxy}`` is filled in by :func:`drive`)
+QWEN_ENV = {"OPENAI_BASE_URL": "{proxy}/v1", "OPENAI_API_KEY": DUMMY_KEY, "OPENAI_MODEL": "qwen3-coder-plus",
+            "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
+#: Claude Code headless against the proxy (forks also need ``CLAUDE_CODE_FORK_SUBAGENT=1``)
+CLAUDE_ENV = {"ANTHROPIC_BASE_URL": "{proxy}", "ANTHROPIC_API_KEY": DUMMY_KEY,
+              "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "harness"
 
@@ -59,7 +65,9 @@ def drive(argv: list[str], env: dict[str, str], script: Script, tmp: Path, *, ti
             code, output = -1, f"timed out after {timeout}s: {exc.stdout!r} {exc.stderr!r}"
         received = up.received
         proxy_url = px.url
-    # the proxy is closed: every snapshot is written
+    # the proxy is closed: every snapshot is written, and none holds the key
+    for path in out.iterdir():
+        assert DUMMY_KEY.encode() not in path.read_bytes(), path
     snaps = {_store.snapshot.read(p).body: p for p in sorted(out.glob("*.snapshot"))}
     return Run(code, output, received, snaps, list(px.lines), out, proxy_url)
 
