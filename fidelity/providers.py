@@ -18,7 +18,7 @@ one price row:
 >>> providers.family("vertex_ai")
 'gemini'
 >>> providers.from_url("https://api.deepseek.com/chat/completions")
-Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com', model=None)
+Endpoint(provider='deepseek', dialect='deepseek', rule='host api.deepseek.com', model=None, server_prompt='')
 >>> providers.get("openai").tokenizer
 'o200k_base'
 """
@@ -60,13 +60,17 @@ class Route:
     ``dialect``. ``model``: a regular expression whose first group, searched
     in the URL-decoded path, is the model (Gemini ``models/NAME:``, Azure
     ``deployments/NAME/``, Bedrock ``model/ID/invoke``). Routes are tried most
-    specific first (longest host, then longest path, then longest pattern)."""
+    specific first (longest host, then longest path, then longest pattern).
+    ``server_prompt``: why the billed prompt is not the body's (the server
+    renders the body into a template it does not publish); replay shows such
+    requests apart, like server-side tools."""
 
     host: str
     dialect: str
     path: str = ""
     pattern: str = ""
     model: str = ""
+    server_prompt: str = ""
 
 
 class Endpoint(NamedTuple):
@@ -77,6 +81,7 @@ class Endpoint(NamedTuple):
     dialect: str
     rule: str
     model: str | None = None
+    server_prompt: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,7 +210,7 @@ def from_url(url: str) -> Endpoint | None:
         if route.model:
             m = re.search(route.model, path)
             model = m.group(1) if m else None
-        return Endpoint(prov.name, route.dialect, rule, model)
+        return Endpoint(prov.name, route.dialect, rule, model, route.server_prompt)
     return None
 
 
@@ -294,7 +299,12 @@ register(Provider(
         # is DeepSeek's cache and prices
         # (https://api-docs.deepseek.com/guides/anthropic_api).
         Route("api.deepseek.com", "anthropic-messages", "/anthropic"),
-        Route("api.deepseek.com", "openai-responses", "/responses"),
+        # its Responses endpoint renders the items into DeepSeek's chat
+        # template: a 53-token body with one tool bills 366 tokens, 256 of them
+        # read from a cache no earlier request of the recording wrote
+        # (recorded-usage/pydantic-ai test_deepseek_responses, 2026)
+        Route("api.deepseek.com", "openai-responses", "/responses",
+              server_prompt="DeepSeek renders Responses items into an unpublished template"),
     ),
     tokenizer="deepseek-v4", cache_model="deepseek", price_key="deepseek",
     report=(ReportSetup("deepseek", "deepseek-v4-flash", "deepseek-v4-pro"),),

@@ -26,6 +26,14 @@ https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool,
 read 2026-12-01), the results come back as ``encrypted_content`` a client
 cannot count, and the tools' own definitions are added by the provider. So
 neither the prompt nor what earlier requests wrote is in the recording.
+A request to an endpoint that renders the body into a template it does not
+publish (a route's ``server_prompt`` in :mod:`fidelity.providers`:
+DeepSeek's ``/responses``) is shown apart as ``"server template"`` for the
+same reason.
+
+Rows are filed under the provider whose cache the URL reaches (a request
+to DeepSeek's ``/responses`` is DeepSeek's, one to OpenRouter is the
+``openrouter`` gateway's), not the provider whose API shape the body has.
 
 The JSON form (``fidelity replay --json``) is documented in
 ``docs/replay.md``.
@@ -43,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from . import providers, wire
+from .cache._base import as_token_array
 from .cache.prompts import CachePrompt, cache_prompt
 from .cache.simulator import Prediction, Simulator, Usage
 from .capture import usage as capture_usage
@@ -373,8 +382,11 @@ class Row:
     estimated: bool = False
     note: str | None = None
     #: why the row is shown apart and left out of the accuracy figures
-    #: (``"server tools"``), ``None`` otherwise
+    #: (``"server tools"``, ``"server template"``), ``None`` otherwise
     apart: str | None = None
+    #: the request's cache view is the very one of the request its predicted
+    #: read comes from (the same prompt sent again within the lifetime)
+    repeat: bool = False
 
     def to_json(self) -> dict[str, Any]:
         pred = self.predicted
@@ -435,6 +447,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
     # time order, the recorded order among equal or unknown times
     order = sorted(prepared, key=lambda kc: (_sort_time(exchanges, kc[0]), kc[0]))
     seen_read: set[Hashable] = set()
+    views: dict[Hashable, tuple[bytes, Any]] = {}
     for k, cp in order:
         ex = exchanges[k]
         key = (cp.cache_model, cp.model)
@@ -453,10 +466,19 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
         warm = bool(rep.cache_read) and pred.cache_read == 0 and part not in seen_read
         if rep.cache_read:
             seen_read.add(part)
-        apart = "server tools" if uses_server_tools(ex.body) else None
+        apart = "server tools" if uses_server_tools(ex.body) else _server_prompt(ex.url)
+        view = (as_token_array(cp.request.tokens).tobytes(), cp.request.key)
+        views[cp.request.label] = view
+        repeat = pred.parent is not None and views.get(pred.parent) == view
         rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm and apart is None, cp.estimated,
-                      apart=apart)
+                      apart=apart, repeat=repeat)
     return [rows[k] for k in sorted(rows)]
+
+
+def _server_prompt(url: str | None) -> str | None:
+    """``"server template"`` when the endpoint bills a prompt the body does not show."""
+    ep = providers.from_url(url) if url else None
+    return "server template" if ep is not None and ep.server_prompt else None
 
 
 def _sort_time(exchanges: Sequence[Exchange], k: int) -> float:
@@ -545,6 +567,12 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
             "reporting_reads": len(scored),
             "warm_outside": sum(r.warm_outside for r in sim),
             "server_tools": sum(r.apart == "server tools" for r in sim),
+            "server_template": sum(r.apart == "server template" for r in sim),
+            # the same prompt sent again: a provider that reports no read on
+            # some of these and a read on others caps every simulator's
+            # agreement (docs/replay.md, "Repeats")
+            "repeats": {"rows": sum(r.repeat for r in scored),
+                        "reported_hits": sum(r.repeat and bool(r.reported.cache_read) for r in scored)},
             "reported_hits": len(hits),
             "hit_miss_agree": _share(agree, len(scored)),
             "read_within_5pct": _share(within5, len(hits)),

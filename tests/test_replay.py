@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from fidelity import replay as R
@@ -32,12 +33,15 @@ def test_recorded_usage_figures(shared_real: Path) -> None:
     # billed ids (calibrated estimate), server-tool requests shown apart
     assert a["hit_miss_agree"] == 1.0 and a["server_tools"] > 0
     assert a["scaled_to_reported_prompt"]["read_within_5pct"] >= 0.9
-    assert res.summary["openai"]["requests"] == 89
+    # 19 requests to OpenRouter and DeepSeek's /responses are those caches' (by URL)
+    assert res.summary["openai"]["requests"] == 70
+    assert res.summary["openrouter"]["requests"] == 11 and res.summary["deepseek"]["server_template"] == 8
     assert res.summary["openai"]["prompt_rel_error_median"] <= 0.001  # OpenAI framing: exact counts
     j = res.to_json()
     assert set(j) == {"requests", "summary"}
     row = j["requests"][0]
     assert set(row) == {"source", "index", "provider", "model", "reported", "predicted", "warm_outside", "apart"}
+    assert set(j["summary"]["openai"]["repeats"]) == {"rows", "reported_hits"}
     assert set(row["reported"]) == {"prompt", "cache_read", "cache_write"}
 
 
@@ -114,3 +118,31 @@ def test_server_tools_detected() -> None:
     assert R.uses_server_tools(b'{"input":[{"type":"web_search_call","id":"ws_1"}]}')
     assert not R.uses_server_tools(b'{"tools":[{"name":"get_weather","input_schema":{}}]}')
     assert not R.uses_server_tools(b'{"tools":[{"type":"function","name":"web_search_helper"}]}')
+
+
+def test_rows_filed_under_the_cache_the_url_reaches(shared_real: Path) -> None:
+    """An OpenAI-shaped body sent to DeepSeek's /responses or to OpenRouter
+    is that provider's cache, not OpenAI's; DeepSeek's template is shown apart."""
+    ds = shared_real / ("recorded-usage/pydantic-ai/tests/models/cassettes/test_deepseek_responses/"
+                        "test_deepseek_responses[function_tool].yaml")
+    rows = R.replay_recording(R.read_recordings(ds)[0])
+    assert [r.provider for r in rows] == ["deepseek", "deepseek"]
+    assert [r.apart for r in rows] == ["server template", "server template"]
+    assert not any(r.warm_outside for r in rows)  # apart rows are not anchors
+    orr = shared_real / ("recorded-usage/pydantic-ai/tests/models/openrouter/cassettes/test_cache/"
+                         "test_openrouter_cache_messages_anthropic_real_api.yaml")
+    assert {r.provider for r in R.replay_recording(R.read_recordings(orr)[0])} == {"openrouter"}
+
+
+def test_repeats_counted(tmp_path: Path) -> None:
+    """A prompt sent again is a repeat of the request it reads from; the
+    summary counts repeats and how many the provider reported a read for."""
+    a = "alpha " * 1500
+    _snap(tmp_path, "0001.snapshot", 1, "2026-11-30T12:00:00Z", _chat(a))
+    _snap(tmp_path, "0002.snapshot", 2, "2026-11-30T12:00:05Z", _chat(a))
+    _snap(tmp_path, "0003.snapshot", 3, "2026-11-30T12:00:09Z", _chat(a + "more"))
+    rows = R.replay_recording(R.read_recordings(tmp_path)[0])
+    assert [r.repeat for r in rows] == [False, True, False]
+    assert rows[1].predicted is not None and rows[1].predicted.parent == "0001.snapshot#0"
+    s = R.summarize([replace(r, reported=R.Usage(r.reported.prompt, c, None)) for r, c in zip(rows, (0, 0, 1024))])
+    assert s["openai"]["repeats"] == {"rows": 1, "reported_hits": 0}

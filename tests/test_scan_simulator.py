@@ -45,7 +45,8 @@ def _check_sequence(lines: list[bytes]) -> tuple[int, int]:
         name, got = b.build(rec, view.items, k, 1.0, i)
         prev[0] = view.items
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
-        want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=1.0, label=i)
+        want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=1.0, label=i,
+                            endpoint=rec.url or None)
         assert name == want.cache_model
         assert got.tokens == want.request.tokens, (i, rec.dialect.name)
         assert (got.breakpoints, got.ttls, got.blocks) == (want.request.breakpoints, want.request.ttls,

@@ -143,19 +143,23 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
         model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
-    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    # the cache is the endpoint's provider's: DeepSeek's /responses or an
+    # OpenRouter URL carries an OpenAI-shaped body to another provider's cache
+    ep = providers.from_url(endpoint) if endpoint else None
+    prov = ep.provider if ep is not None else d.provider
+    tok = billing_tokenizer(tokens.for_model(model, prov), d.name)
     try:
         segs = wire.cache_view_at(d, body, endpoint)
     except InputError as exc:
         raise (exc.at(path) if path else exc) from None
-    if d.provider == "anthropic":
+    if prov == "anthropic" and d.provider == "anthropic":
         req = _anthropic(body, obj, segs, tok, d, model, time, label, output)
         cm = providers.get("anthropic").cache_model or "anthropic"
     else:
-        explicit = d.provider == "dashscope" and MARKER in body
+        explicit = prov == "dashscope" and MARKER in body
         req = _generic(d, segs, tok, model, time, label, output, explicit)
-        cm = "dashscope-explicit" if explicit else (providers.get(d.provider).cache_model or d.provider)
-    return CachePrompt(req, d.name, d.provider, cm, model, tok.name, tok.estimated)
+        cm = "dashscope-explicit" if explicit else (providers.get(prov).cache_model or prov)
+    return CachePrompt(req, d.name, prov, cm, model, tok.name, tok.estimated)
 
 
 def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,

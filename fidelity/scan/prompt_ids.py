@@ -43,5 +43,6 @@ class PromptIds:
         (``items`` and ``shared`` describe its fast view; unused here)."""
         self.slow += 1
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
-        cp = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=time, label=label)
+        cp = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=time, label=label,
+                          endpoint=rec.url or None)
         return cp.cache_model, replace(cp.request, key="")

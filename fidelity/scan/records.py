@@ -71,6 +71,9 @@ class Record:
     session: str | None
     user: str | None
     raw_body: bytes | None  # the exact body bytes when the line holds them as text
+    #: the request URL ("" when the line names none): its provider's cache
+    #: serves the request (DeepSeek's /responses, OpenRouter), whatever the body's shape
+    url: str = ""
 
 
 _URL_CACHE: dict[str, Any] = {}
@@ -158,12 +161,11 @@ def parse_record(line: bytes) -> Record:
     url = url if isinstance(url, str) else ""
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     dialect = None
+    ep = _endpoint(url) if url else None
     if hint and hint in wire.names():
         dialect = wire.get(hint)
-    elif url:
-        ep = _endpoint(url)
-        if ep is not None:
-            dialect = wire.get(ep.dialect)
+    elif ep is not None:
+        dialect = wire.get(ep.dialect)
     if dialect is None:
         try:
             dialect = wire.detect(body)
@@ -187,8 +189,9 @@ def parse_record(line: bytes) -> Record:
             used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
     session = obj.get("session")
     user = obj.get("user")
-    return Record(t, day, dialect, dialect.provider, model, body, used,
-                  str(session) if session is not None else None, str(user) if user is not None else None, raw)
+    return Record(t, day, dialect, ep.provider if ep is not None else dialect.provider, model, body, used,
+                  str(session) if session is not None else None, str(user) if user is not None else None, raw,
+                  url)
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
