@@ -6,7 +6,9 @@ prompt is a message; the report starts from the fixtures, where it is system
 blocks. ``continuable-fork`` adds a system section: before the fix the
 command put it in a second system message ahead of the original, the report
 appended it to the system blocks, and the README's worked example and table
-disagreed (26,112 against 21,120 lost tokens).
+disagreed (26,112 against 21,120 lost tokens). A Responses body holds one
+item per message and per function call; its parse merges them back into one
+assistant turn, so that case holds too.
 """
 
 from __future__ import annotations
@@ -22,15 +24,9 @@ from fidelity.model import Route
 
 FX = fixtures.load(None)
 CASES = [(p.dialect, s.name) for p in FX.providers for s in FX.sessions]
-# The Responses dialect parses an assistant turn into one item per reasoning,
-# message and function call, so the completed-turn builder sees other turns:
-# every variant differs there, not only this one (not fixed here).
-KNOWN_GAP = {("openai-responses", "coding-agent")}
 
 
-@pytest.mark.parametrize("dialect,session", [
-    pytest.param(d, s, marks=pytest.mark.xfail(strict=True, reason="Responses items are not regrouped into turns"))
-    if (d, s) in KNOWN_GAP else (d, s) for d, s in CASES])
+@pytest.mark.parametrize("dialect,session", CASES)
 def test_fork_command_makes_the_reports_child(tmp_path: Path, dialect: str, session: str) -> None:
     setup = next(p for p in FX.providers if p.dialect == dialect)
     sess = next(s for s in FX.sessions if s.name == session)

@@ -126,6 +126,28 @@ def parse_item(obj: Any, where: str) -> Message:
     return Message(role, message.parts if message else (), extra=freeze(obj))
 
 
+def _turns(messages: list[Message], items: list[Any]) -> tuple[Message, ...]:
+    """One assistant turn is one message: an assistant item and the
+    ``function_call`` items after it (or calls alone) are merged when the
+    merged message renders back to exactly those items, so a turn forks and
+    scores as it does from any other dialect."""
+    out: list[Message] = []
+    spans: list[tuple[int, int]] = []
+    for i, m in enumerate(messages):
+        prev = out[-1] if out else None
+        if (prev is not None and m.role == "assistant" and prev.role == "assistant" and not m.extra
+                and not prev.extra and all(isinstance(p, ToolCall) for p in m.parts)):
+            start = spans[-1][0]
+            merged = Message("assistant", prev.parts + m.parts)
+            got = render_items(merged)
+            if len(got) == i + 1 - start and all(same_json(g, o) for g, o in zip(got, items[start:i + 1])):
+                out[-1], spans[-1] = merged, (start, i + 1)
+                continue
+        out.append(m)
+        spans.append((i, i + 1))
+    return tuple(out)
+
+
 def render_tool(tool: Tool) -> dict[str, Any]:
     if "type" in tool.extra:
         return dict(tool.extra)
@@ -186,7 +208,7 @@ class ResponsesDialect:
         items = obj.get("input")
         messages: tuple[Message, ...] = ()
         if isinstance(items, list) and items:
-            messages = tuple(parse_item(m, f"/input/{i}") for i, m in enumerate(items))
+            messages = _turns([parse_item(m, f"/input/{i}") for i, m in enumerate(items)], items)
         system: tuple[SystemBlock, ...] = ()
         if isinstance(obj.get("instructions"), str):
             system = (SystemBlock(obj["instructions"]),)
