@@ -282,3 +282,13 @@ def test_lost_on_bodies_stays_within_the_parent_cached_prefix(p_tools, c_tools, 
     if kept:
         assert r.cache.lost <= cached_prefix - max(kept)
         assert r.cache.predicted_cached >= max(kept)
+
+
+def test_docs_examples_run():
+    import doctest
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "diff-lost.md"
+    result = doctest.testfile(str(doc), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 10
+    assert result.failed == 0
