@@ -44,9 +44,10 @@ from ..errors import InputError
 from ..jsonbytes import element_spans, iter_members, loads, skip_value, skip_ws
 from ..tokens.billed import billing_tokenizer, prompt_tail
 from ..wire import Segment
+from .invalidation import ANTHROPIC_INVALIDATES, IMAGES_LEVEL
 from .simulator import SimRequest
 
-__all__ = ["CachePrompt", "cache_prompt", "strip_markers", "ttl_seconds", "MARKER"]
+__all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER"]
 
 MARKER = b'"cache_control"'
 
@@ -205,7 +206,8 @@ def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, mo
 
 # --------------------------------------------------------------------------- Anthropic
 
-_LEVEL_SALTS = {"tool_choice": "messages", "thinking": "messages", "output_config": "messages", "speed": "system"}
+#: setting -> the first level it invalidates (the one table: :mod:`fidelity.cache.invalidation`)
+_LEVEL_SALTS = ANTHROPIC_INVALIDATES
 _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 
 
@@ -242,6 +244,49 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
     return out
 
 
+def _head_len(params_ids: Sequence[int]) -> int:
+    """Length of the fixed per-request run that leads an Anthropic params
+    segment's estimate (the same in every request: it goes first)."""
+    n = 0
+    while n < len(params_ids) and params_ids[n] == params_ids[0] and params_ids[0] < 0:
+        n += 1
+    return n
+
+
+def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
+    """How many tokens of the tool-use system prompt's estimate, which leads
+    the first tool's ids, depend on ``tool_choice`` (the count above the
+    smallest one any choice gives: :func:`fidelity.tokens.framing_estimate.anthropic_tool_prompt`).
+    ``tool_choice`` invalidates the messages cache only (the invalidation
+    table), so that part is placed ahead of the first message."""
+    from ..tokens.framing_estimate import DOC, anthropic_tool_prompt
+
+    n = 0
+    while n < len(tools_ids) and tools_ids[n] == DOC.id:
+        n += 1
+    if not n:
+        return 0
+    shared = min(anthropic_tool_prompt(model, choice) for choice in (None, {"type": "any"}))
+    return max(0, n - shared)
+
+
+def anthropic_level_starts(segs: Sequence[Segment], ids: Sequence[Sequence[int]],
+                           model: str) -> tuple[int, int, int]:
+    """Token offsets where the tools, system and messages levels start in
+    the prompt :func:`cache_prompt` builds for an Anthropic body, given the
+    body's unmarked cache view and its billed ids (what the differ holds)."""
+    head = 0
+    size = {"tools": 0, "system": 0}
+    for seg, seg_ids in zip(segs, ids):
+        if seg.kind == "params":
+            head = _head_len(seg_ids)
+        elif seg.kind in size:
+            if seg.kind == "tools" and not size["tools"]:
+                size["tools"] -= _tool_prompt_moved(model, seg_ids)
+            size[seg.kind] += len(seg_ids)
+    return head, head + size["tools"], head + size["tools"] + size["system"]
+
+
 def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Tokenizer, d: wire.Dialect,
                model: str, time: float | None, label: Hashable | None, output: Sequence[int]) -> SimRequest:
     """Anthropic's prefix (tools, system, messages) in billed ids.
@@ -251,7 +296,11 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
     per-request count, then thinking and ``output_config`` pieces) are
     placed as follows: the fixed run first (the same in every request), the
     rest ahead of the first message, since those settings invalidate the
-    messages cache only (the invalidation table)."""
+    messages cache only (the invalidation table). The tool-use system
+    prompt's count depends on ``tool_choice`` (346 or 313 tokens...), which
+    also invalidates the messages cache only: the count every choice shares
+    stays ahead of the tools, the part that varies joins the rest
+    (:func:`_tool_prompt_moved`)."""
     if not isinstance(obj, dict):
         raise InputError("an Anthropic request body must be a JSON object")
     unmarked = [seg if MARKER not in seg.data else
@@ -259,17 +308,21 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
     ids = _ids(tok, unmarked, d, model)
     head = array(tokens.TOKEN_TYPECODE)
     rest = array(tokens.TOKEN_TYPECODE)
+    moved = array(tokens.TOKEN_TYPECODE)  # the tool_choice-dependent part of the tool-use prompt
     blocks: list[tuple[str, array[int], list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
     for seg, seg_ids in zip(segs, ids):
         if seg.kind == "params":
-            n = 0
-            while n < len(seg_ids) and seg_ids[n] == seg_ids[0] and seg_ids[0] < 0:
-                n += 1
+            n = _head_len(seg_ids)
             head, rest = seg_ids[:n], seg_ids[n:]
             continue
         level = _LEVELS.get(seg.kind)
         if level is None:
             continue
+        if level == "tools" and not any(b[0] == "tools" for b in blocks):
+            k = _tool_prompt_moved(model, seg_ids)
+            if k:
+                moved = seg_ids[:k]
+                seg_ids = seg_ids[k:]
         try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
             value = orjson.loads(seg.data)
         except orjson.JSONDecodeError:
@@ -286,8 +339,10 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
         if isinstance(content, list):
             images += sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
     if images:
-        salts["messages"].append(b"images=%d" % images)
+        salts[IMAGES_LEVEL].append(b"images=%d" % images)
     first_msg = next((i for i, b in enumerate(blocks) if b[0] == "messages"), None)
+    if len(moved):
+        rest = moved + rest
     if len(rest):
         if first_msg is None:
             blocks.append(("messages", rest, [(len(rest), None)]))

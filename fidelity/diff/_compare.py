@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
 from ..errors import InputError, UnknownName
@@ -33,6 +35,7 @@ from ..wire import Segment
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
+from .lost import lost_tokens
 
 __all__ = [
     "SCHEMA",
@@ -150,7 +153,7 @@ def compare(
         with jsonio.parsed_once(child, child_obj):
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
-        return _compare_views(d, model, parent, child, p_segs, c_segs, prices)
+        return _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint)
 
 
 def compare_requests(
@@ -199,6 +202,7 @@ def _compare_views(
     prices: pricing.PriceTable | None,
     *,
     key_changed: bool = False,
+    endpoint: str | None = None,
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
@@ -210,39 +214,57 @@ def _compare_views(
         p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
 
     split = _first_differing_segment(p_segs, c_segs)
+    note = None
+    if d.provider == "anthropic" and split == 0 and not key_changed:
+        # a setting of the invalidation table keeps the tools and system
+        # caches: a change there is where the cache parts, named first
+        note = _invalidation_note(p_segs, c_segs)
+        later = _first_differing_segment(p_segs[1:], c_segs[1:]) if note else None
+        if note and later is not None and 1 + later < len(p_segs) and 1 + later < len(c_segs) \
+                and "message" not in (p_segs[1 + later].kind, c_segs[1 + later].kind):
+            split = 1 + later
+        else:
+            note = None
     view = _locate_view(parent, child, p_segs, c_segs, split)
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
+    if note:
+        cause = Cause(cause.kind, f"{cause.detail}; also {note}" if cause.detail else note, cause.segments)
+    elif d.provider == "anthropic" and cause.kind == "params_changed":
+        cause = _with_invalidation(cause, p_segs, c_segs)
 
     from ..tokens.billed import billing_tokenizer
 
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
     c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
-    common = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
     p_len = sum(map(len, p_ids))
     c_len = sum(map(len, c_ids))
-    figures = TokenFigures(tok.name, tok.estimated, common, p_len, c_len)
 
     cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
-    # The provider keys its cache by the params segment (model, thinking...):
-    # a parent under another key holds nothing this child can read.
-    same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-    p_bps = _breakpoints(p_marked, p_ids)
-    child_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
-    earlier = [cache_models.PromptTokens(_concat(p_ids), 0.0, p_bps)] if same_key else []
-    outcome = cm.predict(earlier, child_prompt)
-    # What a child whose prefix matched would have read: the same model run
-    # against a parent holding the child's own first min(P, C) tokens with the
-    # parent's cache breakpoints, so explicit-breakpoint rules apply too. The
-    # parent's breakpoints sit at the ends of its segments; the matched
-    # parent has them at the ends of the same segments of the child (an
-    # edited segment ahead of them shifts their offsets).
-    m = min(p_len, c_len)
-    c_ends = _segment_ends(c_ids)
-    mapped = sorted({c_ends[i] for i in _breakpoint_segments(p_marked) if i < len(c_ends) and 0 < c_ends[i] <= m})
-    matched = cache_models.PromptTokens(child_prompt.tokens[:m], 0.0, tuple(mapped)) if m else None
-    ideal = cm.predict([matched], child_prompt).cached if matched is not None else 0
-    lost = max(0, ideal - outcome.cached)
+    if d.provider == "anthropic":
+        # the cache simulator's own Anthropic prompts: markers removed,
+        # content blocks for the lookback, and the invalidation table folded
+        # in (a tool_choice or thinking change keeps the tools and system)
+        p_prompt, c_prompt, same_key = _anthropic_prompts(d, model, parent, child, p_segs, c_segs,
+                                                          endpoint, key_changed)
+        shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
+        from ..cache.prompts import anthropic_level_starts
+
+        levels = (anthropic_level_starts(p_segs, p_ids, model), anthropic_level_starts(c_segs, c_ids, model))
+    else:
+        # The provider keys its cache by the params segment (model, OpenAI's
+        # prompt_cache_key and reasoning settings...): a parent under another
+        # key holds nothing this child can read.
+        same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
+        p_prompt = cache_models.PromptTokens(_concat(p_ids), 0.0, _breakpoints(p_marked, p_ids))
+        c_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
+        shared = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
+        levels = None
+    figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
+    outcome = cm.predict([p_prompt] if same_key else [], c_prompt)
+    # what a child that kept the parent's prefix would have read, less the
+    # prediction (fidelity.diff.lost: by position, from the first divergence)
+    lost = lost_tokens(cm, p_prompt, c_prompt, outcome.cached, same_key=same_key, shared=shared, levels=levels)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost, c_len)
@@ -384,18 +406,72 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
     return tuple(out)
 
 
-def _breakpoint_segments(segs: Sequence[Segment]) -> list[int]:
-    """Indices of the segments that carry an explicit ``cache_control`` marker."""
-    return [i for i, seg in enumerate(segs) if b'"cache_control"' in seg.data]
+def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_segs: Sequence[Segment],
+                       c_segs: Sequence[Segment], endpoint: str | None,
+                       key_changed: bool) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
+    """Both bodies as the cache simulator's Anthropic prompts
+    (:func:`fidelity.cache.prompts.cache_prompt`: one rule for the simulator
+    and the differ), and whether they share a cache partition: the same
+    model (the params segment's other members are folded into the prompts
+    by the invalidation table)."""
+    from ..cache.prompts import cache_prompt
+
+    def prompt(body: bytes, time: float) -> cache_models.PromptTokens:
+        req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
+        return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
+
+    same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
+    return prompt(parent, 0.0), prompt(child, 1.0), same
 
 
-def _segment_ends(ids: Sequence[Sequence[int]]) -> list[int]:
-    """Token offset at the end of each segment."""
-    out, total = [], 0
-    for seg_ids in ids:
-        total += len(seg_ids)
-        out.append(total)
-    return out
+def _params(segs: Sequence[Segment]) -> dict[str, Any]:
+    """The params segment's members (empty when there is none or it does not parse)."""
+    if not segs or segs[0].kind != "params":
+        return {}
+    try:
+        value = jsonio.loads(b"{" + segs[0].data + b"}")
+    except InputError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _invalidation_note(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> str | None:
+    """``"<key> changed: a → b (invalidates ...)"`` for an Anthropic params
+    change that the invalidation table covers (:mod:`fidelity.cache.invalidation`;
+    the widest one when several changed); ``None`` when none changed or a
+    member outside the table (the model) changed too."""
+    found = _invalidation(p_segs, c_segs)
+    return None if found is None else f"{found[0]} ({found[1]})"
+
+
+def _invalidation(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[str, str] | None:
+    """(what changed, what it invalidates) for :func:`_invalidation_note`."""
+    from ..cache.invalidation import LEVELS, describe, invalidated_levels
+    from .causes import _params_detail
+
+    a, b = _params(p_segs), _params(c_segs)
+    changed = [k for k in dict.fromkeys([*a, *b]) if a.get(k, _ABSENT) != b.get(k, _ABSENT)]
+    levels = {k: invalidated_levels(k) for k in changed}
+    if not changed or any(v is None for v in levels.values()):
+        return None
+    widest = min(changed, key=lambda k: LEVELS.index((levels[k] or LEVELS)[0]))
+    before = orjson.dumps({widest: a[widest]} if widest in a else {})[1:-1]
+    after = orjson.dumps({widest: b[widest]} if widest in b else {})[1:-1]
+    return _params_detail(before, after), describe(widest) or ""
+
+
+def _with_invalidation(cause: Cause, p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> Cause:
+    """An Anthropic params change, with what it invalidates per the
+    invalidation table; unchanged when a member outside the table (the
+    model) changed too."""
+    found = _invalidation(p_segs, c_segs)
+    if found is None:
+        return cause
+    detail = f"{cause.detail} ({found[1]})" if cause.detail else found[1]
+    return Cause(cause.kind, detail, cause.segments)
+
+
+_ABSENT = object()
 
 
 def _unmarked(segs: Sequence[Segment]) -> list[Segment]:

@@ -6,8 +6,9 @@ An ``Agent`` call with ``subagent_type: "general-purpose"`` (no
 own tools and a fresh conversation (the prompt as its first user turn). It
 shares no conversation with the parent, so the test asserts that fidelity's
 verdict matches the bytes: the first divergence it names differs between the
-two bodies, the cause is not "identical", and the tokens the child does not
-read from the parent's cache are counted, on Anthropic's API and on a
+two bodies, the cause is the first dropped tool (the thinking change it also
+makes invalidates the messages cache only, and the output says so), and the
+child loses the parent's whole cached prefix, on Anthropic's API and on a
 third-party endpoint.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from fidelity.cache.prompts import cache_prompt
 from fidelity.diff import compare
 from fidelity.proxy.script import parse_script
 from harness._drive import CLAUDE_ENV, drive, tool_names
@@ -50,21 +52,27 @@ def test_claude_code_ordinary_subagent_against_parent(harness_bin, tmp_path):
     assert "FIDELITY-CHILD" in str(c_obj["messages"][0]["content"])
     assert "FIDELITY-SUBAGENT" not in str(c_obj["messages"])
     # what the bytes show (2.1.197): the child drops some of the parent's tools
-    # and turns thinking off; fidelity names the first of these in its view
+    # and turns thinking off; a thinking change invalidates the messages cache
+    # only (Anthropic's table), so the cache parts at the first dropped tool
     removed = [t for t in tool_names(parent) if t not in tool_names(child)]
+    first_dropped = next(i for i, (a, b) in enumerate(zip(tool_names(parent), tool_names(child))) if a != b) \
+        if removed else None
     for name, endpoint in (("third-party", run.proxy_url + "/v1/messages"), ("anthropic", ANTHROPIC_API)):
         result = compare(parent, child, dialect="anthropic-messages", endpoint=endpoint)
         assert result.cause.kind != "identical", name
-        if p_obj.get("thinking") != c_obj.get("thinking"):
-            # the params segment (the cache key) comes first in the view
-            assert result.cause.kind == "params_changed", (name, result.cause)
-            assert "thinking changed" in (result.cause.detail or "")
-            assert result.view.segment == ("params", 0)
-            # another key: the child reads nothing the parent wrote
-            assert result.cache.predicted_cached == 0, name
-        elif removed:
+        if removed:
             assert result.cause.kind == "tools_changed", (name, result.cause)
-        # lost = what a child matching the parent would read, less the
-        # prediction: computed, never negative, never past the child's prompt
-        assert 0 <= result.cache.lost <= result.tokens.child_prompt, (name, result.cache)
+            assert result.view.segment is not None and result.view.segment[0] == "tools", name
+            assert result.view.segment[1] <= first_dropped, (name, result.view)
+        if p_obj.get("thinking") != c_obj.get("thinking"):
+            assert "thinking changed" in (result.cause.detail or ""), (name, result.cause)
+            assert "invalidates the messages cache only" in (result.cause.detail or "")
+        # the child parts from the parent inside the tools, ahead of every
+        # breakpoint the parent wrote: it reads nothing, and loses the
+        # parent's whole cached prefix (its deepest entry), which it would
+        # have read had it kept the parent's tools and system prompt
+        entries = cache_prompt(parent, dialect="anthropic-messages", endpoint=endpoint).request.breakpoints
+        assert result.cache.predicted_cached == 0, name
+        assert result.cache.lost == max(entries), (name, result.cache, entries)
+        assert result.tokens.common_prefix < min(entries), name
         assert result.tokens.child_prompt > 0 and result.tokens.parent_prompt > 0
