@@ -17,7 +17,7 @@ share the ids of that prefix. Claude Opus 4.7 and later use a new tokenizer
 no recorded usage here fits it, so they use the same factor (a stated limit).
 
 Anthropic's own Claude-2 vocabulary (``anthropic/tokenizer.json`` in the
-anthropic SDK up to 0.34.2) was tried as the base in place of o200k_base: it
+anthropic SDK 0.34.2) was tried as the base in place of o200k_base: it
 is not better on tests left out of the fit (``docs/tokens-billed.md``,
 "Which base vocabulary"), so o200k_base stays.
 """
