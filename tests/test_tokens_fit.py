@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fidelity.tokens import fit as F
@@ -45,7 +45,6 @@ def _sample(group: str, proxy: int, messages: int, tools: int, billed: int, base
                     thinking=0, base=base, fixed=0, proxy=proxy)
 
 
-@settings(max_examples=100)  # 100 examples: each solves a few 5x5 systems
 @given(factor=st.floats(1.0, 1.3), proxies=st.lists(st.integers(200, 20_000), min_size=3, max_size=20))
 def test_fit_recovers_the_factor(factor: float, proxies: list[int]) -> None:
     """Text-only samples billed exactly ``factor`` tokens per base token give
