@@ -240,7 +240,7 @@ def skip_value(body: bytes, pos: int) -> int:
             key = memo.key(body, pos)
             end = memo.ends.get(key)
             if end is None:
-                end = memo.ends[key] = _skip_container(body, pos)
+                end = memo.ends[key] = _skip_array(body, pos, memo, key) if c == 0x5B else _skip_container(body, pos)
             return end
         return _skip_container(body, pos)
     m = _SCALAR.match(body, pos)
@@ -258,6 +258,34 @@ def _skip_container(body: bytes, pos: int) -> int:
         return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
     except (ValueError, RecursionError):
         raise _bad(body, pos, "malformed or unterminated container") from None
+
+
+#: an array whose first elements average at least this many bytes is scanned
+#: element by element (see :func:`_skip_array`); probed on its first elements
+_WIDE_ELEMENT = 256
+_PROBE = 32
+
+
+def _skip_array(body: bytes, pos: int, memo: _Memo, key: tuple[int, int]) -> int:
+    """End of the array at ``pos``, its element spans remembered on the way.
+
+    A cache view first skips the message array (to reach the members after
+    it), then asks for its elements: two scans of the largest value of the
+    body. Scanning it element by element (each element one C scan, as
+    :func:`_skip_container` would scan the whole) does both in one pass. Only
+    for arrays of containers of some size: an array of scalars or of tiny
+    objects is one C scan, as before, since a Python step per element would
+    cost more than the second pass saves. The spans and the end are the ones
+    the two scans give (same code), so results do not change."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _iter_elements(body, pos):
+        if body[start] not in (0x7B, 0x5B) or (len(spans) == _PROBE and start - pos < _PROBE * _WIDE_ELEMENT):
+            return _skip_container(body, pos)
+        spans.append((start, end))
+    if not spans:
+        return _skip_container(body, pos)
+    memo.elements[key] = spans
+    return skip_ws(body, spans[-1][1]) + 1  # past the ']' that _iter_elements found
 
 
 def iter_members(body: bytes, pos: int) -> Iterable[Member]:
