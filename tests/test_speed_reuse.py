@@ -151,6 +151,49 @@ def test_a_large_message_array_is_scanned_once(monkeypatch: pytest.MonkeyPatch) 
     assert len(scanned) == len(set(scanned)) == 91  # each message once; the array itself not again
 
 
+@given(msgs=messages, at=st.floats(0, 1), insert=st.sampled_from(["1", "]", "{", "}", ",", " ", '"', "\\", "x"]),
+       cut=st.booleans(), probe=st.integers(1, 4))
+def test_a_second_body_reuses_only_what_it_shares(msgs: list[Any], at: float, insert: str, cut: bool,
+                                                  probe: int) -> None:
+    # the child: the parent's bytes with one edit (or cut short) anywhere, valid JSON or not
+    parent = json.dumps({"model": "m", "messages": msgs, "n": 12}).encode()
+    i = int(len(parent) * at)
+    child = parent[:i] if cut else parent[:i] + insert.encode() + parent[i:]
+
+    def scan(body: bytes) -> Any:
+        try:
+            return jsonbytes.member_spans(body), jsonbytes.element_spans(body, "/messages")
+        except InputError:
+            return "refused"
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jsonbytes, "_PROBE", probe)
+        mp.setattr(jsonbytes, "_WIDE_ELEMENT", 1)
+        with jsonbytes.scan_memo():
+            scan(parent)
+            reused = scan(child)
+    assert reused == scan(child)  # as a scan of the child alone
+
+
+def test_the_childs_shared_messages_are_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent, child = _pair(30)
+    scanned: list[tuple[bytes, int]] = []
+    real = jsonbytes._skip_container
+
+    def counting(body: bytes, pos: int) -> int:
+        scanned.append((body, pos))
+        return real(body, pos)
+
+    monkeypatch.setattr(jsonbytes, "_skip_container", counting)
+    with jsonbytes.scan_memo():
+        jsonbytes.element_spans(parent, "/messages")
+        spans = jsonbytes.element_spans(child, "/messages")
+    monkeypatch.undo()
+    assert spans == jsonbytes.element_spans(child, "/messages")
+    in_child = [pos for body, pos in scanned if body is child]
+    assert 1 <= len(in_child) <= 4  # only the messages from the edit on (the last three and the edited one)
+
+
 @pytest.mark.parametrize("body", [b'{"messages":[{"a":1},{"b":2}', b'{"messages":[{"a":1} {"b":2}]}',
                                   b'{"messages":[{"a":1},{"b":2]}'])
 def test_one_pass_scan_still_refuses_malformed_arrays(body: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
