@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fidelity import jsonbytes, jsonio, tokens, wire
@@ -222,6 +222,7 @@ lines = st.lists(words.map(lambda s: "L" + s + "\n"), min_size=1, max_size=30).m
 
 
 @given(parent=lines, cut=st.floats(0, 1), tail=st.text(max_size=40))
+@example(parent="Line of text, def f(x): return x\n" * 40, cut=0.9, tail="changed")  # reuse surely happens
 def test_shared_prefix_reuse_gives_the_ids_of_a_whole_encoding(small_chunks: tokens.Tokenizer, parent: str,
                                                                cut: float, tail: str) -> None:
     tok = small_chunks
@@ -233,7 +234,7 @@ def test_shared_prefix_reuse_gives_the_ids_of_a_whole_encoding(small_chunks: tok
     p_chunks, c_chunks = tokens.safe_chunks(parent, 64), tokens.safe_chunks(child, 64)
     shared = sum(1 for a, b in zip(p_chunks, c_chunks) if a == b)  # leading chunks both cut alike
     if len(c_chunks) > 1 and p_chunks[0] == c_chunks[0]:
-        assert tok._chunk_memo.cache_info().hits - before >= min(shared, len(c_chunks))
+        assert shared >= 1 and tok._chunk_memo.cache_info().hits - before >= shared
 
 
 def test_child_segments_reuse_the_parents_ids() -> None:
