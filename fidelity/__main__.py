@@ -1,7 +1,5 @@
-import sys
+from ._entry import run
 
-from .cli import main
+__all__: list[str] = []
 
-__all__ = []
-
-sys.exit(main())
+run()

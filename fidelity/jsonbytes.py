@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -240,7 +240,7 @@ def skip_value(body: bytes, pos: int) -> int:
             key = memo.key(body, pos)
             end = memo.ends.get(key)
             if end is None:
-                end = memo.ends[key] = _skip_container(body, pos)
+                end = memo.ends[key] = _skip_array(body, pos, memo, key) if c == 0x5B else _skip_container(body, pos)
             return end
         return _skip_container(body, pos)
     m = _SCALAR.match(body, pos)
@@ -258,6 +258,35 @@ def _skip_container(body: bytes, pos: int) -> int:
         return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
     except (ValueError, RecursionError):
         raise _bad(body, pos, "malformed or unterminated container") from None
+
+
+#: an array whose first elements average at least this many bytes is scanned
+#: element by element (see :func:`_skip_array`); probed on its first elements
+_WIDE_ELEMENT = 256
+_PROBE = 32
+
+
+def _skip_array(body: bytes, pos: int, memo: _Memo, key: tuple[int, int]) -> int:
+    """End of the array at ``pos``, its element spans remembered on the way.
+
+    A cache view first skips the message array (to reach the members after
+    it), then asks for its elements: two scans of the largest value of the
+    body. Scanning it element by element (each element one C scan, as
+    :func:`_skip_container` would scan the whole) does both in one pass. Only
+    for arrays of containers of some size: an array of scalars or of tiny
+    objects is one C scan, as before, since a Python step per element would
+    cost more than the second pass saves. The spans and the end are the ones
+    the two scans give (same code), so results do not change. Elements that
+    another body of the memo shares are not scanned again (:func:`_shared_elements`)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _iter_elements(body, pos, _shared_elements(body, pos, memo)):
+        if body[start] not in (0x7B, 0x5B) or (len(spans) == _PROBE and start - pos < _PROBE * _WIDE_ELEMENT):
+            return _skip_container(body, pos)
+        spans.append((start, end))
+    if not spans:
+        return _skip_container(body, pos)
+    memo.elements[key] = spans
+    return skip_ws(body, spans[-1][1]) + 1  # past the ']' that _iter_elements found
 
 
 def iter_members(body: bytes, pos: int) -> Iterable[Member]:
@@ -306,19 +335,26 @@ def iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
     key = memo.key(body, pos)
     found = memo.elements.get(key)
     if found is None:
-        found = memo.elements[key] = list(_iter_elements(body, pos))
+        found = memo.elements[key] = list(_iter_elements(body, pos, _shared_elements(body, pos, memo)))
     return iter(found)
 
 
-def _iter_elements(body: bytes, pos: int) -> Iterator[tuple[int, int]]:
+def _iter_elements(body: bytes, pos: int, known: Sequence[tuple[int, int]] = ()) -> Iterator[tuple[int, int]]:
+    """Spans of the elements of the array at ``pos``; ``known``: spans of
+    its first elements, already found (:func:`_shared_elements`), from the
+    end of which the scan goes on."""
     if body[pos : pos + 1] != b"[":
         raise _bad(body, pos, "expected an array")
-    pos = skip_ws(body, pos + 1)
-    if body[pos : pos + 1] == b"]":
-        return
-    while True:
+    if known:
+        yield from known
+        end = known[-1][1]
+    else:
+        pos = skip_ws(body, pos + 1)
+        if body[pos : pos + 1] == b"]":
+            return
         end = skip_value(body, pos)
         yield pos, end
+    while True:
         pos = skip_ws(body, end)
         sep = body[pos : pos + 1]
         if sep == b"]":
@@ -326,6 +362,38 @@ def _iter_elements(body: bytes, pos: int) -> Iterator[tuple[int, int]]:
         if sep != b",":
             raise _bad(body, pos, "expected ',' or ']'")
         pos = skip_ws(body, pos + 1)
+        end = skip_value(body, pos)
+        yield pos, end
+
+
+def _shared_elements(body: bytes, pos: int, memo: _Memo) -> list[tuple[int, int]]:
+    """The leading element spans of the array at ``pos`` that another body
+    of the memo has already scanned there, over bytes equal in both.
+
+    A child request repeats its parent's bytes up to a late edit, so its
+    message array starts where the parent's does and its first elements are
+    the parent's, byte for byte. An element's span depends only on the bytes
+    from the array's start to its end (and the byte after it, which ends a
+    number), so where those are equal the spans are the ones a scan would
+    find. The longest such run is found by bisection with ``memcmp``
+    (``bytes.startswith`` on a memoryview): no element is scanned twice."""
+    best: list[tuple[int, int]] = []
+    view: memoryview | None = None
+    for other_id, other in memo.bodies.items():
+        spans = memo.elements.get((other_id, pos))
+        if other is body or not spans:
+            continue
+        view = memoryview(body) if view is None else view
+        lo, hi = 0, len(spans)  # invariant: the first lo spans are shared; more than hi are not
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if other.startswith(view[pos : spans[mid - 1][1] + 1], pos):
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo > len(best):
+            best = spans[:lo]
+    return best
 
 
 def _locate(body: bytes, tokens: tuple[str, ...]) -> tuple[int, int] | None:

@@ -11,12 +11,10 @@ import itertools
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +102,11 @@ def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None
     Key order is kept (nothing is ever sorted).
     """
     known = getattr(_PARSED, "values", None)
-    if known is not None and id(data) in known and known[id(data)][0] is data:
-        return known[id(data)][1]  # parsed already, inside ``parsed_once`` (see there)
+    entry = known.get(id(data)) if known is not None else None
+    if entry is not None and entry[0] is data:  # parsed already, inside ``parsed_once`` (see there)
+        if entry[2] and known is not None:
+            del known[id(data)]  # handed over once: the caller's reference is now the only one
+        return entry[1]
     if isinstance(data, str):
         text = data
     else:
@@ -138,7 +139,7 @@ def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None
         limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
         problem = f"an integer has more than {limit} digits" if "digits" in str(exc) else _short(exc)
         raise InputError(f"not valid JSON: {problem}", path=path, line=line) from None
-    if text.count("[") + text.count("{") > MAX_DEPTH and text_depth(text) > MAX_DEPTH:
+    if text.count("[") + text.count("{") > MAX_DEPTH and text_depth(data) > MAX_DEPTH:
         raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep", path=path, line=line)
     return value
 
@@ -146,8 +147,7 @@ def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None
 _PARSED = threading.local()
 
 
-@contextmanager
-def parsed_once(data: bytes, value: Any) -> Iterator[None]:
+class parsed_once:  # noqa: N801 (used like the function it replaced: ``with parsed_once(...)``)
     """Within the block, :func:`loads` of this very ``data`` object returns
     ``value`` (its result, computed by the caller) instead of parsing again.
 
@@ -155,33 +155,60 @@ def parsed_once(data: bytes, value: Any) -> Iterator[None]:
     the dialect's cache view parses it again: on a body of megabytes the
     second strict parse is a tenth of a second of nothing new. Scoped to the
     block and to the identity of ``data``, so no other caller ever sees a
-    shared (mutable) result.
+    shared (mutable) result. ``once``: only the first :func:`loads` gets
+    ``value`` and the block forgets it (a hand-over: the block then holds no
+    reference, so a large parsed tree goes when its new owner drops it).
+    A class, not a generator: a generator-based context manager would keep
+    ``value`` alive in its arguments until the block ends.
     """
-    known: dict[int, tuple[bytes, Any]] | None = getattr(_PARSED, "values", None)
-    outer = known is None
-    if known is None:
-        known = _PARSED.values = {}
-    known[id(data)] = (data, value)
-    try:
-        yield
-    finally:
-        known.pop(id(data), None)
-        if outer:
+
+    def __init__(self, data: bytes, value: Any, *, once: bool = False) -> None:
+        self._data = data
+        self._entry: tuple[bytes, Any, bool] | None = (data, value, once)
+        self._outer = False
+
+    def __enter__(self) -> None:
+        known: dict[int, tuple[bytes, Any, bool]] | None = getattr(_PARSED, "values", None)
+        self._outer = known is None
+        if known is None:
+            known = _PARSED.values = {}
+        if self._entry is None:
+            raise RuntimeError("a parsed_once block is entered once")
+        known[id(self._data)] = self._entry
+        self._entry = None
+
+    def __exit__(self, *exc: object) -> None:
+        known: dict[int, tuple[bytes, Any, bool]] | None = getattr(_PARSED, "values", None)
+        if known is not None:
+            known.pop(id(self._data), None)
+        if self._outer:
             _PARSED.values = None
 
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+#: every byte but the brackets and the quote, deleted by ``bytes.translate``
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_LEVEL = [0] * 256
+_LEVEL[ord("[")] = _LEVEL[ord("{")] = 1
+_LEVEL[ord("]")] = _LEVEL[ord("}")] = -1
 
 
-def text_depth(text: str) -> int:
-    """Nesting depth of a *valid* JSON text, from its brackets outside
-    strings; equal to :func:`depth` of its parsed value (a property test
-    checks it) and far cheaper on a body of megabytes: the string contents
-    are skipped by one regex, the brackets counted in C."""
-    brackets = _BRACKET.findall(_JSON_STRING.sub("", text))
-    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+def text_depth(text: str | bytes) -> int:
+    """Nesting depth of a *valid* JSON text (``str``, or its UTF-8 bytes),
+    from its brackets outside strings; equal to :func:`depth` of its parsed
+    value (a property test checks it) and far cheaper on a body of
+    megabytes: every step runs in C over the bytes.
+
+    Escapes go first: a ``\\\\`` pair, then a ``\\"`` pair (removed left
+    to right, as a JSON reader pairs a run of backslashes). Then every byte
+    but quotes and brackets is deleted; each quote left opens or closes a
+    string (in UTF-8 no byte of a multi-byte character is a quote or a
+    bracket), so splitting at the quotes puts the text outside strings at
+    the even places.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    structure = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    outside = b"".join(structure.split(b'"')[::2])
+    return max(itertools.accumulate(map(_LEVEL.__getitem__, outside)), default=0)
 
 
 def depth(value: Any) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,14 +64,19 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
     the requests went (default: the parent snapshot's URL), for caches that
     depend on it."""
     p_name, c_name = str(parent.path), str(child.path)
-    # a file that is not valid JSON is bad input, in a folder too (one line, exit 2)
+    # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
+    # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
+    parsed: list[Any] = []
     for name, loaded in ((p_name, parent), (c_name, child)):
         if loaded.meta is None or classify(loaded.meta.method, loaded.meta.url, dict(loaded.meta.headers),
                                            loaded.body).generation:
-            jsonio.loads(loaded.body, path=name)
+            parsed.append(jsonio.loads(loaded.body, path=name))
+        else:
+            parsed.append(None)
     try:
-        p_found, p_why = describe_request(p_name, parent.body, parent.meta, provider=provider)
-        c_found, c_why = describe_request(c_name, child.body, child.meta, provider=provider)
+        with _given(parent.body, parsed[0]), _given(child.body, parsed[1]):
+            p_found, p_why = describe_request(p_name, parent.body, parent.meta, provider=provider)
+            c_found, c_why = describe_request(c_name, child.body, child.meta, provider=provider)
         why = p_why or c_why
         if why is not None:
             if not lenient:
@@ -89,13 +95,22 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
             reason = "parent and child speak different dialects"
             return Skipped(p_name, c_name, reason, ((c_name, reason),))
         chosen = model or p_found.model or c_found.model
-        return compare(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
-                       parent_path=p_name, child_path=c_name,
-                       endpoint=endpoint or getattr(parent.meta, "url", None))
+        # handed over: compare's own parse takes each value and drops it when
+        # its cache view is built (so large trees are not held while tokenizing)
+        with _given(parent.body, parsed[0], once=True), _given(child.body, parsed[1], once=True):
+            parsed.clear()
+            return compare(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
+                           parent_path=p_name, child_path=c_name,
+                           endpoint=endpoint or getattr(parent.meta, "url", None))
     except InputError as exc:
         if not lenient:
             raise
         return Skipped(p_name, c_name, exc.problem)
+
+
+def _given(body: bytes, value: Any, *, once: bool = False) -> AbstractContextManager[None]:
+    """:func:`jsonio.parsed_once` for a body parsed above (nothing when it was not)."""
+    return nullcontext() if value is None else jsonio.parsed_once(body, value, once=once)
 
 
 def _fits(dialect: str, body: bytes) -> bool:
