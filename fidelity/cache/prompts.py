@@ -46,7 +46,8 @@ from ..tokens.billed import billing_tokenizer, prompt_tail
 from ..wire import Segment
 from .simulator import SimRequest
 
-__all__ = ["CachePrompt", "cache_prompt", "strip_markers", "ttl_seconds", "MARKER"]
+__all__ = ["CachePrompt", "cache_prompt", "strip_markers", "ttl_seconds", "MARKER", "generic_request",
+           "anthropic_request", "anthropic_block_ends"]
 
 MARKER = b'"cache_control"'
 
@@ -185,17 +186,31 @@ def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, mo
              label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
     ids = _ids(tok, segs, d, model)
     key = b"".join(s.data for s in segs if s.kind == "params")
+    marked = [explicit and MARKER in s.data for s in segs]
+    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name), time, label, output, key,
+                           marked if explicit else None)
+
+
+def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
+                    label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
+                    marked: Sequence[bool] | None = None) -> SimRequest:
+    """A non-Anthropic :class:`SimRequest` from each segment's kind and billed
+    ids (what :func:`cache_prompt` computes per segment; ``fidelity scan``
+    memoises them per element and assembles here, so both build the same
+    request). ``marked``: DashScope explicit caching, per segment whether it
+    carries a marker (``None``: implicit caching)."""
     flat = array(tokens.TOKEN_TYPECODE)
     ends: list[int] = []
     marks: list[int] = []
-    for seg, seg_ids in zip(segs, ids):
+    for i, (kind, seg_ids) in enumerate(zip(kinds, ids)):
         flat.extend(seg_ids)
-        if seg.kind != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
+        if kind != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
             ends.append(len(flat))
-            if explicit and MARKER in seg.data:
+            if marked is not None and marked[i]:
                 marks.append(len(flat))
     # the reply priming the provider appends after the last message (OpenAI: 3)
-    flat.extend(prompt_tail(tok, d.name))
+    flat.extend(tail)
+    explicit = marked is not None
     return SimRequest(flat, time, tuple(marks), (), tuple(ends) if explicit else (), output, key, label)
 
 
@@ -240,42 +255,60 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
 
 def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Tokenizer, d: wire.Dialect,
                model: str, time: float | None, label: Hashable | None, output: Sequence[int]) -> SimRequest:
-    """Anthropic's prefix (tools, system, messages) in billed ids.
-
-    The ids are those of the differ's cache view with the markers removed.
-    The request-level pieces of the estimate (its params segment: a fixed
-    per-request count, then thinking and ``output_config`` pieces) are
-    placed as follows: the fixed run first (the same in every request), the
-    rest ahead of the first message, since those settings invalidate the
-    messages cache only (the invalidation table)."""
+    """Anthropic's prefix (tools, system, messages) in billed ids: each
+    segment's ids (those of the differ's cache view with the markers
+    removed) and block ends, then :func:`anthropic_request`."""
     if not isinstance(obj, dict):
         raise InputError("an Anthropic request body must be a JSON object")
     unmarked = [seg if MARKER not in seg.data else
                 Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
     ids = _ids(tok, unmarked, d, model)
-    head = array(tokens.TOKEN_TYPECODE)
-    rest = array(tokens.TOKEN_TYPECODE)
+    params_ids = array(tokens.TOKEN_TYPECODE)
     blocks: list[tuple[str, array[int], list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
     for seg, seg_ids in zip(segs, ids):
         if seg.kind == "params":
-            n = 0
-            while n < len(seg_ids) and seg_ids[n] == seg_ids[0] and seg_ids[0] < 0:
-                n += 1
-            head, rest = seg_ids[:n], seg_ids[n:]
+            params_ids = seg_ids
             continue
         level = _LEVELS.get(seg.kind)
         if level is None:
             continue
-        try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
-            value = orjson.loads(seg.data)
-        except orjson.JSONDecodeError:
-            value = None
-        blocks.append((level, seg_ids, _block_ends(tok, d, model, seg, value, seg_ids)))
+        blocks.append((level, seg_ids, anthropic_block_ends(tok, d, model, seg, seg_ids)))
+    salts = [(m.key, body[m.value_start : m.end]) for m in iter_members(body, skip_ws(body, 0))]
+    return anthropic_request(params_ids, blocks, salts, obj, model, time, label, output)
+
+
+def anthropic_block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment,
+                         seg_ids: array[int]) -> list[tuple[int, Any]]:
+    """:func:`_block_ends` of one segment (its bytes as sent, markers kept)."""
+    try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
+        value = orjson.loads(seg.data)
+    except orjson.JSONDecodeError:
+        value = None
+    return _block_ends(tok, d, model, seg, value, seg_ids)
+
+
+def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
+                      members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
+                      label: Hashable | None, output: Sequence[int] = ()) -> SimRequest:
+    """Anthropic's :class:`SimRequest` from the params segment's ids, each
+    block's ``(level, ids, [(end, cache_control)])`` and the body's top-level
+    members ``(key, value bytes)`` (only the setting members are read).
+
+    The request-level pieces of the estimate (the params segment: a fixed
+    per-request count, then thinking and ``output_config`` pieces) are
+    placed as follows: the fixed run first (the same in every request), the
+    rest ahead of the first message, since those settings invalidate the
+    messages cache only (the invalidation table)."""
+    n = 0
+    while n < len(params_ids) and params_ids[n] == params_ids[0] and params_ids[0] < 0:
+        n += 1
+    head, rest = params_ids[:n], params_ids[n:]
+    blocks = list(blocks)
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
-    for m in iter_members(body, skip_ws(body, 0)):
-        level = _LEVEL_SALTS.get(m.key)
+    for key, value in members:
+        level = _LEVEL_SALTS.get(key)
         if level is not None:
-            salts[level].append(m.key.encode() + b"=" + body[m.value_start : m.end])
+            salts[level].append(key.encode() + b"=" + value)
     images = 0
     for msg in obj.get("messages") or ():
         content = msg.get("content") if isinstance(msg, dict) else None
