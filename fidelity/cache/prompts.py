@@ -221,13 +221,15 @@ _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 
 
 def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
-                seg_ids: array[int]) -> list[tuple[int, Any]]:
+                seg_ids: array[int], blocks: Sequence[bytes] | None = None) -> list[tuple[int, Any]]:
     """(offset inside the segment, ``cache_control``) at the end of each
     content block of one segment (a tool, a system block, a message whose
     content is a list: Anthropic's unit for the 20-block lookback). Block
     lengths come from the same billed-ids function, each block counted as a
     one-block message less the per-message overhead; when they do not add up
-    to the message's own count, the message is one block."""
+    to the message's own count, the message is one block. ``blocks``: the
+    bytes of each element of ``content`` when the caller has them (else
+    they are sliced from the segment)."""
     content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
     def cc_of(v: Any) -> Any:
         return v.get("cache_control") if isinstance(v, dict) else None
@@ -237,9 +239,10 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
         if isinstance(content, list) and content:
             cc = cc_of(content[0])
         return [(len(seg_ids), cc)]
-    spans = element_spans(seg.data, "/content")
+    if blocks is None:
+        blocks = [seg.data[s:e] for s, e in element_spans(seg.data, "/content")]
     probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
-    probe += [Segment("message", i + 1, "", strip_markers(seg.data[s:e])) for i, (s, e) in enumerate(spans)]
+    probe += [Segment("message", i + 1, "", strip_markers(b)) for i, b in enumerate(blocks)]
     got = [_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
     got.insert(0, _ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
     overhead = len(got[0])
@@ -278,13 +281,17 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
 
 
 def anthropic_block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment,
-                         seg_ids: array[int]) -> list[tuple[int, Any]]:
-    """:func:`_block_ends` of one segment (its bytes as sent, markers kept)."""
-    try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
-        value = orjson.loads(seg.data)
-    except orjson.JSONDecodeError:
-        value = None
-    return _block_ends(tok, d, model, seg, value, seg_ids)
+                         seg_ids: array[int], value: Any = None,
+                         blocks: Sequence[bytes] | None = None) -> list[tuple[int, Any]]:
+    """:func:`_block_ends` of one segment (its bytes as sent, markers kept);
+    ``value`` (the segment parsed) and ``blocks`` (the bytes of each element
+    of its ``content``) when the caller has them."""
+    if value is None:
+        try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
+            value = orjson.loads(seg.data)
+        except orjson.JSONDecodeError:
+            value = None
+    return _block_ends(tok, d, model, seg, value, seg_ids, blocks)
 
 
 def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],

@@ -52,7 +52,7 @@ from ..tokens.billed import billing_tokenizer, media_in, pieces_ids, prompt_tail
 from ..wire import Segment
 from ..wire import _template as tpl
 from ..wire.anthropic_messages import _is_billing_block, billing_block_keyed
-from .view import FastView, Item
+from .view import FastView, Item, dumps_value
 
 __all__ = ["Handler", "Unsupported", "handler_for", "SKIP"]
 
@@ -207,7 +207,13 @@ class _Anthropic(Handler):
                                                      media_in, prep.params_value, ctx is not None)
         ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
         seg = Segment(item.kind, 0, "", data)  # type: ignore[arg-type]
-        return (_LEVELS[item.kind], ids, anthropic_block_ends(prep.tok, self.dialect, prep.model, seg, ids))
+        value = item.value
+        content = value.get("content") if isinstance(value, dict) and item.kind == "message" else None
+        # the bytes of each content block: orjson's, as the element's own bytes are
+        blocks = [dumps_value(b) for b in content] if isinstance(content, list) and len(content) > 1 else None
+        ends = anthropic_block_ends(prep.tok, self.dialect, prep.model, seg, ids, value,
+                                    blocks)
+        return (_LEVELS[item.kind], ids, ends)
 
     def params_ids(self, prep: _AnthropicPrep) -> array[int]:
         pieces = framing_estimate.one_segment_pieces("anthropic", Segment("params", 0, "", prep.params), prep.model,
@@ -216,8 +222,6 @@ class _Anthropic(Handler):
 
     def anthropic(self, prep: _AnthropicPrep, obj: dict[str, Any], params_ids: array[int], results: Sequence[Any],
                   time: float | None, label: Hashable) -> SimRequest:
-        from .view import dumps_value
-
         members = [(k, dumps_value(v)) for k, v in obj.items() if k in _LEVEL_SALTS]
         blocks = [r for r in results if r is not None]
         req = anthropic_request(params_ids, blocks, members, obj, prep.model, time, label)
