@@ -275,14 +275,17 @@ def deepseek_v4_tool_text(tool: Any, ctx: tuple[bool, bool, bool, bool]) -> str:
 
 def deepseek_v4_message_context(messages: Sequence[Any], i: int, last_user: int, tools: bool) -> tuple[Any, ...]:
     """All that the text of non-system message ``i`` reads besides the
-    message itself: for an assistant message whether it follows the last
-    user message, for a tool result whether the messages around it are tool
-    results, and whether it opens the prompt (``BOS``)."""
+    message itself: for an assistant message whether its reasoning stays,
+    for a tool result whether the messages around it are tool results, and
+    whether it opens the prompt (``BOS``)."""
     m = messages[i] if isinstance(messages[i], dict) else {}
     role = m.get("role")
     bos = i == 0 and not tools
     if role == "assistant":
-        return ("assistant", i > last_user, bos)
+        # reasoning stays on assistant messages after the last user message and
+        # on every one that made tool calls; it is dropped from the final
+        # (tool-free) answer of an earlier turn (rule 4)
+        return ("assistant", i > last_user or bool(m.get("tool_calls")), bos)
     if role == "tool":
         prev = messages[i - 1].get("role") if i and isinstance(messages[i - 1], dict) else None
         nxt = messages[i + 1].get("role") if i + 1 < len(messages) and isinstance(messages[i + 1], dict) else None
@@ -297,11 +300,7 @@ def deepseek_v4_message_text(message: Any, ctx: tuple[Any, ...]) -> str:
     if ctx[0] == "assistant":
         reasoning = m.get("reasoning_content")
         reasoning = reasoning if isinstance(reasoning, str) else ""
-        # reasoning stays on assistant messages after the last user message and
-        # on every one that made tool calls; it is dropped from the final
-        # (tool-free) answer of an earlier turn (rule 4)
-        keeps = ctx[1] or bool(m.get("tool_calls"))
-        text = (THINK + reasoning + END_THINK) if keeps else END_THINK
+        text = (THINK + reasoning + END_THINK) if ctx[1] else END_THINK
         text += _content_text(m.get("content"))
         if isinstance(m.get("tool_calls"), list) and m["tool_calls"]:
             text += _dsml_calls(m["tool_calls"], compact=True)
