@@ -79,7 +79,8 @@ class Handler:
     def tokenizer(self, model: str) -> tokens.Tokenizer:
         return billing_tokenizer(tokens.for_model(model, self.dialect.provider), self.dialect.name)
 
-    # -- the three steps (overridden per dialect) ------------------------------
+    # -- the steps (overridden per dialect; the request is assembled by
+    # :func:`generic`, or :meth:`_Anthropic.anthropic`) ----------------------
     def prepare(self, obj: dict[str, Any], view: FastView, model: str) -> Any:
         """What the request's elements read from the rest of the view."""
         raise NotImplementedError
@@ -90,10 +91,6 @@ class Handler:
 
     def element(self, prep: Any, item: Item, data: bytes, ctx: Hashable) -> Any:
         """One element's result (its ids, with block ends where the dialect has them)."""
-        raise NotImplementedError
-
-    def request(self, prep: Any, obj: dict[str, Any], items: Sequence[Item], results: Sequence[Any],
-                time: float | None, label: Hashable) -> SimRequest:
         raise NotImplementedError
 
     def params_ids(self, prep: Any) -> array[int]:
@@ -161,10 +158,6 @@ class _OpenAI(Handler):
         pieces = framing_openai.one_segment_pieces(Segment("params", 0, "", prep.params), None, prep.model, {},
                                                    False, False)
         return pieces_ids(prep.tok, pieces, self.dialect.provider, prep.model)
-
-    def request(self, prep: _OpenAIPrep, obj: dict[str, Any], items: Sequence[Item], results: Sequence[Any],
-                time: float | None, label: Hashable) -> SimRequest:
-        raise NotImplementedError  # assembled by the caller through :func:`generic`
 
 
 # --------------------------------------------------------------------------- Anthropic
