@@ -436,7 +436,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
             continue
         try:
             cp = cache_prompt(ex.body, dialect=ex.dialect, model=ex.model, time=ex.time, label=_label(ex),
-                              output=ex.output, path=ex.source, endpoint=ex.url)
+                              output=ex.output, path=ex.source, endpoint=ex.url, provider=_url_provider(ex.url))
         except FidelityError as exc:
             rows[k] = Row(ex.source, ex.index, _family(ex.dialect), ex.model, rep, None, note=str(exc))
             continue
@@ -473,6 +473,12 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
         rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm and apart is None, cp.estimated,
                       apart=apart, repeat=repeat)
     return [rows[k] for k in sorted(rows)]
+
+
+def _url_provider(url: str | None) -> str | None:
+    """The provider whose cache a request to ``url`` reaches (``None``: the body's own)."""
+    ep = providers.from_url(url) if url else None
+    return ep.provider if ep is not None else None
 
 
 def _server_prompt(url: str | None) -> str | None:

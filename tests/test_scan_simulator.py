@@ -10,7 +10,6 @@ from typing import Any
 import orjson
 
 from fidelity import replay as R
-from fidelity import tokens
 from fidelity.cache.prompts import cache_prompt
 from fidelity.scan import scan, synthetic
 from fidelity.scan.memo import TokenMemo
@@ -39,14 +38,13 @@ def _check_sequence(lines: list[bytes]) -> tuple[int, int]:
     for i, line in enumerate(lines):
         rec = parse_record(line)
         view = view_of(rec)
-        tok = tokens.for_model(rec.model, rec.provider)
-        b, prev = builders.setdefault((rec.provider, rec.model), (PromptIds(tok, memo), [()]))
+        b, prev = builders.setdefault((rec.provider, rec.model), (PromptIds(memo), [()]))
         k = shared_items(view.items, prev[0])
-        name, got = b.build(rec, view.items, k, 1.0, i)
+        name, got = b.build(rec, view, k, 1.0, i)
         prev[0] = view.items
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=1.0, label=i,
-                            endpoint=rec.url or None)
+                            endpoint=rec.url or None, provider=rec.provider)
         assert name == want.cache_model
         assert got.tokens == want.request.tokens, (i, rec.dialect.name)
         assert (got.breakpoints, got.ttls, got.blocks) == (want.request.breakpoints, want.request.ttls,

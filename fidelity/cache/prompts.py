@@ -47,7 +47,8 @@ from ..wire import Segment
 from .invalidation import ANTHROPIC_INVALIDATES, IMAGES_LEVEL
 from .simulator import SimRequest
 
-__all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER"]
+__all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER",
+           "generic_request", "anthropic_request", "anthropic_block_ends"]
 
 MARKER = b'"cache_control"'
 
@@ -120,13 +121,16 @@ def _salt(value: bytes) -> int:
 def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
                  time: float | None = None, label: Hashable | None = None,
                  output: Sequence[int] = (), path: str | None = None,
-                 endpoint: str | None = None) -> CachePrompt:
+                 endpoint: str | None = None, provider: str | None = None) -> CachePrompt:
     """``body`` as its provider's cache sees it (see the module docstring).
 
     ``dialect`` defaults to detection from the body; ``model`` to the body's
     ``model``; ``output`` is the reply's token ids where known (DeepSeek and
     engines keep it in the cache); ``endpoint`` the URL the body went to
-    (``None``: the provider's own API; see :func:`fidelity.wire.cache_view_at`).
+    (``None``: the provider's own API; see :func:`fidelity.wire.cache_view_at`);
+    ``provider`` the provider whose cache serves the request when it is not
+    the dialect's (an OpenAI-shaped body sent to DeepSeek's ``/responses`` or
+    to OpenRouter: replay and scan pass the URL's provider).
 
     Token ids are the billed ones, from the one function the differ uses
     (:func:`fidelity.diff.prompt_token_ids` with the dialect: OpenAI's
@@ -144,10 +148,7 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
         model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
-    # the cache is the endpoint's provider's: DeepSeek's /responses or an
-    # OpenRouter URL carries an OpenAI-shaped body to another provider's cache
-    ep = providers.from_url(endpoint) if endpoint else None
-    prov = ep.provider if ep is not None else d.provider
+    prov = provider or d.provider
     tok = billing_tokenizer(tokens.for_model(model, prov), d.name)
     try:
         segs = wire.cache_view_at(d, body, endpoint)
@@ -190,17 +191,31 @@ def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, mo
              label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
     ids = _ids(tok, segs, d, model)
     key = b"".join(s.data for s in segs if s.kind == "params")
+    marked = [explicit and MARKER in s.data for s in segs]
+    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name), time, label, output, key,
+                           marked if explicit else None)
+
+
+def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
+                    label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
+                    marked: Sequence[bool] | None = None) -> SimRequest:
+    """A non-Anthropic :class:`SimRequest` from each segment's kind and billed
+    ids (what :func:`cache_prompt` computes per segment; ``fidelity scan``
+    memoises them per element and assembles here, so both build the same
+    request). ``marked``: DashScope explicit caching, per segment whether it
+    carries a marker (``None``: implicit caching)."""
     flat = array(tokens.TOKEN_TYPECODE)
     ends: list[int] = []
     marks: list[int] = []
-    for seg, seg_ids in zip(segs, ids):
+    for i, (kind, seg_ids) in enumerate(zip(kinds, ids)):
         flat.extend(seg_ids)
-        if seg.kind != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
+        if kind != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
             ends.append(len(flat))
-            if explicit and MARKER in seg.data:
+            if marked is not None and marked[i]:
                 marks.append(len(flat))
     # the reply priming the provider appends after the last message (OpenAI: 3)
-    flat.extend(prompt_tail(tok, d.name))
+    flat.extend(tail)
+    explicit = marked is not None
     return SimRequest(flat, time, tuple(marks), (), tuple(ends) if explicit else (), output, key, label)
 
 
@@ -212,13 +227,15 @@ _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 
 
 def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
-                seg_ids: array[int]) -> list[tuple[int, Any]]:
+                seg_ids: array[int], blocks: Sequence[bytes] | None = None) -> list[tuple[int, Any]]:
     """(offset inside the segment, ``cache_control``) at the end of each
     content block of one segment (a tool, a system block, a message whose
     content is a list: Anthropic's unit for the 20-block lookback). Block
     lengths come from the same billed-ids function, each block counted as a
     one-block message less the per-message overhead; when they do not add up
-    to the message's own count, the message is one block."""
+    to the message's own count, the message is one block. ``blocks``: the
+    bytes of each element of ``content`` when the caller has them (else
+    they are sliced from the segment)."""
     content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
     def cc_of(v: Any) -> Any:
         return v.get("cache_control") if isinstance(v, dict) else None
@@ -228,9 +245,10 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
         if isinstance(content, list) and content:
             cc = cc_of(content[0])
         return [(len(seg_ids), cc)]
-    spans = element_spans(seg.data, "/content")
+    if blocks is None:
+        blocks = [seg.data[s:e] for s, e in element_spans(seg.data, "/content")]
     probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
-    probe += [Segment("message", i + 1, "", strip_markers(seg.data[s:e])) for i, (s, e) in enumerate(spans)]
+    probe += [Segment("message", i + 1, "", strip_markers(b)) for i, b in enumerate(blocks)]
     got = [_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
     got.insert(0, _ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
     overhead = len(got[0])
@@ -289,10 +307,50 @@ def anthropic_level_starts(segs: Sequence[Segment], ids: Sequence[Sequence[int]]
 
 def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Tokenizer, d: wire.Dialect,
                model: str, time: float | None, label: Hashable | None, output: Sequence[int]) -> SimRequest:
-    """Anthropic's prefix (tools, system, messages) in billed ids.
+    """Anthropic's prefix (tools, system, messages) in billed ids: each
+    segment's ids (those of the differ's cache view with the markers
+    removed) and block ends, then :func:`anthropic_request`."""
+    if not isinstance(obj, dict):
+        raise InputError("an Anthropic request body must be a JSON object")
+    unmarked = [seg if MARKER not in seg.data else
+                Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
+    ids = _ids(tok, unmarked, d, model)
+    params_ids = array(tokens.TOKEN_TYPECODE)
+    blocks: list[tuple[str, array[int], list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
+    for seg, seg_ids in zip(segs, ids):
+        if seg.kind == "params":
+            params_ids = seg_ids
+            continue
+        level = _LEVELS.get(seg.kind)
+        if level is None:
+            continue
+        blocks.append((level, seg_ids, anthropic_block_ends(tok, d, model, seg, seg_ids)))
+    salts = [(m.key, body[m.value_start : m.end]) for m in iter_members(body, skip_ws(body, 0))]
+    return anthropic_request(params_ids, blocks, salts, obj, model, time, label, output)
 
-    The ids are those of the differ's cache view with the markers removed.
-    The request-level pieces of the estimate (its params segment: a fixed
+
+def anthropic_block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment,
+                         seg_ids: array[int], value: Any = None,
+                         blocks: Sequence[bytes] | None = None) -> list[tuple[int, Any]]:
+    """:func:`_block_ends` of one segment (its bytes as sent, markers kept);
+    ``value`` (the segment parsed) and ``blocks`` (the bytes of each element
+    of its ``content``) when the caller has them."""
+    if value is None:
+        try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
+            value = orjson.loads(seg.data)
+        except orjson.JSONDecodeError:
+            value = None
+    return _block_ends(tok, d, model, seg, value, seg_ids, blocks)
+
+
+def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
+                      members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
+                      label: Hashable | None, output: Sequence[int] = ()) -> SimRequest:
+    """Anthropic's :class:`SimRequest` from the params segment's ids, each
+    block's ``(level, ids, [(end, cache_control)])`` and the body's top-level
+    members ``(key, value bytes)`` (only the setting members are read).
+
+    The request-level pieces of the estimate (the params segment: a fixed
     per-request count, then thinking and ``output_config`` pieces) are
     placed as follows: the fixed run first (the same in every request), the
     rest ahead of the first message, since those settings invalidate the
@@ -301,38 +359,21 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
     also invalidates the messages cache only: the count every choice shares
     stays ahead of the tools, the part that varies joins the rest
     (:func:`_tool_prompt_moved`)."""
-    if not isinstance(obj, dict):
-        raise InputError("an Anthropic request body must be a JSON object")
-    unmarked = [seg if MARKER not in seg.data else
-                Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
-    ids = _ids(tok, unmarked, d, model)
-    head = array(tokens.TOKEN_TYPECODE)
-    rest = array(tokens.TOKEN_TYPECODE)
-    moved = array(tokens.TOKEN_TYPECODE)  # the tool_choice-dependent part of the tool-use prompt
-    blocks: list[tuple[str, array[int], list[tuple[int, Any]]]] = []  # (level, ids, [(end, cache_control)])
-    for seg, seg_ids in zip(segs, ids):
-        if seg.kind == "params":
-            n = _head_len(seg_ids)
-            head, rest = seg_ids[:n], seg_ids[n:]
-            continue
-        level = _LEVELS.get(seg.kind)
-        if level is None:
-            continue
-        if level == "tools" and not any(b[0] == "tools" for b in blocks):
-            k = _tool_prompt_moved(model, seg_ids)
-            if k:
-                moved = seg_ids[:k]
-                seg_ids = seg_ids[k:]
-        try:  # a slice of a body already parsed strictly (cache_prompt): the fast parser is enough
-            value = orjson.loads(seg.data)
-        except orjson.JSONDecodeError:
-            value = None
-        blocks.append((level, seg_ids, _block_ends(tok, d, model, seg, value, seg_ids)))
+    n = _head_len(params_ids)
+    head, rest = params_ids[:n], params_ids[n:]
+    blocks = list(blocks)
+    first_tool = next((i for i, b in enumerate(blocks) if b[0] == "tools"), None)
+    if first_tool is not None:
+        level, b_ids, ends_in = blocks[first_tool]
+        k = _tool_prompt_moved(model, b_ids)
+        if k:  # the tool_choice-dependent part of the tool-use prompt
+            blocks[first_tool] = (level, b_ids[k:], [(e - k, cc) for e, cc in ends_in])
+            rest = b_ids[:k] + rest
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
-    for m in iter_members(body, skip_ws(body, 0)):
-        level = _LEVEL_SALTS.get(m.key)
+    for key, value in members:
+        level = _LEVEL_SALTS.get(key)
         if level is not None:
-            salts[level].append(m.key.encode() + b"=" + body[m.value_start : m.end])
+            salts[level].append(key.encode() + b"=" + value)
     images = 0
     for msg in obj.get("messages") or ():
         content = msg.get("content") if isinstance(msg, dict) else None
@@ -341,8 +382,6 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
     if images:
         salts[IMAGES_LEVEL].append(b"images=%d" % images)
     first_msg = next((i for i, b in enumerate(blocks) if b[0] == "messages"), None)
-    if len(moved):
-        rest = moved + rest
     if len(rest):
         if first_msg is None:
             blocks.append(("messages", rest, [(len(rest), None)]))

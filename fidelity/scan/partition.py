@@ -233,7 +233,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       classify_memo: dict[tuple[Any, ...], tuple[str, str | None]]) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
-    st = _State(PromptIds(tok, memo))
+    st = _State(PromptIds(memo))
     explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
@@ -250,14 +250,14 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         k = shared_items(view.items, st.prev_items)
         index = len(st.reqs)
         try:
-            cm_name, sreq = st.builder.build(rec, view.items, k, e.time, index)
+            cm_name, sreq = st.builder.build(rec, view, k, e.time, index)
             sim = st.sims.get(cm_name)
             if sim is None:
                 sim = st.sims[cm_name] = Simulator(cm_name, model)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
-            st.builder = PromptIds(tok, memo)  # its previous-request reuse no longer holds
+            st.builder = PromptIds(memo)  # its previous-request reuse no longer holds
             continue
         data = encode(view.items, st.prev_items, st.prev_data, view.normalise, k)
         if explicit:

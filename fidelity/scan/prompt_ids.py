@@ -1,48 +1,147 @@
 """Each request's cache simulator input, the same
-:class:`~fidelity.cache.simulator.SimRequest` that ``fidelity replay`` feeds:
-:func:`fidelity.cache.prompts.cache_prompt` on the request's exact bytes, so
-scan and replay count billed token ids through one function (the differ's
-:func:`fidelity.diff.prompt_token_ids`, memoised there per prompt and per
-content block).
+:class:`~fidelity.cache.simulator.SimRequest` that ``fidelity replay`` feeds
+(:func:`fidelity.cache.prompts.cache_prompt` on the request's bytes), built
+from work already done for earlier requests.
 
-An earlier version rebuilt the ids element by element from the scan's own
-memo; it mirrored the plain per-segment token counts and was removed when
-the simulator moved to billed counts (OpenAI framing, calibrated Claude and
-Gemini estimates, media by rule). Rebuilding that fast path over billed ids
-is the next speed step (docs/scan.md).
+A session re-sends its history with every request, so ``cache_prompt`` on
+each whole body pays for the whole history again (a parse, the cache view,
+billed ids of every segment). :class:`PromptIds` builds the same request
+element by element (:mod:`.billed_elements`): an element equal to the one at
+the same place in the partition's previous request, with the same context,
+reuses that request's ids (a list comparison in C over the leading run); any
+other element is looked up in the worker's memo by its bytes and context
+(:class:`~fidelity.scan.memo.TokenMemo`), and tokenized only when new. The
+per-segment functions are ``cache_prompt``'s own and the request is
+assembled by the same functions (``generic_request``, ``anthropic_request``),
+so the result is equal, ids, breakpoints, lifetimes and block ends included
+(``tests/test_scan_fast_ids.py`` checks it on generated bodies, recorded
+traffic and the ``--json`` output).
+
+``cache_prompt`` itself builds a request when the fast path cannot be exact:
+a dialect without a handler (Gemini, DashScope, vLLM, SGLang), a body held
+as text that is not compact JSON as orjson writes it (whitespace is part of
+some segments' bytes), or anything the handler refuses; :attr:`PromptIds.slow`
+counts them. ``FIDELITY_SCAN_FAST=0`` sends every request through
+``cache_prompt`` (the tests compare both).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable
 from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from .. import tokens
 from ..cache.prompts import cache_prompt
 from ..cache.simulator import SimRequest
+from .billed_elements import SKIP, Handler, Unsupported, _Anthropic, generic, handler_for, result_ids
 from .memo import TokenMemo
+from .view import FastView
 
-__all__ = ["PromptIds"]
+__all__ = ["PromptIds", "fast_enabled"]
+
+
+def fast_enabled() -> bool:
+    """False when ``FIDELITY_SCAN_FAST=0`` (every request through ``cache_prompt``)."""
+    return os.environ.get("FIDELITY_SCAN_FAST", "1").strip() != "0"
 
 
 class PromptIds:
-    """Builds each request's :class:`SimRequest` for one partition."""
+    """Builds each request's :class:`SimRequest` for one partition, requests
+    fed in the partition's order."""
 
-    def __init__(self, tokenizer: tokens.Tokenizer, memo: TokenMemo) -> None:
-        self.tok = tokenizer
+    def __init__(self, memo: TokenMemo, fast: bool | None = None) -> None:
         self.memo = memo
-        #: requests built (every one goes through ``cache_prompt``)
+        self.use_fast = fast_enabled() if fast is None else fast
+        #: requests built by ``cache_prompt`` / element by element
         self.slow = 0
+        self.fast = 0
+        #: why requests went to ``cache_prompt`` (reason -> count)
+        self.reasons: dict[str, int] = {}
+        # the previous request built element by element: (dialect, model, contexts, results)
+        self._prev: tuple[str, str, list[Hashable], list[Any]] | None = None
 
-    def build(self, rec: Any, items: Any, shared: int, time: float | None,
+    def build(self, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> tuple[str, SimRequest]:
-        """The cache model name and the simulator request of ``rec``
-        (``items`` and ``shared`` describe its fast view; unused here)."""
+        """The cache model name and the simulator request of ``rec``;
+        ``view`` is its fast view and ``shared`` how many leading elements
+        equal the previous request's of this partition (:func:`~fidelity.scan.view.shared_items`)."""
+        reason = "disabled"
+        if self.use_fast:
+            # a body sent to another provider's endpoint (DeepSeek's /responses,
+            # OpenRouter) is that provider's cache: cache_prompt routes it
+            handler = handler_for(rec.dialect) if rec.provider == rec.dialect.provider else None
+            reason = "dialect" if rec.provider == rec.dialect.provider else "endpoint"
+            if handler is not None:
+                try:
+                    if rec.raw_body is not None and rec.raw_body != _dumps(rec.body):
+                        raise Unsupported("body text")
+                    got = self._fast(handler, rec, view, shared, time, label)
+                    self.fast += 1
+                    return handler.cache_model, got
+                except Unsupported as exc:
+                    reason = str(exc) or "unsupported"
+                except Exception:  # noqa: BLE001 -- cache_prompt decides (it raises the right error)
+                    reason = "error"
+        self._prev = None
         self.slow += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         cp = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=time, label=label,
-                          endpoint=rec.url or None)
+                          endpoint=rec.url or None, provider=rec.provider)
         return cp.cache_model, replace(cp.request, key="")
+
+    def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
+              label: Hashable) -> SimRequest:
+        self._prev, prev = None, self._prev  # cleared until this request is built
+        model = rec.model
+        prep = h.prepare(rec.body, view, model)
+        items = view.items
+        ctxs = h.contexts(prep, items)
+        results: list[Any] = []
+        if prev is not None and prev[0] == h.name and prev[1] == model:
+            p_ctxs, p_res = prev[2], prev[3]
+            k = min(shared, len(p_res))
+            if ctxs[:k] == p_ctxs[:k]:
+                results = p_res[:k]
+            else:
+                for i in range(k):
+                    if ctxs[i] != p_ctxs[i]:
+                        break
+                    results.append(p_res[i])
+        memo, name = self.memo, h.name
+        for i in range(len(results), len(items)):
+            ctx = ctxs[i]
+            if ctx is SKIP:
+                results.append(None)
+                continue
+            it = items[i]
+            data = _dumps(it.value)
+            key = (name, model, it.kind, data, ctx)
+            got = memo.get(key)
+            if got is None:
+                got = h.element(prep, it, data, ctx)
+                memo.put(key, got, len(data) + 8 * len(result_ids(got)) + 128, len(data))
+            results.append(got)
+        pkey = (name, model, "params", view.params)
+        params_ids = memo.get(pkey)
+        if params_ids is None:
+            params_ids = h.params_ids(prep)
+            memo.put(pkey, params_ids, len(view.params) + 8 * len(params_ids) + 128)
+        if isinstance(h, _Anthropic):
+            req = h.anthropic(prep, rec.body, params_ids, results, time, label)
+        else:
+            req = generic(h, prep, params_ids, items, results, time, label)
+        self._prev = (name, model, ctxs, results)
+        return req
+
+
+def _dumps(value: Any) -> bytes:
+    """Compact JSON as orjson writes it (what ``cache_prompt`` is given for
+    a body logged as an object); a value orjson refuses is not for the fast path."""
+    try:
+        return orjson.dumps(value)
+    except TypeError as exc:
+        raise Unsupported(str(exc)) from None

@@ -33,7 +33,8 @@ from ._pieces import Media, Piece, Special
 from .media import MediaInfo, count_media, probe, probe_b64
 
 __all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
-           "billing_tokenizer", "prompt_tail"]
+           "billing_tokenizer", "prompt_tail",
+           "pieces_ids", "media_in"]
 
 #: dialects whose framing module renders each segment as the model reads it
 _FRAMED = {"openai-chat", "openai-responses"}
@@ -241,6 +242,19 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
             parts.append(part)
             out.extend(media_ids(p, part.tokens))
     return out
+
+
+def pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str) -> array[int]:
+    """Ids of one segment's pieces as :func:`segment_ids` computes them (text
+    through the tokenizer, special ids as they are, media as stand-ins);
+    ``fidelity scan`` calls it per element it has not seen."""
+    return _pieces_ids(tok, pieces, provider, model, [])
+
+
+def media_in(value: Any) -> Media | None:
+    """A media object of the Anthropic or Gemini wire format, else ``None``
+    (what the calibrated estimate counts by rule)."""
+    return _media_in(value)
 
 
 def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[str, array[int]]:

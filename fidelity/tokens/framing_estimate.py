@@ -35,7 +35,7 @@ import orjson
 from ..wire import Segment
 from ._pieces import Piece, Special
 
-__all__ = ["CONSTANTS", "segment_pieces", "MSG", "TOOL", "THINK", "BASE"]
+__all__ = ["CONSTANTS", "segment_pieces", "one_segment_pieces", "params_value", "MSG", "TOOL", "THINK", "BASE"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
@@ -108,33 +108,52 @@ def segment_pieces(provider: str, segs: Sequence[Segment], model: str, media_of:
     params: Mapping[str, Any] = {}
     first_tool = next((i for i, s in enumerate(segs) if s.kind == "tools"), None)
     for i, seg in enumerate(segs):
-        pieces: list[Piece] = []
-        try:
-            value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
-        except orjson.JSONDecodeError:
-            value = seg.data.decode("utf-8", "replace")
         if seg.kind == "params":
-            params = value if isinstance(value, Mapping) else {}
-            pieces += [BASE] * _n(provider, "base", consts)
-            thinking = params.get("thinking")
-            gen = params.get("generationConfig") if isinstance(params.get("generationConfig"), Mapping) else params
-            if (isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")) or (
-                    isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping)):
-                pieces += [THINK] * _n(provider, "thinking", consts)
-            for key in ("output_format", "output_config"):
-                if isinstance(params.get(key), Mapping):
-                    pieces.append(orjson.dumps(params[key]).decode())
-            if isinstance(gen, Mapping):
-                for key in ("responseSchema", "responseJsonSchema", "response_schema"):
-                    if key in gen:
-                        pieces.append(orjson.dumps(gen[key]).decode())
-        elif seg.kind == "tools":
-            if i == first_tool and provider == "anthropic":
-                pieces += [DOC] * anthropic_tool_prompt(model, params.get("tool_choice"))
-            pieces += [TOOL] * _n(provider, "tool", consts)
-            pieces.append(_tool_json(value))
-        else:
-            pieces += [MSG] * _n(provider, "message", consts)
-            _texts(value, pieces, media_of)
-        out.append(pieces)
+            params = params_value(seg)
+        out.append(one_segment_pieces(provider, seg, model, media_of, params, i == first_tool, consts))
     return out
+
+
+def params_value(seg: Segment) -> Mapping[str, Any]:
+    """The params segment parsed (``{}`` when it is not an object)."""
+    try:
+        value = orjson.loads(b"{" + seg.data + b"}")
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, params: Mapping[str, Any],
+                       first_tool: bool, consts: Mapping[str, Mapping[str, float]] | None = None) -> list[Piece]:
+    """Pieces of one segment of :func:`segment_pieces`: ``params`` is the
+    view's params segment parsed (:func:`params_value`), read by the first
+    tool (Anthropic's tool-use system prompt depends on ``tool_choice``)."""
+    pieces: list[Piece] = []
+    try:
+        value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
+    except orjson.JSONDecodeError:
+        value = seg.data.decode("utf-8", "replace")
+    if seg.kind == "params":
+        params = value if isinstance(value, Mapping) else {}
+        pieces += [BASE] * _n(provider, "base", consts)
+        thinking = params.get("thinking")
+        gen = params.get("generationConfig") if isinstance(params.get("generationConfig"), Mapping) else params
+        if (isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")) or (
+                isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping)):
+            pieces += [THINK] * _n(provider, "thinking", consts)
+        for key in ("output_format", "output_config"):
+            if isinstance(params.get(key), Mapping):
+                pieces.append(orjson.dumps(params[key]).decode())
+        if isinstance(gen, Mapping):
+            for key in ("responseSchema", "responseJsonSchema", "response_schema"):
+                if key in gen:
+                    pieces.append(orjson.dumps(gen[key]).decode())
+    elif seg.kind == "tools":
+        if first_tool and provider == "anthropic":
+            pieces += [DOC] * anthropic_tool_prompt(model, params.get("tool_choice"))
+        pieces += [TOOL] * _n(provider, "tool", consts)
+        pieces.append(_tool_json(value))
+    else:
+        pieces += [MSG] * _n(provider, "message", consts)
+        _texts(value, pieces, media_of)
+    return pieces

@@ -76,7 +76,7 @@ from ..wire import Segment
 from ._pieces import Media, Piece, Special
 from .media import decode_data_url
 
-__all__ = ["segment_pieces", "render_tools", "render_type", "START", "END", "MESSAGE"]
+__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "function_of", "render_tools", "render_type", "START", "END", "MESSAGE"]
 
 #: o200k_base special tokens of the chat format (Harmony format article)
 START, END, MESSAGE = Special(200006), Special(200007), Special(200008)
@@ -162,7 +162,7 @@ def _render_props(schema: Mapping[str, Any], indent: str = "") -> str:
     return "".join(out)
 
 
-def _function_of(tool: Any) -> Mapping[str, Any] | None:
+def function_of(tool: Any) -> Mapping[str, Any] | None:
     """The function object of a Chat (``{"type":"function","function":{...}}``)
     or Responses (``{"type":"function","name",...}``) tool; ``None`` for
     built-in tools."""
@@ -197,7 +197,7 @@ TOOLS_TAIL = "} // namespace functions"
 
 def render_tools(tools: Sequence[Any]) -> str:
     """The whole tools section for function tools (built-ins left out)."""
-    fns = [f for f in (_function_of(t) for t in tools) if f is not None]
+    fns = [f for f in (function_of(t) for t in tools) if f is not None]
     if not fns:
         return ""
     return TOOLS_HEAD + "".join(render_function(f) for f in fns) + TOOLS_TAIL
@@ -299,7 +299,7 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
     return pieces
 
 
-def _call_names(values: Sequence[Any]) -> dict[str, str]:
+def call_names(values: Sequence[Any]) -> dict[str, str]:
     """Tool call id -> function name, over Chat messages and Responses items."""
     out: dict[str, str] = {}
     for v in values:
@@ -335,36 +335,43 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
     cache view. Their token counts plus the reply priming (:data:`PRIMING`,
     which belongs to no segment: a child's next message starts where it
     stands) sum to the billed prompt."""
-    out: list[list[Piece]] = []
     tool_idx = [i for i, s in enumerate(segs) if s.kind == "tools"]
     tools = [_loads(segs[i].data) for i in tool_idx]
-    functions = [i for i, t in zip(tool_idx, tools) if _function_of(t) is not None]
+    functions = [i for i, t in zip(tool_idx, tools) if function_of(t) is not None]
     values = [_loads(s.data) if s.kind in ("system", "message") else None for s in segs]
-    names = _call_names(values)
-    for i, seg in enumerate(segs):
-        pieces: list[Piece] = []
-        if seg.kind == "params":
-            params = _loads(b"{" + seg.data + b"}") if seg.data else {}
-            if isinstance(params, Mapping):
-                pieces += schema_pieces(params.get("response_format"))
-                text = params.get("text")
-                if isinstance(text, Mapping):
-                    pieces += schema_pieces(text.get("format"))
-        elif seg.kind == "tools":
-            fn = _function_of(_loads(seg.data))
-            if fn is not None:
-                if functions and i == functions[0]:
-                    pieces.append(TOOLS_HEAD)
-                pieces.append(render_function(fn))
-                if functions and i == functions[-1]:
-                    pieces.append(TOOLS_TAIL)
+    names = call_names(values)
+    return [one_segment_pieces(seg, values[i], model, names, bool(functions) and i == functions[0],
+                               bool(functions) and i == functions[-1]) for i, seg in enumerate(segs)]
+
+
+def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str, str],
+                       first_function: bool, last_function: bool) -> list[Piece]:
+    """Pieces of one segment of :func:`segment_pieces`: ``value`` is the
+    parsed segment (system and message segments); the tools block's head
+    and tail go with the first and last function tool; ``names`` (call id
+    -> function name over the whole view) is read only by a tool result,
+    through ``names.get(str(call_id))`` / ``names.get(str(tool_call_id))``."""
+    pieces: list[Piece] = []
+    if seg.kind == "params":
+        params = _loads(b"{" + seg.data + b"}") if seg.data else {}
+        if isinstance(params, Mapping):
+            pieces += schema_pieces(params.get("response_format"))
+            text = params.get("text")
+            if isinstance(text, Mapping):
+                pieces += schema_pieces(text.get("format"))
+    elif seg.kind == "tools":
+        fn = function_of(_loads(seg.data))
+        if fn is not None:
+            if first_function:
+                pieces.append(TOOLS_HEAD)
+            pieces.append(render_function(fn))
+            if last_function:
+                pieces.append(TOOLS_TAIL)
+    else:
+        if seg.pointer in ("/instructions",):
+            pieces += [START, "developer", MESSAGE, *content_pieces(value), END]
+        elif seg.pointer == "/input":
+            pieces += [START, "user", MESSAGE, *content_pieces(value), END]
         else:
-            value = values[i]
-            if seg.pointer in ("/instructions",):
-                pieces += [START, "developer", MESSAGE, *content_pieces(value), END]
-            elif seg.pointer == "/input":
-                pieces += [START, "user", MESSAGE, *content_pieces(value), END]
-            else:
-                pieces += message_pieces(value, model, names)
-        out.append(pieces)
-    return out
+            pieces += message_pieces(value, model, names)
+    return pieces

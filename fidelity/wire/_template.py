@@ -53,6 +53,10 @@ __all__ = [
     "END_THINK",
     "DSML",
     "deepseek_v4_texts",
+    "deepseek_v4_last_user",
+    "deepseek_v4_tool_text",
+    "deepseek_v4_message_context",
+    "deepseek_v4_message_text",
     "deepseek_v4_prompt",
     "deepseek_v4_reply",
 ]
@@ -217,13 +221,6 @@ def _dsml_calls(calls: Sequence[Any], *, compact: bool) -> str:
     return f"\n\n<{DSML}function_calls>\n" + "\n".join(invokes) + f"\n</{DSML}function_calls>"
 
 
-def _keeps_reasoning(message: Mapping[str, Any], index: int, last_user: int) -> bool:
-    """Reasoning stays in the prompt on assistant messages after the last
-    user message and on every assistant message that made tool calls; it is
-    dropped from the final (tool-free) answer of an earlier turn."""
-    return index > last_user or bool(message.get("tool_calls"))
-
-
 def deepseek_v4_texts(body: Mapping[str, Any]) -> Texts:
     """Per-segment DeepSeek V4 chat-template text of a Chat Completions body,
     keyed ``("message", i)`` by index into ``messages`` and ``("tools", i)``.
@@ -241,46 +238,81 @@ def deepseek_v4_texts(body: Mapping[str, Any]) -> Texts:
     the next request; see :func:`deepseek_v4_prompt`.
     """
     messages, tools, n_system = _lists(dict(body))
-    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
-                    default=-1)
+    last_user = deepseek_v4_last_user(messages)
     out: Texts = {}
     system = "\n\n".join(_content_text(m.get("content")) for m in messages[:n_system])
     for i in range(n_system):
         out[("message", i)] = (BOS + system) if i == 0 else ""
-    head, tail = _DEEPSEEK_TOOLS_BLOCK.split("{schemas}")
     for i, tool in enumerate(tools):
-        fn = tool.get("function", tool) if isinstance(tool, dict) else tool
-        if i == 0:
-            lead = (BOS if not n_system else "") + ("\n\n" if system else "")
-            lead += head.format(d=DSML, think=THINK, end_think=END_THINK)
-        else:
-            lead = "\n"
-        text = lead + json.dumps(fn, ensure_ascii=False)
-        if i == len(tools) - 1:
-            text += tail
-        out[("tools", i)] = text
+        out[("tools", i)] = deepseek_v4_tool_text(tool, (i == 0, i == len(tools) - 1, bool(n_system), bool(system)))
     for i in range(n_system, len(messages)):
-        m = messages[i] if isinstance(messages[i], dict) else {}
-        role = m.get("role")
-        if role == "assistant":
-            reasoning = m.get("reasoning_content")
-            reasoning = reasoning if isinstance(reasoning, str) else ""
-            text = (THINK + reasoning + END_THINK) if _keeps_reasoning(m, i, last_user) else END_THINK
-            text += _content_text(m.get("content"))
-            if isinstance(m.get("tool_calls"), list) and m["tool_calls"]:
-                text += _dsml_calls(m["tool_calls"], compact=True)
-            text += EOS
-        elif role == "tool":
-            prev = messages[i - 1].get("role") if i and isinstance(messages[i - 1], dict) else None
-            nxt = messages[i + 1].get("role") if i + 1 < len(messages) and isinstance(messages[i + 1], dict) else None
-            text = (USER if prev != "tool" else "") + "<tool_result>" + _content_text(m.get("content")) + "</tool_result>"
-            text += ASSISTANT if nxt != "tool" else ""
-        else:
-            text = USER + _content_text(m.get("content")) + ASSISTANT
-        if i == 0 and not tools:
-            text = BOS + text
-        out[("message", i)] = text
+        ctx = deepseek_v4_message_context(messages, i, last_user, bool(tools))
+        out[("message", i)] = deepseek_v4_message_text(messages[i], ctx)
     return out
+
+
+def deepseek_v4_last_user(messages: Sequence[Any]) -> int:
+    """Index of the last user message (-1: none)."""
+    return max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+
+
+def deepseek_v4_tool_text(tool: Any, ctx: tuple[bool, bool, bool, bool]) -> str:
+    """One tool's text; ``ctx``: (first tool, last tool, any system message,
+    system text not empty)."""
+    first, last, has_system, system_text = ctx
+    head, tail = _DEEPSEEK_TOOLS_BLOCK.split("{schemas}")
+    fn = tool.get("function", tool) if isinstance(tool, dict) else tool
+    if first:
+        lead = (BOS if not has_system else "") + ("\n\n" if system_text else "")
+        lead += head.format(d=DSML, think=THINK, end_think=END_THINK)
+    else:
+        lead = "\n"
+    text = lead + json.dumps(fn, ensure_ascii=False)
+    if last:
+        text += tail
+    return text
+
+
+def deepseek_v4_message_context(messages: Sequence[Any], i: int, last_user: int, tools: bool) -> tuple[Any, ...]:
+    """All that the text of non-system message ``i`` reads besides the
+    message itself: for an assistant message whether its reasoning stays,
+    for a tool result whether the messages around it are tool results, and
+    whether it opens the prompt (``BOS``)."""
+    m = messages[i] if isinstance(messages[i], dict) else {}
+    role = m.get("role")
+    bos = i == 0 and not tools
+    if role == "assistant":
+        # reasoning stays on assistant messages after the last user message and
+        # on every one that made tool calls; it is dropped from the final
+        # (tool-free) answer of an earlier turn (rule 4)
+        return ("assistant", i > last_user or bool(m.get("tool_calls")), bos)
+    if role == "tool":
+        prev = messages[i - 1].get("role") if i and isinstance(messages[i - 1], dict) else None
+        nxt = messages[i + 1].get("role") if i + 1 < len(messages) and isinstance(messages[i + 1], dict) else None
+        return ("tool", prev == "tool", nxt == "tool", bos)
+    return ("user", bos)
+
+
+def deepseek_v4_message_text(message: Any, ctx: tuple[Any, ...]) -> str:
+    """The text of one non-system message given its
+    :func:`deepseek_v4_message_context`."""
+    m = message if isinstance(message, dict) else {}
+    if ctx[0] == "assistant":
+        reasoning = m.get("reasoning_content")
+        reasoning = reasoning if isinstance(reasoning, str) else ""
+        text = (THINK + reasoning + END_THINK) if ctx[1] else END_THINK
+        text += _content_text(m.get("content"))
+        if isinstance(m.get("tool_calls"), list) and m["tool_calls"]:
+            text += _dsml_calls(m["tool_calls"], compact=True)
+        text += EOS
+    elif ctx[0] == "tool":
+        text = (USER if not ctx[1] else "") + "<tool_result>" + _content_text(m.get("content")) + "</tool_result>"
+        text += ASSISTANT if not ctx[2] else ""
+    else:
+        text = USER + _content_text(m.get("content")) + ASSISTANT
+    if ctx[-1]:
+        text = BOS + text
+    return text
 
 
 def deepseek_v4_prompt(body: Mapping[str, Any], *, thinking: bool = True) -> str:

@@ -1,0 +1,164 @@
+"""The scan's fast path (:mod:`fidelity.scan.prompt_ids`) builds the same
+:class:`SimRequest` as :func:`fidelity.cache.prompts.cache_prompt` for every
+request: on drawn sessions in each dialect it handles, on recorded traffic,
+and the ``--json`` output is the same with the fast path on and off."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fidelity import replay as R
+from fidelity import wire
+from fidelity.cache.prompts import cache_prompt
+from fidelity.model import Route
+from fidelity.scan import scan, synthetic
+from fidelity.scan.memo import TokenMemo
+from fidelity.scan.partition import view_of
+from fidelity.scan.prompt_ids import PromptIds
+from fidelity.scan.records import parse_record
+from fidelity.scan.view import shared_items
+from fidelity.strategies import requests
+
+#: (dialect, provider, model) of each dialect the fast path handles
+FAST = [("openai-chat", "openai", "gpt-4.1"), ("openai-chat", "openai", "gpt-5-mini"),
+        ("openai-responses", "openai", "gpt-5"), ("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
+        ("deepseek", "deepseek", "deepseek-v4-flash")]
+
+
+def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, int]:
+    """Feed ``lines`` (one partition's requests, in order) through one
+    builder per model; each request's (cache model, SimRequest) must equal
+    cache_prompt's on the same body bytes. Returns (requests, built fast)."""
+    memo = TokenMemo() if memo is None else memo
+    builders: dict[str, tuple[PromptIds, list[Any]]] = {}
+    for i, line in enumerate(lines):
+        rec = parse_record(line)
+        view = view_of(rec)
+        b, prev = builders.setdefault(rec.model, (PromptIds(memo, fast=True), [()]))
+        k = shared_items(view.items, prev[0])
+        prev[0] = view.items
+        name, got = b.build(rec, view, k, float(i), i)
+        body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
+        want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
+                            endpoint=rec.url or None, provider=rec.provider)
+        assert name == want.cache_model, (i, rec.dialect.name)
+        assert got == dataclasses.replace(want.request, key=""), (i, rec.dialect.name, b.reasons)
+    return len(lines), sum(b.fast for b, _ in builders.values())
+
+
+def _line(dialect: str, body: bytes) -> bytes:
+    return orjson.dumps({"provider": dialect, "body": orjson.loads(body)})
+
+
+@st.composite
+def sessions(draw: st.DrawFn) -> tuple[str, list[bytes]]:
+    """A session in one dialect: a drawn request's history re-sent turn by
+    turn (each request the previous one plus a message), then a drawn
+    change (a tool or the system prompt dropped, a message edited) and the
+    history again."""
+    dialect, provider, model = draw(st.sampled_from(FAST))
+    req = draw(requests(route=st.just(Route(provider, model))))
+    d = wire.get(dialect)
+    seq = [dataclasses.replace(req, messages=req.messages[:k]) for k in range(1, len(req.messages) + 1)]
+    change = draw(st.sampled_from(["none", "tool", "system", "edit"]))
+    if change == "tool" and req.tools:
+        seq.append(dataclasses.replace(req, tools=req.tools[1:]))
+    elif change == "system" and req.system:
+        seq.append(dataclasses.replace(req, system=req.system[1:]))
+    elif change == "edit" and len(req.messages) > 1:
+        seq.append(dataclasses.replace(req, messages=req.messages[1:]))
+    seq.append(req)
+    lines = []
+    for r in seq:
+        try:
+            lines.append(_line(dialect, d.render(r)))
+        except Exception:  # noqa: BLE001 -- a request this dialect cannot render: not a session here
+            continue
+    return dialect, lines
+
+
+@given(sessions())
+def test_fast_path_equals_cache_prompt_on_drawn_sessions(session: tuple[str, list[bytes]]) -> None:
+    """200 drawn sessions (ci profile), each request checked."""
+    dialect, lines = session
+    n, fast = check(lines)
+    assert fast == n  # compact bodies in a handled dialect: none falls back
+
+
+def test_fast_path_equals_cache_prompt_on_the_generated_logs() -> None:
+    for append_only in (False, True):
+        by_session: dict[str, list[bytes]] = {}
+        for line in synthetic.generate(1_000_000, seed=3, append_only=append_only):
+            by_session.setdefault(orjson.loads(line).get("session") or "", []).append(line.rstrip(b"\n"))
+        memo = TokenMemo()
+        total = fast = elements = 0
+        for seq in by_session.values():
+            n, f = check(seq, memo)
+            total, fast = total + n, fast + f
+            elements += sum(len(view_of(parse_record(line)).items) for line in seq)
+        assert total > 40 and fast == total
+        # repeated history is reused or found, not tokenized again
+        assert memo.misses * 4 < elements, (memo.misses, elements)
+
+
+def _recorded(root: Path) -> list[list[bytes]]:
+    """Each recording's requests as log lines: the body as a JSON object
+    (compact: the fast path) and as the recorded text (exact bytes)."""
+    out: list[list[bytes]] = []
+    for rec in R.read_recordings(root):
+        as_obj, as_text = [], []
+        for ex in rec:
+            if ex.skip or ex.dialect is None:
+                continue
+            try:
+                obj = orjson.loads(ex.body)
+                line = orjson.dumps({"url": ex.url, "body": obj} if ex.url else {"provider": ex.dialect, "body": obj})
+                parse_record(line)
+                text = ex.body.decode("utf-8", "surrogatepass")
+                as_text.append(orjson.dumps({"url": ex.url, "body": text} if ex.url else
+                                            {"provider": ex.dialect, "body": text}))
+            except Exception:  # noqa: BLE001 -- not a body the scan reads (counted as a bad line there)
+                continue
+            as_obj.append(line)
+        out += [s for s in (as_obj, as_text) if s]
+    return out
+
+
+def test_fast_path_equals_cache_prompt_on_recorded_traffic(shared_real: Path) -> None:
+    total = fast = 0
+    for sub in ("recorded-usage", "cassettes"):
+        for seq in _recorded(shared_real / sub):
+            n, f = check(seq)
+            total, fast = total + n, fast + f
+    assert total >= 300
+    assert fast >= total // 3  # the compact copies of handled dialects (text bodies go to cache_prompt)
+
+
+def _scan_json(paths: list[Path], monkeypatch: pytest.MonkeyPatch, fast: bool) -> str:
+    monkeypatch.setenv("FIDELITY_SCAN_FAST", "1" if fast else "0")
+    return json.dumps(scan(paths, workers=1), sort_keys=True)
+
+
+def test_scan_json_is_the_same_with_the_fast_path_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log.jsonl"
+    synthetic.write_log(str(log), 1_500_000, seed=7)
+    on = _scan_json([log], monkeypatch, True)
+    assert on == _scan_json([log], monkeypatch, False)
+    assert json.loads(on)["totals"]["breaks"] > 0
+
+
+def test_scan_json_is_the_same_with_the_fast_path_off_on_recordings(shared_real: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    root = shared_real / "recorded-usage"
+    on = _scan_json([root], monkeypatch, True)
+    assert on == _scan_json([root], monkeypatch, False)
+    assert json.loads(on)["totals"]["requests"] >= 40
