@@ -364,10 +364,10 @@ def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[
     blocks = list(blocks)
     first_tool = next((i for i, b in enumerate(blocks) if b[0] == "tools"), None)
     if first_tool is not None:
-        level, b_ids, ends_in = blocks[first_tool]
+        _, b_ids, ends_in = blocks[first_tool]
         k = _tool_prompt_moved(model, b_ids)
         if k:  # the tool_choice-dependent part of the tool-use prompt
-            blocks[first_tool] = (level, b_ids[k:], [(e - k, cc) for e, cc in ends_in])
+            blocks[first_tool] = ("tools", b_ids[k:], [(e - k, cc) for e, cc in ends_in])
             rest = b_ids[:k] + rest
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
     for key, value in members:
