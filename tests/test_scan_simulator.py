@@ -1,5 +1,6 @@
-"""scan replays each partition through the real cache simulator: its ids equal
-``cache_prompt``'s, and its figures equal ``fidelity replay``'s."""
+"""scan replays each partition through the real cache simulator: its figures
+equal ``fidelity replay``'s (that each request's simulator input equals
+``cache_prompt``'s is tests/test_scan_fast_ids.py)."""
 
 from __future__ import annotations
 
@@ -10,89 +11,8 @@ from typing import Any
 import orjson
 
 from fidelity import replay as R
-from fidelity.cache.prompts import cache_prompt
 from fidelity.scan import scan, synthetic
-from fidelity.scan.memo import TokenMemo
-from fidelity.scan.partition import view_of
-from fidelity.scan.prompt_ids import PromptIds
 from fidelity.scan.records import parse_record
-from fidelity.scan.view import shared_items
-
-
-def _line(url: str | None, body: Any, time: float | None = None) -> bytes:
-    env: dict[str, Any] = {"body": body}
-    if url:
-        env["url"] = url
-    if time is not None:
-        env["time"] = time
-    return orjson.dumps(env)
-
-
-def _check_sequence(lines: list[bytes]) -> tuple[int, int]:
-    """Feed ``lines`` (one conversation's requests) through one builder, as a
-    partition does; every request's simulator input equals cache_prompt's.
-    Returns (requests, of which built without cache_prompt)."""
-    memo = TokenMemo()
-    builders: dict[tuple[str, str], tuple[PromptIds, list[Any]]] = {}
-    n = 0
-    for i, line in enumerate(lines):
-        rec = parse_record(line)
-        view = view_of(rec)
-        b, prev = builders.setdefault((rec.provider, rec.model), (PromptIds(memo), [()]))
-        k = shared_items(view.items, prev[0])
-        name, got = b.build(rec, view, k, 1.0, i)
-        prev[0] = view.items
-        body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
-        want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=1.0, label=i,
-                            endpoint=rec.url or None, provider=rec.provider)
-        assert name == want.cache_model
-        assert got.tokens == want.request.tokens, (i, rec.dialect.name)
-        assert (got.breakpoints, got.ttls, got.blocks) == (want.request.breakpoints, want.request.ttls,
-                                                           want.request.blocks)
-        n += 1
-    return n, n - sum(b.slow for b, _ in builders.values())
-
-
-def _recorded_bodies(root: Path) -> list[list[bytes]]:
-    """Each cassette's requests as log lines, the body as a JSON object (the
-    fast path) and as the recorded text (exact bytes)."""
-    out: list[list[bytes]] = []
-    for rec in R.read_recordings(root):
-        as_obj, as_text = [], []
-        for ex in rec:
-            if ex.skip or ex.dialect is None:
-                continue
-            try:
-                obj = orjson.loads(ex.body)
-                parse_record(_line(ex.url, obj))
-            except Exception:  # not a body the scan reads (it counts those as bad lines)
-                continue
-            as_obj.append(_line(ex.url, obj))
-            as_text.append(_line(ex.url, ex.body.decode("utf-8", "surrogatepass")))
-        if as_obj:
-            out += [as_obj, as_text]
-    return out
-
-
-def test_ids_equal_cache_prompt_on_recorded_bodies(shared_real: Path) -> None:
-    seqs = _recorded_bodies(shared_real / "recorded-usage")
-    assert len(seqs) >= 40
-    total = fast = 0
-    for seq in seqs:
-        n, f = _check_sequence(seq)
-        total, fast = total + n, fast + f
-    assert total >= 40
-
-
-def test_ids_equal_cache_prompt_on_the_generated_log() -> None:
-    by_session: dict[str, list[bytes]] = defaultdict(list)
-    for line in synthetic.generate(1_500_000, seed=5):
-        by_session[orjson.loads(line).get("session") or ""].append(line.rstrip(b"\n"))
-    total = fast = 0
-    for seq in by_session.values():
-        n, f = _check_sequence(seq)
-        total, fast = total + n, fast + f
-    assert total > 80
 
 
 def _replay_totals(recordings: list[list[R.Exchange]]) -> dict[tuple[str, str], list[int]]:
