@@ -39,7 +39,7 @@ from .. import pricing
 from ..diff.causes import classify
 from ..jsonio import atomic_write
 from ..wire import Segment
-from .aggregate import SCHEMA, Break, Partial, build_result
+from .aggregate import SCHEMA, Break, Partial, Prices, build_result
 from .executors import EXECUTORS, Executor, make_executor
 from .partition import Entry, Task, change_label, index_chunk, replay_batch, where_of
 from .records import MAX_LINE, prepare_inputs
@@ -85,12 +85,12 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
         labels = [lbl for _, lbl in files]
         partial = Partial()
         entries = _index(ex, names, labels, partial, prog, chunk_bytes, max_line)
-        tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line)
+        tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line, table)
         _preload({(e.provider, e.model) for e in entries}, ex)
         prog.start("replaying partitions", len(tasks))
         for part in ex.map(replay_batch, [(t,) for t in tasks], prog.advance):
             partial.merge(part)
-        _cross(partial)
+        _cross(partial, Prices(table))
         example_files = _write_examples(partial, names, examples_dir, top) if examples_dir else None
         return build_result(partial, inputs=[str(p) for p in paths], table=table, top=top,
                             example_files=example_files)
@@ -147,7 +147,7 @@ def _order(e: Entry) -> tuple[float, int, int]:
 
 
 def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: int, split_bytes: int,
-           max_line: int) -> list[Task]:
+           max_line: int, table: pricing.PriceTable) -> list[Task]:
     groups: dict[bytes, list[Entry]] = defaultdict(list)
     for e in entries:
         groups[e.key].append(e)
@@ -196,10 +196,10 @@ def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: i
             p = pred.get(loc)
             items.append((e, p, p is not None and part_of[p] == pid, loc in cross_preds))
         batches[i].append((pid, rows[0].provider, rows[0].model, items))
-    return [Task(names, labels, b, max_line) for b in batches if b]
+    return [Task(names, labels, b, max_line, prices=table) for b in batches if b]
 
 
-def _cross(partial: Partial) -> None:
+def _cross(partial: Partial, prices: Prices) -> None:
     """Requests whose session predecessor sits in another partition: the
     head (model, params or first segment) changed. Lost tokens from both
     prompt lengths; the cause from the two heads."""
@@ -234,7 +234,8 @@ def _cross(partial: Partial) -> None:
         partial.add_break(Break(cause=kind, change=change_label(detail), detail=detail or "", where_kind=wk,
                                 pointer=ptr, label=label, provider=c.provider, model=c.model, day=c.day, lost=lost,
                                 time=c.time, parent=p.where, child=(c.label, c.line), parent_loc=p.loc,
-                                child_loc=c.loc))
+                                child_loc=c.loc,
+                                usd_nano=prices.lost_nano(c.provider, c.model, lost, prompt=c.prompt, time=c.time)))
     partial.cross_children.clear()
     partial.cross_preds.clear()
 

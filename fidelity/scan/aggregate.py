@@ -5,20 +5,22 @@ cause, where the prefix broke and change, plus the worst example of each
 change. Partials merge by addition (examples: the larger loss, then the
 earlier request), so any executor, any number of workers and any task order
 give the same totals; :func:`build_result` turns the merged sums into the
-documented JSON (``fidelity.scan/1``, docs/scan.md), pricing lost tokens per
-model with the price table at the very end.
+documented JSON (``fidelity.scan/1``, docs/scan.md). Lost tokens are priced
+where each break is found, at its request's time and prompt length
+(:class:`Prices`), and summed as integer nano-dollars.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import cache as cache_models
 from .. import pricing
+from ..errors import UnknownName
 from ..wire import Segment
 
-__all__ = ["SCHEMA", "Break", "CrossPred", "CrossChild", "Partial", "build_result"]
+__all__ = ["SCHEMA", "Break", "CrossPred", "CrossChild", "Partial", "Prices", "build_result"]
 
 SCHEMA = "fidelity.scan/1"
 
@@ -44,6 +46,8 @@ class Break:
     child: tuple[str, int]
     parent_loc: tuple[int, int, int]
     child_loc: tuple[int, int, int]
+    #: what the lost tokens cost, in nano-dollars (:func:`lost_nano`); ``None``: no price
+    usd_nano: int | None = None
 
     def rank(self) -> tuple[Any, ...]:
         return (-self.lost, self.time, self.child, self.parent)
@@ -99,16 +103,18 @@ def _add(d: dict[Any, list[int]], key: Any, values: list[int]) -> None:
 class Partial:
     """Mergeable sums of a scan (see the module docstring)."""
 
+    # every row ends with the lost tokens' cost in nano-dollars (integers, so
+    # that sums do not depend on the merge order) and the lost tokens no price covers
     #: (provider, model) -> requests, bytes, prompt, read, written, lost, breaks,
-    #: usage requests, predicted read and prompt on them, reported read and prompt
+    #: usage requests, predicted read and prompt on them, reported read and prompt, nano, unpriced
     models: dict[PM, list[int]] = field(default_factory=dict)
-    #: (day, provider, model) -> requests, prompt, read, lost, breaks
+    #: (day, provider, model) -> requests, prompt, read, lost, breaks, nano, unpriced
     days: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-    #: (cause, change, provider, model) -> breaks, lost
+    #: (cause, change, provider, model) -> breaks, lost, nano, unpriced
     causes: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
-    #: (kind, pointer pattern, label, provider, model) -> breaks, lost
+    #: (kind, pointer pattern, label, provider, model) -> breaks, lost, nano, unpriced
     wheres: dict[tuple[str, str, str, str, str], list[int]] = field(default_factory=dict)
-    #: (cause, change, kind, pointer, label, provider, model) -> breaks, lost
+    #: (cause, change, kind, pointer, label, provider, model) -> breaks, lost, nano, unpriced
     changes: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
     examples: dict[tuple[str, ...], Break] = field(default_factory=dict)
     bad: dict[str, int] = field(default_factory=dict)
@@ -126,17 +132,18 @@ class Partial:
         u = [0, 0, 0, 0, 0]
         if usage and usage.get("prompt") is not None:
             u = [1, read, prompt, int(usage.get("cache_read") or 0), int(usage["prompt"])]
-        _add(self.models, (provider, model), [1, nbytes, prompt, read, written, 0, 0, *u])
-        _add(self.days, (day, provider, model), [1, prompt, read, 0, 0])
+        _add(self.models, (provider, model), [1, nbytes, prompt, read, written, 0, 0, *u, 0, 0])
+        _add(self.days, (day, provider, model), [1, prompt, read, 0, 0, 0, 0])
 
     def add_break(self, b: Break) -> None:
         pm = (b.provider, b.model)
-        _add(self.models, pm, [0, 0, 0, 0, 0, b.lost, 1, 0, 0, 0, 0, 0])
-        _add(self.days, (b.day, *pm), [0, 0, 0, b.lost, 1])
-        _add(self.causes, (b.cause, b.change, *pm), [1, b.lost])
-        _add(self.wheres, (b.where_kind, b.pointer, b.label, *pm), [1, b.lost])
+        cost = [b.usd_nano or 0, b.lost if b.usd_nano is None else 0]
+        _add(self.models, pm, [0, 0, 0, 0, 0, b.lost, 1, 0, 0, 0, 0, 0, *cost])
+        _add(self.days, (b.day, *pm), [0, 0, 0, b.lost, 1, *cost])
+        _add(self.causes, (b.cause, b.change, *pm), [1, b.lost, *cost])
+        _add(self.wheres, (b.where_kind, b.pointer, b.label, *pm), [1, b.lost, *cost])
         ck = (b.cause, b.change, b.where_kind, b.pointer, b.label)
-        _add(self.changes, (*ck, *pm), [1, b.lost])
+        _add(self.changes, (*ck, *pm), [1, b.lost, *cost])
         cur = self.examples.get(ck)
         if cur is None or b.rank() < cur.rank():
             self.examples[ck] = b
@@ -178,49 +185,46 @@ class Partial:
 # -- the result ---------------------------------------------------------------------
 
 
-class _Rates:
-    """USD lost per token for each model: (input - cache read) per million."""
+class Prices:
+    """Price rows of one table per (provider, model), looked up once; the
+    models without one are kept for the result's notes."""
 
     def __init__(self, table: pricing.PriceTable) -> None:
         self.table = table
-        self.rates: dict[PM, float | None] = {}
+        self.rows: dict[PM, pricing.Price | None] = {}
         self.notes: list[str] = []
 
-    def rate(self, pm: PM) -> float | None:
-        if pm not in self.rates:
+    def price(self, pm: PM) -> pricing.Price | None:
+        if pm not in self.rows:
             try:
-                price = self.table.lookup(pm[0], pm[1])
-            except Exception as exc:  # no price: tokens still count, dollars say null
-                self.rates[pm] = None
+                self.rows[pm] = self.table.lookup(pm[0], pm[1])
+            except UnknownName as exc:  # no price: tokens still count, dollars say null
+                self.rows[pm] = None
                 self.notes.append(f"no price for {pm[0]}/{pm[1]}: {str(exc).splitlines()[0][:120]}")
-            else:
-                read = price.cache_read
-                if read is None:
-                    read = price.input * cache_models.get(pm[0], pm[1]).read_multiplier
-                self.rates[pm] = (price.input - read) / 1_000_000
-        return self.rates[pm]
+        return self.rows[pm]
 
-    def usd(self, lost_by_pm: dict[PM, int]) -> float | None:
-        total, priced = 0.0, False
-        for pm in sorted(lost_by_pm):
-            r = self.rate(pm)
-            if r is not None:
-                total += lost_by_pm[pm] * r
-                priced = True
-        return round(total, 6) if priced or not lost_by_pm else None
+    def lost_nano(self, provider: str, model: str, lost: int, *, prompt: int, time: float | None) -> int | None:
+        """What ``lost`` tokens of one request cost, in nano-dollars, through
+        the one cost function (:func:`fidelity.pricing.lost_cost`) at the
+        request's time (time-of-day prices) and prompt length (tiered prices);
+        ``None`` without a price or a cache-read price."""
+        at = _dt.datetime.fromtimestamp(time, _dt.UTC) if time else None
+        usd = pricing.lost_cost(self.price((provider, model)), lost, prompt_tokens=prompt, at=at)
+        return None if usd is None else round(usd * 1e9)
 
 
-def _group(d: dict[_Key, list[int]], n_key: int) -> dict[tuple[str, ...], tuple[list[int], dict[PM, int]]]:
-    """Sum rows keyed ``(*key, provider, model)`` over models; keep lost per model."""
-    out: dict[tuple[str, ...], tuple[list[int], dict[PM, int]]] = {}
+def _usd(lost: int, nano: int, unpriced: int) -> float | None:
+    """A row's dollars: ``None`` when no lost token of it has a price."""
+    if lost and unpriced >= lost:
+        return None
+    return round(nano / 1e9, 6)
+
+
+def _group(d: dict[_Key, list[int]], n_key: int) -> dict[tuple[str, ...], list[int]]:
+    """Sum rows keyed ``(*key, provider, model)`` over models."""
+    out: dict[tuple[str, ...], list[int]] = {}
     for full, v in d.items():
-        key, pm = full[:n_key], (full[n_key], full[n_key + 1])
-        if key not in out:
-            out[key] = ([0] * len(v), {})
-        tot, by = out[key]
-        for i, x in enumerate(v):
-            tot[i] += x
-        by[pm] = by.get(pm, 0) + v[-1]
+        _add(out, full[:n_key], v)
     return out
 
 
@@ -231,41 +235,40 @@ def _rate(num: int, den: int) -> float | None:
 def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, top: int = 20,
                  example_files: dict[tuple[str, ...], tuple[str, str]] | None = None) -> dict[str, Any]:
     """The ``fidelity.scan/1`` JSON document (deterministic: sorted, rounded)."""
-    rates = _Rates(table)
+    prices = Prices(table)
     models = []
-    tot = [0] * 12
+    tot = [0] * 14
     for pm in sorted(p.models):
         v = p.models[pm]
         for i, x in enumerate(v):
             tot[i] += x
         tok = p.tokenizers.get(pm, ("", False))
-        rate = rates.rate(pm)
+        prices.price(pm)  # a model without a price gets its note
         models.append({
             "provider": pm[0], "model": pm[1], "tokenizer": tok[0], "estimated": tok[1],
             "requests": v[0], "bytes": v[1], "prompt_tokens": v[2], "read_tokens": v[3], "written_tokens": v[4],
-            "lost_tokens": v[5], "lost_usd": round(v[5] * rate, 6) if rate is not None else None,
+            "lost_tokens": v[5], "lost_usd": _usd(v[5], v[12], v[13]),
             "breaks": v[6], "predicted_hit_rate": _rate(v[3], v[2]),
             "reported": None if not v[7] else {
                 "requests": v[7], "predicted_read": v[8], "predicted_prompt": v[9], "reported_read": v[10],
                 "reported_prompt": v[11], "predicted_hit_rate": _rate(v[8], v[9]),
                 "reported_hit_rate": _rate(v[10], v[11])},
         })
-    lost_by_pm = {pm: v[5] for pm, v in p.models.items()}
     days = []
-    for (day,), (v, _by) in sorted(_group(p.days, 1).items()):
+    for (day,), v in sorted(_group(p.days, 1).items()):
         days.append({"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2],
-                     "lost_tokens": v[3], "lost_usd": rates.usd({k: x for k, x in _lost(p.days, day).items()}),
+                     "lost_tokens": v[3], "lost_usd": _usd(v[3], v[5], v[6]),
                      "breaks": v[4]})
-    causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "lost_tokens": v[1], "lost_usd": rates.usd(by)}
-              for k, (v, by) in _ranked(_group(p.causes, 2))]
+    causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "lost_tokens": v[1], "lost_usd": _usd(*v[1:4])}
+              for k, v in _ranked(_group(p.causes, 2))]
     wheres = [{"kind": k[0], "pointer": k[1], "label": k[2], "breaks": v[0], "lost_tokens": v[1],
-               "lost_usd": rates.usd(by)} for k, (v, by) in _ranked(_group(p.wheres, 3))]
+               "lost_usd": _usd(*v[1:4])} for k, v in _ranked(_group(p.wheres, 3))]
     changes = []
-    for rank, (k, (v, by)) in enumerate(_ranked(_group(p.changes, 5))[:top], start=1):
+    for rank, (k, v) in enumerate(_ranked(_group(p.changes, 5))[:top], start=1):
         ex = p.examples[k]
         entry: dict[str, Any] = {
             "rank": rank, "cause": k[0], "change": k[1], "kind": k[2], "pointer": k[3], "label": k[4],
-            "breaks": v[0], "lost_tokens": v[1], "lost_usd": rates.usd(by),
+            "breaks": v[0], "lost_tokens": v[1], "lost_usd": _usd(*v[1:4]),
             "example": {"detail": ex.detail, "provider": ex.provider, "model": ex.model, "lost_tokens": ex.lost,
                         "parent": f"{ex.parent[0]}:{ex.parent[1]}", "child": f"{ex.child[0]}:{ex.child[1]}"},
         }
@@ -285,7 +288,7 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         "totals": {
             "requests": tot[0], "bytes": tot[1], "partitions": p.partitions, "bad_lines": bad_total,
             "prompt_tokens": tot[2], "read_tokens": tot[3], "written_tokens": tot[4],
-            "predicted_hit_rate": _rate(tot[3], tot[2]), "lost_tokens": tot[5], "lost_usd": rates.usd(lost_by_pm),
+            "predicted_hit_rate": _rate(tot[3], tot[2]), "lost_tokens": tot[5], "lost_usd": _usd(tot[5], tot[12], tot[13]),
             "breaks": tot[6], "evicted_entries": p.evicted,
         },
         "reported": reported,
@@ -297,13 +300,10 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         "bad_lines": {"total": bad_total, "by_reason": dict(sorted(p.bad.items())),
                       "examples": [{"where": f"{lbl}:{ln}", "reason": r, "detail": d}
                                    for lbl, ln, r, d in sorted(p.bad_examples)[:20]]},
-        "notes": sorted(set(rates.notes)),
+        "notes": sorted(set(prices.notes)),
     }
 
 
-def _lost(days: dict[tuple[str, str, str], list[int]], day: str) -> dict[PM, int]:
-    return {(k[1], k[2]): v[3] for k, v in days.items() if k[0] == day}
-
-
-def _ranked(groups: dict[tuple[str, ...], tuple[list[int], dict[PM, int]]]) -> list[Any]:
-    return sorted(groups.items(), key=lambda kv: (-kv[1][0][-1], -kv[1][0][0], kv[0]))
+def _ranked(groups: dict[tuple[str, ...], list[int]]) -> list[Any]:
+    """Most lost tokens first, then most breaks, then the key."""
+    return sorted(groups.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))

@@ -27,14 +27,14 @@ from typing import Any
 import orjson
 
 from .. import cache as cache_models
-from .. import tokens
+from .. import pricing, tokens
 from ..cache.simulator import Simulator
 from ..diff.bytediff import first_divergence
 from ..diff.causes import _tool_name, classify
 from ..diff.locate import pointer_at
 from ..errors import FidelityError
 from ..wire import Segment
-from .aggregate import Break, CrossChild, CrossPred, Partial
+from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, iter_lines, parse_record
@@ -70,6 +70,8 @@ class Task:
     partitions: list[tuple[str, str, str, list[tuple[Entry, tuple[int, int] | None, bool, bool]]]]
     max_line: int = MAX_LINE
     memo_bytes: int = 256 * 1024 * 1024
+    #: the price table lost tokens are priced with (``None``: the bundled one)
+    prices: pricing.PriceTable | None = None
 
 
 def view_of(rec: Any, first_only: bool = False) -> FastView:
@@ -199,9 +201,10 @@ def replay_batch(task: Task) -> Partial:
     memo = _worker_memo(task.memo_bytes)
     fds: dict[int, int] = {}
     classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
+    prices = Prices(task.prices if task.prices is not None else pricing.load())
     try:
         for pid, provider, model, items in task.partitions:
-            _replay_partition(task, pid, provider, model, items, out, memo, fds, classify_memo)
+            _replay_partition(task, pid, provider, model, items, out, memo, fds, classify_memo, prices)
     finally:
         for fd in fds.values():
             os.close(fd)
@@ -230,7 +233,7 @@ def _read(task: Task, fds: dict[int, int], e: Entry) -> bytes:
 def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
                       memo: TokenMemo, fds: dict[int, int],
-                      classify_memo: dict[tuple[Any, ...], tuple[str, str | None]]) -> None:
+                      classify_memo: dict[tuple[Any, ...], tuple[str, str | None]], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
     st = _State(PromptIds(memo))
@@ -337,7 +340,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                             parent=(task.labels[pe.file], pe.line),
                             child=(task.labels[e.file], e.line),
                             parent_loc=(pe.file, pe.offset, pe.length),
-                            child_loc=(e.file, e.offset, e.length)))
+                            child_loc=(e.file, e.offset, e.length),
+                            usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
 
 
 def _strip_markers(value: Any) -> Any:
