@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Iterator
@@ -37,7 +38,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint", metavar="URL",
                         help="where the requests went, for caches that depend on it (default: the snapshot's URL, "
                         "else the provider's own API; Anthropic's API does not key on Claude Code's billing block)")
+    parser.add_argument("--at", metavar="TIME", type=_time,
+                        help="when the child is sent, ISO 8601 (2026-12-01T18:00Z; no zone: UTC), for prices "
+                             "that depend on the time of day (DeepSeek's off-peak hours); default: the peak rate")
     parser.add_argument("--json", action="store_true", help="print the documented JSON schema")
+
+
+def _time(text: str) -> dt.datetime:
+    """``--at``: an ISO 8601 time; one without a zone is UTC."""
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r} (e.g. 2026-12-01T18:00Z)") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     def results() -> Iterator[DiffResult]:
         for parent, child, how in _pairs(args):
             res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,
-                               lenient=folder, notes=notes, endpoint=args.endpoint)
+                               lenient=folder, notes=notes, endpoint=args.endpoint, at=args.at)
             # where URL, metadata and body disagreed: which dialect was chosen and why
             for note in dict.fromkeys(notes):
                 print(f"fidelity diff: note: {note}", file=sys.stderr)

@@ -19,6 +19,7 @@ See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
 
 from __future__ import annotations
 
+import datetime as _dt
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ class CostFigures:
     as_of: str
     price_model: str
     source: str
+    #: which of a row's time-of-day rates applied ("peak", "off-peak"); None: the row has one rate
+    rate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,11 +132,13 @@ def compare(
     parent_path: str | None = None,
     child_path: str | None = None,
     endpoint: str | None = None,
+    at: _dt.datetime | None = None,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
     not given). ``endpoint``: the URL both went to, for dialects whose cache
-    view depends on it (``None``: the provider's own API). Bad input raises
-    :class:`InputError` naming the file."""
+    view depends on it (``None``: the provider's own API). ``at``: when the
+    child is sent, for prices that depend on the time of day (``None``: the
+    peak rate). Bad input raises :class:`InputError` naming the file."""
     parent_obj = jsonio.loads(parent, path=parent_path)
     child_obj = jsonio.loads(child, path=child_path)
     if dialect is not None:
@@ -153,7 +158,7 @@ def compare(
         with jsonio.parsed_once(child, child_obj):
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
-        return _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint)
+        return _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at)
 
 
 def compare_requests(
@@ -203,6 +208,7 @@ def _compare_views(
     *,
     key_changed: bool = False,
     endpoint: str | None = None,
+    at: _dt.datetime | None = None,
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
@@ -267,7 +273,7 @@ def _compare_views(
     lost = lost_tokens(cm, p_prompt, c_prompt, outcome.cached, same_key=same_key, shared=shared, levels=levels)
     cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
 
-    cost, note = _cost(prices, d.provider, model, lost, c_len)
+    cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
 
 
@@ -482,16 +488,17 @@ def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,
-          lost: int, prompt_tokens: int) -> tuple[CostFigures | None, str | None]:
+          lost: int, prompt_tokens: int, at: _dt.datetime | None = None) -> tuple[CostFigures | None, str | None]:
     """What the lost tokens cost per child request (:func:`fidelity.pricing.lost_cost`,
-    at the peak rate where prices depend on the time of day); no figure and
-    a note when the price is unknown."""
+    at ``at``'s rate where prices depend on the time of day, the peak rate
+    without a time); no figure and a note when the price is unknown."""
     table = prices if prices is not None else pricing.load()
     try:
         price = table.lookup(provider, model)
     except UnknownName as exc:  # the report still stands without a price
         return None, f"no price: {exc}"
-    usd = pricing.lost_cost(price, lost, prompt_tokens=prompt_tokens)
+    usd = pricing.lost_cost(price, lost, prompt_tokens=prompt_tokens, at=at)
     if usd is None:
         return None, f"cost unknown: {table.name} gives {price.model} no cache-read price"
-    return CostFigures(usd, table.name, table.as_of, price.model, price.source), None
+    rate = None if price.off_peak is None else ("off-peak" if at is not None and not price.is_peak(at) else "peak")
+    return CostFigures(usd, table.name, table.as_of, price.model, price.source, rate), None

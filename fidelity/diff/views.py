@@ -53,6 +53,7 @@ def to_json(result: DiffResult) -> dict[str, Any]:
             "as_of": result.cost.as_of,
             "price_model": result.cost.price_model,
             "source": result.cost.source,
+            "rate": result.cost.rate,
         }
     return {
         "schema": SCHEMA,
@@ -128,7 +129,8 @@ def fields(result: DiffResult) -> list[tuple[str, str]]:
     if result.cost:
         rows.append(("cost", f"${result.cost.usd_lost:.6f} lost per child request "
                      f"(${result.cost.usd_lost * 1000:.4f} per 1,000)  "
-                     f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}]"))
+                     f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}"
+                     f"{', ' + result.cost.rate + ' rate' if result.cost.rate else ''}]"))
     elif result.cost_note:
         rows.append(("cost", result.cost_note))
     return rows
