@@ -109,7 +109,7 @@ def test_folder_diff_shows_a_progress_bar_on_a_terminal(tmp_path: Path, monkeypa
     monkeypatch.setattr(rich.progress, "track", fake_track)
     monkeypatch.setattr("rich.console.Console.is_terminal", property(lambda self: True))
     args = argparse.Namespace(parent=str(folder), child=None, provider=None, model=None, prices=None, json=True,
-                              endpoint=None)
+                              endpoint=None, at=None)
     assert diff_cmd.run(args) == 0
     assert seen == {"total": 4, "description": "diffing pairs", "stderr": True}
     assert len(json.loads(capsys.readouterr().out)) == 4
