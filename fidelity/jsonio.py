@@ -211,8 +211,11 @@ def text_depth(text: str | bytes) -> int:
     return max(itertools.accumulate(map(_LEVEL.__getitem__, outside)), default=0)
 
 
-def depth(value: Any) -> int:
-    """Nesting depth of a parsed JSON value (a scalar is 0), iteratively."""
+def depth(value: Any, limit: int | None = None) -> int:
+    """Nesting depth of a parsed value (a scalar is 0), iteratively. With
+    ``limit``, the walk stops at the first container deeper than it and
+    returns that level, so a self-referencing value (a recursive YAML alias,
+    ``&a [*a]``) ends instead of looping."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
@@ -222,6 +225,8 @@ def depth(value: Any) -> int:
         elif not isinstance(node, list):
             continue
         deepest = max(deepest, level)
+        if limit is not None and level > limit:
+            return level
         stack.extend((child, level + 1) for child in node if isinstance(child, (dict, list)))
     return deepest
 

@@ -429,14 +429,20 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
     request's own tokens."""
     prepared: list[tuple[int, CachePrompt]] = []
     rows: dict[int, Row] = {}
+    reported = [Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
+                for ex in exchanges]
+    # the provider whose cache the URL reaches, and whether it renders the body into its own template
+    endpoints = [providers.from_url(ex.url) if ex.url else None for ex in exchanges]
     for k, ex in enumerate(exchanges):
-        rep = Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
+        rep = reported[k]
         if ex.skip or ex.dialect is None:
             rows[k] = Row(ex.source, ex.index, None, ex.model, rep, None, note=ex.skip or "unknown provider")
             continue
+        ep = endpoints[k]
         try:
             cp = cache_prompt(ex.body, dialect=ex.dialect, model=ex.model, time=ex.time, label=_label(ex),
-                              output=ex.output, path=ex.source, endpoint=ex.url, provider=_url_provider(ex.url))
+                              output=ex.output, path=ex.source, endpoint=ex.url,
+                              provider=ep.provider if ep is not None else None)
         except FidelityError as exc:
             rows[k] = Row(ex.source, ex.index, _family(ex.dialect), ex.model, rep, None, note=str(exc))
             continue
@@ -454,37 +460,25 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
         sim = sims.get(key)
         if sim is None:
             sim = sims[key] = Simulator(cp.cache_model, cp.model, **params)
+        rep = reported[k]
         try:
             pred = sim.feed(cp.request)
         except FidelityError as exc:
-            rows[k] = Row(ex.source, ex.index, cp.provider, cp.model,
-                          Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write"))),
-                          None, note=str(exc))
+            rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, None, note=str(exc))
             continue
-        rep = Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
         part = (key, cp.request.key)
         warm = bool(rep.cache_read) and pred.cache_read == 0 and part not in seen_read
         if rep.cache_read:
             seen_read.add(part)
-        apart = "server tools" if uses_server_tools(ex.body) else _server_prompt(ex.url)
+        ep = endpoints[k]
+        apart = ("server tools" if uses_server_tools(ex.body)
+                 else "server template" if ep is not None and ep.server_prompt else None)
         view = (as_token_array(cp.request.tokens).tobytes(), cp.request.key)
         views[cp.request.label] = view
         repeat = pred.parent is not None and views.get(pred.parent) == view
         rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm and apart is None, cp.estimated,
                       apart=apart, repeat=repeat)
     return [rows[k] for k in sorted(rows)]
-
-
-def _url_provider(url: str | None) -> str | None:
-    """The provider whose cache a request to ``url`` reaches (``None``: the body's own)."""
-    ep = providers.from_url(url) if url else None
-    return ep.provider if ep is not None else None
-
-
-def _server_prompt(url: str | None) -> str | None:
-    """``"server template"`` when the endpoint bills a prompt the body does not show."""
-    ep = providers.from_url(url) if url else None
-    return "server template" if ep is not None and ep.server_prompt else None
 
 
 def _sort_time(exchanges: Sequence[Exchange], k: int) -> float:

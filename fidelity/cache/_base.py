@@ -13,11 +13,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..diff.bytediff import first_divergence
 from ..errors import InputError
 
-__all__ = ["as_token_array", "PromptTokens", "CacheOutcome", "common_prefix", "CacheModel"]
+__all__ = ["as_token_array", "settle_prompt_fields", "PromptTokens", "CacheOutcome", "common_prefix", "CacheModel"]
 
 #: typecode of packed token ids (signed 64-bit; see ``fidelity.tokens.TOKEN_TYPECODE``)
 _TYPECODE = "q"
@@ -30,6 +31,26 @@ def as_token_array(ids: Sequence[int]) -> array[int]:
     if isinstance(ids, array) and ids.typecode == _TYPECODE:
         return ids
     return array(_TYPECODE, ids)
+
+
+def settle_prompt_fields(obj: Any) -> None:
+    """On a frozen prompt dataclass (:class:`PromptTokens`, the simulator's
+    ``SimRequest``): pack ``tokens`` and ``output`` (:func:`as_token_array`),
+    make ``breakpoints``, ``ttls`` and ``blocks`` tuples, and check that every
+    offset lies in the prompt and that each breakpoint has at most one ttl."""
+    for name in ("tokens", "output"):
+        object.__setattr__(obj, name, as_token_array(getattr(obj, name)))
+    for name in ("breakpoints", "ttls", "blocks"):
+        value = getattr(obj, name)
+        if not isinstance(value, tuple):
+            object.__setattr__(obj, name, tuple(value))
+    n = len(obj.tokens)
+    for name in ("breakpoints", "blocks"):
+        for offset in getattr(obj, name):
+            if not 0 < offset <= n:
+                raise InputError(f"{name} offset {offset} outside the prompt (1..{n})", pointer=f"/{name}")
+    if obj.ttls and len(obj.ttls) != len(obj.breakpoints):
+        raise InputError(f"{len(obj.ttls)} ttls for {len(obj.breakpoints)} breakpoints", pointer="/ttls")
 
 
 @dataclass(frozen=True)
@@ -61,19 +82,7 @@ class PromptTokens:
     output: Sequence[int] = ()
 
     def __post_init__(self) -> None:
-        for name in ("tokens", "output"):
-            object.__setattr__(self, name, as_token_array(getattr(self, name)))
-        for name in ("breakpoints", "ttls", "blocks"):
-            value = getattr(self, name)
-            if not isinstance(value, tuple):
-                object.__setattr__(self, name, tuple(value))
-        n = len(self.tokens)
-        for name in ("breakpoints", "blocks"):
-            for offset in getattr(self, name):
-                if not 0 < offset <= n:
-                    raise InputError(f"{name} offset {offset} outside the prompt (1..{n})", pointer=f"/{name}")
-        if self.ttls and len(self.ttls) != len(self.breakpoints):
-            raise InputError(f"{len(self.ttls)} ttls for {len(self.breakpoints)} breakpoints", pointer="/ttls")
+        settle_prompt_fields(self)
 
     def __len__(self) -> int:
         return len(self.tokens)

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
-from ._base import CacheModel, as_token_array, common_prefix
+from ._base import CacheModel, as_token_array, common_prefix, settle_prompt_fields
 from ._breakpoints import BreakpointCache
 from .prefix_store import PrefixStore
 
@@ -135,17 +135,7 @@ class SimRequest:
     scale: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tokens", as_token_array(self.tokens))
-        object.__setattr__(self, "output", as_token_array(self.output))
-        n = len(self.tokens)
-        for name in ("breakpoints", "ttls", "blocks"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        for name in ("breakpoints", "blocks"):
-            for offset in getattr(self, name):
-                if not 0 < offset <= n:
-                    raise InputError(f"{name} offset {offset} outside the prompt (1..{n})", pointer=f"/{name}")
-        if self.ttls and len(self.ttls) != len(self.breakpoints):
-            raise InputError(f"{len(self.ttls)} ttls for {len(self.breakpoints)} breakpoints", pointer="/ttls")
+        settle_prompt_fields(self)
 
     def __len__(self) -> int:
         return len(self.tokens)

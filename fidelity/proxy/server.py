@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 from ..errors import FidelityError
 from . import _store
+from ._listen import listen
 from .parent import ParentIndex, Seen, judge, view_digests
 from .sse_usage import Decoder, Usage, UsageReader
 
@@ -142,16 +143,11 @@ class RecordingProxy:
             cookie_jar=_no_cookies(),
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, reuse_address=True)
         try:
-            await site.start()
-        except OSError as exc:
-            await self._runner.cleanup()
+            self.port = await listen(self._runner, host, port, ProxyError)
+        except ProxyError:
             await self._session.close()
-            raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        sockets = site._server.sockets if site._server else []  # type: ignore[attr-defined]  # aiohttp's private _server is an asyncio.Server
-        self.port = sockets[0].getsockname()[1] if sockets else port
+            raise
         return self.port
 
     async def _probe_upstream(self) -> None:

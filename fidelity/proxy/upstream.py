@@ -41,6 +41,7 @@ import orjson
 
 from ..errors import FidelityError
 from ..jsonio import atomic_write
+from ._listen import listen
 from .parent import ParentIndex, Seen, judge, prompt_tokens, view_digests
 from .script import Reply, RequestView, Script
 
@@ -114,15 +115,7 @@ class ScriptedUpstream:
         app = web.Application(client_max_size=256 << 20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError as exc:
-            await self._runner.cleanup()
-            raise FidelityError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        sockets = site._server.sockets if site._server else []  # type: ignore[attr-defined]  # aiohttp's private _server is an asyncio.Server
-        self.port = sockets[0].getsockname()[1] if sockets else port
+        self.port = await listen(self._runner, host, port)
         return self.port
 
     async def close(self) -> None:

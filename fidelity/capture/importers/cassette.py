@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...jsonio import MAX_DEPTH, loads
+from ...jsonio import MAX_DEPTH, depth, loads
 from ..classify import classify
 from ._base import Imported, iso_time, read_source, request_body, response_usage
 
@@ -81,26 +81,9 @@ def _load(path: str | Path) -> Any:
         raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
     except RecursionError:
         raise too_deep from None
-    if _deeper_than(doc, MAX_DEPTH):
+    if depth(doc, MAX_DEPTH) > MAX_DEPTH:
         raise too_deep
     return doc
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """True when containers nest more than ``limit`` levels. Depth first
-    with an early exit, so that a recursive YAML alias (``&a [*a]``) ends as
-    too deep instead of looping."""
-    stack = [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            node = node.values()
-        elif not isinstance(node, list):
-            continue
-        if level > limit:
-            return True
-        stack.extend((child, level + 1) for child in node if isinstance(child, (dict, list)))
-    return False
 
 
 def reserialised_by_vcrpy(body: bytes) -> bool:
