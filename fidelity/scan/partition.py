@@ -38,7 +38,18 @@ from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, iter_lines, parse_record
-from .view import SUPPORTED, FastView, Item, build_view, dumps_value, encode, partition_key, shared_items
+from .splice import Parsed, parse_after
+from .view import (
+    SUPPORTED,
+    FastView,
+    Item,
+    build_view,
+    dumps_value,
+    encode,
+    partition_key,
+    shared_items,
+    view_after,
+)
 
 __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
            "where_of"]
@@ -97,15 +108,22 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
     entries: list[tuple[Any, ...]] = []
     bad: list[tuple[int, int, str, str]] = []
     n = 0
+    refs: dict[bytes, Parsed] = {}  # the latest line of each session (a guess that only speed depends on)
     for offset, line in iter_lines(path, start, end, max_line):
         n += 1
         if line is None:
             bad.append((file, n, "huge body", f"line longer than {max_line // (1024 * 1024)} MiB"))
             continue
-        if not line.strip():  # a blank line counts as a line, not as a request
+        if line[:1] in b" \t\r\n" and not line.strip():  # a blank line counts as a line, not as a request
             continue
         try:
-            rec = parse_record(line)
+            m = _SESSION.search(line, 0, 4096) or _SESSION.search(line, max(0, len(line) - 4096))
+            guess = m.group(1) if m else b""
+            parsed = parse_after(line, refs.pop(guess, None))
+            refs[guess] = parsed
+            if len(refs) > LINEAGES:
+                del refs[next(iter(refs))]
+            rec = parsed.rec
             view = view_of(rec, first_only=True)
             first = encode(view.items[:1], normalise=view.normalise)[0] if view.items else None
             if not view.items:
@@ -124,6 +142,7 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
     return entries, bad, n
 
 
+_SESSION = re.compile(rb'"session": ?"([^"\\]{1,256})"')
 _NUM = re.compile(r"/\d+(?=/|$)")
 
 
@@ -178,17 +197,65 @@ class _Req:
 
 
 @dataclass
+class _Lineage:
+    """What the next request of one session is compared with: its previous
+    request's view, segment bytes and segment ids, and the builder that
+    reuses that request's billed ids."""
+
+    builder: PromptIds
+    view: FastView | None = None
+    parsed: Parsed | None = None
+    data: list[bytes] = field(default_factory=list)
+    segs: array[int] = field(default_factory=lambda: array("q"))
+
+
+#: sessions whose lineage a partition keeps (least recently used go first)
+LINEAGES = 64
+
+
+@dataclass
 class _State:
     """One partition's replay state."""
 
-    builder: PromptIds
+    memo: TokenMemo
     sims: dict[str, Simulator] = field(default_factory=dict)
     sids: dict[bytes, int] = field(default_factory=dict)
     data: list[bytes] = field(default_factory=list)
     reqs: list[_Req] = field(default_factory=list)
-    prev_items: tuple[Item, ...] = ()
-    prev_data: list[bytes] = field(default_factory=list)
-    prev_segs: array[int] = field(default_factory=lambda: array("q"))
+    lineages: dict[str | None, _Lineage] = field(default_factory=dict)
+    last: _Lineage | None = None
+
+    def lineage(self, session: str | None, continues: bool) -> _Lineage:
+        """The lineage of ``session``: its own when the request continues a
+        request of this partition, else a new one that starts from the
+        partition's latest request (a forked subagent shares its parent's
+        history). Only speed depends on the choice: what is shared is found
+        by comparing."""
+        got = self.lineages.pop(session, None) if continues else None
+        if got is None:
+            last = self.last
+            got = _Lineage(PromptIds(self.memo)) if last is None else \
+                _Lineage(PromptIds(self.memo), last.view, last.parsed, last.data, last.segs)
+        self.lineages[session] = got
+        if len(self.lineages) > LINEAGES:
+            del self.lineages[next(iter(self.lineages))]
+        self.last = got
+        return got
+
+
+def _common(a: array[int], b: array[int]) -> int:
+    """How many leading ids of ``a`` and ``b`` are equal (compared in C)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:
@@ -236,7 +303,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       classify_memo: dict[tuple[Any, ...], tuple[str, str | None]], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
-    st = _State(PromptIds(memo))
+    st = _State(memo)
     explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
@@ -244,25 +311,26 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
     out.note_tokenizer(provider, model, tok.name, tok.estimated)
     for e, pred_loc, pred_same, is_cross_pred in items:
         line = _read(task, fds, e)
+        ln = st.lineage(e.session, pred_same)
         try:
-            rec = parse_record(line)
-            view = view_of(rec)
+            parsed = parse_after(line, ln.parsed)
+            rec = parsed.rec
+            view, k = view_after_rec(rec, ln.view)
         except Exception as exc:  # the index pass read it; a file changed under us
             out.add_bad(task.labels[e.file], e.line, "changed during scan", str(exc)[:80])
             continue
-        k = shared_items(view.items, st.prev_items)
         index = len(st.reqs)
         try:
-            cm_name, sreq = st.builder.build(rec, view, k, e.time, index)
+            cm_name, sreq = ln.builder.build(rec, view, k, e.time, index)
             sim = st.sims.get(cm_name)
             if sim is None:
                 sim = st.sims[cm_name] = Simulator(cm_name, model)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
-            st.builder = PromptIds(memo)  # its previous-request reuse no longer holds
+            ln.builder = PromptIds(memo)  # its previous-request reuse no longer holds
             continue
-        data = encode(view.items, st.prev_items, st.prev_data, view.normalise, k)
+        data = encode(view.items, ln.view.items if ln.view is not None else (), ln.data, view.normalise, k)
         if explicit:
             # Anthropic keys its cache on content, not on where the markers sit
             # (a breakpoint moves forward each turn): match without them
@@ -270,8 +338,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             for i in range(k, len(data)):
                 if b'"cache_control"' in data[i]:
                     data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
-        st.prev_items, st.prev_data = view.items, data
-        segs = array("q", st.prev_segs[:k])
+        segs = array("q", ln.segs[:k])
         sids = st.sids
         for d in data[k:]:
             sid = sids.get(d)
@@ -279,7 +346,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                 sid = sids[d] = len(st.data)
                 st.data.append(d)
             segs.append(sid)
-        st.prev_segs = segs
+        ln.view, ln.parsed, ln.data, ln.segs = view, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
         prompt, read = pred.prompt or 0, pred.cache_read or 0
@@ -306,10 +373,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             continue
         p = st.reqs[j]
         n_p, n_c = len(p.segs), len(segs)
-        k = 0
         lim = min(n_p, n_c)
-        while k < lim and p.segs[k] == segs[k]:
-            k += 1
+        k = _common(p.segs, segs)
         if k >= n_p or k >= lim - 1:
             continue  # continues its predecessor, or branches at its own last segment
         ideal = min(prompt, sim.model.reusable(min(p.prompt, prompt), prompt))
@@ -342,6 +407,14 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length),
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
+
+
+def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:
+    """:func:`view_of` a record, and how many leading items equal ``prev``'s."""
+    if rec.dialect.name in SUPPORTED:
+        return view_after(rec.dialect, rec.body, prev)
+    view = view_of(rec)
+    return view, shared_items(view.items, prev.items) if prev is not None else 0
 
 
 def _strip_markers(value: Any) -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import gzip
+import mmap
 import os
 import re
 import shutil
@@ -74,6 +75,8 @@ class Record:
     #: the request URL ("" when the line names none): its provider's cache
     #: serves the request (DeepSeek's /responses, OpenRouter), whatever the body's shape
     url: str = ""
+    #: the dialect was recognised from the body (no URL route, no provider named)
+    detected: bool = False
 
 
 _URL_CACHE: dict[str, Any] = {}
@@ -89,6 +92,18 @@ def _endpoint(url: str) -> Any:
     return hit
 
 
+_DAYS: dict[int, str] = {}
+
+
+def _day(t: float) -> str:
+    """The UTC date of epoch seconds ``t`` (``YYYY-MM-DD``), formatted once a day."""
+    n = int(t // 86400)
+    got = _DAYS.get(n)
+    if got is None:
+        got = _DAYS[n] = _dt.datetime.fromtimestamp(n * 86400, _dt.UTC).strftime("%Y-%m-%d")
+    return got
+
+
 def _time(value: Any) -> tuple[float | None, str]:
     if value is None:
         return None, "unknown"
@@ -96,7 +111,7 @@ def _time(value: Any) -> tuple[float | None, str]:
         t = float(value)
         if t > 1e11:  # milliseconds
             t /= 1000.0
-        return t, _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d")
+        return t, _day(t)
     if isinstance(value, str):
         try:
             d = _dt.datetime.fromisoformat(value)
@@ -104,7 +119,8 @@ def _time(value: Any) -> tuple[float | None, str]:
             raise BadLine("bad time", f"not ISO 8601 or epoch seconds: {value[:40]!r}") from None
         if d.tzinfo is None:
             d = d.replace(tzinfo=_dt.UTC)
-        return d.timestamp(), d.astimezone(_dt.UTC).strftime("%Y-%m-%d")
+        t = d.timestamp()
+        return t, _day(t)
     raise BadLine("bad time", f"time must be a string or a number, not {type(value).__name__}")
 
 
@@ -166,6 +182,7 @@ def parse_record(line: bytes) -> Record:
         dialect = wire.get(hint)
     elif ep is not None:
         dialect = wire.get(ep.dialect)
+    detected = dialect is None
     if dialect is None:
         try:
             dialect = wire.detect(body)
@@ -191,33 +208,35 @@ def parse_record(line: bytes) -> Record:
     user = obj.get("user")
     return Record(t, day, dialect, ep.provider if ep is not None else dialect.provider, model, body, used,
                   str(session) if session is not None else None, str(user) if user is not None else None, raw,
-                  url)
+                  url, detected)
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
                limit: int = MAX_LINE) -> Iterator[tuple[int, bytes | None]]:
     """``(offset, line)`` for each line that starts in ``[start, end)`` (a
     chunk that starts mid-line skips to the next line); a line longer than
-    ``limit`` is yielded as ``None`` without being read whole."""
+    ``limit`` (newline not counted) is yielded as ``None`` without being copied.
+    The file is mapped, so finding each line end is one ``memchr``."""
     with open(path, "rb") as fh:
-        if start > 0:
-            fh.seek(start - 1)
-            if fh.read(1) != b"\n":
-                fh.readline()
-        pos = fh.tell()
-        while end is None or pos < end:
-            line = fh.readline(limit + 1)
-            if not line:
-                return
-            if len(line) > limit and not line.endswith(b"\n"):
-                while True:  # skip the rest of the huge line in blocks
-                    rest = fh.readline(1 << 20)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                yield pos, None
-            else:
-                yield pos, line
-            pos = fh.tell()
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0 or start >= size:
+            return
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            pos = start
+            if start > 0 and mm[start - 1] != 0x0A:
+                nl = mm.find(b"\n", start)
+                if nl < 0:
+                    return
+                pos = nl + 1
+            stop = size if end is None else min(end, size)
+            while pos < stop:
+                nl = mm.find(b"\n", pos)
+                nxt = size if nl < 0 else nl + 1
+                if (size if nl < 0 else nl) - pos > limit:
+                    yield pos, None
+                else:
+                    yield pos, mm[pos:nxt]
+                pos = nxt
 
 
 # -- other inputs -> record lines ---------------------------------------------------
@@ -368,7 +387,3 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
             _imported(p, fh)
         out.append((target, f"{p}#request"))
     return out
-
-
-def file_size(path: Path) -> int:
-    return os.path.getsize(path)

@@ -28,7 +28,7 @@ import orjson
 
 from ..jsonbytes import pointer
 
-__all__ = ["Item", "FastView", "build_view", "encode", "partition_key", "dumps_value", "SUPPORTED"]
+__all__ = ["Item", "FastView", "build_view", "view_after", "encode", "partition_key", "dumps_value", "SUPPORTED"]
 
 #: dialects this module knows the cache layout of (others fall back to the
 #: dialect's exact ``cache_view``)
@@ -61,6 +61,11 @@ class FastView:
     items: tuple[Item, ...]
     #: applied to a value before it is serialised (equal prompts, equal bytes)
     normalise: Any = None
+    #: the layout the items were made from (:func:`view_after` reuses the
+    #: previous view's items when it is the same); ``None``: not reusable
+    shape: tuple[Any, ...] | None = None
+    #: the items' values, in order (kept with ``shape``)
+    values: list[Any] | None = None
 
 
 def dumps_value(value: Any) -> bytes:
@@ -198,6 +203,112 @@ def build_view(dialect: Any, obj: dict[str, Any], first_only: bool = False) -> F
     if hasattr(dialect, "cache_keys") and hasattr(dialect, "cache_order"):
         return _chat(dialect, obj, first_only)
     raise ValueError(f"no fast cache view for dialect {name}")
+
+
+def _chat_layout(d: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any]]:
+    """A chat body's layout (``shape``) and its cache-view values in order."""
+    msgs = obj.get("messages")
+    msgs = msgs if isinstance(msgs, list) else []
+    n_sys = 0
+    for m in msgs:
+        if not _is_system(m):
+            break
+        n_sys += 1
+    tools = obj.get("tools")
+    tools = tools if isinstance(tools, list) else []
+    if getattr(d, "cache_order", "openai") == "template":
+        return ("template", n_sys, len(tools)), msgs[:n_sys] + tools + msgs[n_sys:]
+    return ("openai", len(tools), n_sys), tools + msgs
+
+
+def _chat_item(shape: tuple[Any, ...], i: int, value: Any) -> Item:
+    if shape[0] == "template":
+        n_sys, n_tools = shape[1], shape[2]
+        if i < n_sys:
+            return Item("system", i, ("messages", i), value)
+        if i < n_sys + n_tools:
+            return Item("tools", i - n_sys, ("tools", i - n_sys), value)
+        return Item("message", i - n_sys - n_tools, ("messages", i - n_tools), value)
+    n_tools, n_sys = shape[1], shape[2]
+    if i < n_tools:
+        return Item("tools", i, ("tools", i), value)
+    if i < n_tools + n_sys:
+        return Item("system", i - n_tools, ("messages", i - n_tools), value)
+    return Item("message", i - n_tools - n_sys, ("messages", i - n_tools), value)
+
+
+def _anthropic_layout(d: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any]]:
+    tools = obj.get("tools")
+    tools = tools if isinstance(tools, list) else []
+    system = obj.get("system")
+    if isinstance(system, list):
+        sys_v, sys_kind = system, "list"
+    elif system is not None:
+        sys_v, sys_kind = [system], "one"
+    else:
+        sys_v, sys_kind = [], "none"
+    msgs = obj.get("messages")
+    msgs = msgs if isinstance(msgs, list) else []
+    return ("anthropic", len(tools), len(sys_v), sys_kind), tools + sys_v + msgs
+
+
+def _anthropic_item(shape: tuple[Any, ...], i: int, value: Any) -> Item:
+    n_tools, n_sys, sys_kind = shape[1], shape[2], shape[3]
+    if i < n_tools:
+        return Item("tools", i, ("tools", i), value)
+    if i < n_tools + n_sys:
+        j = i - n_tools
+        return Item("system", j, ("system", j) if sys_kind == "list" else ("system",), value)
+    m = i - n_tools - n_sys
+    return Item("message", m, ("messages", m), value)
+
+
+def _shared_values(a: list[Any], b: Sequence[Any]) -> int:
+    """How many leading values of ``a`` and ``b`` are equal (compared in C,
+    O(log n) Python steps)."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tuple[FastView, int]:
+    """The full cache view of ``obj`` and how many of its leading items equal
+    ``prev``'s (:func:`shared_items`). A session re-sends its history, so when
+    the layout (how many tools and system sections, and where) is the same
+    as ``prev``'s, the shared leading items are ``prev``'s own and only the
+    new ones are made: the work per request follows what is new."""
+    name = dialect.name
+    if name == "anthropic-messages":
+        shape, values = _anthropic_layout(dialect, obj)
+        make = _anthropic_item
+    elif name not in ("openai-responses", "gemini") and hasattr(dialect, "cache_keys") \
+            and hasattr(dialect, "cache_order"):
+        shape, values = _chat_layout(dialect, obj)
+        make = _chat_item
+    else:
+        view = build_view(dialect, obj)
+        return view, shared_items(view.items, prev.items) if prev is not None else 0
+    if prev is not None and prev.shape == shape and prev.values is not None:
+        k = _shared_values(values, prev.values)
+        items = prev.items[:k] + tuple(make(shape, i, values[i]) for i in range(k, len(values)))
+    else:
+        items = tuple(make(shape, i, v) for i, v in enumerate(values))
+        k = shared_items(items, prev.items) if prev is not None else 0
+    if name == "anthropic-messages":
+        from ..wire.anthropic_messages import CACHE_KEYS
+
+        return FastView(name, _params(obj, CACHE_KEYS), items, _blocks, shape, values), k
+    return FastView(name, _params(obj, dialect.cache_keys), items, None, shape, values), k
 
 
 def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:

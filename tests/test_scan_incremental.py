@@ -1,0 +1,240 @@
+"""The scan's per-request work follows what is new: the line reader, the
+incremental cache view and the per-session lineages give exactly what the
+plain versions give."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fidelity import wire
+from fidelity.scan import partition, scan, synthetic
+from fidelity.scan.partition import _common
+from fidelity.scan.records import iter_lines
+from fidelity.scan.view import build_view, shared_items, view_after
+
+# -- the line reader ------------------------------------------------------------
+
+
+def _reference_lines(data: bytes, limit: int) -> list[tuple[int, bytes | None]]:
+    out: list[tuple[int, bytes | None]] = []
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        nxt = len(data) if nl < 0 else nl + 1
+        content = (len(data) if nl < 0 else nl) - pos
+        out.append((pos, None if content > limit else data[pos:nxt]))
+        pos = nxt
+    return out
+
+
+@settings(max_examples=200)
+@given(lines=st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"x")), max_size=12),
+       final_newline=st.booleans(), limit=st.integers(0, 25),
+       cuts=st.lists(st.integers(0, 400), max_size=5))
+def test_chunks_of_a_file_yield_every_line_once(tmp_path_factory: Any, lines: list[bytes], final_newline: bool,
+                                                limit: int, cuts: list[int]) -> None:
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    path = tmp_path_factory.mktemp("lines") / "log.jsonl"
+    path.write_bytes(data)
+    bounds = sorted({0, *(c for c in cuts if c < len(data))})
+    got: list[tuple[int, bytes | None]] = []
+    for a, b in zip(bounds, [*bounds[1:], None]):
+        got.extend(iter_lines(path, a, b, limit))
+    assert got == _reference_lines(data, limit)
+
+
+# -- the incremental view ---------------------------------------------------------
+
+_text = st.text(alphabet="abc xyz\n", max_size=12)
+_msg = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool"]), "content": _text})
+_tool = st.builds(lambda n, d: {"type": "function", "function": {"name": n, "description": d}},
+                  st.sampled_from(["a", "b", "c"]), _text)
+_atool = st.builds(lambda n, d: {"name": n, "description": d, "input_schema": {"type": "object"}},
+                   st.sampled_from(["a", "b", "c"]), _text)
+
+
+@st.composite
+def _sessions(draw: Any, dialect: str) -> list[dict[str, Any]]:
+    """A session's bodies: each re-sends the previous history with edits
+    (append, change one message, change tools or the system prompt)."""
+    anthropic = dialect == "anthropic-messages"
+    tools = draw(st.lists(_atool if anthropic else _tool, max_size=3))
+    system = draw(_text)
+    msgs = draw(st.lists(_msg, min_size=1, max_size=4))
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        if anthropic:
+            sys_v: Any = draw(st.sampled_from([system, [{"type": "text", "text": system}], None]))
+            body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": m["content"]}
+                                                                for m in msgs], "tools": tools}
+            if sys_v is not None:
+                body["system"] = sys_v
+        else:
+            n_sys = draw(st.integers(0, 2))
+            body = {"model": "m", "messages": [{"role": "system", "content": system}] * n_sys + msgs}
+            if tools or draw(st.booleans()):
+                body["tools"] = tools
+        out.append(body)
+        edit = draw(st.sampled_from(["append", "append", "change", "tools", "system"]))
+        if edit == "append":
+            msgs = msgs + draw(st.lists(_msg, min_size=1, max_size=3))
+        elif edit == "change":
+            i = draw(st.integers(0, len(msgs) - 1))
+            msgs = [*msgs[:i], draw(_msg), *msgs[i + 1:]]
+        elif edit == "tools":
+            tools = draw(st.lists(_atool if anthropic else _tool, max_size=3))
+        else:
+            system = draw(_text)
+    return out
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "deepseek", "anthropic-messages", "openai-responses"])
+@settings(max_examples=60)
+@given(data=st.data())
+def test_incremental_view_equals_the_whole_view(dialect: str, data: Any) -> None:
+    d = wire.get(dialect)
+    bodies = data.draw(_sessions("anthropic-messages" if dialect == "anthropic-messages" else "openai-chat"))
+    if dialect == "openai-responses":
+        bodies = [{"model": "m", "input": b["messages"], "tools": b.get("tools", [])} for b in bodies]
+    prev = None
+    for body in bodies:
+        view, k = view_after(d, body, prev)
+        whole = build_view(d, body)
+        assert view.items == whole.items
+        assert (view.params, view.normalise) == (whole.params, whole.normalise)
+        assert k == (shared_items(whole.items, prev.items) if prev is not None else 0)
+        prev = view
+
+
+@settings(max_examples=200)
+@given(a=st.lists(st.integers(0, 3), max_size=40), b=st.lists(st.integers(0, 3), max_size=40))
+def test_common_prefix_of_id_arrays(a: list[int], b: list[int]) -> None:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    assert _common(array("q", a), array("q", b)) == n
+
+
+# -- lineages ---------------------------------------------------------------------
+
+
+def test_the_lineage_kept_changes_speed_never_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interleaved sessions compared with their own previous request, or
+    all with the partition's previous request (one lineage): the same JSON."""
+    log = tmp_path / "mixed.jsonl"
+    synthetic.write_log(str(log), 1_500_000, seed=3)
+    kept = json.dumps(scan([log], workers=1), sort_keys=True)
+    monkeypatch.setattr(partition, "LINEAGES", 0)
+    one = json.dumps(scan([log], workers=1), sort_keys=True)
+    assert kept == one
+    assert json.loads(kept)["totals"]["breaks"] > 0
+
+
+# -- parsing a line against an earlier one ----------------------------------------
+
+_msg_value = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(alphabet='ab"\\\n ]', max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(["role", "content", "messages", "x"]), inner, max_size=3)),
+    max_leaves=6)
+_message = st.one_of(_msg, st.builds(lambda m, v: {**m, "extra": v}, _msg, _msg_value), st.integers(0, 2))
+
+
+@st.composite
+def _line_pairs(draw: Any) -> tuple[bytes, bytes]:
+    """Two log lines of a session: the second edits, extends or reshapes the first's."""
+    msgs = draw(st.lists(_message, min_size=1, max_size=6))
+    later = list(msgs)
+    edit = draw(st.sampled_from(["append", "change", "drop", "same", "other"]))
+    if edit == "append":
+        later += draw(st.lists(_message, min_size=1, max_size=3))
+    elif edit == "change":
+        later[draw(st.integers(0, len(later) - 1))] = draw(_message)
+    elif edit == "drop":
+        later = later[:draw(st.integers(0, len(later) - 1))]
+    elif edit == "other":
+        later = draw(st.lists(_message, max_size=4))
+    url = draw(st.sampled_from(["https://api.openai.com/v1/chat/completions", "https://api.anthropic.com/v1/messages",
+                                None]))
+
+    def line(ms: list[Any], t: int) -> bytes:
+        body: dict[str, Any] = {"model": "gpt-4.1", "messages": ms}
+        if draw(st.booleans()):
+            body = {"tools": [{"messages": ms[:1]}], **body}  # another array of the same name, ahead
+        shape = draw(st.sampled_from(["object", "object", "text", "envelope", "bare", "spaced", "after"]))
+        if shape == "bare":
+            return json.dumps(body, separators=(",", ":")).encode()
+        env: dict[str, Any] = {"time": t, "url": url, "session": "s"}
+        if shape == "text":
+            env["body"] = json.dumps(body, separators=(",", ":"))
+        elif shape == "envelope":
+            env = {"request": {"url": url, "body": body}, "time": t}
+        else:
+            env["body"] = body
+        if shape == "after":
+            env["response"] = {"messages": ms}  # the same array again, behind the body
+        if shape == "spaced":
+            return json.dumps(env).encode()
+        return json.dumps(env, separators=(",", ":"), ensure_ascii=draw(st.booleans())).encode()
+
+    return line(msgs, 1), line(later, 2)
+
+
+def _fields(rec: Any) -> tuple[Any, ...]:
+    return (rec.time, rec.day, rec.dialect.name, rec.provider, rec.model, rec.body, rec.usage, rec.session,
+            rec.user, rec.raw_body, rec.url, rec.detected)
+
+
+@settings(max_examples=300)
+@given(pair=_line_pairs())
+def test_a_line_parsed_after_another_equals_its_whole_parse(pair: tuple[bytes, bytes]) -> None:
+    from fidelity.scan.records import BadLine, parse_record
+    from fidelity.scan.splice import parse_after
+
+    first, second = pair
+    try:
+        whole = parse_record(second)
+    except BadLine as exc:
+        with pytest.raises(BadLine) as got:
+            parse_after(second, parse_after(first, None))
+        assert got.value.reason == exc.reason
+        return
+    try:
+        ref = parse_after(first, None)
+    except BadLine:
+        ref = None
+    parsed = parse_after(second, ref)
+    assert _fields(parsed.rec) == _fields(whole)
+    if parsed.start >= 0:  # the spans it keeps are where the messages are
+        msgs = parsed.rec.body["messages"]
+        assert len(parsed.ends) == len(msgs)
+        for i, end in enumerate(parsed.ends):
+            begin = parsed.start + (parsed.ends[i - 1] + 1 if i else 0)
+            assert json.loads(second[begin:parsed.start + end]) == msgs[i]
+
+
+def test_a_growing_session_reuses_its_history() -> None:
+    """On a generated log, every line after a session's first is parsed from
+    where it parts from the previous one."""
+    from fidelity.scan.splice import parse_after
+
+    refs: dict[str, Any] = {}
+    reused = later = 0
+    for raw in synthetic.generate(2_000_000, seed=5, append_only=True):
+        session = json.loads(raw)["session"]
+        prev = refs.get(session)
+        parsed = parse_after(raw, prev)
+        refs[session] = parsed
+        # (Anthropic's breakpoint moves off a session's only message: nothing to reuse)
+        if prev is not None and len(prev.rec.body["messages"]) > 1:
+            later += 1
+            reused += parsed.reused > 0
+    assert later > 20
+    assert reused == later
