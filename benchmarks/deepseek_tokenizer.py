@@ -8,7 +8,7 @@ Corpora (each read once, unique texts only, as ``fidelity scan`` memoises):
 * ``--log``: message texts of the DeepSeek requests (URL contains
   ``deepseek``) of a scan request log (JSONL, one request a line);
 * ``--real``: every string of the recorded files under ../shared/real
-  (JSON/JSONL values, Markdown), about 7 MB, 10 % of texts not ASCII.
+  (JSON/JSONL values; Markdown and YAML files whole), about 8 MB.
 
 For each corpus, in one run: MB/s (UTF-8 bytes over CPU time, best of
 ``--runs``) of ``tokens.get("deepseek-v4")`` (its tiktoken path) and of its
@@ -75,12 +75,12 @@ def log_texts(path: Path, limit: int) -> list[str]:
 def real_texts(root: Path, limit: int) -> list[str]:
     out: dict[str, None] = {}
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.suffix not in (".json", ".jsonl", ".md"):
+        if not path.is_file() or path.suffix not in (".json", ".jsonl", ".md", ".yaml", ".yml", ".txt"):
             continue
         raw = path.read_text(encoding="utf-8", errors="replace")
         lines = raw.splitlines() if path.suffix == ".jsonl" else [raw]
         for line in lines:
-            if path.suffix == ".md":
+            if path.suffix not in (".json", ".jsonl"):
                 out[line] = None
                 continue
             try:
@@ -126,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     fast = tokens.get("deepseek-v4")
     ref = fast.reference  # type: ignore[attr-defined]
     fast._encode_chunk("warm up"), ref._encode_chunk("warm up")
-    print(f"deepseek-v4 encoder: fast path {'on' if fast.fast else 'OFF (HF)'}; "  # type: ignore[attr-defined]
-          f"first encode in a fresh process {first_encode_s():.2f} s")
+    print(
+        f"deepseek-v4 encoder: fast path {'on' if fast.fast else 'OFF (HF)'}; "  # type: ignore[attr-defined]
+        f"first encode in a fresh process {first_encode_s():.2f} s"
+    )
     corpora = [(str(p), log_texts(p, limit)) for p in logs if p.is_file()]
     if args.real.is_dir():
         corpora.append((str(args.real), real_texts(args.real, limit)))
@@ -137,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         fast_s, fast_ids = best_cpu(fast._encode_chunk, texts, args.runs)
         ref_s, ref_ids = best_cpu(ref._encode_chunk, texts, args.runs)
         equal = fast_ids == ref_ids
-        print(f"{name[-40:]:<40} {len(texts):>6} {size:>6.1f} {size / fast_s:>14.1f} {size / ref_s:>8.1f} "
-              f"{ref_s / fast_s:>6.1f}  {'yes' if equal else 'NO'}")
+        print(
+            f"{name[-40:]:<40} {len(texts):>6} {size:>6.1f} {size / fast_s:>14.1f} {size / ref_s:>8.1f} "
+            f"{ref_s / fast_s:>6.1f}  {'yes' if equal else 'NO'}"
+        )
         if not equal:
             return 1
     return 0

@@ -98,7 +98,9 @@ def test_both_regex_engines_put_each_code_point_in_the_same_class(cls: str) -> N
 
     text = _code_point_text()
     onig = _onig_members(cls)
-    enc = tiktoken.Encoding(f"class{cls}", pat_str=cls, mergeable_ranks={bytes([b]): b for b in range(256)}, special_tokens={})
+    enc = tiktoken.Encoding(
+        f"class{cls}", pat_str=cls, mergeable_ranks={bytes([b]): b for b in range(256)}, special_tokens={}
+    )
     fancy = set(enc.decode_bytes(enc.encode_ordinary(text)).decode("utf-8"))
     assert onig, cls
     assert onig == fancy, sorted(hex(ord(c)) for c in onig ^ fancy)[:20]
@@ -230,7 +232,11 @@ def deepseek_text(draw: st.DrawFn, unicode: bool = False) -> str:
     whitespace runs before digits, control characters, punctuation, added
     tokens; with ``unicode``, CJK runs, marks, numbers outside ASCII,
     format and unassigned characters, and arbitrary characters."""
-    bits = st.sampled_from(ASCII_BITS) | st.sampled_from(_specials()) | st.text(st.characters(max_codepoint=127), max_size=4)
+    bits = (
+        st.sampled_from(ASCII_BITS)
+        | st.sampled_from(_specials())
+        | st.text(st.characters(max_codepoint=127), max_size=4)
+    )
     if unicode:
         bits = bits | st.sampled_from(UNI_BITS) | st.text(max_size=4)
     return "".join(draw(st.lists(bits, max_size=40)))
@@ -437,3 +443,12 @@ def test_fast_equals_hf_on_scan_benchmark_messages(name: str) -> None:
     assert texts
     for t in texts:
         _same(t)
+
+
+def test_docs_examples_run() -> None:
+    import doctest
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "deepseek-tokenizer.md"
+    result = doctest.testfile(str(doc), module_relative=False)
+    assert result.attempted >= 5
+    assert result.failed == 0

@@ -237,7 +237,7 @@ class DeepSeekTokenizer(Tokenizer):
         self._encoding: Any = None
         self._firsts: frozenset[str] = frozenset()
         self._specials: dict[str, int] = {}
-        self._special_re: re.Pattern[str] = re.compile("(?!)")
+        self._special_re: re.Pattern[str] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -263,7 +263,6 @@ class DeepSeekTokenizer(Tokenizer):
             return False
         specials = {token.decode("utf-8"): token_id for token, token_id in added.items()}
         self._specials = specials
-        self._special_re = re.compile(trie_pattern(sorted(specials)))
         self._firsts = frozenset(token[0] for token in specials)
         # special_tokens stay empty: tiktoken would convert its allowed set
         # (1,283 strings) on every call; the split is done here instead.
@@ -283,6 +282,8 @@ class DeepSeekTokenizer(Tokenizer):
         if not any(first in text for first in self._firsts):
             ids: list[int] = ordinary(text)
             return ids
+        if self._special_re is None:  # built on first need (0.1 s)
+            self._special_re = re.compile(trie_pattern(sorted(self._specials)))
         ids = []
         start = 0
         for match in self._special_re.finditer(text):
