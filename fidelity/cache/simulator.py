@@ -308,15 +308,17 @@ class Simulator:
     def _implicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
         n = _scaled(len(req.tokens), req.scale)
         store: PrefixStore | None = self._store(req.key, commit)
-        shared, parent = store.longest(as_token_array(req.tokens), now) if store is not None else (0, None)
+        if store is None:
+            shared, parent = 0, None
+        elif commit:  # one walk: what it reads, then what it writes
+            output = req.output if self.model.includes_output else ()
+            shared, parent = store.feed(req.tokens, output, now, label)
+        else:
+            shared, parent = store.longest(req.tokens, now)
         shared = _scaled(shared, req.scale)
         read = min(n, self.model.reusable(shared, n)) if shared else 0
         stored = min(n, self.model.reusable(n, n + 1))
         written = max(0, stored - read)
-        if commit and store is not None:
-            tokens = as_token_array(req.tokens)
-            data = tokens + as_token_array(req.output) if (self.model.includes_output and len(req.output)) else tokens
-            store.store(data, now, label)
         return Prediction(n, read, written, parent if read else None, nearest=parent)
 
     def _explicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
