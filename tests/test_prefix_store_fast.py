@@ -164,6 +164,9 @@ class RefBreakpointStore:
             bucket[:] = [e for e in bucket if self._alive(e, now)]
         return True
 
+    def done(self) -> None:
+        """Nothing held between calls."""
+
 
 class _RefHit:
     """The face of a hit entry that :class:`Simulator` reads and refreshes."""
@@ -238,7 +241,10 @@ def streams(draw: st.DrawFn, explicit: bool = False) -> list[tuple[str, SimReque
         if explicit:
             ends = sorted(set(draw(st.lists(st.integers(1, len(toks)), max_size=30))) | {len(toks)})
             bps = sorted(set(draw(st.lists(st.sampled_from(ends), min_size=1, max_size=4))))
-            kw = {"blocks": tuple(ends), "breakpoints": tuple(bps)}
+            # block ends as a caller may give them: in order, or not, with repeats, or without
+            # the breakpoints among them
+            blocks = draw(st.sampled_from([ends, ends[::-1], ends + ends[:3], [e for e in ends if e not in bps]]))
+            kw = {"blocks": tuple(blocks), "breakpoints": tuple(draw(st.permutations(bps)))}
             if draw(st.booleans()):
                 kw["ttls"] = tuple(draw(st.sampled_from([300.0, 3600.0])) for _ in bps)
         req = SimRequest(array("q", toks), time=time, output=output, key=key, label=f"r{i}", **kw)

@@ -46,15 +46,17 @@ children) against all of it.
 
 from __future__ import annotations
 
-from array import array
+from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
-from ._base import CacheModel, as_token_array, common_prefix, settle_prompt_fields
+from ._base import CacheModel, settle_prompt_fields
 from ._breakpoints import BreakpointCache
 from .prefix_store import PrefixStore
+
+_ITEM = 8  # bytes per packed token id (array('q'))
 
 __all__ = [
     "Usage",
@@ -146,7 +148,7 @@ class SimRequest:
 
 @dataclass
 class _Entry:
-    tokens: array[int]
+    tokens: memoryview  # bytes view of the ids of the request that last wrote it (at least ``length`` of them)
     length: int
     last_used: float | None
     ttl: float
@@ -155,36 +157,62 @@ class _Entry:
 
 @dataclass
 class BreakpointStore:
-    """Entries written at explicit breakpoints, by prefix length."""
+    """Entries written at explicit breakpoints, by prefix length.
+
+    "Does this request start with the entry?" is one ``memcmp`` of the
+    entry's length: ``bytes.startswith`` of the request's packed ids (one
+    copy per request, shared by its look-up and its writes) against a
+    memoryview of the entry's array (entries hold the writer's array, never
+    a copy).
+    """
 
     lookback: int = 20
     entries: dict[int, list[_Entry]] = field(default_factory=dict)
+    _last: tuple[Any, bytes] | None = field(default=None, repr=False)
 
     @staticmethod
     def _alive(e: _Entry, now: float | None) -> bool:
         return now is None or e.last_used is None or now - e.last_used <= e.ttl
 
+    def _bytes(self, req: SimRequest) -> bytes:
+        """The request's packed ids (copied once per request)."""
+        last = self._last
+        if last is not None and last[0] is req.tokens:
+            return last[1]
+        data = req.tokens.tobytes()  # type: ignore[attr-defined]
+        self._last = (req.tokens, data)
+        return data
+
     def candidates(self, req: SimRequest) -> list[int]:
         """Prefix lengths a request can read: each breakpoint and the block
         ends up to ``lookback`` blocks before it, longest first."""
-        ends = sorted(set(req.blocks) | set(req.breakpoints))
+        ends = sorted(req.blocks + req.breakpoints)  # block ends come sorted: one pass
         out: set[int] = set()
+        back = self.lookback + 1
         for bp in req.breakpoints:
-            before = [e for e in ends if e <= bp]
-            out.update(before[-(self.lookback + 1):])
+            at = bisect_right(ends, bp)
+            seen, last = 0, None
+            while at and seen < back:  # the breakpoint and `lookback` distinct ends before it
+                at -= 1
+                end = ends[at]
+                if end != last:
+                    out.add(end)
+                    seen += 1
+                    last = end
         return sorted(out, reverse=True)
 
     def hit(self, req: SimRequest, now: float | None) -> _Entry | None:
         """The longest live entry at a candidate position that matches."""
-        lcp: dict[int, int] = {}
+        entries = self.entries
+        data: bytes | None = None
         for pos in self.candidates(req):
-            for e in self.entries.get(pos, ()):
-                if not self._alive(e, now):
-                    continue
-                key = id(e.tokens)
-                if key not in lcp:
-                    lcp[key] = common_prefix(e.tokens, req.tokens)
-                if lcp[key] >= pos:
+            bucket = entries.get(pos)
+            if not bucket:
+                continue
+            if data is None:
+                data = self._bytes(req)
+            for e in bucket:
+                if self._alive(e, now) and data.startswith(e.tokens[: pos * _ITEM]):
                     return e
         return None
 
@@ -192,16 +220,22 @@ class BreakpointStore:
         """Store the prefix ending at ``pos``; refresh it when already
         stored (True when it was new)."""
         bucket = self.entries.setdefault(pos, [])
-        for e in bucket:
-            if common_prefix(e.tokens, req.tokens) >= pos:
-                fresh = not self._alive(e, now)
-                e.tokens, e.last_used, e.label = as_token_array(req.tokens), now, label
-                e.ttl = ttl if fresh else max(e.ttl, ttl)
-                return fresh
-        bucket.append(_Entry(as_token_array(req.tokens), pos, now, ttl, label))
+        if bucket:
+            data = self._bytes(req)
+            for e in bucket:
+                if data.startswith(e.tokens[: pos * _ITEM]):
+                    fresh = not self._alive(e, now)
+                    e.tokens, e.last_used, e.label = memoryview(req.tokens).cast("B"), now, label  # type: ignore[arg-type]
+                    e.ttl = ttl if fresh else max(e.ttl, ttl)
+                    return fresh
+        bucket.append(_Entry(memoryview(req.tokens).cast("B"), pos, now, ttl, label))  # type: ignore[arg-type]
         if now is not None:  # drop what can never be read again
             bucket[:] = [e for e in bucket if self._alive(e, now)]
         return True
+
+    def done(self) -> None:
+        """The request in hand is finished: drop its copy."""
+        self._last = None
 
 
 # --------------------------------------------------------------------------- the simulator
@@ -347,6 +381,8 @@ class Simulator:
             for bp, ttl in zip(req.breakpoints, ttls):
                 if _scaled(bp, req.scale) >= model.minimum:
                     store.write(req, bp, ttl, now, label)
+        if store is not None:
+            store.done()
         return Prediction(n, read, written, parent, tuple(sorted(writes.items())))
 
 
