@@ -243,7 +243,8 @@ def streams(draw: st.DrawFn, explicit: bool = False) -> list[tuple[str, SimReque
             bps = sorted(set(draw(st.lists(st.sampled_from(ends), min_size=1, max_size=4))))
             # block ends as a caller may give them: in order, or not, with repeats, or without
             # the breakpoints among them
-            blocks = draw(st.sampled_from([ends, ends[::-1], ends + ends[:3], [e for e in ends if e not in bps]]))
+            blocks = draw(st.sampled_from([ends, ends[::-1], ends + ends[:3], [e for e in ends if e not in bps],
+                                           [e for e in ends for _ in (0, 1)]]))
             kw = {"blocks": tuple(blocks), "breakpoints": tuple(draw(st.permutations(bps)))}
             if draw(st.booleans()):
                 kw["ttls"] = tuple(draw(st.sampled_from([300.0, 3600.0])) for _ in bps)
@@ -277,7 +278,7 @@ def test_prefix_store_matches_reference(name: str, params: dict[str, Any], strea
     assert _run(Simulator(name, **params), stream) == _run(_reference(Simulator(name, **params)), stream)
 
 
-@pytest.mark.parametrize("params", [{"minimum": 8}, {"minimum": 40, "ttl": 300.0}])
+@pytest.mark.parametrize("params", [{"minimum": 8}, {"minimum": 40, "ttl": 300.0}, {"minimum": 8, "lookback": 3}])
 @given(stream=streams(explicit=True))
 def test_breakpoint_store_matches_reference(params: dict[str, Any], stream: list[tuple[str, SimRequest]]) -> None:
     assert _run(Simulator("anthropic", **params), stream) == _run(_reference(Simulator("anthropic", **params)), stream)

@@ -71,8 +71,7 @@ class PrefixStore:
         # nodes (ROOT is node 0 and belongs to no segment)
         self._children: dict[tuple[int, bytes], int] = {}  # (parent, full block bytes) -> node
         self._kids: list[list[int]] = [[]]  # live children, in creation order
-        self._key: list[bytes] = [b""]
-        self._parent: list[int] = [-1]
+        self._key: list[tuple[int, bytes]] = [(-1, b"")]  # (parent, block bytes): the dict key of a full block
         self._depth: list[int] = [0]
         self._seg: list[int] = [-1]
         # segments: chains of nodes last used by the same request
@@ -92,8 +91,8 @@ class PrefixStore:
         self.steps = 0
 
     # -- walking ---------------------------------------------------------------
-    def _walk(self, mv: memoryview, nfull: int) -> list[tuple[int, int]]:
-        """The full blocks of the request (packed bytes ``mv``) present in the
+    def _walk(self, req: bytes, nfull: int) -> list[tuple[int, int]]:
+        """The full blocks of the request (packed ids ``req``) present in the
         trie, from the root down (ignoring lifetimes), as ``(segment, count)``
         parts: the first ``count`` nodes of each segment."""
         u = self.unit * _ITEM
@@ -103,7 +102,7 @@ class PrefixStore:
         node, i = self.ROOT, 0
         while i < nfull:
             self.steps += 1
-            child = children.get((node, mv[i * u : (i + 1) * u].tobytes()))
+            child = children.get((node, req[i * u : (i + 1) * u]))
             if child is None:
                 break
             s = seg_of[child]
@@ -115,7 +114,7 @@ class PrefixStore:
             avail = min(len(nodes) - leafy[s], nfull - i)
             rec = data[stamp[s]]
             assert rec is not None
-            count = _agreeing_blocks(rec, mv, i * u, avail, u)
+            count = _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, avail, u)
             parts.append((s, count))
             node = nodes[count - 1]
             i += count
@@ -124,7 +123,7 @@ class PrefixStore:
     def _alive_at(self, s: int, now: float | None) -> bool:
         return self.ttl is None or now is None or self._rtime[self._stamp[s]] + self.ttl >= now
 
-    def _match(self, mv: memoryview, n_tokens: int, parts: list[tuple[int, int]], now: float | None,
+    def _match(self, req: bytes, n_tokens: int, parts: list[tuple[int, int]], now: float | None,
                ) -> tuple[int, Hashable | None]:
         """:meth:`longest` from the walked ``parts`` of the request's full blocks."""
         unit = self.unit
@@ -142,18 +141,21 @@ class PrefixStore:
         depth = k * unit
         # extend into the children of the deepest live block (partial blocks,
         # and full blocks that match only part of the way)
-        rest = mv[depth * _ITEM : min(n_tokens, depth + unit) * _ITEM]
+        rest_b = req[depth * _ITEM : min(n_tokens, depth + unit) * _ITEM]
         extra = 0
-        if len(rest):
+        if rest_b:
             ttl = self.ttl
             check = ttl is not None and now is not None
             key, seg_of, stamp, rtime = self._key, self._seg, self._stamp, self._rtime
-            rest_b = rest.tobytes()
+            first = rest_b[:_ITEM]
             for c in self._kids[node]:
+                block = key[c][1]
+                if not block.startswith(first):  # shares no token: the usual sibling
+                    continue
                 s = seg_of[c]
                 if check and rtime[stamp[s]] + ttl < now:  # type: ignore[operator]
                     continue
-                n = _common_bytes(key[c], rest_b) // _ITEM
+                n = _common_tokens(block, rest_b)
                 if n > extra:
                     extra, best_seg = n, s
         if best_seg < 0:
@@ -164,30 +166,34 @@ class PrefixStore:
         """The longest live common prefix of ``tokens`` (``array('q')`` or
         packed bytes) with anything stored, and the label of the latest
         request that used it."""
-        mv = memoryview(tokens).cast("B")
-        n = len(mv) // _ITEM
-        return self._match(mv, n, self._walk(mv, n // self.unit), now)
+        req = _packed(tokens)
+        n = len(req) // _ITEM
+        return self._match(req, n, self._walk(req, n // self.unit), now)
 
     # -- storing ---------------------------------------------------------------
     def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
         """Write ``tokens`` (a prompt, or a prompt and its reply, as
         ``array('q')`` or packed bytes): every block of it is now used by
         this request at ``now``."""
-        data = bytes(tokens) if not isinstance(tokens, bytes) else tokens
-        mv = memoryview(data)
-        self._store(data, mv, self._walk(mv, len(data) // (self.unit * _ITEM)), now, label)
+        req = _packed(tokens)
+        self._store(req, tokens, self._walk(req, len(req) // (self.unit * _ITEM)), now, label)
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
         """:meth:`longest` for the prompt ``tokens``, then :meth:`store` of the
-        prompt followed by ``output`` (empty: the prompt alone), with one walk."""
-        data = bytes(tokens)
-        if len(output):
-            data += bytes(output)
-        mv = memoryview(data)
-        n = len(tokens)
-        parts = self._walk(mv, len(data) // (self.unit * _ITEM))
-        found = self._match(mv, n, parts, now)
-        self._store(data, mv, parts, now, label)
+        prompt followed by ``output`` (empty: the prompt alone), with one walk.
+
+        The store keeps ``tokens`` itself (or the prompt and reply joined),
+        not a copy, as the request that last used its blocks: do not change
+        the array afterwards (:class:`~fidelity.cache.simulator.SimRequest`
+        asks the same)."""
+        record = tokens
+        if len(output):  # a new array (or bytes): the caller's stay as they are
+            record = tokens + _packed(output) if isinstance(tokens, bytes) else tokens + output
+        req = _packed(record)
+        n = len(tokens) // _ITEM if isinstance(tokens, bytes) else len(tokens)
+        parts = self._walk(req, len(req) // (self.unit * _ITEM))
+        found = self._match(req, n, parts, now)
+        self._store(req, record, parts, now, label)
         return found
 
     def _new_seg(self, nodes: list[int], stamp: int, leafy: bool) -> int:
@@ -221,22 +227,43 @@ class PrefixStore:
         self.steps += 1
         nid = len(self._kids)
         self._kids.append([])
-        self._key.append(key)
-        self._parent.append(parent)
+        pair = (parent, key)
+        self._key.append(pair)
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._kids[parent].append(nid)
         if len(key) == self.unit * _ITEM:
-            self._children[(parent, key)] = nid
+            self._children[pair] = nid
         self._live_blocks += 1
         return nid
 
-    def _store(self, data: bytes, mv: memoryview, parts: list[tuple[int, int]], now: float | None,
+    def _new_chain(self, parent: int, blocks: list[bytes], seg: int) -> int:
+        """Nodes for ``blocks`` (full blocks), each the child of the one
+        before, the first a child of ``parent``, all in segment ``seg``;
+        built with list operations, not one call per block. Returns the last."""
+        m = len(blocks)
+        first = len(self._kids)
+        ids = range(first, first + m)
+        pairs = list(zip([parent, *ids[:-1]], blocks))
+        self._key += pairs
+        self._children.update(zip(pairs, ids))
+        self._kids[parent].append(first)
+        self._kids += [[j] for j in ids[1:]]
+        self._kids.append([])
+        top = self._depth[parent] + 1
+        self._depth += range(top, top + m)
+        self._seg += [seg] * m
+        self._nodes[seg] += ids
+        self._live_blocks += m
+        self.steps += m
+        return first + m - 1
+
+    def _store(self, data: bytes, record: Any, parts: list[tuple[int, int]], now: float | None,
                label: Hashable) -> None:
         rid = len(self._labels)
         self._labels.append(label)
         self._rtime.append(_NEG_INF if now is None else now)
-        self._data.append(data)
+        self._data.append(record)
         self._refs.append(0)  # segments with full blocks that name it (a leaf alone needs no bytes)
         nodes_of = self._nodes
         touched: list[int] = []
@@ -259,13 +286,14 @@ class PrefixStore:
                 cur = self._new_seg([], rid, False)
                 self._refs[rid] += 1  # full blocks follow
                 touched.append(cur)
-            chain = nodes_of[cur]
-            for i in range(k, nfull):
-                node = self._new_node(node, data[i * u : (i + 1) * u], cur)
-                chain.append(node)
+            node = self._new_chain(node, [data[i * u : (i + 1) * u] for i in range(k, nfull)], cur)
         if len(data) > nfull * u:
             tail = data[nfull * u :]
-            leaf = next((c for c in self._kids[node] if self._key[c] == tail), None)
+            leaf = None
+            for c in self._kids[node]:
+                if self._key[c][1] == tail:
+                    leaf = c
+                    break
             if leaf is not None:  # a leaf is a segment of its own: join it to this chain
                 ls = self._seg[leaf]
                 if cur >= 0:
@@ -311,11 +339,10 @@ class PrefixStore:
             # least recently used first; within one last use the deepest first
             while over > 0 and nodes:
                 v = nodes.pop()
-                key = self._key[v]
-                parent = self._parent[v]
-                if self._children.get((parent, key)) == v:
-                    del self._children[(parent, key)]
-                self._kids[parent].remove(v)
+                pair = self._key[v]
+                if self._children.get(pair) == v:
+                    del self._children[pair]
+                self._kids[pair[0]].remove(v)
                 self._seg[v] = -1
                 self._live_blocks -= 1
                 over -= 1
@@ -329,33 +356,45 @@ class PrefixStore:
             heapify(self._heap)
 
 
-def _agreeing_blocks(rec: bytes, mv: memoryview, start: int, avail: int, u: int) -> int:
+def _packed(ids: Any) -> bytes:
+    """Packed ids as ``bytes`` (an ``array('q')`` is copied; ``bytes`` are
+    used as they are)."""
+    return ids if isinstance(ids, bytes) else memoryview(ids).cast("B").tobytes()
+
+
+def _agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int) -> int:
     """How many of the ``avail`` blocks of ``u`` bytes from byte ``start``
-    agree between ``rec`` and ``mv``, given that the first one does:
-    ``memcmp`` (``bytes.startswith`` at an offset, no copy), first over all
-    of them, else by halving the range still in doubt."""
-    if rec.startswith(mv[start : start + avail * u], start):
+    agree between ``req`` and ``rec``, given that the first one does:
+    ``memcmp`` (``bytes.startswith`` at an offset against a memoryview
+    slice: no copy), first over all of them, else by halving the range
+    still in doubt."""
+    avail = min(avail, (len(rec) - start) // u)  # never read past the record
+    if req.startswith(rec[start : start + avail * u], start):
         return avail
     lo, hi = 1, avail - 1  # blocks [0, lo) agree; the answer lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if rec.startswith(mv[start + lo * u : start + mid * u], start + lo * u):
+        if req.startswith(rec[start + lo * u : start + mid * u], start + lo * u):
             lo = mid
         else:
             hi = mid - 1
     return lo
 
 
-def _common_bytes(a: bytes, b: bytes) -> int:
-    """Common prefix of two byte strings, rounded down to whole tokens."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n - n % _ITEM
-    lo, hi = 0, n
-    while lo < hi:  # binary search on equal prefixes (C comparisons)
+def _common_tokens(a: bytes, b: bytes) -> int:
+    """Common prefix of two packed id strings, in whole tokens: ``memcmp``
+    over all of it, else a binary search that compares only the part still
+    in doubt (``bytes.startswith`` at an offset against a memoryview: no
+    copies)."""
+    n = min(len(a), len(b)) // _ITEM
+    mb = memoryview(b)
+    if a.startswith(mb[: n * _ITEM]):
+        return n
+    lo, hi = 0, n - 1  # tokens [0, lo) agree; the answer lies in [lo, hi]
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a.startswith(mb[lo * _ITEM : mid * _ITEM], lo * _ITEM):
             lo = mid
         else:
             hi = mid - 1
-    return lo - lo % _ITEM
+    return lo

@@ -148,7 +148,7 @@ class SimRequest:
 
 @dataclass
 class _Entry:
-    tokens: memoryview  # bytes view of the ids of the request that last wrote it (at least ``length`` of them)
+    tokens: Sequence[int]  # ids (``array('q')``) of the request that last wrote it (at least ``length`` of them)
     length: int
     last_used: float | None
     ttl: float
@@ -161,9 +161,9 @@ class BreakpointStore:
 
     "Does this request start with the entry?" is one ``memcmp`` of the
     entry's length: ``bytes.startswith`` of the request's packed ids (one
-    copy per request, shared by its look-up and its writes) against a
-    memoryview of the entry's array (entries hold the writer's array, never
-    a copy).
+    copy per request, shared by its look-up and its writes, dropped after
+    it) against a memoryview slice of the entry's array. An entry holds the
+    array of the request that wrote it, not a copy.
     """
 
     lookback: int = 20
@@ -175,7 +175,8 @@ class BreakpointStore:
         return now is None or e.last_used is None or now - e.last_used <= e.ttl
 
     def _bytes(self, req: SimRequest) -> bytes:
-        """The request's packed ids (copied once per request)."""
+        """The request's packed ids (copied once per request: :meth:`done`
+        forgets it)."""
         last = self._last
         if last is not None and last[0] is req.tokens:
             return last[1]
@@ -186,13 +187,19 @@ class BreakpointStore:
     def candidates(self, req: SimRequest) -> list[int]:
         """Prefix lengths a request can read: each breakpoint and the block
         ends up to ``lookback`` blocks before it, longest first."""
-        ends = sorted(req.blocks + req.breakpoints)  # block ends come sorted: one pass
+        bps = req.breakpoints
+        ends = sorted(req.blocks + bps)  # block ends come sorted: one pass; repeats stay
         out: set[int] = set()
         back = self.lookback + 1
-        for bp in req.breakpoints:
+        for bp in bps:
             at = bisect_right(ends, bp)
+            lo = max(0, at - back - len(bps))  # room for the breakpoints repeated among the ends
+            window = set(ends[lo:at])
+            if len(window) >= back or not lo:
+                out.update(sorted(window)[-back:])
+                continue
             seen, last = 0, None
-            while at and seen < back:  # the breakpoint and `lookback` distinct ends before it
+            while at and seen < back:  # more repeats than that: walk down
                 at -= 1
                 end = ends[at]
                 if end != last:
@@ -212,7 +219,7 @@ class BreakpointStore:
             if data is None:
                 data = self._bytes(req)
             for e in bucket:
-                if self._alive(e, now) and data.startswith(e.tokens[: pos * _ITEM]):
+                if self._alive(e, now) and data.startswith(memoryview(e.tokens).cast("B")[: pos * _ITEM]):  # type: ignore[arg-type]
                     return e
         return None
 
@@ -223,12 +230,12 @@ class BreakpointStore:
         if bucket:
             data = self._bytes(req)
             for e in bucket:
-                if data.startswith(e.tokens[: pos * _ITEM]):
+                if data.startswith(memoryview(e.tokens).cast("B")[: pos * _ITEM]):  # type: ignore[arg-type]
                     fresh = not self._alive(e, now)
-                    e.tokens, e.last_used, e.label = memoryview(req.tokens).cast("B"), now, label  # type: ignore[arg-type]
+                    e.tokens, e.last_used, e.label = req.tokens, now, label
                     e.ttl = ttl if fresh else max(e.ttl, ttl)
                     return fresh
-        bucket.append(_Entry(memoryview(req.tokens).cast("B"), pos, now, ttl, label))  # type: ignore[arg-type]
+        bucket.append(_Entry(req.tokens, pos, now, ttl, label))
         if now is not None:  # drop what can never be read again
             bucket[:] = [e for e in bucket if self._alive(e, now)]
         return True
@@ -353,7 +360,7 @@ class Simulator:
         read = min(n, self.model.reusable(shared, n)) if shared else 0
         stored = min(n, self.model.reusable(n, n + 1))
         written = max(0, stored - read)
-        return Prediction(n, read, written, parent if read else None, nearest=parent)
+        return _prediction(n, read, written, parent if read else None, (), parent)
 
     def _explicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
         model = self.model
@@ -383,7 +390,22 @@ class Simulator:
                     store.write(req, bp, ttl, now, label)
         if store is not None:
             store.done()
-        return Prediction(n, read, written, parent, tuple(sorted(writes.items())))
+        return _prediction(n, read, written, parent, tuple(sorted(writes.items())), None)
+
+
+_new = object.__new__
+
+
+def _prediction(prompt: int, read: int, write: int, parent: Hashable | None,
+                write_ttls: tuple[tuple[float, int], ...], nearest: Hashable | None) -> Prediction:
+    """``Prediction(prompt, read, write, parent, write_ttls, nearest)``
+    without the frozen dataclass's six ``object.__setattr__`` calls (one
+    per request fed adds up over a scan): the same fields in the same order,
+    so equality, hashing, repr and pickling are the dataclass's own."""
+    p = _new(Prediction)
+    p.__dict__.update(prompt=prompt, cache_read=read, cache_write=write, parent=parent,
+                      write_ttls=write_ttls, nearest=nearest)
+    return p
 
 
 def _scaled(count: int, scale: float) -> int:
