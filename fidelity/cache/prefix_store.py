@@ -15,14 +15,18 @@ and most of them re-send the previous request's history and add a turn):
   block. A segment is split only where a request leaves it part-way (a
   fork, a shorter retry), so the segments a path crosses are the branch
   points it crosses.
-* A walk jumps along a segment with one ``memcmp`` against the bytes of
-  the request that last used it (``bytes.startswith`` on a memoryview
-  slice: no copy), and looks a block up in the trie's dict only where a
+* A walk jumps along a segment with one ``memcmp`` against the ids of
+  the request that last used it (``bytes.startswith`` of the request's
+  packed ids, copied once per request, against a memoryview slice of the
+  stored array), and looks a block up in the trie's dict only where a
   segment ends. The Python work per request is therefore proportional to
   its *new* blocks plus the branch points it crosses; what grows with the
-  prompt's length is C comparison at memory speed.
-* Only the requests some segment still names keep their bytes; the rest
-  are dropped (an append-only session holds one request's bytes, not all).
+  prompt's length is one copy and one comparison in C at memory speed.
+* Only the requests some segment of full blocks still names stay
+  referenced (an append-only session holds its latest request, not all).
+* No numpy: its per-call overhead was most of the cost on the small
+  arrays one request touches, and importing it cost each scan worker
+  about 0.1 s.
 * Eviction (engines with a capacity) pops blocks off the bottom of the
   least recently used segment: within one last use the deepest block goes
   first, which is vLLM's free-block order (a sequence's tail first).
@@ -101,7 +105,6 @@ class PrefixStore:
         parts: list[tuple[int, int]] = []
         node, i = self.ROOT, 0
         while i < nfull:
-            self.steps += 1
             child = children.get((node, req[i * u : (i + 1) * u]))
             if child is None:
                 break
@@ -118,21 +121,22 @@ class PrefixStore:
             parts.append((s, count))
             node = nodes[count - 1]
             i += count
+        self.steps += len(parts) + (i < nfull)  # look-ups made
         return parts
-
-    def _alive_at(self, s: int, now: float | None) -> bool:
-        return self.ttl is None or now is None or self._rtime[self._stamp[s]] + self.ttl >= now
 
     def _match(self, req: bytes, n_tokens: int, parts: list[tuple[int, int]], now: float | None,
                ) -> tuple[int, Hashable | None]:
         """:meth:`longest` from the walked ``parts`` of the request's full blocks."""
-        unit = self.unit
+        unit, ttl = self.unit, self.ttl
+        check = ttl is not None and now is not None
+        rtime, stamp = self._rtime, self._stamp
         nfull = n_tokens // unit
         k = 0
         node = self.ROOT
         best_seg = -1
         for s, count in parts:
-            if k >= nfull or not self._alive_at(s, now):  # liveness is a prefix of the path
+            # liveness is a prefix of the path
+            if k >= nfull or (check and rtime[stamp[s]] + ttl < now):  # type: ignore[operator]
                 break
             count = min(count, nfull - k)
             k += count
@@ -144,9 +148,7 @@ class PrefixStore:
         rest_b = req[depth * _ITEM : min(n_tokens, depth + unit) * _ITEM]
         extra = 0
         if rest_b:
-            ttl = self.ttl
-            check = ttl is not None and now is not None
-            key, seg_of, stamp, rtime = self._key, self._seg, self._stamp, self._rtime
+            key, seg_of = self._key, self._seg
             first = rest_b[:_ITEM]
             for c in self._kids[node]:
                 block = key[c][1]

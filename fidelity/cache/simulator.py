@@ -23,12 +23,13 @@ Two stores implement the two kinds of cache:
   stores its whole prompt (and, where the model says so, its reply); a
   later request reads the longest live common prefix, rounded by the
   model's rule (:meth:`CacheModel.reusable`). It is a trie of fixed-size
-  token blocks keyed by the blocks' packed bytes. Walking a request down
-  the trie jumps along the path of the latest request through each node
-  (one ``memcmp`` per jump), so the Python work per request is
+  token blocks keyed by the blocks' packed bytes, its nodes grouped in
+  chains last used by the same request. Walking a request down the trie
+  jumps along such a chain (one ``memcmp`` per jump), and liveness and
+  refresh are stamped per chain, so the Python work per request is
   proportional to its *new* blocks plus the branch points it crosses, not
-  to its length or to the number of earlier requests. Liveness and
-  refresh are stamped on whole paths with numpy fancy indexing.
+  to its length or to the number of earlier requests (see
+  :mod:`fidelity.cache.prefix_store`).
 * :class:`BreakpointStore` for explicit ``cache_control`` breakpoints
   (Anthropic, DashScope explicit): entries exist only where a request put a
   breakpoint; a request reads the longest live entry that ends at one of
