@@ -298,3 +298,16 @@ def test_append_only_session_keeps_one_request_and_few_segments() -> None:
     assert sum(d is not None for d in store._data) == 1  # noqa: SLF001
     assert max(steps[10:]) <= 6  # look-ups + new blocks (50 tokens: 3 to 4 blocks of 16)
     assert store.longest(toks, 200.0) == (len(toks), 199)
+
+
+@given(a=st.lists(st.integers(-3, 3), max_size=40), b=st.lists(st.integers(-3, 3), max_size=40),
+       shared=st.integers(0, 40))
+def test_common_tokens_is_the_common_prefix(a: list[int], b: list[int], shared: int) -> None:
+    """The XOR shortcut counts exactly the equal leading ids (negative ids too)."""
+    from fidelity.cache.prefix_store import _common_tokens
+
+    b = a[:shared] + b
+    expected = 0
+    while expected < min(len(a), len(b)) and a[expected] == b[expected]:
+        expected += 1
+    assert _common_tokens(array("q", a).tobytes(), array("q", b).tobytes()) == expected

@@ -384,19 +384,12 @@ def _agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int
 
 
 def _common_tokens(a: bytes, b: bytes) -> int:
-    """Common prefix of two packed id strings, in whole tokens: ``memcmp``
-    over all of it, else a binary search that compares only the part still
-    in doubt (``bytes.startswith`` at an offset against a memoryview: no
-    copies)."""
-    n = min(len(a), len(b)) // _ITEM
-    mb = memoryview(b)
-    if a.startswith(mb[: n * _ITEM]):
-        return n
-    lo, hi = 0, n - 1  # tokens [0, lo) agree; the answer lies in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a.startswith(mb[lo * _ITEM : mid * _ITEM], lo * _ITEM):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """Common prefix of two packed id strings (a block or less), in whole
+    tokens: one ``memcmp`` when one is a prefix of the other, else the
+    lowest set bit of their XOR read as little-endian integers (C work on
+    at most a block, no loop in Python)."""
+    n = min(len(a), len(b))
+    if a.startswith(memoryview(b)[:n]):
+        return n // _ITEM
+    x = int.from_bytes(a[:n], "little") ^ int.from_bytes(b[:n], "little")
+    return ((x & -x).bit_length() - 1) // (8 * _ITEM)  # first differing bit, in tokens
