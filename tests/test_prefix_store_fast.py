@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -129,67 +130,54 @@ class RefPrefixStore:
         return found
 
 
+@dataclass
+class RefEntry:
+    """One explicit-cache entry: who wrote it, when it was last used."""
+
+    tokens: Any
+    length: int
+    last_used: float | None
+    ttl: float
+    label: Hashable
+
+
 class RefBreakpointStore:
     """Explicit-breakpoint entries by prefix length, compared one by one."""
 
     def __init__(self, lookback: int = 20) -> None:
         self.lookback = lookback
-        self.entries: dict[int, list[list[Any]]] = {}  # pos -> [tokens, last_used, ttl, label]
+        self.entries: dict[int, list[RefEntry]] = {}
 
     @staticmethod
-    def _alive(e: list[Any], now: float | None) -> bool:
-        return now is None or e[1] is None or now - e[1] <= e[2]
+    def _alive(e: RefEntry, now: float | None) -> bool:
+        return now is None or e.last_used is None or now - e.last_used <= e.ttl
 
-    def hit(self, req: SimRequest, now: float | None) -> Any:
+    def hit(self, req: SimRequest, now: float | None) -> RefEntry | None:
         ends = sorted(set(req.blocks) | set(req.breakpoints))
         cands: set[int] = set()
         for bp in req.breakpoints:
             cands.update([e for e in ends if e <= bp][-(self.lookback + 1):])
         for pos in sorted(cands, reverse=True):
             for e in self.entries.get(pos, ()):
-                if self._alive(e, now) and common_prefix(e[0], req.tokens) >= pos:
-                    return _RefHit(self, e, pos)
+                if self._alive(e, now) and common_prefix(e.tokens, req.tokens) >= pos:
+                    return e
         return None
 
     def write(self, req: SimRequest, pos: int, ttl: float, now: float | None, label: Hashable) -> bool:
         bucket = self.entries.setdefault(pos, [])
         for e in bucket:
-            if common_prefix(e[0], req.tokens) >= pos:
+            if common_prefix(e.tokens, req.tokens) >= pos:
                 fresh = not self._alive(e, now)
-                e[0], e[1], e[3] = req.tokens, now, label
-                e[2] = ttl if fresh else max(e[2], ttl)
+                e.tokens, e.last_used, e.label = req.tokens, now, label
+                e.ttl = ttl if fresh else max(e.ttl, ttl)
                 return fresh
-        bucket.append([req.tokens, now, ttl, label])
+        bucket.append(RefEntry(req.tokens, pos, now, ttl, label))
         if now is not None:
             bucket[:] = [e for e in bucket if self._alive(e, now)]
         return True
 
     def done(self) -> None:
         """Nothing held between calls."""
-
-
-class _RefHit:
-    """The face of a hit entry that :class:`Simulator` reads and refreshes."""
-
-    def __init__(self, store: RefBreakpointStore, e: list[Any], pos: int) -> None:
-        object.__setattr__(self, "_e", e)
-        object.__setattr__(self, "length", pos)
-
-    @property
-    def label(self) -> Hashable:
-        return self._e[3]
-
-    @label.setter
-    def label(self, v: Hashable) -> None:
-        self._e[3] = v
-
-    @property
-    def last_used(self) -> float | None:
-        return self._e[1]
-
-    @last_used.setter
-    def last_used(self, v: float | None) -> None:
-        self._e[1] = v
 
 
 def _reference(sim: Simulator) -> Simulator:

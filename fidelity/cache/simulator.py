@@ -169,7 +169,7 @@ class BreakpointStore:
 
     lookback: int = 20
     entries: dict[int, list[_Entry]] = field(default_factory=dict)
-    _last: tuple[Any, bytes] | None = field(default=None, repr=False)
+    _last: tuple[Any, bytes] | None = field(default=None, init=False, repr=False, compare=False)
 
     @staticmethod
     def _alive(e: _Entry, now: float | None) -> bool:
@@ -181,7 +181,7 @@ class BreakpointStore:
         last = self._last
         if last is not None and last[0] is req.tokens:
             return last[1]
-        data = req.tokens.tobytes()  # type: ignore[attr-defined]
+        data: bytes = req.tokens.tobytes()  # type: ignore[attr-defined]  # settled to array('q')
         self._last = (req.tokens, data)
         return data
 
