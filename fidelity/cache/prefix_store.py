@@ -4,49 +4,48 @@ by longest match (a trie of token blocks with lifetimes and an LRU capacity).
 Used by :class:`fidelity.cache.simulator.Simulator` for the providers and
 engines whose cache is a plain prefix cache (OpenAI, DeepSeek, Gemini,
 DashScope implicit, vLLM, SGLang, llama.cpp).
+
+Why it is built this way (the scan replays millions of requests through it,
+and most of them re-send the previous request's history and add a turn):
+
+* The trie's nodes are grouped into *segments*: chains of nodes (each the
+  parent of the next) that were last used by the same request. A node's
+  last use (time, LRU order, the label a read names) is its segment's, so
+  a request that re-sends a history restamps one segment, not one node per
+  block. A segment is split only where a request leaves it part-way (a
+  fork, a shorter retry), so the segments a path crosses are the branch
+  points it crosses.
+* A walk jumps along a segment with one ``memcmp`` against the ids of
+  the request that last used it (``bytes.startswith`` of the request's
+  packed ids, copied once per request, against a memoryview slice of the
+  stored array), and looks a block up in the trie's dict only where a
+  segment ends. The Python work per request is therefore proportional to
+  its *new* blocks plus the branch points it crosses; what grows with the
+  prompt's length is one copy and one comparison in C at memory speed.
+* Only the requests some segment of full blocks still names stay
+  referenced (an append-only session holds its latest request, not all).
+* No numpy: its per-call overhead was most of the cost on the small
+  arrays one request touches, and importing it cost each scan worker
+  about 0.1 s.
+* Eviction (engines with a capacity) pops blocks off the bottom of the
+  least recently used segment: within one last use the deepest block goes
+  first, which is vLLM's free-block order (a sequence's tail first).
+
+The results are those of a plain block trie with a last-use stamp on every
+node (``tests/test_prefix_store_fast.py`` checks that on drawn request
+streams against such a reference).
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Hashable
-from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
 from typing import Any
-
-import numpy as np
 
 __all__ = ["PrefixStore"]
 
 _ITEM = 8  # bytes per packed token id (array('q'))
-
-
-
-class _Growing:
-    """A numpy vector that doubles when full (node attributes by node id)."""
-
-    __slots__ = ("a", "n")
-
-    def __init__(self, dtype: Any, fill: Any) -> None:
-        self.a = np.full(64, fill, dtype=dtype)
-        self.n = 0
-
-    def append(self, value: Any) -> int:
-        if self.n == len(self.a):
-            grown = np.empty(len(self.a) * 2, dtype=self.a.dtype)
-            grown[: self.n] = self.a
-            self.a = grown
-        self.a[self.n] = value
-        self.n += 1
-        return self.n - 1
-
-
-@dataclass
-class _Record:
-    """One stored sequence: its tokens and the node ids of its full blocks."""
-
-    tokens: array[int]
-    path: np.ndarray
-    label: Hashable
+_NEG_INF = float("-inf")
 
 
 class PrefixStore:
@@ -61,7 +60,8 @@ class PrefixStore:
 
     Invariant used for liveness: a request that uses a block uses every
     block before it, so along any path the last-use time never increases
-    with depth, and "the deepest live block on a path" is one search.
+    with depth, and "the deepest live block on a path" is the end of the
+    last live segment on it.
     """
 
     ROOT = 0
@@ -72,198 +72,324 @@ class PrefixStore:
         self.unit = unit
         self.ttl = ttl
         self.capacity = capacity
-        self._children: dict[tuple[int, bytes], int] = {}
-        self._kids: list[list[int]] = [[]]
-        self._key: list[tuple[int, bytes] | None] = [None]
-        self._owner: list[int] = [-1]
-        self._index: list[int] = [0]  # position of the node in its owner's path (full blocks)
-        self._time = _Growing(np.float64, np.inf)
-        self._seq = _Growing(np.int64, 0)
-        self._last = _Growing(np.int64, -1)
-        self._depth = _Growing(np.int64, 0)
-        self._gone = _Growing(np.bool_, False)
-        for g in (self._time, self._seq, self._last, self._depth, self._gone):
-            g.append(g.a[0])
-        self._records: list[_Record] = []
+        # nodes (ROOT is node 0 and belongs to no segment)
+        self._children: dict[tuple[int, bytes], int] = {}  # (parent, full block bytes) -> node
+        self._kids: list[list[int]] = [[]]  # live children, in creation order
+        self._key: list[tuple[int, bytes]] = [(-1, b"")]  # (parent, block bytes): the dict key of a full block
+        self._depth: list[int] = [0]
+        self._seg: list[int] = [-1]
+        # segments: chains of nodes last used by the same request
+        self._nodes: list[list[int]] = []
+        self._stamp: list[int] = []  # request id of the last use
+        self._leafy: list[bool] = []  # the chain ends in a partial block
+        self._ver: list[int] = []  # bumped when the eviction queue's entry changes
+        # requests, by id
         self._labels: list[Hashable] = []
+        self._rtime: list[float] = []  # -inf where the time was unknown
+        self._data: list[bytes | None] = []  # kept while a segment names the request
+        self._refs: list[int] = []  # segments naming the request
+        self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
         self._live_blocks = 0
-        self._clock = 0
-        #: Python-level steps taken (trie jumps and new blocks): the
+        #: Python-level steps taken (trie look-ups and new blocks): the
         #: benchmark's measure that work per request follows new tokens
         self.steps = 0
 
     # -- walking ---------------------------------------------------------------
-    def _block(self, mv: memoryview, i: int) -> bytes:
+    def _walk(self, req: bytes, nfull: int) -> list[tuple[int, int]]:
+        """The full blocks of the request (packed ids ``req``) present in the
+        trie, from the root down (ignoring lifetimes), as ``(segment, count)``
+        parts: the first ``count`` nodes of each segment."""
         u = self.unit * _ITEM
-        return mv[i * u : (i + 1) * u].tobytes()
-
-    def _walk(self, tokens: array[int]) -> np.ndarray:
-        """Node ids of the full blocks of ``tokens`` present in the trie,
-        from the root down (ignoring liveness)."""
-        mv = memoryview(tokens).cast("B")
-        nfull = len(tokens) // self.unit
-        parts: list[np.ndarray] = []
+        children, seg_of, nodes_of, data, stamp, leafy = (
+            self._children, self._seg, self._nodes, self._data, self._stamp, self._leafy)
+        parts: list[tuple[int, int]] = []
         node, i = self.ROOT, 0
         while i < nfull:
-            self.steps += 1
-            child = self._children.get((node, self._block(mv, i)))
+            child = children.get((node, req[i * u : (i + 1) * u]))
             if child is None:
                 break
-            # jump along the latest request through this block: its path is
-            # the longest known continuation (the creator's may stop short)
-            rec = self._records[int(self._last.a[child])]
-            m = min(_lcp_from(rec.tokens, tokens, i * self.unit) // self.unit, len(rec.path), nfull)
-            seg = rec.path[i:m]
-            if seg.size == 0 or seg[0] != child:  # the owner's path was rebuilt after eviction
-                seg = np.array([child], dtype=np.int64)
-                m = i + 1
-            gone = self._gone.a[seg]
-            if gone.any():
-                cut = int(np.argmax(gone))
-                seg = seg[:cut]
-                m = i + cut
-                if cut == 0:
-                    break
-            parts.append(seg)
-            node, i = int(seg[-1]), m
-        if not parts:
-            return np.empty(0, dtype=np.int64)
-        return np.concatenate(parts)
+            s = seg_of[child]
+            nodes = nodes_of[s]
+            # a node reached by look-up is the top of its segment: its parent
+            # is the end of what was matched, where the chain it left stops
+            # being this request's (or the root)
+            assert nodes[0] == child
+            avail = min(len(nodes) - leafy[s], nfull - i)
+            rec = data[stamp[s]]
+            assert rec is not None
+            count = _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, avail, u)
+            parts.append((s, count))
+            node = nodes[count - 1]
+            i += count
+        self.steps += len(parts) + (i < nfull)  # look-ups made
+        return parts
 
-    def _alive(self, ids: np.ndarray, now: float | None) -> np.ndarray:
-        ok: np.ndarray = ~self._gone.a[ids]
-        if self.ttl is not None and now is not None:
-            ok &= self._time.a[ids] + self.ttl >= now
-        return ok
-
-    def longest(self, tokens: array[int], now: float | None) -> tuple[int, Hashable | None]:
-        """The longest live common prefix of ``tokens`` with anything stored,
-        and the label of the latest request that used it."""
-        path = self._walk(tokens)
-        k = int(path.size)
-        if k:
-            alive = self._alive(path, now)
-            if not alive.all():
-                k = int(np.argmin(alive))  # liveness is a prefix of the path
-        node = int(path[k - 1]) if k else self.ROOT
-        depth = k * self.unit
-        best_node = node if k else None
+    def _match(self, req: bytes, n_tokens: int, parts: list[tuple[int, int]], now: float | None,
+               ) -> tuple[int, Hashable | None]:
+        """:meth:`longest` from the walked ``parts`` of the request's full blocks."""
+        unit, ttl = self.unit, self.ttl
+        check = ttl is not None and now is not None
+        rtime, stamp = self._rtime, self._stamp
+        nfull = n_tokens // unit
+        k = 0
+        node = self.ROOT
+        best_seg = -1
+        for s, count in parts:
+            # liveness is a prefix of the path
+            if k >= nfull or (check and rtime[stamp[s]] + ttl < now):  # type: ignore[operator]
+                break
+            count = min(count, nfull - k)
+            k += count
+            node = self._nodes[s][count - 1]
+            best_seg = s
+        depth = k * unit
         # extend into the children of the deepest live block (partial blocks,
         # and full blocks that match only part of the way)
-        mv = memoryview(tokens).cast("B")
-        rest = mv[depth * _ITEM : (depth + self.unit) * _ITEM].tobytes()
+        rest_b = req[depth * _ITEM : min(n_tokens, depth + unit) * _ITEM]
         extra = 0
-        if rest:
+        if rest_b:
+            key, seg_of = self._key, self._seg
+            first = rest_b[:_ITEM]
             for c in self._kids[node]:
-                if self._gone.a[c] or (self.ttl is not None and now is not None
-                                       and self._time.a[c] + self.ttl < now):
+                block = key[c][1]
+                if not block.startswith(first):  # shares no token: the usual sibling
                     continue
-                key = self._key[c]
-                assert key is not None
-                n = _common_bytes(key[1], rest) // _ITEM
+                s = seg_of[c]
+                if check and rtime[stamp[s]] + ttl < now:  # type: ignore[operator]
+                    continue
+                n = _common_tokens(block, rest_b)
                 if n > extra:
-                    extra, best_node = n, c
-        if best_node is None:
+                    extra, best_seg = n, s
+        if best_seg < 0:
             return 0, None
-        return depth + extra, self._labels[int(self._last.a[best_node])]
+        return depth + extra, self._labels[self._stamp[best_seg]]
+
+    def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
+        """The longest live common prefix of ``tokens`` (``array('q')`` or
+        packed bytes) with anything stored, and the label of the latest
+        request that used it."""
+        req = _packed(tokens)
+        n = len(req) // _ITEM
+        return self._match(req, n, self._walk(req, n // self.unit), now)
 
     # -- storing ---------------------------------------------------------------
-    def _new_node(self, parent: int, key: bytes, owner: int, index: int) -> int:
+    def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
+        """Write ``tokens`` (a prompt, or a prompt and its reply, as
+        ``array('q')`` or packed bytes): every block of it is now used by
+        this request at ``now``."""
+        req = _packed(tokens)
+        self._store(req, tokens, self._walk(req, len(req) // (self.unit * _ITEM)), now, label)
+
+    def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
+        """:meth:`longest` for the prompt ``tokens``, then :meth:`store` of the
+        prompt followed by ``output`` (empty: the prompt alone), with one walk.
+
+        The store keeps ``tokens`` itself (or the prompt and reply joined),
+        not a copy, as the request that last used its blocks: do not change
+        the array afterwards (:class:`~fidelity.cache.simulator.SimRequest`
+        asks the same)."""
+        record = tokens
+        if len(output):  # a new array (or bytes): the caller's stay as they are
+            record = tokens + _packed(output) if isinstance(tokens, bytes) else tokens + output
+        req = _packed(record)
+        n = len(tokens) // _ITEM if isinstance(tokens, bytes) else len(tokens)
+        parts = self._walk(req, len(req) // (self.unit * _ITEM))
+        found = self._match(req, n, parts, now)
+        self._store(req, record, parts, now, label)
+        return found
+
+    def _new_seg(self, nodes: list[int], stamp: int, leafy: bool) -> int:
+        s = len(self._nodes)
+        self._nodes.append(nodes)
+        self._stamp.append(stamp)
+        self._leafy.append(leafy)
+        self._ver.append(0)
+        if len(nodes) > leafy:  # it has full blocks: a walk may jump along it
+            self._refs[stamp] += 1
+        seg_of = self._seg
+        for v in nodes:
+            seg_of[v] = s
+        return s
+
+    def _restamp(self, s: int, rid: int) -> None:
+        old = self._stamp[s]
+        if old == rid:
+            return
+        self._stamp[s] = rid
+        if len(self._nodes[s]) > self._leafy[s]:
+            self._refs[rid] += 1
+            self._unref(old)
+
+    def _unref(self, rid: int) -> None:
+        self._refs[rid] -= 1
+        if not self._refs[rid]:
+            self._data[rid] = None
+
+    def _new_node(self, parent: int, key: bytes, seg: int) -> int:
         self.steps += 1
         nid = len(self._kids)
         self._kids.append([])
-        self._key.append((parent, key))
-        self._owner.append(owner)
-        self._index.append(index)
-        self._time.append(np.inf)
-        self._seq.append(0)
-        self._last.append(-1)
-        self._depth.append(self._depth.a[parent] + 1)
-        self._gone.append(False)
+        pair = (parent, key)
+        self._key.append(pair)
+        self._depth.append(self._depth[parent] + 1)
+        self._seg.append(seg)
         self._kids[parent].append(nid)
         if len(key) == self.unit * _ITEM:
-            self._children[(parent, key)] = nid
+            self._children[pair] = nid
         self._live_blocks += 1
         return nid
 
-    def store(self, tokens: array[int], now: float | None, label: Hashable) -> None:
-        """Write ``tokens`` (a prompt, or a prompt and its reply): every block
-        of it is now used by this request at ``now``."""
-        self._clock += 1
-        rid = len(self._records)
+    def _new_chain(self, parent: int, blocks: list[bytes], seg: int) -> int:
+        """Nodes for ``blocks`` (full blocks), each the child of the one
+        before, the first a child of ``parent``, all in segment ``seg``;
+        built with list operations, not one call per block. Returns the last."""
+        m = len(blocks)
+        first = len(self._kids)
+        ids = range(first, first + m)
+        pairs = list(zip([parent, *ids[:-1]], blocks))
+        self._key += pairs
+        self._children.update(zip(pairs, ids))
+        self._kids[parent].append(first)
+        self._kids += [[j] for j in ids[1:]]
+        self._kids.append([])
+        top = self._depth[parent] + 1
+        self._depth += range(top, top + m)
+        self._seg += [seg] * m
+        self._nodes[seg] += ids
+        self._live_blocks += m
+        self.steps += m
+        return first + m - 1
+
+    def _store(self, data: bytes, record: Any, parts: list[tuple[int, int]], now: float | None,
+               label: Hashable) -> None:
+        rid = len(self._labels)
         self._labels.append(label)
-        path = self._walk(tokens)
-        mv = memoryview(tokens).cast("B")
-        nfull = len(tokens) // self.unit
-        node = int(path[-1]) if path.size else self.ROOT
-        new: list[int] = []
-        for i in range(int(path.size), nfull):
-            node = self._new_node(node, self._block(mv, i), rid, i)
-            new.append(node)
-        full = np.concatenate([path, np.array(new, dtype=np.int64)]) if new else path
-        touched = full
-        tail = len(tokens) - nfull * self.unit
-        if tail:
-            key = mv[nfull * self.unit * _ITEM :].tobytes()
-            leaf = next((c for c in self._kids[node] if self._key[c] == (node, key) and not self._gone.a[c]), None)
-            if leaf is None:
-                leaf = self._new_node(node, key, rid, nfull)
-            touched = np.append(full, leaf)
-        self._records.append(_Record(tokens, full, label))
-        if touched.size:
-            self._time.a[touched] = -np.inf if now is None else now
-            self._seq.a[touched] = self._clock
-            self._last.a[touched] = rid
-        self._evict()
+        self._rtime.append(_NEG_INF if now is None else now)
+        self._data.append(record)
+        self._refs.append(0)  # segments with full blocks that name it (a leaf alone needs no bytes)
+        nodes_of = self._nodes
+        touched: list[int] = []
+        for s, count in parts:
+            nodes = nodes_of[s]
+            if count < len(nodes):  # the request leaves this chain part-way: split it
+                self._new_seg(nodes[count:], self._stamp[s], self._leafy[s])
+                del nodes[count:]
+                self._leafy[s] = False
+                touched.append(len(nodes_of) - 1)  # its queue entry moves with it
+            self._restamp(s, rid)
+            touched.append(s)
+        u = self.unit * _ITEM
+        nfull = len(data) // u
+        k = sum(c for _, c in parts)
+        cur = parts[-1][0] if parts else -1
+        node = nodes_of[cur][-1] if parts else self.ROOT
+        if k < nfull:
+            if cur < 0:
+                cur = self._new_seg([], rid, False)
+                self._refs[rid] += 1  # full blocks follow
+                touched.append(cur)
+            node = self._new_chain(node, [data[i * u : (i + 1) * u] for i in range(k, nfull)], cur)
+        if len(data) > nfull * u:
+            tail = data[nfull * u :]
+            leaf = None
+            for c in self._kids[node]:
+                if self._key[c][1] == tail:
+                    leaf = c
+                    break
+            if leaf is not None:  # a leaf is a segment of its own: join it to this chain
+                ls = self._seg[leaf]
+                if cur >= 0:
+                    self._nodes[ls] = []
+                    self._ver[ls] += 1  # its queue entry is void (a leaf alone holds no bytes)
+                    nodes_of[cur].append(leaf)
+                    self._seg[leaf] = cur
+                    self._leafy[cur] = True
+                else:
+                    self._restamp(ls, rid)
+                    touched.append(ls)
+            else:
+                if cur < 0:
+                    cur = self._new_seg([], rid, False)
+                    touched.append(cur)
+                leaf = self._new_node(node, tail, cur)
+                nodes_of[cur].append(leaf)
+                self._leafy[cur] = True
+        if not self._refs[rid]:
+            self._data[rid] = None
+        if self.capacity is not None:
+            for s in touched:
+                self._queue(s)
+            self._evict()
+
+    # -- eviction (only with a capacity) ------------------------------------------
+    def _queue(self, s: int) -> None:
+        nodes = self._nodes[s]
+        if nodes:
+            self._ver[s] += 1
+            heappush(self._heap, (self._stamp[s], -self._depth[nodes[-1]], s, self._ver[s]))
 
     def _evict(self) -> None:
-        if self.capacity is None:
-            return
-        limit = max(0, self.capacity // self.unit)
-        over = self._live_blocks - limit
-        if over <= 0:
-            return
-        n = self._time.n
-        ids = np.arange(1, n)
-        ids = ids[~self._gone.a[1:n]]
-        # least recently used first; among equals the deepest first
-        order = np.lexsort((-self._depth.a[ids], self._seq.a[ids]))
-        victims = ids[order[:over]]
-        for v in victims.tolist():
-            self._gone.a[v] = True
-            key = self._key[v]
-            assert key is not None
-            if self._children.get(key) == v:
-                del self._children[key]
-            self._kids[key[0]].remove(v)
-        self._live_blocks -= len(victims)
+        assert self.capacity is not None
+        over = self._live_blocks - max(0, self.capacity // self.unit)
+        heap = self._heap
+        while over > 0 and heap:
+            _, _, s, ver = heappop(heap)
+            if ver != self._ver[s]:
+                continue
+            nodes = self._nodes[s]
+            held = len(nodes) > self._leafy[s]
+            # least recently used first; within one last use the deepest first
+            while over > 0 and nodes:
+                v = nodes.pop()
+                pair = self._key[v]
+                if self._children.get(pair) == v:
+                    del self._children[pair]
+                self._kids[pair[0]].remove(v)
+                self._seg[v] = -1
+                self._live_blocks -= 1
+                over -= 1
+            self._leafy[s] = False  # the leaf, if any, went first
+            if held and not nodes:
+                self._unref(self._stamp[s])
+            if nodes:
+                self._queue(s)
+        if len(heap) > 4 * len(self._nodes) + 64:  # drop void entries now and then
+            self._heap = [e for e in heap if e[3] == self._ver[e[2]]]
+            heapify(self._heap)
 
 
-def _lcp_from(a: array[int], b: array[int], start: int) -> int:
-    """Common prefix length of two token arrays known to agree before
-    ``start``: numpy compares the rest without copying either array."""
-    n = min(len(a), len(b))
-    if start >= n:
-        return n
-    x = np.frombuffer(a, dtype=np.int64, count=n, offset=0)[start:]
-    y = np.frombuffer(b, dtype=np.int64, count=n, offset=0)[start:]
-    diff = x != y
-    at = int(diff.argmax())
-    return n if not diff[at] else start + at
+def _packed(ids: Any) -> bytes:
+    """Packed ids as ``bytes`` (an ``array('q')`` is copied; ``bytes`` are
+    used as they are)."""
+    return ids if isinstance(ids, bytes) else memoryview(ids).cast("B").tobytes()
 
 
-def _common_bytes(a: bytes, b: bytes) -> int:
-    """Common prefix of two byte strings, rounded down to whole tokens."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n - n % _ITEM
-    lo, hi = 0, n
-    while lo < hi:  # binary search on equal prefixes (C comparisons)
+def _agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int) -> int:
+    """How many of the ``avail`` blocks of ``u`` bytes from byte ``start``
+    agree between ``req`` and ``rec``, given that the first one does:
+    ``memcmp`` (``bytes.startswith`` at an offset against a memoryview
+    slice: no copy), first over all of them, else by halving the range
+    still in doubt."""
+    avail = min(avail, (len(rec) - start) // u)  # never read past the record
+    if req.startswith(rec[start : start + avail * u], start):
+        return avail
+    lo, hi = 1, avail - 1  # blocks [0, lo) agree; the answer lies in [lo, hi]
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if req.startswith(rec[start + lo * u : start + mid * u], start + lo * u):
             lo = mid
         else:
             hi = mid - 1
-    return lo - lo % _ITEM
+    return lo
 
 
+def _common_tokens(a: bytes, b: bytes) -> int:
+    """Common prefix of two packed id strings (a block or less), in whole
+    tokens: one ``memcmp`` when one is a prefix of the other, else the
+    lowest set bit of their XOR read as little-endian integers (C work on
+    at most a block, no loop in Python)."""
+    n = min(len(a), len(b))
+    if a.startswith(memoryview(b)[:n]):
+        return n // _ITEM
+    x = int.from_bytes(a[:n], "little") ^ int.from_bytes(b[:n], "little")
+    return ((x & -x).bit_length() - 1) // (8 * _ITEM)  # first differing bit, in tokens

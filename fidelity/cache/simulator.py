@@ -23,12 +23,13 @@ Two stores implement the two kinds of cache:
   stores its whole prompt (and, where the model says so, its reply); a
   later request reads the longest live common prefix, rounded by the
   model's rule (:meth:`CacheModel.reusable`). It is a trie of fixed-size
-  token blocks keyed by the blocks' packed bytes. Walking a request down
-  the trie jumps along the path of the latest request through each node
-  (one ``memcmp`` per jump), so the Python work per request is
+  token blocks keyed by the blocks' packed bytes, its nodes grouped in
+  chains last used by the same request. Walking a request down the trie
+  jumps along such a chain (one ``memcmp`` per jump), and liveness and
+  refresh are stamped per chain, so the Python work per request is
   proportional to its *new* blocks plus the branch points it crosses, not
-  to its length or to the number of earlier requests. Liveness and
-  refresh are stamped on whole paths with numpy fancy indexing.
+  to its length or to the number of earlier requests (see
+  :mod:`fidelity.cache.prefix_store`).
 * :class:`BreakpointStore` for explicit ``cache_control`` breakpoints
   (Anthropic, DashScope explicit): entries exist only where a request put a
   breakpoint; a request reads the longest live entry that ends at one of
@@ -46,15 +47,17 @@ children) against all of it.
 
 from __future__ import annotations
 
-from array import array
+from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
-from ._base import CacheModel, as_token_array, common_prefix, settle_prompt_fields
+from ._base import CacheModel, settle_prompt_fields
 from ._breakpoints import BreakpointCache
 from .prefix_store import PrefixStore
+
+_ITEM = 8  # bytes per packed token id (array('q'))
 
 __all__ = [
     "Usage",
@@ -146,7 +149,7 @@ class SimRequest:
 
 @dataclass
 class _Entry:
-    tokens: array[int]
+    tokens: Sequence[int]  # ids (``array('q')``) of the request that last wrote it (at least ``length`` of them)
     length: int
     last_used: float | None
     ttl: float
@@ -155,36 +158,69 @@ class _Entry:
 
 @dataclass
 class BreakpointStore:
-    """Entries written at explicit breakpoints, by prefix length."""
+    """Entries written at explicit breakpoints, by prefix length.
+
+    "Does this request start with the entry?" is one ``memcmp`` of the
+    entry's length: ``bytes.startswith`` of the request's packed ids (one
+    copy per request, shared by its look-up and its writes, dropped after
+    it) against a memoryview slice of the entry's array. An entry holds the
+    array of the request that wrote it, not a copy.
+    """
 
     lookback: int = 20
     entries: dict[int, list[_Entry]] = field(default_factory=dict)
+    _last: tuple[Any, bytes] | None = field(default=None, init=False, repr=False, compare=False)
 
     @staticmethod
     def _alive(e: _Entry, now: float | None) -> bool:
         return now is None or e.last_used is None or now - e.last_used <= e.ttl
 
+    def _bytes(self, req: SimRequest) -> bytes:
+        """The request's packed ids (copied once per request: :meth:`done`
+        forgets it)."""
+        last = self._last
+        if last is not None and last[0] is req.tokens:
+            return last[1]
+        data: bytes = req.tokens.tobytes()  # type: ignore[attr-defined]  # settled to array('q')
+        self._last = (req.tokens, data)
+        return data
+
     def candidates(self, req: SimRequest) -> list[int]:
         """Prefix lengths a request can read: each breakpoint and the block
         ends up to ``lookback`` blocks before it, longest first."""
-        ends = sorted(set(req.blocks) | set(req.breakpoints))
+        bps = req.breakpoints
+        ends = sorted(req.blocks + bps)  # block ends come sorted: one pass; repeats stay
         out: set[int] = set()
-        for bp in req.breakpoints:
-            before = [e for e in ends if e <= bp]
-            out.update(before[-(self.lookback + 1):])
+        back = self.lookback + 1
+        for bp in bps:
+            at = bisect_right(ends, bp)
+            lo = max(0, at - back - len(bps))  # room for the breakpoints repeated among the ends
+            window = set(ends[lo:at])
+            if len(window) >= back or not lo:
+                out.update(sorted(window)[-back:])
+                continue
+            seen, last = 0, None
+            while at and seen < back:  # more repeats than that: walk down
+                at -= 1
+                end = ends[at]
+                if end != last:
+                    out.add(end)
+                    seen += 1
+                    last = end
         return sorted(out, reverse=True)
 
     def hit(self, req: SimRequest, now: float | None) -> _Entry | None:
         """The longest live entry at a candidate position that matches."""
-        lcp: dict[int, int] = {}
+        entries = self.entries
+        data: bytes | None = None
         for pos in self.candidates(req):
-            for e in self.entries.get(pos, ()):
-                if not self._alive(e, now):
-                    continue
-                key = id(e.tokens)
-                if key not in lcp:
-                    lcp[key] = common_prefix(e.tokens, req.tokens)
-                if lcp[key] >= pos:
+            bucket = entries.get(pos)
+            if not bucket:
+                continue
+            if data is None:
+                data = self._bytes(req)
+            for e in bucket:
+                if self._alive(e, now) and data.startswith(memoryview(e.tokens).cast("B")[: pos * _ITEM]):  # type: ignore[arg-type]
                     return e
         return None
 
@@ -192,16 +228,22 @@ class BreakpointStore:
         """Store the prefix ending at ``pos``; refresh it when already
         stored (True when it was new)."""
         bucket = self.entries.setdefault(pos, [])
-        for e in bucket:
-            if common_prefix(e.tokens, req.tokens) >= pos:
-                fresh = not self._alive(e, now)
-                e.tokens, e.last_used, e.label = as_token_array(req.tokens), now, label
-                e.ttl = ttl if fresh else max(e.ttl, ttl)
-                return fresh
-        bucket.append(_Entry(as_token_array(req.tokens), pos, now, ttl, label))
+        if bucket:
+            data = self._bytes(req)
+            for e in bucket:
+                if data.startswith(memoryview(e.tokens).cast("B")[: pos * _ITEM]):  # type: ignore[arg-type]
+                    fresh = not self._alive(e, now)
+                    e.tokens, e.last_used, e.label = req.tokens, now, label
+                    e.ttl = ttl if fresh else max(e.ttl, ttl)
+                    return fresh
+        bucket.append(_Entry(req.tokens, pos, now, ttl, label))
         if now is not None:  # drop what can never be read again
             bucket[:] = [e for e in bucket if self._alive(e, now)]
         return True
+
+    def done(self) -> None:
+        """The request in hand is finished: drop its copy."""
+        self._last = None
 
 
 # --------------------------------------------------------------------------- the simulator
@@ -308,16 +350,18 @@ class Simulator:
     def _implicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
         n = _scaled(len(req.tokens), req.scale)
         store: PrefixStore | None = self._store(req.key, commit)
-        shared, parent = store.longest(as_token_array(req.tokens), now) if store is not None else (0, None)
+        if store is None:
+            shared, parent = 0, None
+        elif commit:  # one walk: what it reads, then what it writes
+            output = req.output if self.model.includes_output else ()
+            shared, parent = store.feed(req.tokens, output, now, label)
+        else:
+            shared, parent = store.longest(req.tokens, now)
         shared = _scaled(shared, req.scale)
         read = min(n, self.model.reusable(shared, n)) if shared else 0
         stored = min(n, self.model.reusable(n, n + 1))
         written = max(0, stored - read)
-        if commit and store is not None:
-            tokens = as_token_array(req.tokens)
-            data = tokens + as_token_array(req.output) if (self.model.includes_output and len(req.output)) else tokens
-            store.store(data, now, label)
-        return Prediction(n, read, written, parent if read else None, nearest=parent)
+        return _prediction(n, read, written, parent if read else None, (), parent)
 
     def _explicit(self, req: SimRequest, now: float | None, label: Hashable, commit: bool) -> Prediction:
         model = self.model
@@ -345,7 +389,24 @@ class Simulator:
             for bp, ttl in zip(req.breakpoints, ttls):
                 if _scaled(bp, req.scale) >= model.minimum:
                     store.write(req, bp, ttl, now, label)
-        return Prediction(n, read, written, parent, tuple(sorted(writes.items())))
+        if store is not None:
+            store.done()
+        return _prediction(n, read, written, parent, tuple(sorted(writes.items())), None)
+
+
+_new = object.__new__
+
+
+def _prediction(prompt: int, read: int, write: int, parent: Hashable | None,
+                write_ttls: tuple[tuple[float, int], ...], nearest: Hashable | None) -> Prediction:
+    """``Prediction(prompt, read, write, parent, write_ttls, nearest)``
+    without the frozen dataclass's six ``object.__setattr__`` calls (one
+    per request fed adds up over a scan): the same fields in the same order,
+    so equality, hashing, repr and pickling are the dataclass's own."""
+    p = _new(Prediction)
+    p.__dict__.update(prompt=prompt, cache_read=read, cache_write=write, parent=parent,
+                      write_ttls=write_ttls, nearest=nearest)
+    return p
 
 
 def _scaled(count: int, scale: float) -> int:
