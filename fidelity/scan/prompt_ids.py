@@ -8,7 +8,9 @@ each whole body pays for the whole history again (a parse, the cache view,
 billed ids of every segment). :class:`PromptIds` builds the same request
 element by element (:mod:`.billed_elements`): an element equal to the one at
 the same place in the partition's previous request, with the same context,
-reuses that request's ids (a list comparison in C over the leading run); any
+reuses that request's ids (a list comparison in C over the leading run), its
+contexts where what they read did not change, and its assembled prompt (the
+shared leading part is a slice of it); any
 other element is looked up in the worker's memo by its bytes and context
 (:class:`~fidelity.scan.memo.TokenMemo`), and tokenized only when new. The
 per-segment functions are ``cache_prompt``'s own and the request is
@@ -36,7 +38,7 @@ import orjson
 
 from ..cache.prompts import cache_prompt
 from ..cache.simulator import SimRequest
-from .billed_elements import SKIP, Handler, Unsupported, _Anthropic, generic, handler_for, result_ids
+from .billed_elements import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
 from .memo import TokenMemo
 from .view import FastView
 
@@ -60,8 +62,8 @@ class PromptIds:
         self.fast = 0
         #: why requests went to ``cache_prompt`` (reason -> count)
         self.reasons: dict[str, int] = {}
-        # the previous request built element by element: (dialect, model, contexts, results)
-        self._prev: tuple[str, str, list[Hashable], list[Any]] | None = None
+        # the previous request built element by element: (dialect, model, what it left)
+        self._prev: tuple[str, str, Previous] | None = None
 
     def build(self, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> tuple[str, SimRequest]:
@@ -95,15 +97,19 @@ class PromptIds:
 
     def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> SimRequest:
-        self._prev, prev = None, self._prev  # cleared until this request is built
+        self._prev, last = None, self._prev  # cleared until this request is built
         model = rec.model
-        prep = h.prepare(rec.body, view, model)
         items = view.items
-        ctxs = h.contexts(prep, items)
+        prev = None
+        if last is not None and last[0] == h.name and last[1] == model:
+            prev = last[2]
+            prev.k = max(0, min(shared, prev.n))
+        prep = h.prepare(rec.body, view, model, prev)
+        ctxs = h.contexts(prep, items, prev)
         results: list[Any] = []
-        if prev is not None and prev[0] == h.name and prev[1] == model:
-            p_ctxs, p_res = prev[2], prev[3]
-            k = min(shared, len(p_res))
+        if prev is not None:
+            p_ctxs, p_res = prev.ctxs, prev.results
+            k = min(prev.k, len(p_res))
             if ctxs[:k] == p_ctxs[:k]:
                 results = p_res[:k]
             else:
@@ -111,8 +117,9 @@ class PromptIds:
                     if ctxs[i] != p_ctxs[i]:
                         break
                     results.append(p_res[i])
+        same = len(results)
         memo, name = self.memo, h.name
-        for i in range(len(results), len(items)):
+        for i in range(same, len(items)):
             ctx = ctxs[i]
             if ctx is SKIP:
                 results.append(None)
@@ -130,11 +137,8 @@ class PromptIds:
         if params_ids is None:
             params_ids = h.params_ids(prep)
             memo.put(pkey, params_ids, len(view.params) + 8 * len(params_ids) + 128)
-        if isinstance(h, _Anthropic):
-            req = h.anthropic(prep, rec.body, params_ids, results, time, label)
-        else:
-            req = generic(h, prep, params_ids, items, results, time, label)
-        self._prev = (name, model, ctxs, results)
+        req, state = h.assemble(prep, rec.body, params_ids, items, results, prev, same, time, label)
+        self._prev = (name, model, Previous(0, len(items), prep, ctxs, results, state))
         return req
 
 
