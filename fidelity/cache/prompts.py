@@ -242,6 +242,10 @@ class Assembled:
     mods: dict[int, Any] = field(default_factory=dict)
     head: Any = None
     flags: list[bool] | None = None
+    #: Anthropic: the params ids, model and tool-prompt cut the head and cut came from
+    params: Any = None
+    model: str = ""
+    cut: int = 0
 
 
 def _same_parts(parts: Sequence[Any], prev: Sequence[Any], same: int) -> int:
@@ -373,6 +377,11 @@ def _run(ids: Sequence[int], value: int) -> int:
     """How many leading ids equal ``value`` (counted in C)."""
     if not len(ids) or ids[0] != value:
         return 0
+    n = 1
+    while n < 8 and n < len(ids) and ids[n] == value:
+        n += 1
+    if n < 8 or n == len(ids):
+        return n
     eq = np.asarray(ids, dtype=np.int64) == value if not isinstance(ids, array) else \
         np.frombuffer(ids, dtype=np.int64) == value
     return len(eq) if eq.all() else int(eq.argmin())
@@ -500,7 +509,10 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
     ``images``: the image blocks of ``obj``'s messages when the caller has
     counted them (:func:`anthropic_images`). Blocks out of cache order are
     refused (``ValueError``)."""
-    n = _head_len(params_ids)
+    if prev is not None and prev.params is params_ids and prev.model == model:
+        n = len(prev.head)
+    else:
+        n = _head_len(params_ids)
     head, rest = params_ids[:n], params_ids[n:]
     nb = len(blocks)
     # the first block of each level: blocks come in cache order
@@ -509,7 +521,10 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
     first_msg = None if first_msg == nb else first_msg
     cut = 0
     if first_tool is not None:
-        cut = _tool_prompt_moved(model, blocks[first_tool][1])
+        if prev is not None and prev.parts and prev.parts[0] is blocks[0] and prev.model == model:
+            cut = prev.cut
+        else:
+            cut = _tool_prompt_moved(model, blocks[first_tool][1])
         if cut:  # the tool_choice-dependent part of the tool-use prompt
             rest = blocks[first_tool][1][:cut] + rest
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
@@ -593,7 +608,7 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
         starts.append(len(flat))
         n_ends.append(len(ends))
         n_marks.append(len(marks))
-    state = Assembled(parts, flat, starts, n_ends, ends, n_marks, marks, [], mods, head)
+    state = Assembled(parts, flat, starts, n_ends, ends, n_marks, marks, [], mods, head, None, params_ids, model, cut)
     top = obj.get("cache_control")
     every = marks + [(len(flat), ttl_seconds(top))] if isinstance(top, dict) and len(flat) else marks
     best: dict[int, float] = {}

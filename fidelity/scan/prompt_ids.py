@@ -40,9 +40,12 @@ from ..cache.prompts import cache_prompt
 from ..cache.simulator import SimRequest
 from .billed_elements import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
 from .memo import TokenMemo
-from .view import FastView
+from .view import FastView, Item
 
-__all__ = ["PromptIds", "fast_enabled"]
+__all__ = ["PromptIds", "fast_enabled", "KEEP"]
+
+#: requests kept per partition to build the next ones from (sessions interleave in a partition)
+KEEP = 8
 
 
 def fast_enabled() -> bool:
@@ -62,8 +65,11 @@ class PromptIds:
         self.fast = 0
         #: why requests went to ``cache_prompt`` (reason -> count)
         self.reasons: dict[str, int] = {}
-        # the previous request built element by element: (dialect, model, what it left)
-        self._prev: tuple[str, str, Previous] | None = None
+        # the latest requests built element by element, oldest first:
+        # (dialect, model, elements, what it left); the last one is the
+        # partition's previous request while ``_last`` holds
+        self._states: list[tuple[str, str, tuple[Item, ...], Previous]] = []
+        self._last = False
 
     def build(self, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> tuple[str, SimRequest]:
@@ -87,7 +93,7 @@ class PromptIds:
                     reason = str(exc) or "unsupported"
                 except Exception:  # noqa: BLE001 -- cache_prompt decides (it raises the right error)
                     reason = "error"
-        self._prev = None
+        self._last = False
         self.slow += 1
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
@@ -97,13 +103,10 @@ class PromptIds:
 
     def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> SimRequest:
-        self._prev, last = None, self._prev  # cleared until this request is built
         model = rec.model
         items = view.items
-        prev = None
-        if last is not None and last[0] == h.name and last[1] == model:
-            prev = last[2]
-            prev.k = max(0, min(shared, prev.n))
+        prev = self._parent(h.name, model, items, shared)
+        self._last = False  # until this request is built
         prep = h.prepare(rec.body, view, model, prev)
         ctxs = h.contexts(prep, items, prev)
         results: list[Any] = []
@@ -138,8 +141,56 @@ class PromptIds:
             params_ids = h.params_ids(prep)
             memo.put(pkey, params_ids, len(view.params) + 8 * len(params_ids) + 128)
         req, state = h.assemble(prep, rec.body, params_ids, items, results, prev, same, time, label)
-        self._prev = (name, model, Previous(0, len(items), prep, ctxs, results, state))
+        states = self._states
+        if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
+            states[:] = [st for st in states if st[3] is not prev]
+        states.append((name, model, items, Previous(0, len(items), prep, ctxs, results, state)))
+        if len(states) > KEEP:
+            del states[0]
+        self._last = True
         return req
+
+    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int) -> Previous | None:
+        """The kept request whose leading elements this one shares most (a
+        session's previous turn, though other sessions' requests came in
+        between): the partition's previous request shares ``shared``; an
+        earlier one is compared in full only when it agrees on the element
+        after those (a compare in C)."""
+        best: Previous | None = None
+        best_k = 0
+        n = len(items)
+        for i in range(len(self._states) - 1, -1, -1):
+            s_name, s_model, s_items, st = self._states[i]
+            if s_name != name or s_model != model:
+                continue
+            if i == len(self._states) - 1 and self._last:
+                k = min(shared, st.n)
+            else:
+                at = best_k if best is not None else 0
+                if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
+                    continue
+                k = _shared(items, s_items)
+            if best is None or k > best_k:
+                best, best_k = st, k
+        if best is not None:
+            best.k = best_k
+        return best
+
+
+def _shared(a: tuple[Item, ...], b: tuple[Item, ...]) -> int:
+    """How many leading elements ``a`` and ``b`` share (kind, place and
+    value): a binary search over tuple comparisons, in C."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _dumps(value: Any) -> bytes:
