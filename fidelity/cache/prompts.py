@@ -32,11 +32,14 @@ this module turns one request body into one, per provider:
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from array import array
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
+import numpy as np
 import orjson
 
 from .. import providers, tokens, wire
@@ -48,7 +51,8 @@ from .invalidation import ANTHROPIC_INVALIDATES, IMAGES_LEVEL
 from .simulator import SimRequest
 
 __all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER",
-           "generic_request", "anthropic_request", "anthropic_block_ends"]
+           "generic_request", "anthropic_request", "anthropic_block_ends", "block_ends_of", "Assembled",
+           "generic_assemble", "anthropic_assemble", "anthropic_images"]
 
 MARKER = b'"cache_control"'
 
@@ -201,22 +205,106 @@ def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array
                     marked: Sequence[bool] | None = None) -> SimRequest:
     """A non-Anthropic :class:`SimRequest` from each segment's kind and billed
     ids (what :func:`cache_prompt` computes per segment; ``fidelity scan``
-    memoises them per element and assembles here, so both build the same
-    request). ``marked``: DashScope explicit caching, per segment whether it
-    carries a marker (``None``: implicit caching)."""
-    flat = array(tokens.TOKEN_TYPECODE)
-    ends: list[int] = []
-    marks: list[int] = []
-    for i, (kind, seg_ids) in enumerate(zip(kinds, ids)):
-        flat.extend(seg_ids)
-        if kind != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
+    memoises them per element and assembles with :func:`generic_assemble`,
+    the same loop, so both build the same request). ``marked``: DashScope
+    explicit caching, per segment whether it carries a marker (``None``:
+    implicit caching)."""
+    return generic_assemble(kinds, ids, tail, time, label, output, key, marked)[0]
+
+
+@dataclass
+class Assembled:
+    """What an assembled request leaves for the next one of its session, so
+    that the next one copies the prompt of the parts both share (a slice of
+    an array, in C) instead of walking them again: a session re-sends its
+    whole history with every request (:func:`generic_assemble`,
+    :func:`anthropic_assemble`).
+
+    ``parts``: each part as it was given (a segment's ids array, an
+    Anthropic block tuple), compared by identity; ``tokens``: the request's
+    prompt (read-only: the simulator holds it); per part ``i``, ``starts[i]``
+    is the token offset where it begins and ``n_ends[i]`` / ``n_marks[i]``
+    how many block ends and breakpoints come before it (each list one longer
+    than ``parts``); ``mods``: how a part was changed while assembling
+    (Anthropic: the tool-use prompt cut from the first tool, the request
+    pieces joined to the first message, a level's salt), by part index;
+    ``head``: the ids ahead of the first part; ``kinds`` and ``flags``: each
+    part's kind and DashScope marker flag (:func:`generic_assemble`)."""
+
+    parts: list[Any]
+    tokens: array[int]
+    starts: list[int]
+    n_ends: list[int]
+    ends: list[int]
+    n_marks: list[int]
+    marks: list[Any]
+    kinds: list[Any] = field(default_factory=list)
+    mods: dict[int, Any] = field(default_factory=dict)
+    head: Any = None
+    flags: list[bool] | None = None
+    #: Anthropic: the params ids, model and tool-prompt cut the head and cut came from
+    params: Any = None
+    model: str = ""
+    cut: int = 0
+
+
+def _same_parts(parts: Sequence[Any], prev: Sequence[Any], same: int) -> int:
+    """How many leading ``parts`` are the very objects of ``prev``: ``same``
+    (the caller's count) when it holds, checked in C; else counted."""
+    same = max(0, min(same, len(parts), len(prev)))
+    if all(map(is_, parts[:same], prev[:same])):
+        return same
+    return next((i for i in range(same) if parts[i] is not prev[i]), same)
+
+
+def _same_prefix(a: Sequence[Any], b: Sequence[Any], j: int) -> int:
+    """``j``, or less: how many of the first ``j`` items of ``a`` and ``b`` are equal."""
+    if a[:j] == b[:j]:
+        return j
+    return next(i for i in range(j) if i >= len(a) or i >= len(b) or a[i] != b[i])
+
+
+def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
+                     label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
+                     marked: Sequence[bool] | None = None, prev: Assembled | None = None,
+                     same: int = 0) -> tuple[SimRequest, Assembled]:
+    """:func:`generic_request`, and what it leaves for the next request:
+    with ``prev`` (the previous request's :class:`Assembled`) the leading
+    parts that are ``prev``'s own (the same ids objects, kinds and marks; at
+    most ``same`` of them) are copied from its prompt, and only the rest is
+    walked."""
+    kinds = list(kinds)
+    flags = list(marked) if marked is not None else None
+    n = min(len(kinds), len(ids))
+    j = 0
+    if prev is not None and same:
+        j = _same_parts(ids, prev.parts, same)
+        j = _same_prefix(kinds, prev.kinds, j)
+        if flags is not None or prev.flags is not None:
+            j = _same_prefix(flags or [], prev.flags or [], j) if flags is not None and prev.flags is not None else 0
+    if j:
+        flat = prev.tokens[: prev.starts[j]]  # type: ignore[union-attr]
+        ends = prev.ends[: prev.n_ends[j]]  # type: ignore[union-attr]
+        marks = prev.marks[: prev.n_marks[j]]  # type: ignore[union-attr]
+        starts, n_ends, n_marks = prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1]  # type: ignore[union-attr]
+    else:
+        flat = array(tokens.TOKEN_TYPECODE)
+        ends, marks, starts, n_ends, n_marks = [], [], [0], [0], [0]
+    for i in range(j, n):
+        flat.extend(ids[i])
+        if kinds[i] != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
             ends.append(len(flat))
-            if marked is not None and marked[i]:
+            if flags is not None and flags[i]:
                 marks.append(len(flat))
+        starts.append(len(flat))
+        n_ends.append(len(ends))
+        n_marks.append(len(marks))
     # the reply priming the provider appends after the last message (OpenAI: 3)
     flat.extend(tail)
     explicit = marked is not None
-    return SimRequest(flat, time, tuple(marks), (), tuple(ends) if explicit else (), output, key, label)
+    req = SimRequest(flat, time, tuple(marks), (), tuple(ends) if explicit else (), output, key, label)
+    state = Assembled(list(ids[:n]), flat, starts, n_ends, ends, n_marks, marks, kinds[:n], flags=flags)
+    return req, state
 
 
 # --------------------------------------------------------------------------- Anthropic
@@ -224,6 +312,10 @@ def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array
 #: setting -> the first level it invalidates (the one table: :mod:`fidelity.cache.invalidation`)
 _LEVEL_SALTS = ANTHROPIC_INVALIDATES
 _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
+
+
+def _cc_of(v: Any) -> Any:
+    return v.get("cache_control") if isinstance(v, dict) else None
 
 
 def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
@@ -237,38 +329,62 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
     bytes of each element of ``content`` when the caller has them (else
     they are sliced from the segment)."""
     content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
-    def cc_of(v: Any) -> Any:
-        return v.get("cache_control") if isinstance(v, dict) else None
-
     if not isinstance(content, list) or len(content) < 2:
-        cc = cc_of(value)
-        if isinstance(content, list) and content:
-            cc = cc_of(content[0])
-        return [(len(seg_ids), cc)]
+        return block_ends_of(value, seg.kind, len(seg_ids), 0, ())
     if blocks is None:
         blocks = [seg.data[s:e] for s, e in element_spans(seg.data, "/content")]
     probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
     probe += [Segment("message", i + 1, "", strip_markers(b)) for i, b in enumerate(blocks)]
     got = [_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
-    got.insert(0, _ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
-    overhead = len(got[0])
+    overhead = len(_ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
+    return block_ends_of(value, seg.kind, len(seg_ids), overhead, [len(g) - overhead for g in got])
+
+
+def block_ends_of(value: Any, kind: str, total: int, overhead: int,
+                  lengths: Sequence[int]) -> list[tuple[int, Any]]:
+    """The block ends of :func:`_block_ends` from each content block's
+    length in tokens (``lengths``, in the order of ``content``) and the
+    message's own overhead (its ids ahead of the first block): one
+    ``(end, cache_control)`` per block when ``content`` is a list of two
+    or more blocks and the lengths add up to ``total`` (the segment's
+    count), else one for the whole segment. The scan's element path gives
+    the lengths it has from tokenizing the message once."""
+    content = value.get("content") if isinstance(value, dict) and kind == "message" else None
+    if not isinstance(content, list) or len(content) < 2:
+        cc = _cc_of(value)
+        if isinstance(content, list) and content:
+            cc = _cc_of(content[0])
+        return [(total, cc)]
     out: list[tuple[int, Any]] = []
     at = overhead
-    for block, block_ids in zip(content, got[1:]):
-        at += len(block_ids) - overhead
-        out.append((at, cc_of(block)))
-    if at != len(seg_ids):
-        return [(len(seg_ids), next((cc_of(b) for b in reversed(content) if cc_of(b) is not None), None))]
+    for block, n in zip(content, lengths):
+        at += n
+        out.append((at, _cc_of(block)))
+    if at != total:
+        return [(total, next((_cc_of(b) for b in reversed(content) if _cc_of(b) is not None), None))]
     return out
 
 
 def _head_len(params_ids: Sequence[int]) -> int:
     """Length of the fixed per-request run that leads an Anthropic params
     segment's estimate (the same in every request: it goes first)."""
-    n = 0
-    while n < len(params_ids) and params_ids[n] == params_ids[0] and params_ids[0] < 0:
+    if not len(params_ids) or params_ids[0] >= 0:
+        return 0
+    return _run(params_ids, params_ids[0])
+
+
+def _run(ids: Sequence[int], value: int) -> int:
+    """How many leading ids equal ``value`` (counted in C)."""
+    if not len(ids) or ids[0] != value:
+        return 0
+    n = 1
+    while n < 8 and n < len(ids) and ids[n] == value:
         n += 1
-    return n
+    if n < 8 or n == len(ids):
+        return n
+    eq = np.asarray(ids, dtype=np.int64) == value if not isinstance(ids, array) else \
+        np.frombuffer(ids, dtype=np.int64) == value
+    return len(eq) if eq.all() else int(eq.argmin())
 
 
 def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
@@ -279,9 +395,7 @@ def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
     table), so that part is placed ahead of the first message."""
     from ..tokens.framing_estimate import DOC, anthropic_tool_prompt
 
-    n = 0
-    while n < len(tools_ids) and tools_ids[n] == DOC.id:
-        n += 1
+    n = _run(tools_ids, DOC.id)
     if not n:
         return 0
     shared = min(anthropic_tool_prompt(model, choice) for choice in (None, {"type": "any"}))
@@ -347,8 +461,9 @@ def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[
                       members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
                       label: Hashable | None, output: Sequence[int] = ()) -> SimRequest:
     """Anthropic's :class:`SimRequest` from the params segment's ids, each
-    block's ``(level, ids, [(end, cache_control)])`` and the body's top-level
-    members ``(key, value bytes)`` (only the setting members are read).
+    block's ``(level, ids, [(end, cache_control)])`` in cache order (tools,
+    then system, then messages) and the body's top-level members ``(key,
+    value bytes)`` (only the setting members are read).
 
     The request-level pieces of the estimate (the params segment: a fixed
     per-request count, then thinking and ``output_config`` pieces) are
@@ -358,67 +473,147 @@ def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[
     prompt's count depends on ``tool_choice`` (346 or 313 tokens...), which
     also invalidates the messages cache only: the count every choice shares
     stays ahead of the tools, the part that varies joins the rest
-    (:func:`_tool_prompt_moved`)."""
-    n = _head_len(params_ids)
+    (:func:`_tool_prompt_moved`). The work is :func:`anthropic_assemble`'s
+    (the scan's element path calls it with the previous request's state)."""
+    return anthropic_assemble(params_ids, blocks, members, obj, model, time, label, output)[0]
+
+
+#: Anthropic's levels in cache order
+_RANK = {"tools": 0, "system": 1, "messages": 2}
+
+
+def _rank(block: tuple[str, Any, Any]) -> int:
+    return _RANK[block[0]]
+
+
+def anthropic_images(messages: Any) -> int:
+    """Image blocks across ``messages`` (image presence is a setting the
+    invalidation table names)."""
+    images = 0
+    for msg in messages or ():
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, list):
+            images += sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
+    return images
+
+
+def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
+                       members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
+                       label: Hashable | None, output: Sequence[int] = (), images: int | None = None,
+                       prev: Assembled | None = None, same: int = 0) -> tuple[SimRequest, Assembled]:
+    """:func:`anthropic_request`, and what it leaves for the next request
+    (:class:`Assembled`): with ``prev``, the leading blocks that are
+    ``prev``'s own block tuples (at most ``same`` of them) and were changed
+    alike (the head, the cut tool prompt, the joined request pieces, the
+    salts) are copied from its prompt, and only the rest is walked.
+    ``images``: the image blocks of ``obj``'s messages when the caller has
+    counted them (:func:`anthropic_images`). Blocks out of cache order are
+    refused (``ValueError``)."""
+    if prev is not None and prev.params is params_ids and prev.model == model:
+        n = len(prev.head)
+    else:
+        n = _head_len(params_ids)
     head, rest = params_ids[:n], params_ids[n:]
-    blocks = list(blocks)
-    first_tool = next((i for i, b in enumerate(blocks) if b[0] == "tools"), None)
+    nb = len(blocks)
+    # the first block of each level: blocks come in cache order
+    first_tool = 0 if nb and blocks[0][0] == "tools" else None
+    first_msg: int | None = bisect_left(blocks, 2, key=_rank)
+    first_msg = None if first_msg == nb else first_msg
+    cut = 0
     if first_tool is not None:
-        _, b_ids, ends_in = blocks[first_tool]
-        k = _tool_prompt_moved(model, b_ids)
-        if k:  # the tool_choice-dependent part of the tool-use prompt
-            blocks[first_tool] = ("tools", b_ids[k:], [(e - k, cc) for e, cc in ends_in])
-            rest = b_ids[:k] + rest
+        if prev is not None and prev.parts and prev.parts[0] is blocks[0] and prev.model == model:
+            cut = prev.cut
+        else:
+            cut = _tool_prompt_moved(model, blocks[first_tool][1])
+        if cut:  # the tool_choice-dependent part of the tool-use prompt
+            rest = blocks[first_tool][1][:cut] + rest
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
     for key, value in members:
         level = _LEVEL_SALTS.get(key)
         if level is not None:
             salts[level].append(key.encode() + b"=" + value)
-    images = 0
-    for msg in obj.get("messages") or ():
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if isinstance(content, list):
-            images += sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
+    if images is None:
+        images = anthropic_images(obj.get("messages"))
     if images:
         salts[IMAGES_LEVEL].append(b"images=%d" % images)
-    first_msg = next((i for i, b in enumerate(blocks) if b[0] == "messages"), None)
-    if len(rest):
-        if first_msg is None:
-            blocks.append(("messages", rest, [(len(rest), None)]))
-        else:
-            level, b_ids, ends_in = blocks[first_msg]
-            joined = array(tokens.TOKEN_TYPECODE, rest)
-            joined.extend(b_ids)
-            blocks[first_msg] = (level, joined, [(len(rest) + e, cc) for e, cc in ends_in])
-    first: dict[str, int] = {}
-    for idx, (level, b_ids, _) in enumerate(blocks):
-        if len(b_ids) and level not in first:
-            first[level] = idx
+    extra = None
+    if len(rest) and first_msg is None:
+        extra = ("messages", rest, [(len(rest), None)])
+    joined = len(rest) if first_msg is not None else 0
+
+    def size(idx: int) -> int:
+        if idx == nb:
+            return len(extra[1]) if extra is not None else 0
+        got = len(blocks[idx][1])
+        return got - cut if idx == first_tool else got + joined if idx == first_msg else got
+
+    def first_of(rank: int) -> int | None:
+        lo = bisect_left(blocks, rank, key=_rank)
+        hi = bisect_left(blocks, rank + 1, lo, key=_rank)
+        if rank == 2 and extra is not None:
+            hi += 1
+        return next((i for i in range(lo, hi) if size(i)), None)
+
+    first_sys, first_m = first_of(1), first_of(2)
     targets: dict[int, list[bytes]] = {}
     # a level's salt goes on its first token; without a system prompt the
     # system-level salt falls on the first message (it invalidates both)
-    for level, at in (("system", first.get("system", first.get("messages"))), ("messages", first.get("messages"))):
+    for level, at in (("system", first_sys if first_sys is not None else first_m), ("messages", first_m)):
         if at is not None and salts[level]:
             targets.setdefault(at, []).extend(salts[level])
-    flat = array(tokens.TOKEN_TYPECODE, head)
-    ends: list[int] = []
-    marks: list[tuple[int, float]] = []
-    for idx, (_, b_ids, b_ends) in enumerate(blocks):
+    mods: dict[int, Any] = {i: (None, None, b"|".join(t)) for i, t in targets.items()}
+    if cut:
+        mods[first_tool] = (cut, None, mods.get(first_tool, (0, None, None))[2])  # type: ignore[index]
+    if joined:
+        mods[first_msg] = (0, rest.tobytes(), mods.get(first_msg, (0, None, None))[2])  # type: ignore[index]
+    parts = list(blocks)
+    if extra is not None:
+        parts.append(extra)
+    j = 0
+    if prev is not None and same and prev.head == head:
+        j = _same_parts(parts, prev.parts, same)
+        for idx in set(mods) | set(prev.mods):
+            if idx < j and mods.get(idx) != prev.mods.get(idx):
+                j = idx
+    if j:
+        flat = prev.tokens[: prev.starts[j]]  # type: ignore[union-attr]
+        ends = prev.ends[: prev.n_ends[j]]  # type: ignore[union-attr]
+        marks = prev.marks[: prev.n_marks[j]]  # type: ignore[union-attr]
+        starts, n_ends, n_marks = prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1]  # type: ignore[union-attr]
+    else:
+        flat = array(tokens.TOKEN_TYPECODE, head)
+        ends, marks, starts, n_ends, n_marks = [], [], [len(flat)], [0], [0]
+    last = _RANK[parts[j - 1][0]] if j else 0
+    for idx in range(j, len(parts)):
+        level, b_ids, b_ends = parts[idx]
+        rank = _RANK[level]
+        if rank < last:
+            raise ValueError("Anthropic blocks out of cache order (tools, system, messages)")
+        last = rank
+        shift = 0
+        if idx == first_tool and cut:
+            b_ids, shift = b_ids[cut:], -cut
+        elif idx == first_msg and joined:
+            b_ids, shift = rest + b_ids, joined
         start = len(flat)
         flat.extend(b_ids)
         if idx in targets and len(b_ids):
             flat[start] = flat[start] ^ _salt(b"|".join(targets[idx]))
         for e, cc in b_ends:
-            at = start + e
+            at = start + e + shift
             if at and (not ends or ends[-1] != at):
                 ends.append(at)
             if isinstance(cc, dict) and at:
                 marks.append((at, ttl_seconds(cc)))
+        starts.append(len(flat))
+        n_ends.append(len(ends))
+        n_marks.append(len(marks))
+    state = Assembled(parts, flat, starts, n_ends, ends, n_marks, marks, [], mods, head, None, params_ids, model, cut)
     top = obj.get("cache_control")
-    if isinstance(top, dict) and len(flat):
-        marks.append((len(flat), ttl_seconds(top)))
+    every = marks + [(len(flat), ttl_seconds(top))] if isinstance(top, dict) and len(flat) else marks
     best: dict[int, float] = {}
-    for at, ttl in marks:
+    for at, ttl in every:
         best[at] = max(best.get(at, 0.0), ttl)
     bps = tuple(sorted(best))
-    return SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output, ("anthropic", model), label)
+    req = SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output, ("anthropic", model), label)
+    return req, state

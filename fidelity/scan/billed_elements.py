@@ -23,6 +23,15 @@ whenever the element and its context are unchanged:
   reads whether it follows the last user message, its neighbours' roles and
   whether it opens the prompt; a tool reads its place and the system text.
 
+Each request of a partition is built from the previous one where it can
+(:class:`Previous`, a session re-sends its whole history): the contexts of
+the shared leading elements are kept unless what they read changed (a call
+id renamed, the last user message moved, tools or system changed), and the
+request is assembled from the previous one's prompt
+(:func:`fidelity.cache.prompts.generic_assemble`,
+:func:`~fidelity.cache.prompts.anthropic_assemble`), so the work per
+request follows its new elements.
+
 The bytes of an element are ``orjson.dumps`` of its parsed value: exactly
 the slice ``cache_prompt`` cuts from the body when the body is compact JSON as
 orjson writes it, which the caller checks. Other dialects have no handler
@@ -32,18 +41,24 @@ orjson writes it, which the caller checks. Other dialects have no handler
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
+
+import orjson
 
 from .. import providers, tokens, wire
 from ..cache.prompts import (
     _LEVEL_SALTS,
     _LEVELS,
     MARKER,
+    Assembled,
+    anthropic_assemble,
     anthropic_block_ends,
-    anthropic_request,
-    generic_request,
+    block_ends_of,
+    generic_assemble,
     strip_markers,
 )
 from ..cache.simulator import SimRequest
@@ -54,7 +69,7 @@ from ..wire import _template as tpl
 from ..wire.anthropic_messages import _is_billing_block, billing_block_keyed
 from .view import FastView, Item, dumps_value
 
-__all__ = ["Handler", "Unsupported", "handler_for", "SKIP"]
+__all__ = ["Handler", "Previous", "Unsupported", "handler_for", "SKIP"]
 
 #: the context of an element the cache view leaves out (no ids)
 SKIP = ("skip",)
@@ -63,6 +78,22 @@ _EMPTY = array(tokens.TOKEN_TYPECODE)
 
 class Unsupported(Exception):
     """A body the fast path does not build exactly as ``cache_prompt`` does."""
+
+
+@dataclass
+class Previous:
+    """The partition's previous request, built element by element: its
+    first ``k`` elements equal this request's (the caller's count,
+    :func:`~fidelity.scan.view.shared_items`); ``n`` elements in all; what
+    :meth:`Handler.prepare` gave, each element's context and result, and
+    what :meth:`Handler.assemble` left."""
+
+    k: int
+    n: int
+    prep: Any
+    ctxs: list[Hashable]
+    results: list[Any]
+    state: Any
 
 
 @dataclass
@@ -76,17 +107,19 @@ class Handler:
     def name(self) -> str:
         return self.dialect.name
 
-    def tokenizer(self, model: str) -> tokens.Tokenizer:
+    def tokenizer(self, model: str, prev: Previous | None = None) -> tokens.Tokenizer:
+        if prev is not None and prev.prep.model == model:
+            return prev.prep.tok  # type: ignore[no-any-return]
         return billing_tokenizer(tokens.for_model(model, self.dialect.provider), self.dialect.name)
 
-    # -- the steps (overridden per dialect; the request is assembled by
-    # :func:`generic`, or :meth:`_Anthropic.anthropic`) ----------------------
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str) -> Any:
+    # -- the steps (overridden per dialect) ---------------------------------
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> Any:
         """What the request's elements read from the rest of the view."""
         raise NotImplementedError
 
-    def contexts(self, prep: Any, items: Sequence[Item]) -> list[Hashable]:
-        """Each element's context: equal element bytes and equal context give equal ids."""
+    def contexts(self, prep: Any, items: Sequence[Item], prev: Previous | None = None) -> list[Hashable]:
+        """Each element's context: equal element bytes and equal context give
+        equal ids. With ``prev``, the first ``prev.k`` items are ``prev``'s."""
         raise NotImplementedError
 
     def element(self, prep: Any, item: Item, data: bytes, ctx: Hashable) -> Any:
@@ -97,10 +130,36 @@ class Handler:
         """The params segment's ids (memoised by the caller on the params bytes)."""
         return _EMPTY
 
+    def assemble(self, prep: Any, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
+                 results: list[Any], prev: Previous | None, same: int, time: float | None,
+                 label: Hashable) -> tuple[SimRequest, Any]:
+        """The request, and what the next one reuses; ``results[:same]``
+        are ``prev.results[:same]``. Default: :func:`generic_assemble`."""
+        st: _GenericState | None = prev.state if prev is not None else None
+        if st is not None and same:
+            kinds = st.kinds[: same + 1]
+            kinds += [it.kind for it in items[same:]]
+        else:
+            kinds = ["params", *(it.kind for it in items)]
+        req, asm = generic_assemble(kinds, [params_ids, *results], prompt_tail(prep.tok, self.name), time, label,
+                                    (), "", None, st.asm if st is not None else None, same + 1)
+        return req, _GenericState(asm, kinds)
+
+
+@dataclass
+class _GenericState:
+    asm: Assembled
+    kinds: list[str]
+
 
 def result_ids(result: Any) -> array[int]:
     """The ids of an element's result (a bare array, or ``(level, ids, ends)``)."""
     return result if isinstance(result, array) else result[1]
+
+
+def _reuse(prev: Previous | None) -> int:
+    """How many leading contexts of ``prev`` may be kept (0: none)."""
+    return min(prev.k, prev.n, len(prev.ctxs)) if prev is not None else 0
 
 
 # --------------------------------------------------------------------------- OpenAI
@@ -114,32 +173,98 @@ class _OpenAIPrep:
     first_fn: int | None
     last_fn: int | None
     params: bytes
+    #: one past the last tool element (0: none)
+    tool_end: int = 0
+    #: the elements that add call names: their indexes, and the pairs each adds
+    call_at: list[int] = field(default_factory=list)
+    call_pairs: list[list[tuple[str, str]]] = field(default_factory=list)
+    #: call ids that tool results read (of this request and earlier ones of its partition)
+    refs: set[str] = field(default_factory=set)
+    #: the previous request's contexts hold for its first ``keep`` elements
+    keep: int = 0
+
+
+def _refs(v: Any) -> tuple[str, ...]:
+    """The call ids a Chat message or Responses item looks up by name."""
+    if not isinstance(v, dict):
+        return ()
+    return (str(v.get("call_id")), str(v.get("tool_call_id")))
 
 
 class _OpenAI(Handler):
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str) -> _OpenAIPrep:
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _OpenAIPrep:
         items = view.items
         if self.dialect.name == "openai-responses" and "tools" in obj and not isinstance(obj["tools"], list):
             raise Unsupported("tools is not an array")
+        tok = self.tokenizer(model, prev)
+        k = _reuse(prev)
+        if k:
+            pp: _OpenAIPrep = prev.prep  # type: ignore[union-attr]
+            new_tools = [i for i in range(k, len(items)) if items[i].kind == "tools"]
+            if not new_tools and pp.tool_end <= k:
+                return self._grow(pp, tok, model, items, k, view.params, prev.n)  # type: ignore[union-attr]
         fns = [i for i, it in enumerate(items) if it.kind == "tools" and framing_openai.function_of(it.value) is not None]
-        names = framing_openai.call_names([it.value for it in items if it.kind != "tools"])
-        return _OpenAIPrep(self.tokenizer(model), model, names, fns[0] if fns else None,
-                           fns[-1] if fns else None, view.params)
-
-    def contexts(self, prep: _OpenAIPrep, items: Sequence[Item]) -> list[Hashable]:
-        out: list[Hashable] = []
-        names = prep.names
+        tool_end = max((i + 1 for i, it in enumerate(items) if it.kind == "tools"), default=0)
+        call_at: list[int] = []
+        pairs: list[list[tuple[str, str]]] = []
+        refs: set[str] = set()
         for i, it in enumerate(items):
-            if it.kind == "tools":
-                out.append((i == prep.first_fn, i == prep.last_fn))
-                continue
-            where = it.where
-            flag = 1 if where == ("instructions",) else 2 if where == ("input",) else 0
-            v = it.value
-            if names and isinstance(v, dict):
-                out.append((flag, names.get(str(v.get("call_id"))), names.get(str(v.get("tool_call_id")))))
-            else:
-                out.append((flag,))
+            if it.kind != "tools":
+                got = framing_openai.call_pairs(it.value)
+                if got:
+                    call_at.append(i)
+                    pairs.append(got)
+                refs.update(_refs(it.value))
+        names = dict(chain.from_iterable(pairs))
+        return _OpenAIPrep(tok, model, names, fns[0] if fns else None, fns[-1] if fns else None, view.params,
+                           tool_end, call_at, pairs, refs, 0)
+
+    def _grow(self, pp: _OpenAIPrep, tok: tokens.Tokenizer, model: str, items: Sequence[Item], k: int,
+              params: bytes, prev_n: int) -> _OpenAIPrep:
+        """The previous request's prep with its elements past ``k`` replaced
+        by this request's: tools unchanged (all among the first ``k``)."""
+        cut = bisect_left(pp.call_at, k)
+        call_at, pairs = pp.call_at[:cut], pp.call_pairs[:cut]
+        gone = pp.call_pairs[cut:]
+        names = pp.names.copy() if not gone else dict(chain.from_iterable(pairs))
+        added: list[tuple[str, str]] = []
+        refs: list[str] = []
+        for i in range(k, len(items)):
+            v = items[i].value
+            got = framing_openai.call_pairs(v)
+            if got:
+                call_at.append(i)
+                pairs.append(got)
+                added += got
+            refs += _refs(v)
+        names.update(added)
+        # the kept contexts read names.get(id) for ids among pp.refs: they
+        # hold unless one of those now names another function
+        keep = k
+        for key, _ in chain(chain.from_iterable(gone), added):
+            if key in pp.refs and names.get(key) != pp.names.get(key):
+                keep = 0
+                break
+        pp.refs.update(refs)  # a superset of what the kept elements read: the check stays safe
+        refs_all = pp.refs
+        return _OpenAIPrep(tok, model, names, pp.first_fn, pp.last_fn, params, pp.tool_end, call_at, pairs,
+                           refs_all, keep)
+
+    def _context(self, prep: _OpenAIPrep, i: int, it: Item) -> Hashable:
+        if it.kind == "tools":
+            return (i == prep.first_fn, i == prep.last_fn)
+        where = it.where
+        flag = 1 if where == ("instructions",) else 2 if where == ("input",) else 0
+        v = it.value
+        if isinstance(v, dict):
+            return (flag, prep.names.get(str(v.get("call_id"))), prep.names.get(str(v.get("tool_call_id"))))
+        return (flag,)
+
+    def contexts(self, prep: _OpenAIPrep, items: Sequence[Item], prev: Previous | None = None) -> list[Hashable]:
+        keep = min(prep.keep, _reuse(prev))
+        out: list[Hashable] = prev.ctxs[:keep] if keep else []  # type: ignore[union-attr]
+        ctx = self._context
+        out += [ctx(prep, i, items[i]) for i in range(keep, len(items))]
         return out
 
     def element(self, prep: _OpenAIPrep, item: Item, data: bytes, ctx: Hashable) -> Any:
@@ -171,17 +296,55 @@ class _AnthropicPrep:
     params_value: Any
     first_tool: int | None
     billing: bool  # the system list's billing blocks are left out
+    overhead: int  # the ids of a message with no blocks (block ends)
+
+
+@dataclass
+class _AnthropicState:
+    asm: Assembled
+    blocks: list[Any]  # the results that are blocks (those not left out)
+    images: list[int]  # image blocks in the first i elements, for each i
+
+
+def _images_of(item: Item) -> int:
+    """Image blocks of one message element (:func:`fidelity.cache.prompts.anthropic_images`)."""
+    if item.kind != "message":
+        return 0
+    msg = item.value
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
 
 
 class _Anthropic(Handler):
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str) -> _AnthropicPrep:
-        params = strip_markers(view.params)
-        value = framing_estimate.params_value(Segment("params", 0, "", params))
-        first = next((i for i, it in enumerate(view.items) if it.kind == "tools"), None)
-        return _AnthropicPrep(self.tokenizer(model), model, params, value, first,
-                              isinstance(obj.get("system"), list) and not billing_block_keyed(None))
+    _overheads: dict[str, int]
 
-    def contexts(self, prep: _AnthropicPrep, items: Sequence[Item]) -> list[Hashable]:
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _AnthropicPrep:
+        if prev is not None and prev.prep.params == view.params and MARKER not in view.params:
+            pp: _AnthropicPrep = prev.prep
+            params, value, tok, overhead = pp.params, pp.params_value, pp.tok, pp.overhead
+        else:
+            params = strip_markers(view.params)
+            value = framing_estimate.params_value(Segment("params", 0, "", params))
+            tok = self.tokenizer(model, prev)
+            overhead = self._overhead(tok, model)
+        first = 0 if view.items and view.items[0].kind == "tools" else None
+        return _AnthropicPrep(tok, model, params, value, first,
+                              isinstance(obj.get("system"), list) and not billing_block_keyed(None), overhead)
+
+    def _overhead(self, tok: tokens.Tokenizer, model: str) -> int:
+        """The ids of a message with no blocks: what :func:`fidelity.cache.prompts._block_ends`
+        takes off each block counted as a one-block message."""
+        memo = self.__dict__.setdefault("_overheads", {})
+        got = memo.get((tok.name, model))
+        if got is None:
+            pieces = framing_estimate.one_segment_pieces(
+                "anthropic", Segment("message", 0, "", b'{"role":"user","content":[]}'), model, media_in, {}, False)
+            got = memo[(tok.name, model)] = len(pieces_ids(tok, pieces, "anthropic", model))
+        return got
+
+    def contexts(self, prep: _AnthropicPrep, items: Sequence[Item], prev: Previous | None = None) -> list[Hashable]:
         out: list[Hashable] = [None] * len(items)
         if prep.first_tool is not None:
             out[prep.first_tool] = ("first", prep.params)
@@ -194,18 +357,42 @@ class _Anthropic(Handler):
         return out
 
     def element(self, prep: _AnthropicPrep, item: Item, data: bytes, ctx: Hashable) -> Any:
-        unmarked = strip_markers(data) if MARKER in data else data
-        pieces = framing_estimate.one_segment_pieces("anthropic", Segment(item.kind, 0, "", unmarked),  # type: ignore[arg-type]
-                                                     prep.model,
-                                                     media_in, prep.params_value, ctx is not None)
-        ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
-        seg = Segment(item.kind, 0, "", data)  # type: ignore[arg-type]
         value = item.value
+        if MARKER in data:
+            unmarked = strip_markers(data)
+            try:
+                plain = orjson.loads(unmarked)
+            except orjson.JSONDecodeError:
+                plain = unmarked.decode("utf-8", "replace")
+        else:
+            unmarked, plain = data, value
+        seg = Segment(item.kind, 0, "", unmarked)  # type: ignore[arg-type]
         content = value.get("content") if isinstance(value, dict) and item.kind == "message" else None
-        # the bytes of each content block: orjson's, as the element's own bytes are
-        blocks = [dumps_value(b) for b in content] if isinstance(content, list) and len(content) > 1 else None
-        ends = anthropic_block_ends(prep.tok, self.dialect, prep.model, seg, ids, value,
-                                    blocks)
+        if isinstance(content, list) and len(content) > 1:
+            per_block = framing_estimate.message_block_pieces(plain, media_in)
+            if per_block is not None and len(per_block) == len(content):
+                # the message tokenized block by block: the block ends come
+                # from the same ids (no second pass over the message)
+                lead = framing_estimate.one_segment_pieces("anthropic", seg, prep.model, media_in,
+                                                           prep.params_value, False, value={})
+                ids = pieces_ids(prep.tok, lead, "anthropic", prep.model)
+                lengths = []
+                for pieces in per_block:
+                    block_ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
+                    lengths.append(len(block_ids))
+                    ids.extend(block_ids)
+                ends = block_ends_of(value, item.kind, len(ids), prep.overhead, lengths)
+                return (_LEVELS[item.kind], ids, ends)
+        pieces = framing_estimate.one_segment_pieces("anthropic", seg, prep.model, media_in, prep.params_value,
+                                                     ctx is not None, value=plain)
+        ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
+        if isinstance(content, list) and len(content) > 1:
+            # the bytes of each content block: orjson's, as the element's own bytes are
+            blocks = [dumps_value(b) for b in content]
+            ends = anthropic_block_ends(prep.tok, self.dialect, prep.model, Segment(item.kind, 0, "", data),  # type: ignore[arg-type]
+                                        ids, value, blocks)
+        else:
+            ends = block_ends_of(value, item.kind, len(ids), 0, ())
         return (_LEVELS[item.kind], ids, ends)
 
     def params_ids(self, prep: _AnthropicPrep) -> array[int]:
@@ -213,12 +400,25 @@ class _Anthropic(Handler):
                                                      media_in, prep.params_value, False)
         return pieces_ids(prep.tok, pieces, "anthropic", prep.model)
 
-    def anthropic(self, prep: _AnthropicPrep, obj: dict[str, Any], params_ids: array[int], results: Sequence[Any],
-                  time: float | None, label: Hashable) -> SimRequest:
+    def assemble(self, prep: _AnthropicPrep, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
+                 results: list[Any], prev: Previous | None, same: int, time: float | None,
+                 label: Hashable) -> tuple[SimRequest, Any]:
         members = [(k, dumps_value(v)) for k, v in obj.items() if k in _LEVEL_SALTS]
-        blocks = [r for r in results if r is not None]
-        req = anthropic_request(params_ids, blocks, members, obj, prep.model, time, label)
-        return replace(req, key="")
+        st: _AnthropicState | None = prev.state if prev is not None else None
+        if st is not None and same:
+            n_blocks = same - results[:same].count(None)
+            blocks = st.blocks[:n_blocks]
+            images = st.images[: same + 1]
+        else:
+            n_blocks, blocks, images, same = 0, [], [0], 0
+        blocks += [r for r in results[same:] if r is not None]
+        total = images[-1]
+        for it in items[same:]:
+            total += _images_of(it)
+            images.append(total)
+        req, asm = anthropic_assemble(params_ids, blocks, members, obj, prep.model, time, label, (), total,
+                                      st.asm if st is not None else None, n_blocks)
+        return replace(req, key=""), _AnthropicState(asm, blocks, images)
 
 
 # --------------------------------------------------------------------------- DeepSeek
@@ -232,28 +432,58 @@ class _DeepSeekPrep:
     n_system: int
     system: str
     last_user: int
+    model: str = ""
+    n_tools: int = 0
+    #: the previous request's contexts hold for its first ``keep`` elements,
+    #: except those at ``redo``
+    keep: int = 0
+    redo: tuple[int, ...] = ()
 
 
 class _DeepSeek(Handler):
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str) -> _DeepSeekPrep:
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _DeepSeekPrep:
         messages = obj.get("messages")
         if not isinstance(messages, list):
             raise Unsupported("messages is not an array")
         _, tools, n_system = tpl._lists(obj)
         system = "\n\n".join(tpl._content_text(m.get("content")) for m in messages[:n_system])
-        return _DeepSeekPrep(self.tokenizer(model), messages, bool(tools), n_system, system,
-                             tpl.deepseek_v4_last_user(messages))
+        tok = self.tokenizer(model, prev)
+        head = n_system + len(tools)  # system, then tools, then the turns (template order)
+        k = _reuse(prev)
+        if k and k >= head:
+            pp: _DeepSeekPrep = prev.prep  # type: ignore[union-attr]
+            if (pp.n_system, pp.system, pp.n_tools, pp.tools) == (n_system, system, len(tools), bool(tools)):
+                m_k = k - len(tools)  # the first message not shared
+                if pp.last_user < m_k:
+                    last = next((i for i in range(len(messages) - 1, m_k - 1, -1)
+                                 if isinstance(messages[i], dict) and messages[i].get("role") == "user"),
+                                pp.last_user)
+                    # contexts that change: the last kept message (its next
+                    # neighbour), assistant messages on either side of the last user
+                    lo, hi = min(last, pp.last_user), max(last, pp.last_user)
+                    redo = {k - 1, *range(max(lo + 1, n_system) + len(tools), min(hi, m_k - 1) + 1 + len(tools))}
+                    return _DeepSeekPrep(tok, messages, bool(tools), n_system, system, last, model, len(tools), k,
+                                         tuple(sorted(i for i in redo if head <= i < k)))
+        return _DeepSeekPrep(tok, messages, bool(tools), n_system, system, tpl.deepseek_v4_last_user(messages),
+                             model, len(tools))
 
-    def contexts(self, prep: _DeepSeekPrep, items: Sequence[Item]) -> list[Hashable]:
-        out: list[Hashable] = []
-        n_tools = sum(1 for it in items if it.kind == "tools")
-        for it in items:
-            if it.kind == "system":
-                out.append(("system", (tpl.BOS + prep.system) if it.index == 0 else ""))
-            elif it.kind == "tools":
-                out.append((it.index == 0, it.index == n_tools - 1, bool(prep.n_system), bool(prep.system)))
-            else:
-                out.append(tpl.deepseek_v4_message_context(prep.messages, it.where[1], prep.last_user, prep.tools))
+    def _context(self, prep: _DeepSeekPrep, it: Item) -> Hashable:
+        if it.kind == "system":
+            return ("system", (tpl.BOS + prep.system) if it.index == 0 else "")
+        if it.kind == "tools":
+            return (it.index == 0, it.index == prep.n_tools - 1, bool(prep.n_system), bool(prep.system))
+        return tpl.deepseek_v4_message_context(prep.messages, it.where[1], prep.last_user, prep.tools)
+
+    def contexts(self, prep: _DeepSeekPrep, items: Sequence[Item], prev: Previous | None = None) -> list[Hashable]:
+        keep = min(prep.keep, _reuse(prev))
+        ctx = self._context
+        if not keep:
+            return [ctx(prep, it) for it in items]
+        out: list[Hashable] = prev.ctxs[:keep]  # type: ignore[union-attr]
+        for i in prep.redo:
+            if i < keep:
+                out[i] = ctx(prep, items[i])
+        out += [ctx(prep, items[i]) for i in range(keep, len(items))]
         return out
 
     def element(self, prep: _DeepSeekPrep, item: Item, data: bytes, ctx: Hashable) -> Any:
@@ -267,14 +497,6 @@ class _DeepSeek(Handler):
 
 
 # --------------------------------------------------------------------------- dispatch
-
-
-def generic(handler: Handler, prep: Any, params_ids: array[int], items: Sequence[Item], results: Sequence[Any],
-            time: float | None, label: Hashable) -> SimRequest:
-    """The request of a non-Anthropic handler: :func:`generic_request`."""
-    kinds = ["params", *(it.kind for it in items)]
-    return generic_request(kinds, [params_ids, *results], prompt_tail(prep.tok, handler.name), time, label,
-                           (), "", None)
 
 
 _HANDLERS: dict[str, Handler] = {}

@@ -8,7 +8,9 @@ each whole body pays for the whole history again (a parse, the cache view,
 billed ids of every segment). :class:`PromptIds` builds the same request
 element by element (:mod:`.billed_elements`): an element equal to the one at
 the same place in the partition's previous request, with the same context,
-reuses that request's ids (a list comparison in C over the leading run); any
+reuses that request's ids (a list comparison in C over the leading run), its
+contexts where what they read did not change, and its assembled prompt (the
+shared leading part is a slice of it); any
 other element is looked up in the worker's memo by its bytes and context
 (:class:`~fidelity.scan.memo.TokenMemo`), and tokenized only when new. The
 per-segment functions are ``cache_prompt``'s own and the request is
@@ -36,11 +38,14 @@ import orjson
 
 from ..cache.prompts import cache_prompt
 from ..cache.simulator import SimRequest
-from .billed_elements import SKIP, Handler, Unsupported, _Anthropic, generic, handler_for, result_ids
+from .billed_elements import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
 from .memo import TokenMemo
-from .view import FastView
+from .view import FastView, Item
 
-__all__ = ["PromptIds", "fast_enabled"]
+__all__ = ["PromptIds", "fast_enabled", "KEEP"]
+
+#: requests kept per partition to build the next ones from (sessions interleave in a partition)
+KEEP = 8
 
 
 def fast_enabled() -> bool:
@@ -60,8 +65,11 @@ class PromptIds:
         self.fast = 0
         #: why requests went to ``cache_prompt`` (reason -> count)
         self.reasons: dict[str, int] = {}
-        # the previous request built element by element: (dialect, model, contexts, results)
-        self._prev: tuple[str, str, list[Hashable], list[Any]] | None = None
+        # the latest requests built element by element, oldest first:
+        # (dialect, model, elements, what it left); the last one is the
+        # partition's previous request while ``_last`` holds
+        self._states: list[tuple[str, str, tuple[Item, ...], Previous]] = []
+        self._last = False
 
     def build(self, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> tuple[str, SimRequest]:
@@ -85,7 +93,7 @@ class PromptIds:
                     reason = str(exc) or "unsupported"
                 except Exception:  # noqa: BLE001 -- cache_prompt decides (it raises the right error)
                     reason = "error"
-        self._prev = None
+        self._last = False
         self.slow += 1
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
@@ -95,15 +103,16 @@ class PromptIds:
 
     def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> SimRequest:
-        self._prev, prev = None, self._prev  # cleared until this request is built
         model = rec.model
-        prep = h.prepare(rec.body, view, model)
         items = view.items
-        ctxs = h.contexts(prep, items)
+        prev = self._parent(h.name, model, items, shared)
+        self._last = False  # until this request is built
+        prep = h.prepare(rec.body, view, model, prev)
+        ctxs = h.contexts(prep, items, prev)
         results: list[Any] = []
-        if prev is not None and prev[0] == h.name and prev[1] == model:
-            p_ctxs, p_res = prev[2], prev[3]
-            k = min(shared, len(p_res))
+        if prev is not None:
+            p_ctxs, p_res = prev.ctxs, prev.results
+            k = min(prev.k, len(p_res))
             if ctxs[:k] == p_ctxs[:k]:
                 results = p_res[:k]
             else:
@@ -111,8 +120,9 @@ class PromptIds:
                     if ctxs[i] != p_ctxs[i]:
                         break
                     results.append(p_res[i])
+        same = len(results)
         memo, name = self.memo, h.name
-        for i in range(len(results), len(items)):
+        for i in range(same, len(items)):
             ctx = ctxs[i]
             if ctx is SKIP:
                 results.append(None)
@@ -130,12 +140,57 @@ class PromptIds:
         if params_ids is None:
             params_ids = h.params_ids(prep)
             memo.put(pkey, params_ids, len(view.params) + 8 * len(params_ids) + 128)
-        if isinstance(h, _Anthropic):
-            req = h.anthropic(prep, rec.body, params_ids, results, time, label)
-        else:
-            req = generic(h, prep, params_ids, items, results, time, label)
-        self._prev = (name, model, ctxs, results)
+        req, state = h.assemble(prep, rec.body, params_ids, items, results, prev, same, time, label)
+        states = self._states
+        if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
+            states[:] = [st for st in states if st[3] is not prev]
+        states.append((name, model, items, Previous(0, len(items), prep, ctxs, results, state)))
+        if len(states) > KEEP:
+            del states[0]
+        self._last = True
         return req
+
+    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int) -> Previous | None:
+        """The kept request whose leading elements this one shares most (a
+        session's previous turn, though other sessions' requests came in
+        between): the partition's previous request shares ``shared``; an
+        earlier one is compared in full only when it agrees on the element
+        after those (a compare in C)."""
+        best: Previous | None = None
+        best_k = 0
+        n = len(items)
+        for i in range(len(self._states) - 1, -1, -1):
+            s_name, s_model, s_items, st = self._states[i]
+            if s_name != name or s_model != model:
+                continue
+            if i == len(self._states) - 1 and self._last:
+                k = min(shared, st.n)
+            else:
+                at = best_k if best is not None else 0
+                if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
+                    continue
+                k = _shared(items, s_items)
+            if best is None or k > best_k:
+                best, best_k = st, k
+        if best is not None:
+            best.k = best_k
+        return best
+
+
+def _shared(a: tuple[Item, ...], b: tuple[Item, ...]) -> int:
+    """How many leading elements ``a`` and ``b`` share (kind, place and
+    value): a binary search over tuple comparisons, in C."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _dumps(value: Any) -> bytes:

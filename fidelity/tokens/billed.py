@@ -138,31 +138,33 @@ _ANTHROPIC_MEDIA = {"image": "image", "document": "pdf"}
 
 def _media_in(value: Any) -> Media | None:
     """A media object of the Anthropic or Gemini wire format, else ``None``."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict) and (isinstance(value, (str, list)) or not isinstance(value, Mapping)):
         return None
     t = value.get("type")
-    src = value.get("source")
-    if isinstance(t, str) and t in _ANTHROPIC_MEDIA and isinstance(src, Mapping):
-        kind = _ANTHROPIC_MEDIA[t]
-        if src.get("type") == "base64" and isinstance(src.get("data"), str):
-            mime = src.get("media_type") if isinstance(src.get("media_type"), str) else None
-            return Media("pdf" if (mime or "").endswith("pdf") else kind, data=src["data"].encode("ascii", "replace"), mime=mime)
-        if src.get("type") == "text":
-            return None  # a plain-text document: its text is counted as text
-        return Media(kind, url=str(src.get("url") or src.get("file_id") or ""))
+    if isinstance(t, str) and t in _ANTHROPIC_MEDIA:
+        src = value.get("source")
+        if isinstance(src, dict) or isinstance(src, Mapping):
+            kind = _ANTHROPIC_MEDIA[t]
+            if src.get("type") == "base64" and isinstance(src.get("data"), str):
+                mime = src.get("media_type") if isinstance(src.get("media_type"), str) else None
+                return Media("pdf" if (mime or "").endswith("pdf") else kind, data=src["data"].encode("ascii", "replace"), mime=mime)
+            if src.get("type") == "text":
+                return None  # a plain-text document: its text is counted as text
+            return Media(kind, url=str(src.get("url") or src.get("file_id") or ""))
     for key in ("inlineData", "inline_data"):
         inline = value.get(key)
-        if isinstance(inline, Mapping) and isinstance(inline.get("data"), str):
+        if inline is not None and (isinstance(inline, dict) or isinstance(inline, Mapping)) \
+                and isinstance(inline.get("data"), str):
             mime = inline.get("mimeType") or inline.get("mime_type")
             mime = mime if isinstance(mime, str) else None
             return Media(_gemini_kind(mime), data=inline["data"].encode("ascii", "replace"), mime=mime)
     for key in ("fileData", "file_data"):
         fd = value.get(key)
-        if isinstance(fd, Mapping):
+        if fd is not None and (isinstance(fd, dict) or isinstance(fd, Mapping)):
             mime = fd.get("mimeType") or fd.get("mime_type")
             mime = mime if isinstance(mime, str) else None
             return Media(_gemini_kind(mime), url=str(fd.get("fileUri") or fd.get("file_uri") or ""), mime=mime)
-    if t == "image" and isinstance(value.get("attachment"), (str, Mapping)):  # DeepSeek Harness
+    if t == "image" and isinstance(value.get("attachment"), (str, dict, Mapping)):  # DeepSeek Harness
         return Media("image", url=orjson.dumps(value["attachment"]).decode())
     if t in ("image_url", "input_image", "input_audio", "file", "input_file"):  # OpenAI-compatible dialects
         from .framing_openai import _media_of_part

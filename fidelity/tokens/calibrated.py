@@ -46,22 +46,42 @@ class ScaledTokenizer(Tokenizer):
         self.base_name = base
         self.factor = factor
         self._scaled_memo = functools.lru_cache(maxsize=4096)(self._scaled)
+        self._base: Tokenizer | None = None
+        self._reps = np.zeros(0, dtype=np.int64)
+        self._second = np.zeros(0, dtype=np.int64)
+        self._n_extra = np.zeros(1, dtype=np.int64)
 
     def ids(self, text: str) -> array[int]:
         """The stretched ids of ``text`` (memoised per text; read-only)."""
         return self._scaled_memo(text)
 
     def _scaled(self, text: str) -> array[int]:
-        from . import get
+        base_tok = self._base
+        if base_tok is None:
+            from . import get
 
-        base = np.frombuffer(get(self.base_name).ids(text), dtype=np.int64)
-        k = np.arange(len(base), dtype=np.float64)
+            base_tok = self._base = get(self.base_name)
+        base = base_tok.ids(text)
+        n = len(base)
+        if n > len(self._reps):
+            self._grow(n)
         # the k-th base token gets a second id where floor((k+1)f) - floor(kf) >= 2
-        extra = (np.floor((k + 1) * self.factor) - np.floor(k * self.factor)) >= 2
-        out = np.repeat(base, 1 + extra.astype(np.int64))
-        second = np.cumsum(1 + extra.astype(np.int64))[extra] - 1
-        out[second] += _EXTRA
+        out = np.repeat(np.frombuffer(base, dtype=np.int64), self._reps[:n])
+        out[self._second[: self._n_extra[n]]] += _EXTRA
         return array(TOKEN_TYPECODE, out.tobytes())
+
+    def _grow(self, n: int) -> None:
+        """The stretch pattern of the first ``n`` base tokens (at least twice
+        what it held): per base token how many ids it gives, where the second
+        ids land in the output, and how many second ids the first k give. The
+        pattern at a position does not depend on the text, so it is computed
+        once, with the same float arithmetic as per text."""
+        n = max(n, 2 * len(self._reps), 1024)
+        k = np.arange(n, dtype=np.float64)
+        extra = (np.floor((k + 1) * self.factor) - np.floor(k * self.factor)) >= 2
+        self._reps = 1 + extra.astype(np.int64)
+        self._second = np.cumsum(self._reps)[extra] - 1
+        self._n_extra = np.concatenate(([0], np.cumsum(extra.astype(np.int64))))
 
     def _encode_chunk(self, text: str) -> list[int]:
         return self.ids(text).tolist()

@@ -35,7 +35,7 @@ import orjson
 from ..wire import Segment
 from ._pieces import Piece, Special
 
-__all__ = ["CONSTANTS", "segment_pieces", "one_segment_pieces", "params_value", "MSG", "TOOL", "THINK", "BASE"]
+__all__ = ["CONSTANTS", "segment_pieces", "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
@@ -64,30 +64,76 @@ def anthropic_tool_prompt(model: str, tool_choice: Any) -> int:
     return 313 if forced else 346
 
 
+#: keys whose object or array value the model reads as JSON (tool arguments)
+_JSON_KEYS = ("input", "args", "arguments", "response")
+
+
 def _texts(value: Any, out: list[Piece], media_of: Any) -> None:
-    media = media_of(value)
-    if media is not None:
-        out.append(media)
-        return
+    """The pieces the model reads in ``value``, appended to ``out``.
+    ``media_of`` (a media object of the wire format, else ``None``) is asked
+    about mappings only: it answers ``None`` for anything else."""
     if isinstance(value, str):
         if value:
             out.append(value)
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict) or (not isinstance(value, list) and isinstance(value, Mapping)):
+        media = media_of(value)
+        if media is not None:
+            out.append(media)
+            return
         t = value.get("type")
         if t in ("thinking", "redacted_thinking") or value.get("thought") is True:
             return  # earlier turns' thinking is not in the context
         for k, v in value.items():
             if k in _SKIP_KEYS:
                 continue
-            if k in ("input", "args", "arguments", "response") and isinstance(v, (Mapping, list)):
+            if isinstance(v, str):
+                if v:
+                    out.append(v)
+            elif k in _JSON_KEYS and (isinstance(v, (dict, list)) or isinstance(v, Mapping)):
                 out.append(orjson.dumps(v).decode())  # the model reads tool arguments as JSON
-                continue
-            _texts(v, out, media_of)
+            else:
+                _texts(v, out, media_of)
     elif isinstance(value, list):
         for v in value:
-            _texts(v, out, media_of)
+            if isinstance(v, str):
+                if v:
+                    out.append(v)
+            else:
+                _texts(v, out, media_of)
     elif value is not None and not isinstance(value, bool):
         out.append(orjson.dumps(value).decode())
+
+
+def message_block_pieces(value: Any, media_of: Any) -> list[list[Piece]] | None:
+    """The pieces of each block of a message's ``content`` list when the
+    message's own pieces (:func:`one_segment_pieces` less its overhead) are
+    exactly theirs one after the other (no other member the model reads),
+    else ``None``: what a block counts as a one-block message less the
+    overhead (Anthropic's block ends, :func:`fidelity.cache.prompts.block_ends_of`),
+    without a second pass over the message."""
+    if not (isinstance(value, dict) or isinstance(value, Mapping)) or media_of(value) is not None:
+        return None
+    if value.get("type") in ("thinking", "redacted_thinking") or value.get("thought") is True:
+        return None
+    content = value.get("content")
+    if not isinstance(content, list):
+        return None
+    for k, v in value.items():
+        if k == "content" or k in _SKIP_KEYS:
+            continue
+        other: list[Piece] = []
+        _texts({k: v}, other, media_of)
+        if other:
+            return None
+    out: list[list[Piece]] = []
+    for block in content:
+        pieces: list[Piece] = []
+        _texts(block, pieces, media_of)
+        out.append(pieces)
+    return out
+
+
+_UNPARSED: Any = object()
 
 
 def _tool_json(value: Any) -> str:
@@ -124,15 +170,19 @@ def params_value(seg: Segment) -> Mapping[str, Any]:
 
 
 def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, params: Mapping[str, Any],
-                       first_tool: bool, consts: Mapping[str, Mapping[str, float]] | None = None) -> list[Piece]:
+                       first_tool: bool, consts: Mapping[str, Mapping[str, float]] | None = None,
+                       value: Any = _UNPARSED) -> list[Piece]:
     """Pieces of one segment of :func:`segment_pieces`: ``params`` is the
     view's params segment parsed (:func:`params_value`), read by the first
-    tool (Anthropic's tool-use system prompt depends on ``tool_choice``)."""
+    tool (Anthropic's tool-use system prompt depends on ``tool_choice``).
+    ``value``: ``seg.data`` parsed, when the caller has it (not for the
+    params segment)."""
     pieces: list[Piece] = []
-    try:
-        value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
-    except orjson.JSONDecodeError:
-        value = seg.data.decode("utf-8", "replace")
+    if value is _UNPARSED or seg.kind == "params":
+        try:
+            value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
+        except orjson.JSONDecodeError:
+            value = seg.data.decode("utf-8", "replace")
     if seg.kind == "params":
         params = value if isinstance(value, Mapping) else {}
         pieces += [BASE] * _n(provider, "base", consts)

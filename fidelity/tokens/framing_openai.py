@@ -76,7 +76,7 @@ from ..wire import Segment
 from ._pieces import Media, Piece, Special
 from .media import decode_data_url
 
-__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "function_of", "render_tools", "render_type", "START", "END", "MESSAGE"]
+__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type", "START", "END", "MESSAGE"]
 
 #: o200k_base special tokens of the chat format (Harmony format article)
 START, END, MESSAGE = Special(200006), Special(200007), Special(200008)
@@ -300,17 +300,32 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
 
 
 def call_names(values: Sequence[Any]) -> dict[str, str]:
-    """Tool call id -> function name, over Chat messages and Responses items."""
+    """Tool call id -> function name, over Chat messages and Responses items
+    (a later call with the same id wins)."""
     out: dict[str, str] = {}
     for v in values:
-        if not isinstance(v, Mapping):
-            continue
-        if v.get("type") == "function_call" and isinstance(v.get("name"), str):
-            out[str(v.get("call_id"))] = v["name"]
-        calls = v.get("tool_calls")
-        for call in calls if isinstance(calls, list) else ():
-            if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
-                out[str(call.get("id"))] = str(call["function"].get("name", ""))
+        if isinstance(v, dict) or isinstance(v, Mapping):
+            pairs = call_pairs(v)
+            if pairs:
+                out.update(pairs)
+    return out
+
+
+def call_pairs(v: Any) -> list[tuple[str, str]]:
+    """The ``(call id, function name)`` pairs one Chat message or Responses
+    item adds to :func:`call_names`, in order (``fidelity scan`` keeps them
+    per element)."""
+    out: list[tuple[str, str]] = []
+    if not isinstance(v, dict) and not isinstance(v, Mapping):
+        return out
+    if v.get("type") == "function_call" and isinstance(v.get("name"), str):
+        out.append((str(v.get("call_id")), v["name"]))
+    calls = v.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict) or isinstance(call, Mapping):
+            fn = call.get("function")
+            if isinstance(fn, dict) or isinstance(fn, Mapping):
+                out.append((str(call.get("id")), str(fn.get("name", ""))))
     return out
 
 
