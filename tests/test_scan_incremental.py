@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 
 from fidelity import wire
 from fidelity.scan import partition, scan, synthetic
-from fidelity.scan.partition import _common
 from fidelity.scan.records import iter_lines
-from fidelity.scan.view import build_view, shared_items, view_after
+from fidelity.scan.view import build_view, common_prefix, shared_items, view_after
 
 # -- the line reader ------------------------------------------------------------
 
@@ -119,7 +118,7 @@ def test_common_prefix_of_id_arrays(a: list[int], b: list[int]) -> None:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
-    assert _common(array("q", a), array("q", b)) == n
+    assert common_prefix(array("q", a), array("q", b)) == n == common_prefix(a, b)
 
 
 # -- lineages ---------------------------------------------------------------------

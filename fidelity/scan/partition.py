@@ -44,6 +44,7 @@ from .view import (
     FastView,
     Item,
     build_view,
+    common_prefix,
     dumps_value,
     encode,
     partition_key,
@@ -243,21 +244,6 @@ class _State:
         return got
 
 
-def _common(a: array[int], b: array[int]) -> int:
-    """How many leading ids of ``a`` and ``b`` are equal (compared in C)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:
     return [Segment(it.kind, it.index, it.pointer, st.data[sid]) for it, sid in zip(items, segs)]  # type: ignore[arg-type]
 
@@ -374,7 +360,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         p = st.reqs[j]
         n_p, n_c = len(p.segs), len(segs)
         lim = min(n_p, n_c)
-        k = _common(p.segs, segs)
+        k = common_prefix(p.segs, segs)
         if k >= n_p or k >= lim - 1:
             continue  # continues its predecessor, or branches at its own last segment
         ideal = min(prompt, sim.model.reusable(min(p.prompt, prompt), prompt))

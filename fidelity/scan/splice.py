@@ -18,7 +18,6 @@ spacing, a cut that did not land in the body's own array) is parsed whole.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +25,7 @@ import orjson
 
 from .records import Record, parse_record
 
-__all__ = ["Parsed", "parse_after", "common_bytes"]
+__all__ = ["Parsed", "parse_after"]
 
 _KEY = b'"messages":['
 # what stands in for the cut messages: a number no request holds in its
@@ -49,19 +48,18 @@ class Parsed:
     reused: int = 0
 
 
-def common_bytes(a: bytes, i: int, b: bytes, j: int) -> int:
-    """How many bytes ``a[i:]`` and ``b[j:]`` share at their start (a
-    ``memcmp`` per step of a binary search, nothing copied)."""
-    n = min(len(a) - i, len(b) - j)
-    if n <= 0:
-        return 0
-    mb = memoryview(b)
-    if a.startswith(mb[j:j + n], i):
-        return n
-    lo, hi = 0, n  # equal up to lo; not up to hi
+def _shared_messages(line: bytes, start: int, ref: Parsed) -> int:
+    """How many of ``ref``'s leading messages ``line`` holds byte for byte
+    from ``start`` (at least the first, which the caller found there): a
+    binary search over message ends, one ``memcmp`` a step."""
+    mv = memoryview(ref.line)[ref.start:]
+    ends = ref.ends
+    if line.startswith(mv[:ends[-1]], start):
+        return len(ends)
+    lo, hi = 1, len(ends)  # the first lo messages are shared, the first hi are not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if a.startswith(mb[j + lo:j + mid], i + lo):
+        if line.startswith(mv[ends[lo - 1]:ends[mid - 1]], start + ends[lo - 1]):
             lo = mid
         else:
             hi = mid
@@ -122,13 +120,13 @@ def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
     the earlier line ``ref``."""
     if ref is None or ref.start < 0 or not ref.ends:
         return _whole(line)
-    head = ref.line[ref.start - len(_KEY):ref.start + ref.ends[0]]
-    q = line.find(head)
+    head = memoryview(ref.line)[ref.start - len(_KEY):ref.start + ref.ends[0]]
+    # the envelope ahead of the body is usually as long as the earlier line's
+    q = ref.start - len(_KEY) if line.startswith(head, ref.start - len(_KEY)) else line.find(head)
     if q < 0:
         return _whole(line)
     start = q + len(_KEY)
-    n = common_bytes(line, start, ref.line, ref.start)
-    j = bisect_right(ref.ends, n)  # messages that end inside the shared bytes
+    j = _shared_messages(line, start, ref)
     cut = start + ref.ends[j - 1]
     if line[cut:cut + 1] not in (b",", b"]"):
         return _whole(line)

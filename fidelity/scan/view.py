@@ -28,7 +28,7 @@ import orjson
 
 from ..jsonbytes import pointer
 
-__all__ = ["Item", "FastView", "build_view", "view_after", "encode", "partition_key", "dumps_value", "SUPPORTED"]
+__all__ = ["Item", "FastView", "build_view", "view_after", "common_prefix", "encode", "partition_key", "dumps_value", "SUPPORTED"]
 
 #: dialects this module knows the cache layout of (others fall back to the
 #: dialect's exact ``cache_view``)
@@ -263,12 +263,10 @@ def _anthropic_item(shape: tuple[Any, ...], i: int, value: Any) -> Item:
     return Item("message", m, ("messages", m), value)
 
 
-def _shared_values(a: list[Any], b: Sequence[Any]) -> int:
-    """How many leading values of ``a`` and ``b`` are equal (compared in C,
-    O(log n) Python steps)."""
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading elements of two lists (or arrays) are equal: slices
+    compared in C, O(log n) Python steps."""
     n = min(len(a), len(b))
-    if n == 0:
-        return 0
     if a[:n] == b[:n]:
         return n
     lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
@@ -299,7 +297,7 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
         view = build_view(dialect, obj)
         return view, shared_items(view.items, prev.items) if prev is not None else 0
     if prev is not None and prev.shape == shape and prev.values is not None:
-        k = _shared_values(values, prev.values)
+        k = common_prefix(values, prev.values)
         items = prev.items[:k] + tuple(make(shape, i, values[i]) for i in range(k, len(values)))
     else:
         items = tuple(make(shape, i, v) for i, v in enumerate(values))
@@ -316,21 +314,7 @@ def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
     over list comparisons, so repeated history is compared in C, element by
     element, with O(log n) Python steps."""
     n = min(len(items), len(prev_items))
-    if n == 0:
-        return 0
-    a = [it.value for it in items[:n]]
-    b = [it.value for it in prev_items[:n]]
-    if a == b:
-        k = n
-    else:
-        lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if a[lo:mid] == b[lo:mid]:
-                lo = mid
-            else:
-                hi = mid
-        k = lo
+    k = common_prefix([it.value for it in items[:n]], [it.value for it in prev_items[:n]])
     while k and items[k - 1].kind != prev_items[k - 1].kind:  # same value, other role in the view
         k -= 1
     return k
