@@ -42,6 +42,8 @@ from collections.abc import Hashable
 from heapq import heapify, heappop, heappush
 from typing import Any
 
+from ._base import as_token_array
+
 __all__ = ["PrefixStore"]
 
 _ITEM = 8  # bytes per packed token id (array('q'))
@@ -165,18 +167,19 @@ class PrefixStore:
         return depth + extra, self._labels[self._stamp[best_seg]]
 
     def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
-        """The longest live common prefix of ``tokens`` (``array('q')`` or
-        packed bytes) with anything stored, and the label of the latest
-        request that used it."""
-        req = _packed(tokens)
+        """The longest live common prefix of ``tokens`` (``array('q')``,
+        packed bytes, or any sequence of ints) with anything stored, and the
+        label of the latest request that used it."""
+        req = _packed(_ids(tokens))
         n = len(req) // _ITEM
         return self._match(req, n, self._walk(req, n // self.unit), now)
 
     # -- storing ---------------------------------------------------------------
     def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
         """Write ``tokens`` (a prompt, or a prompt and its reply, as
-        ``array('q')`` or packed bytes): every block of it is now used by
-        this request at ``now``."""
+        ``array('q')``, packed bytes or any sequence of ints): every block of
+        it is now used by this request at ``now``."""
+        tokens = _ids(tokens)
         req = _packed(tokens)
         self._store(req, tokens, self._walk(req, len(req) // (self.unit * _ITEM)), now, label)
 
@@ -188,9 +191,9 @@ class PrefixStore:
         not a copy, as the request that last used its blocks: do not change
         the array afterwards (:class:`~fidelity.cache.simulator.SimRequest`
         asks the same)."""
-        record = tokens
+        record = tokens = _ids(tokens)
         if len(output):  # a new array (or bytes): the caller's stay as they are
-            record = tokens + _packed(output) if isinstance(tokens, bytes) else tokens + output
+            record = tokens + _packed(_ids(output)) if isinstance(tokens, bytes) else tokens + as_token_array(output)
         req = _packed(record)
         n = len(tokens) // _ITEM if isinstance(tokens, bytes) else len(tokens)
         parts = self._walk(req, len(req) // (self.unit * _ITEM))
@@ -356,6 +359,11 @@ class PrefixStore:
         if len(heap) > 4 * len(self._nodes) + 64:  # drop void entries now and then
             self._heap = [e for e in heap if e[3] == self._ver[e[2]]]
             heapify(self._heap)
+
+
+def _ids(ids: Any) -> Any:
+    """``ids`` as ``bytes`` (kept) or ``array('q')`` (kept when it is one)."""
+    return ids if isinstance(ids, bytes) else as_token_array(ids)
 
 
 def _packed(ids: Any) -> bytes:
