@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from test_scan_fast_ids import FAST, check
 
@@ -153,10 +153,9 @@ def interleaved(draw: st.DrawFn) -> tuple[str, list[bytes]]:
     return dialect, out
 
 
-@settings(max_examples=120)
 @given(interleaved())
 def test_interleaved_edited_sessions_equal_cache_prompt(case: tuple[str, list[bytes]]) -> None:
-    """120 drawn cases (ci profile), each request of each checked against cache_prompt."""
+    """200 drawn cases (ci profile), each request of each checked against cache_prompt."""
     _, lines = case
     if lines:
         n, fast = check(lines)
