@@ -32,8 +32,8 @@ this module turns one request body into one, per provider:
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left
 from array import array
+from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from operator import is_
@@ -374,7 +374,7 @@ def _head_len(params_ids: Sequence[int]) -> int:
 
 
 def _run(ids: Sequence[int], value: int) -> int:
-    """How many leading ids equal ``value`` (counted in C)."""
+    """How many leading ids equal ``value`` (a long run counted in C)."""
     if not len(ids) or ids[0] != value:
         return 0
     n = 1
@@ -562,10 +562,10 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
         if at is not None and salts[level]:
             targets.setdefault(at, []).extend(salts[level])
     mods: dict[int, Any] = {i: (None, None, b"|".join(t)) for i, t in targets.items()}
-    if cut:
-        mods[first_tool] = (cut, None, mods.get(first_tool, (0, None, None))[2])  # type: ignore[index]
-    if joined:
-        mods[first_msg] = (0, rest.tobytes(), mods.get(first_msg, (0, None, None))[2])  # type: ignore[index]
+    if cut and first_tool is not None:
+        mods[first_tool] = (cut, None, mods.get(first_tool, (0, None, None))[2])
+    if joined and first_msg is not None:
+        mods[first_msg] = (0, rest.tobytes(), mods.get(first_msg, (0, None, None))[2])
     parts = list(blocks)
     if extra is not None:
         parts.append(extra)

@@ -130,6 +130,14 @@ class Handler:
         """The params segment's ids (memoised by the caller on the params bytes)."""
         return _EMPTY
 
+    def _tail(self, tok: tokens.Tokenizer) -> array[int]:
+        """:func:`~fidelity.tokens.billed.prompt_tail` of this dialect (kept per tokenizer)."""
+        tails = self.__dict__.setdefault("_tails", {})
+        got = tails.get(tok.name)
+        if got is None:
+            got = tails[tok.name] = prompt_tail(tok, self.name)
+        return got  # type: ignore[no-any-return]
+
     def assemble(self, prep: Any, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
                  results: list[Any], prev: Previous | None, same: int, time: float | None,
                  label: Hashable) -> tuple[SimRequest, Any]:
@@ -141,7 +149,7 @@ class Handler:
             kinds += [it.kind for it in items[same:]]
         else:
             kinds = ["params", *(it.kind for it in items)]
-        req, asm = generic_assemble(kinds, [params_ids, *results], prompt_tail(prep.tok, self.name), time, label,
+        req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok), time, label,
                                     (), "", None, st.asm if st is not None else None, same + 1)
         return req, _GenericState(asm, kinds)
 
@@ -318,8 +326,6 @@ def _images_of(item: Item) -> int:
 
 
 class _Anthropic(Handler):
-    _overheads: dict[str, int]
-
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _AnthropicPrep:
         if prev is not None and prev.prep.params == view.params and MARKER not in view.params:
             pp: _AnthropicPrep = prev.prep
@@ -336,7 +342,7 @@ class _Anthropic(Handler):
     def _overhead(self, tok: tokens.Tokenizer, model: str) -> int:
         """The ids of a message with no blocks: what :func:`fidelity.cache.prompts._block_ends`
         takes off each block counted as a one-block message."""
-        memo = self.__dict__.setdefault("_overheads", {})
+        memo: dict[tuple[str, str], int] = self.__dict__.setdefault("_overheads", {})
         got = memo.get((tok.name, model))
         if got is None:
             pieces = framing_estimate.one_segment_pieces(

@@ -36,6 +36,8 @@ __all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "GEMINI_FACTOR", "claude_calibrat
 CLAUDE_FACTOR = 1.159
 GEMINI_FACTOR = 1.100
 _EXTRA = 1 << 40
+#: texts of fewer base tokens are stretched in a loop (numpy's per-call cost dominates)
+_SHORT = 32
 
 
 class ScaledTokenizer(Tokenizer):
@@ -50,6 +52,7 @@ class ScaledTokenizer(Tokenizer):
         self._reps = np.zeros(0, dtype=np.int64)
         self._second = np.zeros(0, dtype=np.int64)
         self._n_extra = np.zeros(1, dtype=np.int64)
+        self._short: list[bool] = []
 
     def ids(self, text: str) -> array[int]:
         """The stretched ids of ``text`` (memoised per text; read-only)."""
@@ -66,6 +69,13 @@ class ScaledTokenizer(Tokenizer):
         if n > len(self._reps):
             self._grow(n)
         # the k-th base token gets a second id where floor((k+1)f) - floor(kf) >= 2
+        if n < _SHORT:  # a short text: a loop costs less than numpy's calls
+            small = array(TOKEN_TYPECODE)
+            for t, second in zip(base, self._short):
+                small.append(t)
+                if second:
+                    small.append(t + _EXTRA)
+            return small
         out = np.repeat(np.frombuffer(base, dtype=np.int64), self._reps[:n])
         out[self._second[: self._n_extra[n]]] += _EXTRA
         return array(TOKEN_TYPECODE, out.tobytes())
@@ -82,6 +92,7 @@ class ScaledTokenizer(Tokenizer):
         self._reps = 1 + extra.astype(np.int64)
         self._second = np.cumsum(self._reps)[extra] - 1
         self._n_extra = np.concatenate(([0], np.cumsum(extra.astype(np.int64))))
+        self._short = extra[:_SHORT].tolist()
 
     def _encode_chunk(self, text: str) -> list[int]:
         return self.ids(text).tolist()
