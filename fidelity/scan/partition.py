@@ -200,11 +200,12 @@ class _Req:
 @dataclass
 class _Lineage:
     """What the next request of one session is compared with: its previous
-    request's view, segment bytes and segment ids, and the builder that
-    reuses that request's billed ids."""
+    request's parsed line, view, segment bytes and segment ids. (The
+    partition's :class:`.prompt_ids.PromptIds` finds the earlier request to
+    reuse billed ids from on its own, among the last few it built.)"""
 
-    builder: PromptIds
     view: FastView | None = None
+    index: int = -1  # the partition's request number of ``view``
     parsed: Parsed | None = None
     data: list[bytes] = field(default_factory=list)
     segs: array[int] = field(default_factory=lambda: array("q"))
@@ -218,7 +219,7 @@ LINEAGES = 64
 class _State:
     """One partition's replay state."""
 
-    memo: TokenMemo
+    builder: PromptIds
     sims: dict[str, Simulator] = field(default_factory=dict)
     sids: dict[bytes, int] = field(default_factory=dict)
     data: list[bytes] = field(default_factory=list)
@@ -235,8 +236,7 @@ class _State:
         got = self.lineages.pop(session, None) if continues else None
         if got is None:
             last = self.last
-            got = _Lineage(PromptIds(self.memo)) if last is None else \
-                _Lineage(PromptIds(self.memo), last.view, last.parsed, last.data, last.segs)
+            got = _Lineage() if last is None else _Lineage(last.view, last.index, last.parsed, last.data, last.segs)
         self.lineages[session] = got
         if len(self.lineages) > LINEAGES:
             del self.lineages[next(iter(self.lineages))]
@@ -289,7 +289,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       classify_memo: dict[tuple[Any, ...], tuple[str, str | None]], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
-    st = _State(memo)
+    st = _State(PromptIds(memo))
     explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
@@ -307,14 +307,14 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             continue
         index = len(st.reqs)
         try:
-            cm_name, sreq = ln.builder.build(rec, view, k, e.time, index)
+            cm_name, sreq = st.builder.build(rec, view, None, e.time, index)
             sim = st.sims.get(cm_name)
             if sim is None:
                 sim = st.sims[cm_name] = Simulator(cm_name, model)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
-            ln.builder = PromptIds(memo)  # its previous-request reuse no longer holds
+            st.builder = PromptIds(memo)  # its previous-request reuse no longer holds
             continue
         data = encode(view.items, ln.view.items if ln.view is not None else (), ln.data, view.normalise, k)
         if explicit:
@@ -332,7 +332,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                 sid = sids[d] = len(st.data)
                 st.data.append(d)
             segs.append(sid)
-        ln.view, ln.parsed, ln.data, ln.segs = view, parsed, data, segs
+        prev_view, prev_index = ln.view, ln.index
+        ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
         prompt, read = pred.prompt or 0, pred.cache_read or 0
@@ -373,7 +374,10 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         if lost == 0:
             continue
         pe = req_entries[j]
-        p_items = view_of(parse_record(_read(task, fds, pe))).items
+        # the predecessor is usually the one this request was compared with;
+        # else its line is read again (a request keeps ids, not its body)
+        p_items = prev_view.items if j == prev_index and prev_view is not None else \
+            view_of(parse_record(_read(task, fds, pe))).items
         p_segs, c_segs = _segments(st, p_items, p.segs), _segments(st, view.items, segs)
         mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
                 tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),

@@ -71,11 +71,14 @@ class PromptIds:
         self._states: list[tuple[str, str, tuple[Item, ...], Previous]] = []
         self._last = False
 
-    def build(self, rec: Any, view: FastView, shared: int, time: float | None,
+    def build(self, rec: Any, view: FastView, shared: int | None, time: float | None,
               label: Hashable) -> tuple[str, SimRequest]:
         """The cache model name and the simulator request of ``rec``;
         ``view`` is its fast view and ``shared`` how many leading elements
-        equal the previous request's of this partition (:func:`~fidelity.scan.view.shared_items`)."""
+        equal the previous request's of this partition (:func:`~fidelity.scan.view.shared_items`),
+        or ``None``: every kept request is compared (the scan's views share
+        their leading items with the session's previous view, so the
+        comparison is a pointer test per item)."""
         reason = "disabled"
         if self.use_fast:
             # a body sent to another provider's endpoint (DeepSeek's /responses,
@@ -101,7 +104,7 @@ class PromptIds:
                           endpoint=rec.url or None, provider=rec.provider)
         return cp.cache_model, replace(cp.request, key="")
 
-    def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
+    def _fast(self, h: Handler, rec: Any, view: FastView, shared: int | None, time: float | None,
               label: Hashable) -> SimRequest:
         model = rec.model
         items = view.items
@@ -150,7 +153,7 @@ class PromptIds:
         self._last = True
         return req
 
-    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int) -> Previous | None:
+    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None) -> Previous | None:
         """The kept request whose leading elements this one shares most (a
         session's previous turn, though other sessions' requests came in
         between): the partition's previous request shares ``shared``; an
@@ -163,7 +166,7 @@ class PromptIds:
             s_name, s_model, s_items, st = self._states[i]
             if s_name != name or s_model != model:
                 continue
-            if i == len(self._states) - 1 and self._last:
+            if i == len(self._states) - 1 and self._last and shared is not None:
                 k = min(shared, st.n)
             else:
                 at = best_k if best is not None else 0

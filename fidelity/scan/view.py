@@ -22,6 +22,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -48,7 +49,13 @@ class Item(NamedTuple):
 
     @property
     def pointer(self) -> str:
-        return pointer(*self.where)
+        return _pointer(self.where)
+
+
+@lru_cache(maxsize=65536)
+def _pointer(where: tuple[Any, ...]) -> str:
+    """The JSON pointer of ``where`` (the same few places recur in every request)."""
+    return pointer(*where)
 
 
 @dataclass(frozen=True)
