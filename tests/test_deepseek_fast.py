@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import unicodedata
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -300,6 +301,12 @@ def test_pattern_cuts_every_pair_and_triple_as_the_split_steps() -> None:
 @settings(max_examples=500)
 @given(text=deepseek_text(unicode=True))
 def test_pattern_cuts_drawn_text_as_the_split_steps(text: str) -> None:
+    # the pieces are cut here by Python's ``regex`` module, a third engine
+    # whose Unicode tables are newer than Oniguruma's: a code point not yet
+    # assigned in this Python's Unicode (U+323B0, say) can be a letter to one
+    # and unassigned to the other. The ids tests run tiktoken's own engine on
+    # such text (its classes are checked against Oniguruma's plane by plane).
+    text = "".join(c for c in text if unicodedata.category(c) != "Cn")
     added = re.compile("|".join(map(re.escape, _specials())))
     _same_pieces(added.split(text))
 

@@ -22,10 +22,10 @@ from fidelity.cache.prompts import cache_prompt
 from fidelity.model import Route
 from fidelity.scan import scan, synthetic
 from fidelity.scan.memo import TokenMemo
-from fidelity.scan.partition import view_of
+from fidelity.scan.partition import view_after_rec, view_of
 from fidelity.scan.prompt_ids import PromptIds
 from fidelity.scan.records import parse_record
-from fidelity.scan.view import shared_items
+from fidelity.scan.splice import parse_after
 from fidelity.strategies import requests
 
 #: (dialect, provider, model) of each dialect the fast path handles
@@ -39,20 +39,22 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
     builder per model; each request's (cache model, SimRequest) must equal
     cache_prompt's on the same body bytes. Returns (requests, built fast)."""
     memo = TokenMemo() if memo is None else memo
-    builders: dict[str, tuple[PromptIds, list[Any]]] = {}
+    builders: dict[str, PromptIds] = {}
+    parsed, view = None, None
     for i, line in enumerate(lines):
-        rec = parse_record(line)
-        view = view_of(rec)
-        b, prev = builders.setdefault(rec.model, (PromptIds(memo, fast=True), [()]))
-        k = shared_items(view.items, prev[0])
-        prev[0] = view.items
-        name, got = b.build(rec, view, k, float(i), i)
+        # as the scan's replay reads a line: parsed after the previous one,
+        # its view extended from the previous view
+        parsed = parse_after(line, parsed)
+        rec = parsed.rec
+        view, _ = view_after_rec(rec, view)
+        b = builders.setdefault(rec.model, PromptIds(memo, fast=True))
+        name, got = b.build(rec, view, float(i), i)
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
                             endpoint=rec.url or None, provider=rec.provider)
         assert name == want.cache_model, (i, rec.dialect.name)
         assert got == dataclasses.replace(want.request, key=""), (i, rec.dialect.name, b.reasons)
-    return len(lines), sum(b.fast for b, _ in builders.values())
+    return len(lines), sum(b.fast for b in builders.values())
 
 
 def _line(dialect: str, body: bytes) -> bytes:
@@ -162,3 +164,56 @@ def test_scan_json_is_the_same_with_the_fast_path_off_on_recordings(shared_real:
     on = _scan_json([root], monkeypatch, True)
     assert on == _scan_json([root], monkeypatch, False)
     assert json.loads(on)["totals"]["requests"] >= 40
+
+
+def _tools(order: str, style: str) -> list[Any]:
+    props = {"a": {"type": "string"}, "b": {"type": "integer"}}
+    if order == "ba":
+        props = {"b": props["b"], "a": props["a"]}
+    schema = {"type": "object", "properties": props}
+    if style == "anthropic":
+        return [{"name": "f", "description": "d", "input_schema": schema}]
+    return [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+
+
+@pytest.mark.parametrize("dialect,model", [("anthropic-messages", "claude-sonnet-4-5"), ("openai-chat", "gpt-4.1"),
+                                           ("deepseek", "deepseek-v4-flash")])
+def test_python_equal_json_that_differs_is_a_change(dialect: str, model: str) -> None:
+    """Reordered keys in a tool schema, and 1 against 1.0 or true: equal in
+    Python, other bytes on the wire. The fast path must not reuse the earlier
+    element (it did: the reviewer's case gave 2,508 cache reads the plain path
+    does not give)."""
+    style = "anthropic" if dialect == "anthropic-messages" else "openai"
+    msgs = [{"role": "user", "content": "hello there " * 40}]
+    bodies = [{"model": model, "max_tokens": 10, "tools": _tools("ab", style), "messages": msgs},
+              {"model": model, "max_tokens": 10, "tools": _tools("ba", style), "messages": msgs},
+              {"model": model, "max_tokens": 10, "tools": _tools("ba", style),
+               "messages": [{**msgs[0], "n": 1}, {"role": "user", "content": "more"}]},
+              {"model": model, "max_tokens": 10, "tools": _tools("ba", style),
+               "messages": [{**msgs[0], "n": 1.0}, {"role": "user", "content": "more"}]},
+              {"model": model, "max_tokens": 10, "tools": _tools("ba", style),
+               "messages": [{**msgs[0], "n": True}, {"role": "user", "content": "more"}]}]
+    lines = [_line(dialect, orjson.dumps(b)) for b in bodies]
+    n, fast = check(lines)
+    assert n == fast == len(bodies)
+
+
+def test_reordered_tool_keys_break_the_cache_in_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the reordered tool is the second: the first segment, and so the
+    # partition, stays the same
+    first = {"name": "g", "description": "another tool", "input_schema": {"type": "object"}}
+    tools = {"ab": [first, *_tools("ab", "anthropic")], "ba": [first, *_tools("ba", "anthropic")]}
+    system = [{"type": "text", "text": "You are careful. " * 200, "cache_control": {"type": "ephemeral"}}]
+    log = tmp_path / "ko.jsonl"
+    log.write_bytes(b"".join(orjson.dumps({"url": "https://api.anthropic.com/v1/messages", "time": 1000 + i,
+                                           "session": "s", "body": {"model": "claude-sonnet-4-5", "max_tokens": 10,
+                                                                    "tools": tools[o], "system": system,
+                                                                    "messages": [{"role": "user", "content": "hi"}]}})
+                             + b"\n" for i, o in enumerate(["ab", "ba"])))
+    fast = scan([log], workers=1)
+    monkeypatch.setenv("FIDELITY_SCAN_FAST", "0")
+    plain = scan([log], workers=1)
+    assert fast["totals"] == plain["totals"]
+    # the tools come first: only the first tool survives, far below Anthropic's 1,024-token minimum
+    assert fast["totals"]["read_tokens"] == 0
+    assert fast["totals"]["breaks"] == 1

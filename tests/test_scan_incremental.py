@@ -95,7 +95,7 @@ def _sessions(draw: Any, dialect: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("dialect", ["openai-chat", "deepseek", "anthropic-messages", "openai-responses"])
-@settings(max_examples=60)
+@settings(max_examples=200)
 @given(data=st.data())
 def test_incremental_view_equals_the_whole_view(dialect: str, data: Any) -> None:
     d = wire.get(dialect)

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
 
-import numpy as np
 import orjson
 
 from .. import providers, tokens, wire
@@ -374,17 +373,13 @@ def _head_len(params_ids: Sequence[int]) -> int:
 
 
 def _run(ids: Sequence[int], value: int) -> int:
-    """How many leading ids equal ``value`` (a long run counted in C)."""
+    """How many leading ids equal ``value``."""
     if not len(ids) or ids[0] != value:
         return 0
     n = 1
-    while n < 8 and n < len(ids) and ids[n] == value:
+    while n < len(ids) and ids[n] == value:  # runs are short (a few hundred ids at most)
         n += 1
-    if n < 8 or n == len(ids):
-        return n
-    eq = np.asarray(ids, dtype=np.int64) == value if not isinstance(ids, array) else \
-        np.frombuffer(ids, dtype=np.int64) == value
-    return len(eq) if eq.all() else int(eq.argmin())
+    return n
 
 
 def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:

@@ -369,28 +369,30 @@ class Simulator:
         model._check(req)  # noqa: SLF001 -- the model's own limit on breakpoints
         n = _scaled(len(req.tokens), req.scale)
         store: BreakpointStore | None = self._store(req.key, commit)
-        entry = store.hit(req, now) if store is not None else None
-        read = _scaled(entry.length, req.scale) if entry is not None else 0
-        parent = entry.label if entry is not None else None
-        ttls = self._ttls(req)
-        writes: dict[float, int] = {}
-        at = read
-        for bp, ttl in sorted(zip(req.breakpoints, ttls)):
-            bp_s = _scaled(bp, req.scale)
-            if bp_s < model.minimum or bp_s <= at:
-                continue
-            writes[ttl] = writes.get(ttl, 0) + bp_s - at
-            at = bp_s
-        written = at - read
-        if commit and store is not None:
-            if entry is not None:
-                entry.last_used = now
-                entry.label = label
-            for bp, ttl in zip(req.breakpoints, ttls):
-                if _scaled(bp, req.scale) >= model.minimum:
-                    store.write(req, bp, ttl, now, label)
-        if store is not None:
-            store.done()
+        try:
+            entry = store.hit(req, now) if store is not None else None
+            read = _scaled(entry.length, req.scale) if entry is not None else 0
+            parent = entry.label if entry is not None else None
+            ttls = self._ttls(req)
+            writes: dict[float, int] = {}
+            at = read
+            for bp, ttl in sorted(zip(req.breakpoints, ttls)):
+                bp_s = _scaled(bp, req.scale)
+                if bp_s < model.minimum or bp_s <= at:
+                    continue
+                writes[ttl] = writes.get(ttl, 0) + bp_s - at
+                at = bp_s
+            written = at - read
+            if commit and store is not None:
+                if entry is not None:
+                    entry.last_used = now
+                    entry.label = label
+                for bp, ttl in zip(req.breakpoints, ttls):
+                    if _scaled(bp, req.scale) >= model.minimum:
+                        store.write(req, bp, ttl, now, label)
+        finally:
+            if store is not None:  # its copy of this request's bytes is for this request only
+                store.done()
         return _prediction(n, read, written, parent, tuple(sorted(writes.items())), None)
 
 

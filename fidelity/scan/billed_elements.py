@@ -57,6 +57,7 @@ from ..cache.prompts import (
     Assembled,
     anthropic_assemble,
     anthropic_block_ends,
+    anthropic_images,
     block_ends_of,
     generic_assemble,
     strip_markers,
@@ -314,17 +315,6 @@ class _AnthropicState:
     images: list[int]  # image blocks in the first i elements, for each i
 
 
-def _images_of(item: Item) -> int:
-    """Image blocks of one message element (:func:`fidelity.cache.prompts.anthropic_images`)."""
-    if item.kind != "message":
-        return 0
-    msg = item.value
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
-
-
 class _Anthropic(Handler):
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _AnthropicPrep:
         if prev is not None and prev.prep.params == view.params and MARKER not in view.params:
@@ -420,7 +410,7 @@ class _Anthropic(Handler):
         blocks += [r for r in results[same:] if r is not None]
         total = images[-1]
         for it in items[same:]:
-            total += _images_of(it)
+            total += anthropic_images((it.value,)) if it.kind == "message" else 0
             images.append(total)
         req, asm = anthropic_assemble(params_ids, blocks, members, obj, prep.model, time, label, (), total,
                                       st.asm if st is not None else None, n_blocks)

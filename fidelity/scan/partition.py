@@ -307,14 +307,13 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             continue
         index = len(st.reqs)
         try:
-            cm_name, sreq = st.builder.build(rec, view, None, e.time, index)
+            cm_name, sreq = st.builder.build(rec, view, e.time, index)
             sim = st.sims.get(cm_name)
             if sim is None:
                 sim = st.sims[cm_name] = Simulator(cm_name, model)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
-            st.builder = PromptIds(memo)  # its previous-request reuse no longer holds
             continue
         data = encode(view.items, ln.view.items if ln.view is not None else (), ln.data, view.normalise, k)
         if explicit:

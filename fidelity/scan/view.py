@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import is_
 from typing import Any, NamedTuple
 
 import orjson
 
 from ..jsonbytes import pointer
 
-__all__ = ["Item", "FastView", "build_view", "view_after", "common_prefix", "encode", "partition_key", "dumps_value", "SUPPORTED"]
+__all__ = ["Item", "FastView", "build_view", "view_after", "common_prefix", "shared_values", "encode", "partition_key", "dumps_value", "SUPPORTED"]
 
 #: dialects this module knows the cache layout of (others fall back to the
 #: dialect's exact ``cache_view``)
@@ -286,6 +287,27 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     return lo
 
 
+def shared_values(a: Sequence[Any], b: Sequence[Any], value: Callable[[Any], Any] | None = None) -> int:
+    """How many leading elements of ``a`` and ``b`` hold the same JSON
+    (``value`` gives an element's JSON value; default: the element). Equal
+    elements (:func:`common_prefix`) that are not the very same object must
+    also serialise alike: Python's ``==`` ignores the order of a dict's keys
+    and takes ``1``, ``1.0`` and ``True`` as equal, and a cache sees bytes (a
+    tool schema whose keys were reordered is a changed prompt)."""
+    k = common_prefix(a, b)
+    same = list(map(is_, a[:k], b[:k]))
+    i = 0
+    while True:
+        try:
+            i = same.index(False, i)
+        except ValueError:
+            return k
+        x, y = (a[i], b[i]) if value is None else (value(a[i]), value(b[i]))
+        if x is not y and dumps_value(x) != dumps_value(y):
+            return i
+        i += 1
+
+
 def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tuple[FastView, int]:
     """The full cache view of ``obj`` and how many of its leading items equal
     ``prev``'s (:func:`shared_items`). A session re-sends its history, so when
@@ -304,7 +326,7 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
         view = build_view(dialect, obj)
         return view, shared_items(view.items, prev.items) if prev is not None else 0
     if prev is not None and prev.shape == shape and prev.values is not None:
-        k = common_prefix(values, prev.values)
+        k = shared_values(values, prev.values)
         items = prev.items[:k] + tuple(make(shape, i, values[i]) for i in range(k, len(values)))
     else:
         items = tuple(make(shape, i, v) for i, v in enumerate(values))
@@ -321,7 +343,7 @@ def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
     over list comparisons, so repeated history is compared in C, element by
     element, with O(log n) Python steps."""
     n = min(len(items), len(prev_items))
-    k = common_prefix([it.value for it in items[:n]], [it.value for it in prev_items[:n]])
+    k = shared_values([it.value for it in items[:n]], [it.value for it in prev_items[:n]])
     while k and items[k - 1].kind != prev_items[k - 1].kind:  # same value, other role in the view
         k -= 1
     return k

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from array import array
+from typing import Any
 
 import numpy as np
 
@@ -49,10 +50,11 @@ class ScaledTokenizer(Tokenizer):
         self.factor = factor
         self._scaled_memo = functools.lru_cache(maxsize=4096)(self._scaled)
         self._base: Tokenizer | None = None
-        self._reps = np.zeros(0, dtype=np.int64)
-        self._second = np.zeros(0, dtype=np.int64)
-        self._n_extra = np.zeros(1, dtype=np.int64)
-        self._short: list[bool] = []
+        # the stretch pattern (reps, second, n_extra, short), published as one
+        # tuple: threads encoding at once (``_parallel.encode_texts``) each see
+        # a whole pattern, never parts of two
+        self._pattern: tuple[Any, Any, Any, list[bool]] = (
+            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), [])
 
     def ids(self, text: str) -> array[int]:
         """The stretched ids of ``text`` (memoised per text; read-only)."""
@@ -66,33 +68,36 @@ class ScaledTokenizer(Tokenizer):
             base_tok = self._base = get(self.base_name)
         base = base_tok.ids(text)
         n = len(base)
-        if n > len(self._reps):
-            self._grow(n)
+        reps, second_at, n_extra, short = self._pattern
+        if n > len(reps):
+            reps, second_at, n_extra, short = self._grow(n)
         # the k-th base token gets a second id where floor((k+1)f) - floor(kf) >= 2
         if n < _SHORT:  # a short text: a loop costs less than numpy's calls
             small = array(TOKEN_TYPECODE)
-            for t, second in zip(base, self._short):
+            for t, second in zip(base, short):
                 small.append(t)
                 if second:
                     small.append(t + _EXTRA)
             return small
-        out = np.repeat(np.frombuffer(base, dtype=np.int64), self._reps[:n])
-        out[self._second[: self._n_extra[n]]] += _EXTRA
+        out = np.repeat(np.frombuffer(base, dtype=np.int64), reps[:n])
+        out[second_at[: n_extra[n]]] += _EXTRA
         return array(TOKEN_TYPECODE, out.tobytes())
 
-    def _grow(self, n: int) -> None:
+    def _grow(self, n: int) -> tuple[Any, Any, Any, list[bool]]:
         """The stretch pattern of the first ``n`` base tokens (at least twice
         what it held): per base token how many ids it gives, where the second
         ids land in the output, and how many second ids the first k give. The
         pattern at a position does not depend on the text, so it is computed
         once, with the same float arithmetic as per text."""
-        n = max(n, 2 * len(self._reps), 1024)
+        n = max(n, 2 * len(self._pattern[0]), 1024)
         k = np.arange(n, dtype=np.float64)
         extra = (np.floor((k + 1) * self.factor) - np.floor(k * self.factor)) >= 2
-        self._reps = 1 + extra.astype(np.int64)
-        self._second = np.cumsum(self._reps)[extra] - 1
-        self._n_extra = np.concatenate(([0], np.cumsum(extra.astype(np.int64))))
-        self._short = extra[:_SHORT].tolist()
+        reps = 1 + extra.astype(np.int64)
+        pattern = (reps, np.cumsum(reps)[extra] - 1, np.concatenate(([0], np.cumsum(extra.astype(np.int64)))),
+                   extra[:_SHORT].tolist())
+        if len(reps) > len(self._pattern[0]):  # another thread may have grown it further meanwhile
+            self._pattern = pattern
+        return pattern
 
     def _encode_chunk(self, text: str) -> list[int]:
         return self.ids(text).tolist()
