@@ -39,22 +39,23 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
     builder per model; each request's (cache model, SimRequest) must equal
     cache_prompt's on the same body bytes. Returns (requests, built fast)."""
     memo = TokenMemo() if memo is None else memo
-    builders: dict[str, PromptIds] = {}
-    parsed, view = None, None
+    builders: dict[str, tuple[PromptIds, list[Any]]] = {}
+    parsed = None
     for i, line in enumerate(lines):
         # as the scan's replay reads a line: parsed after the previous one,
-        # its view extended from the previous view
+        # its view extended from the previous view of its builder
         parsed = parse_after(line, parsed)
         rec = parsed.rec
-        view, _ = view_after_rec(rec, view)
-        b = builders.setdefault(rec.model, PromptIds(memo, fast=True))
-        name, got = b.build(rec, view, float(i), i)
+        b, prev = builders.setdefault(rec.model, (PromptIds(memo, fast=True), [None]))
+        view, k = view_after_rec(rec, prev[0])
+        prev[0] = view
+        name, got = b.build(rec, view, k, float(i), i)
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
                             endpoint=rec.url or None, provider=rec.provider)
         assert name == want.cache_model, (i, rec.dialect.name)
         assert got == dataclasses.replace(want.request, key=""), (i, rec.dialect.name, b.reasons)
-    return len(lines), sum(b.fast for b in builders.values())
+    return len(lines), sum(b.fast for b, _ in builders.values())
 
 
 def _line(dialect: str, body: bytes) -> bytes:

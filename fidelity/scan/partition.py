@@ -200,10 +200,10 @@ class _Req:
 @dataclass
 class _Lineage:
     """What the next request of one session is compared with: its previous
-    request's parsed line, view, segment bytes and segment ids. (The
-    partition's :class:`.prompt_ids.PromptIds` finds the earlier request to
-    reuse billed ids from on its own, among the last few it built.)"""
+    request's parsed line, view, segment bytes and segment ids, and the
+    builder that reuses that request's billed ids."""
 
+    builder: PromptIds
     view: FastView | None = None
     index: int = -1  # the partition's request number of ``view``
     parsed: Parsed | None = None
@@ -219,7 +219,7 @@ LINEAGES = 64
 class _State:
     """One partition's replay state."""
 
-    builder: PromptIds
+    memo: TokenMemo
     sims: dict[str, Simulator] = field(default_factory=dict)
     sids: dict[bytes, int] = field(default_factory=dict)
     data: list[bytes] = field(default_factory=list)
@@ -236,7 +236,8 @@ class _State:
         got = self.lineages.pop(session, None) if continues else None
         if got is None:
             last = self.last
-            got = _Lineage() if last is None else _Lineage(last.view, last.index, last.parsed, last.data, last.segs)
+            got = _Lineage(PromptIds(self.memo)) if last is None else \
+                _Lineage(PromptIds(self.memo), last.view, last.index, last.parsed, last.data, last.segs)
         self.lineages[session] = got
         if len(self.lineages) > LINEAGES:
             del self.lineages[next(iter(self.lineages))]
@@ -289,7 +290,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       classify_memo: dict[tuple[Any, ...], tuple[str, str | None]], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
-    st = _State(PromptIds(memo))
+    st = _State(memo)
     explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
@@ -307,13 +308,15 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             continue
         index = len(st.reqs)
         try:
-            cm_name, sreq = st.builder.build(rec, view, e.time, index)
+            cm_name, sreq = ln.builder.build(rec, view, k, e.time, index)
             sim = st.sims.get(cm_name)
             if sim is None:
                 sim = st.sims[cm_name] = Simulator(cm_name, model)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
+            # the builder built this request, the lineage still holds the one before: start afresh
+            ln.builder = PromptIds(memo)
             continue
         data = encode(view.items, ln.view.items if ln.view is not None else (), ln.data, view.normalise, k)
         if explicit:

@@ -6,12 +6,13 @@ from work already done for earlier requests.
 A session re-sends its history with every request, so ``cache_prompt`` on
 each whole body pays for the whole history again (a parse, the cache view,
 billed ids of every segment). :class:`PromptIds` builds the same request
-element by element (:mod:`.billed_elements`) from the earlier request of
-its partition it shares most with (among the last :data:`KEEP` built): an
-element equal to the one at the same place there (the same JSON; compared in
-C over the leading run), with the same context, reuses that request's ids,
-its contexts where what they read did not change, and its assembled prompt
-(the shared leading part is a slice of it); any
+element by element (:mod:`.billed_elements`) from the earlier request it
+shares most with (among the last :data:`KEEP` it built; the scan keeps one
+builder per session, so that is mostly the session's previous turn): an
+element holding the same JSON as the one at the same place there, with the
+same context, reuses that request's ids, its contexts where what they read
+did not change, and its assembled prompt (the shared leading part is a slice
+of it); any
 other element is looked up in the worker's memo by its bytes and context
 (:class:`~fidelity.scan.memo.TokenMemo`), and tokenized only when new. The
 per-segment functions are ``cache_prompt``'s own and the request is
@@ -70,12 +71,17 @@ class PromptIds:
         #: why requests went to ``cache_prompt`` (reason -> count)
         self.reasons: dict[str, int] = {}
         # the latest requests built element by element, oldest first:
-        # (dialect, model, elements, what it left)
+        # (dialect, model, elements, what it left); the last one is the
+        # partition's previous request while ``_last`` holds
         self._states: list[tuple[str, str, tuple[Item, ...], Previous]] = []
+        self._last = False
 
-    def build(self, rec: Any, view: FastView, time: float | None, label: Hashable) -> tuple[str, SimRequest]:
-        """The cache model name and the simulator request of ``rec``, whose
-        fast view is ``view``."""
+    def build(self, rec: Any, view: FastView, shared: int, time: float | None,
+              label: Hashable) -> tuple[str, SimRequest]:
+        """The cache model name and the simulator request of ``rec``;
+        ``view`` is its fast view and ``shared`` how many of its leading
+        elements hold the same JSON as the previous request this builder
+        built (:func:`~fidelity.scan.view.view_after`)."""
         reason = "disabled"
         if self.use_fast:
             # a body sent to another provider's endpoint (DeepSeek's /responses,
@@ -86,13 +92,14 @@ class PromptIds:
                 try:
                     if rec.raw_body is not None and rec.raw_body != _dumps(rec.body):
                         raise Unsupported("body text")
-                    got = self._fast(handler, rec, view, time, label)
+                    got = self._fast(handler, rec, view, shared, time, label)
                     self.fast += 1
                     return handler.cache_model, got
                 except Unsupported as exc:
                     reason = str(exc) or "unsupported"
                 except Exception:  # noqa: BLE001 -- cache_prompt decides (it raises the right error)
                     reason = "error"
+        self._last = False
         self.slow += 1
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
@@ -100,11 +107,12 @@ class PromptIds:
                           endpoint=rec.url or None, provider=rec.provider)
         return cp.cache_model, replace(cp.request, key="")
 
-    def _fast(self, h: Handler, rec: Any, view: FastView, time: float | None,
+    def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
               label: Hashable) -> SimRequest:
         model = rec.model
         items = view.items
-        prev = self._parent(h.name, model, items)
+        prev = self._parent(h.name, model, items, shared)
+        self._last = False  # until this request is built
         prep = h.prepare(rec.body, view, model, prev)
         ctxs = h.contexts(prep, items, prev)
         results: list[Any] = []
@@ -145,15 +153,15 @@ class PromptIds:
         states.append((name, model, items, Previous(0, len(items), prep, ctxs, results, state)))
         if len(states) > KEEP:
             del states[0]
+        self._last = True
         return req
 
-    def _parent(self, name: str, model: str, items: tuple[Item, ...]) -> Previous | None:
+    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int) -> Previous | None:
         """The kept request whose leading elements this one shares most (a
         session's previous turn, though other sessions' requests came in
-        between); one is compared in full only when it agrees on the element
-        after the best run so far. The scan's views share their leading
-        items with the session's previous view (:func:`~fidelity.scan.view.view_after`),
-        so that comparison is mostly a pointer test per item."""
+        between): the partition's previous request shares ``shared``; an
+        earlier one is compared in full only when it agrees on the element
+        after those (a compare in C)."""
         best: Previous | None = None
         best_k = 0
         n = len(items)
@@ -161,10 +169,13 @@ class PromptIds:
             s_name, s_model, s_items, st = self._states[i]
             if s_name != name or s_model != model:
                 continue
-            at = best_k if best is not None else 0
-            if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
-                continue
-            k = shared_values(items, s_items, _value)
+            if i == len(self._states) - 1 and self._last:
+                k = min(shared, st.n)
+            else:
+                at = best_k if best is not None else 0
+                if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
+                    continue
+                k = shared_values(items, s_items, _value)
             if best is None or k > best_k:
                 best, best_k = st, k
         if best is not None:

@@ -297,15 +297,19 @@ def shared_values(a: Sequence[Any], b: Sequence[Any], value: Callable[[Any], Any
     k = common_prefix(a, b)
     same = list(map(is_, a[:k], b[:k]))
     i = 0
-    while True:
+    while True:  # each run of elements that are not the same objects: one serialisation a side
         try:
             i = same.index(False, i)
         except ValueError:
             return k
-        x, y = (a[i], b[i]) if value is None else (value(a[i]), value(b[i]))
-        if x is not y and dumps_value(x) != dumps_value(y):
-            return i
-        i += 1
+        try:
+            j = same.index(True, i)
+        except ValueError:
+            j = k
+        xs, ys = (a[i:j], b[i:j]) if value is None else ([value(x) for x in a[i:j]], [value(y) for y in b[i:j]])
+        if dumps_value(xs) != dumps_value(ys):
+            return i + next(t for t in range(j - i) if dumps_value(xs[t]) != dumps_value(ys[t]))
+        i = j
 
 
 def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tuple[FastView, int]:
