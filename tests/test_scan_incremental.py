@@ -237,3 +237,13 @@ def test_a_growing_session_reuses_its_history() -> None:
             reused += parsed.reused > 0
     assert later > 20
     assert reused == later
+
+
+def test_the_example_in_docs_scan_fast_path_runs() -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "scan-fast-path.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/scan-fast-path.md", "exec"), {})  # noqa: S102 -- the doc's own example
