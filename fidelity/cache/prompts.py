@@ -256,6 +256,13 @@ def _same_parts(parts: Sequence[Any], prev: Sequence[Any], same: int) -> int:
     return next((i for i in range(same) if parts[i] is not prev[i]), same)
 
 
+def _resume(prev: Assembled, j: int) -> tuple[Any, ...]:
+    """The first ``j`` parts of ``prev``'s assembled prompt: its ids, block
+    ends and marks up to there, and the per-part offsets into them."""
+    return (prev.tokens[: prev.starts[j]], prev.ends[: prev.n_ends[j]], prev.marks[: prev.n_marks[j]],
+            prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1])
+
+
 def _same_prefix(a: Sequence[Any], b: Sequence[Any], j: int) -> int:
     """``j``, or less: how many of the first ``j`` items of ``a`` and ``b`` are equal."""
     if a[:j] == b[:j]:
@@ -282,10 +289,7 @@ def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: arra
         if flags is not None or prev.flags is not None:
             j = _same_prefix(flags or [], prev.flags or [], j) if flags is not None and prev.flags is not None else 0
     if j:
-        flat = prev.tokens[: prev.starts[j]]  # type: ignore[union-attr]
-        ends = prev.ends[: prev.n_ends[j]]  # type: ignore[union-attr]
-        marks = prev.marks[: prev.n_marks[j]]  # type: ignore[union-attr]
-        starts, n_ends, n_marks = prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1]  # type: ignore[union-attr]
+        flat, ends, marks, starts, n_ends, n_marks = _resume(prev, j)  # type: ignore[arg-type]
     else:
         flat = array(tokens.TOKEN_TYPECODE)
         ends, marks, starts, n_ends, n_marks = [], [], [0], [0], [0]
@@ -571,10 +575,7 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
             if idx < j and mods.get(idx) != prev.mods.get(idx):
                 j = idx
     if j:
-        flat = prev.tokens[: prev.starts[j]]  # type: ignore[union-attr]
-        ends = prev.ends[: prev.n_ends[j]]  # type: ignore[union-attr]
-        marks = prev.marks[: prev.n_marks[j]]  # type: ignore[union-attr]
-        starts, n_ends, n_marks = prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1]  # type: ignore[union-attr]
+        flat, ends, marks, starts, n_ends, n_marks = _resume(prev, j)  # type: ignore[arg-type]
     else:
         flat = array(tokens.TOKEN_TYPECODE, head)
         ends, marks, starts, n_ends, n_marks = [], [], [len(flat)], [0], [0]

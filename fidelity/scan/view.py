@@ -94,21 +94,14 @@ def _is_system(m: Any) -> bool:
 
 
 def _chat(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    msgs = obj.get("messages")
-    msgs = msgs if isinstance(msgs, list) else []
-    n_sys = 0
-    for m in msgs:
-        if not _is_system(m):
-            break
-        n_sys += 1
-    tools_v = obj.get("tools")
-    tools = [Item("tools", i, ("tools", i,), t) for i, t in enumerate(tools_v)] \
-        if isinstance(tools_v, list) else []
-    system = [Item("system", i, ("messages", i,), msgs[i]) for i in range(n_sys)]
-    stop = min(len(msgs), n_sys + 1) if first_only else len(msgs)
-    rest = [Item("message", n, ("messages", i,), msgs[i]) for n, i in enumerate(range(n_sys, stop))]
-    head = system + tools if getattr(d, "cache_order", "openai") == "template" else tools + system
-    return FastView(d.name, _params(obj, d.cache_keys), tuple(head + rest))
+    shape, values = _chat_layout(d, obj)
+    n = len(values)
+    if first_only:  # the system messages, the tools and at most one message after them
+        head = shape[1] + shape[2]
+        n = min(n, head + 1)
+    items = tuple(_chat_item(shape, i, values[i]) for i in range(n))
+    return FastView(d.name, _params(obj, d.cache_keys), items, None, None if first_only else shape,
+                    None if first_only else values)
 
 
 def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
@@ -138,18 +131,13 @@ def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastVie
 def _anthropic(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     from ..wire.anthropic_messages import CACHE_KEYS
 
-    out: list[Item] = []
-    if isinstance(obj.get("tools"), list):
-        out += [Item("tools", i, ("tools", i,), t) for i, t in enumerate(obj["tools"])]
-    system = obj.get("system")
-    if isinstance(system, list):
-        out += [Item("system", i, ("system", i,), s) for i, s in enumerate(system)]
-    elif system is not None:
-        out.append(Item("system", 0, ("system",), system))
-    if isinstance(obj.get("messages"), list):
-        msgs = obj["messages"][:1] if first_only else obj["messages"]
-        out += [Item("message", i, ("messages", i,), m) for i, m in enumerate(msgs)]
-    return FastView(d.name, _params(obj, CACHE_KEYS), tuple(out), _blocks)
+    shape, values = _anthropic_layout(d, obj)
+    n = len(values)
+    if first_only:  # the tools, the system blocks and at most the first message
+        n = min(n, shape[1] + shape[2] + 1)
+    items = tuple(_anthropic_item(shape, i, values[i]) for i in range(n))
+    return FastView(d.name, _params(obj, CACHE_KEYS), items, _blocks, None if first_only else shape,
+                    None if first_only else values)
 
 
 def _blocks(m: Any) -> Any:
@@ -320,26 +308,23 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
     new ones are made: the work per request follows what is new."""
     name = dialect.name
     if name == "anthropic-messages":
+        from ..wire.anthropic_messages import CACHE_KEYS
+
         shape, values = _anthropic_layout(dialect, obj)
-        make = _anthropic_item
+        make, view, keys, normalise = _anthropic_item, _anthropic, CACHE_KEYS, _blocks
     elif name not in ("openai-responses", "gemini") and hasattr(dialect, "cache_keys") \
             and hasattr(dialect, "cache_order"):
         shape, values = _chat_layout(dialect, obj)
-        make = _chat_item
+        make, view, keys, normalise = _chat_item, _chat, dialect.cache_keys, None
     else:
-        view = build_view(dialect, obj)
-        return view, shared_items(view.items, prev.items) if prev is not None else 0
-    if prev is not None and prev.shape == shape and prev.values is not None:
-        k = shared_values(values, prev.values)
-        items = prev.items[:k] + tuple(make(shape, i, values[i]) for i in range(k, len(values)))
-    else:
-        items = tuple(make(shape, i, v) for i, v in enumerate(values))
-        k = shared_items(items, prev.items) if prev is not None else 0
-    if name == "anthropic-messages":
-        from ..wire.anthropic_messages import CACHE_KEYS
-
-        return FastView(name, _params(obj, CACHE_KEYS), items, _blocks, shape, values), k
-    return FastView(name, _params(obj, dialect.cache_keys), items, None, shape, values), k
+        whole = build_view(dialect, obj)
+        return whole, shared_items(whole.items, prev.items) if prev is not None else 0
+    if prev is None or prev.shape != shape or prev.values is None:
+        whole = view(dialect, obj)
+        return whole, shared_items(whole.items, prev.items) if prev is not None else 0
+    k = shared_values(values, prev.values)
+    items = prev.items[:k] + tuple(make(shape, i, values[i]) for i in range(k, len(values)))
+    return FastView(name, _params(obj, keys), items, normalise, shape, values), k
 
 
 def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
