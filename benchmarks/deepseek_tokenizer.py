@@ -1,12 +1,13 @@
 """Benchmark fidelity's deepseek-v4 encoder (tiktoken) against HF ``tokenizers``.
 
-    python3 benchmarks/deepseek_tokenizer.py [--log /work/bench/app100.jsonl]
+    python3 benchmarks/deepseek_tokenizer.py [--log LOG.jsonl]
         [--real ../shared/real] [--runs 3] [--limit-mb 8]
 
 Corpora (each read once, unique texts only, as ``fidelity scan`` memoises):
 
 * ``--log``: message texts of the DeepSeek requests (URL contains
-  ``deepseek``) of a scan request log (JSONL, one request a line);
+  ``deepseek``) of a scan request log (JSONL, one request a line); by
+  default the 100 MB append-only log ``benchmarks/scan.py --mb 100`` makes;
 * ``--real``: every string of the recorded files under ../shared/real
   (JSON/JSONL values; Markdown and YAML files whole), about 8 MB.
 
@@ -21,14 +22,12 @@ Also the first-encode time of a fresh process (import, build, one encode).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # This file's name shadows the deepseek_tokenizer package (whose tokenizer.json
@@ -37,64 +36,23 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(ROOT))
 
 from fidelity import tokens  # noqa: E402
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
-def log_texts(path: Path, limit: int) -> list[str]:
-    out: dict[str, None] = {}
-    size = 0
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            body = row.get("body") if "deepseek" in str(row.get("url", "")) else None
-            if not isinstance(body, dict):
-                continue
-            for message in body.get("messages") or []:
-                for text in _strings(message.get("content") if isinstance(message, dict) else None):
-                    if text not in out:
-                        out[text] = None
-                        size += len(text.encode("utf-8", "replace"))
-            if size >= limit:
-                break
-    return list(out)
+from fidelity.scan import synthetic  # noqa: E402
+from fidelity.tokens.corpus import log_message_texts, recorded_texts  # noqa: E402
 
 
 def real_texts(root: Path, limit: int) -> list[str]:
-    out: dict[str, None] = {}
-    for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.suffix not in (".json", ".jsonl", ".md", ".yaml", ".yml", ".txt"):
-            continue
-        raw = path.read_text(encoding="utf-8", errors="replace")
-        lines = raw.splitlines() if path.suffix == ".jsonl" else [raw]
-        for line in lines:
-            if path.suffix not in (".json", ".jsonl"):
-                out[line] = None
-                continue
-            try:
-                out.update(dict.fromkeys(_strings(json.loads(line))))
-            except ValueError:
-                out[line] = None
-    texts = list(out)
     kept, size = [], 0
-    for t in texts:
+    for t in recorded_texts(root):
         if size >= limit:
             break
         kept.append(t)
         size += len(t.encode("utf-8", "replace"))
     return kept
+
+
+def log_texts(path: Path, limit: int) -> list[str]:
+    with path.open(encoding="utf-8") as fh:
+        return log_message_texts(fh, "deepseek", limit)
 
 
 def best_cpu(fn: Callable[[str], list[int]], texts: list[str], runs: int) -> tuple[float, list[list[int]]]:
@@ -120,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit-mb", type=float, default=8.0)
     args = parser.parse_args(argv)
-    logs = args.log if args.log is not None else [Path("/work/bench/app100.jsonl")]
     limit = int(args.limit_mb * 1e6)
 
     fast = tokens.get("deepseek-v4")
@@ -130,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         f"deepseek-v4 encoder: fast path {'on' if fast.fast else 'OFF (HF)'}; "  # type: ignore[attr-defined]
         f"first encode in a fresh process {first_encode_s():.2f} s"
     )
-    corpora = [(str(p), log_texts(p, limit)) for p in logs if p.is_file()]
+    if args.log is None:  # the scan benchmark's append-only log, made here (100 MB, seed 0)
+        lines = synthetic.generate(100_000_000, seed=0, append_only=True)
+        corpora = [("generated append-only log", log_message_texts(lines, "deepseek", limit))]
+    else:
+        corpora = [(str(p), log_texts(p, limit)) for p in args.log if p.is_file()]
     if args.real.is_dir():
         corpora.append((str(args.real), real_texts(args.real, limit)))
     print(f"{'corpus':<40} {'texts':>6} {'MB':>6} {'tiktoken MB/s':>14} {'HF MB/s':>8} {'ratio':>6}  equal")

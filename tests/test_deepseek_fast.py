@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity import tokens
+from fidelity.scan import synthetic
 from fidelity.tokens._deepseek_fast import (
     CJK,
     DEEPSEEK_PAT_STR,
@@ -32,8 +33,7 @@ from fidelity.tokens._deepseek_fast import (
     trie_pattern,
 )
 from fidelity.tokens._vocab import package_file
-
-BENCH = Path("/work/bench")
+from fidelity.tokens.corpus import log_message_texts, recorded_texts
 
 
 @cache
@@ -368,43 +368,10 @@ def test_another_layout_falls_back_to_hf(tmp_path: Path, change: str) -> None:
 # -- real and benchmark text ------------------------------------------------------
 
 
-def _strings(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _strings(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _strings(v, out)
-
-
-def _real_texts(root: Path) -> list[str]:
-    out: list[str] = []
-    for path in sorted(root.rglob("*")):
-        if not path.is_file():
-            continue
-        raw = path.read_text(encoding="utf-8", errors="replace")
-        if path.suffix == ".jsonl":
-            for line in raw.splitlines():
-                try:
-                    _strings(json.loads(line), out)
-                except ValueError:
-                    out.append(line)
-        elif path.suffix == ".json":
-            try:
-                _strings(json.loads(raw), out)
-            except ValueError:
-                out.append(raw)
-        elif path.suffix in (".md", ".txt", ".yaml", ".yml"):
-            out.append(raw)
-    return list(dict.fromkeys(out))
-
-
 def test_fast_equals_hf_on_real_recorded_text(shared_real: Path) -> None:
     """Every non-ASCII string of ../shared/real, then ASCII ones up to 2 MB
     in all (the whole 7.2 MB compares equal too: benchmarks/deepseek_tokenizer.py)."""
-    texts = _real_texts(shared_real)
+    texts = recorded_texts(shared_real)
     texts.sort(key=lambda t: t.isascii())
     budget = 2_000_000
     chosen = []
@@ -418,36 +385,13 @@ def test_fast_equals_hf_on_real_recorded_text(shared_real: Path) -> None:
         _same(t)
 
 
-def bench_messages(path: Path, limit_bytes: int) -> list[str]:
-    """Unique message texts of DeepSeek requests in a scan benchmark log."""
-    out: list[str] = []
-    size = 0
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            body = row.get("body") if "deepseek" in str(row.get("url", "")) else None
-            for message in body.get("messages", []) if isinstance(body, dict) else []:
-                content = message.get("content") if isinstance(message, dict) else None
-                texts: list[str] = []
-                _strings(content, texts)
-                for text in texts:
-                    out.append(text)
-                    size += len(text)
-            if size > limit_bytes:
-                break
-    return list(dict.fromkeys(out))
-
-
-@pytest.mark.parametrize("name", ["app100.jsonl", "mix100.jsonl"])
-def test_fast_equals_hf_on_scan_benchmark_messages(name: str) -> None:
-    path = BENCH / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
-    texts = bench_messages(path, 3_000_000)
-    assert texts
+@pytest.mark.parametrize("append_only", [True, False])
+def test_fast_equals_hf_on_scan_benchmark_messages(append_only: bool) -> None:
+    """The DeepSeek message texts of the scan benchmark's logs (generated
+    here, as ``benchmarks/scan.py`` makes them)."""
+    lines = synthetic.generate(30_000_000, seed=0, append_only=append_only)
+    texts = log_message_texts(lines, "deepseek", 1_500_000)
+    assert len(texts) > 100
     for t in texts:
         _same(t)
 
