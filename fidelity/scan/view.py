@@ -94,14 +94,7 @@ def _is_system(m: Any) -> bool:
 
 
 def _chat(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    shape, values = _chat_layout(d, obj)
-    n = len(values)
-    if first_only:  # the system messages, the tools and at most one message after them
-        head = shape[1] + shape[2]
-        n = min(n, head + 1)
-    items = tuple(_chat_item(shape, i, values[i]) for i in range(n))
-    return FastView(d.name, _params(obj, d.cache_keys), items, None, None if first_only else shape,
-                    None if first_only else values)
+    return _laid_out(d.name, _params(obj, d.cache_keys), None, *_chat_layout(d, obj), first_only)
 
 
 def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
@@ -131,13 +124,19 @@ def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastVie
 def _anthropic(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     from ..wire.anthropic_messages import CACHE_KEYS
 
-    shape, values = _anthropic_layout(d, obj)
+    return _laid_out(d.name, _params(obj, CACHE_KEYS), _blocks, *_anthropic_layout(d, obj), first_only)
+
+
+def _laid_out(name: str, params: bytes, normalise: Any, shape: tuple[Any, ...], values: list[Any],
+              first_only: bool) -> FastView:
+    """The view of a body laid out as ``shape`` (:func:`_item`); ``first_only``:
+    the leading runs and at most one message after them (no ``shape``: the
+    items are not all there)."""
     n = len(values)
-    if first_only:  # the tools, the system blocks and at most the first message
-        n = min(n, shape[1] + shape[2] + 1)
-    items = tuple(_anthropic_item(shape, i, values[i]) for i in range(n))
-    return FastView(d.name, _params(obj, CACHE_KEYS), items, _blocks, None if first_only else shape,
-                    None if first_only else values)
+    if first_only:
+        n = min(n, sum(run[1] for run in shape[:-1]) + 1)
+    items = tuple(_item(shape, i, values[i]) for i in range(n))
+    return FastView(name, params, items, normalise, None if first_only else shape, None if first_only else values)
 
 
 def _blocks(m: Any) -> Any:
@@ -202,7 +201,7 @@ def build_view(dialect: Any, obj: dict[str, Any], first_only: bool = False) -> F
 
 
 def _chat_layout(d: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any]]:
-    """A chat body's layout (``shape``) and its cache-view values in order."""
+    """A chat body's layout (:func:`_item`) and its cache-view values in order."""
     msgs = obj.get("messages")
     msgs = msgs if isinstance(msgs, list) else []
     n_sys = 0
@@ -212,51 +211,38 @@ def _chat_layout(d: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any
         n_sys += 1
     tools = obj.get("tools")
     tools = tools if isinstance(tools, list) else []
+    system, tool_run, rest = ("system", n_sys, "messages", 0), ("tools", len(tools), "tools", 0), \
+        ("message", None, "messages", n_sys)
     if getattr(d, "cache_order", "openai") == "template":
-        return ("template", n_sys, len(tools)), msgs[:n_sys] + tools + msgs[n_sys:]
-    return ("openai", len(tools), n_sys), tools + msgs
-
-
-def _chat_item(shape: tuple[Any, ...], i: int, value: Any) -> Item:
-    if shape[0] == "template":
-        n_sys, n_tools = shape[1], shape[2]
-        if i < n_sys:
-            return Item("system", i, ("messages", i), value)
-        if i < n_sys + n_tools:
-            return Item("tools", i - n_sys, ("tools", i - n_sys), value)
-        return Item("message", i - n_sys - n_tools, ("messages", i - n_tools), value)
-    n_tools, n_sys = shape[1], shape[2]
-    if i < n_tools:
-        return Item("tools", i, ("tools", i), value)
-    if i < n_tools + n_sys:
-        return Item("system", i - n_tools, ("messages", i - n_tools), value)
-    return Item("message", i - n_tools - n_sys, ("messages", i - n_tools), value)
+        return (system, tool_run, rest), msgs[:n_sys] + tools + msgs[n_sys:]
+    return (tool_run, system, rest), tools + msgs
 
 
 def _anthropic_layout(d: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any]]:
+    """An Anthropic body's layout (:func:`_item`) and its cache-view values in order."""
     tools = obj.get("tools")
     tools = tools if isinstance(tools, list) else []
     system = obj.get("system")
+    sys_run: tuple[str, int, str, int | None]
     if isinstance(system, list):
-        sys_v, sys_kind = system, "list"
-    elif system is not None:
-        sys_v, sys_kind = [system], "one"
-    else:
-        sys_v, sys_kind = [], "none"
+        sys_v, sys_run = system, ("system", len(system), "system", 0)
+    else:  # one system value is held alone, at /system
+        sys_v = [system] if system is not None else []
+        sys_run = ("system", len(sys_v), "system", None)
     msgs = obj.get("messages")
     msgs = msgs if isinstance(msgs, list) else []
-    return ("anthropic", len(tools), len(sys_v), sys_kind), tools + sys_v + msgs
+    return (("tools", len(tools), "tools", 0), sys_run, ("message", None, "messages", 0)), tools + sys_v + msgs
 
 
-def _anthropic_item(shape: tuple[Any, ...], i: int, value: Any) -> Item:
-    n_tools, n_sys, sys_kind = shape[1], shape[2], shape[3]
-    if i < n_tools:
-        return Item("tools", i, ("tools", i), value)
-    if i < n_tools + n_sys:
-        j = i - n_tools
-        return Item("system", j, ("system", j) if sys_kind == "list" else ("system",), value)
-    m = i - n_tools - n_sys
-    return Item("message", m, ("messages", m), value)
+def _item(shape: tuple[Any, ...], i: int, value: Any) -> Item:
+    """The item at place ``i`` of a layout: ``shape`` is its runs, each (kind,
+    how many: ``None`` for the rest, the body member that holds them, where
+    the run starts in that array: ``None`` for a value held alone)."""
+    for kind, count, key, first in shape:
+        if count is None or i < count:
+            return Item(kind, i, (key,) if first is None else (key, first + i), value)
+        i -= count
+    raise IndexError(i)
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -311,11 +297,11 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
         from ..wire.anthropic_messages import CACHE_KEYS
 
         shape, values = _anthropic_layout(dialect, obj)
-        make, view, keys, normalise = _anthropic_item, _anthropic, CACHE_KEYS, _blocks
+        view, keys, normalise = _anthropic, CACHE_KEYS, _blocks
     elif name not in ("openai-responses", "gemini") and hasattr(dialect, "cache_keys") \
             and hasattr(dialect, "cache_order"):
         shape, values = _chat_layout(dialect, obj)
-        make, view, keys, normalise = _chat_item, _chat, dialect.cache_keys, None
+        view, keys, normalise = _chat, dialect.cache_keys, None
     else:
         whole = build_view(dialect, obj)
         return whole, shared_items(whole.items, prev.items) if prev is not None else 0
@@ -323,7 +309,7 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
         whole = view(dialect, obj)
         return whole, shared_items(whole.items, prev.items) if prev is not None else 0
     k = shared_values(values, prev.values)
-    items = prev.items[:k] + tuple(make(shape, i, values[i]) for i in range(k, len(values)))
+    items = prev.items[:k] + tuple(_item(shape, i, values[i]) for i in range(k, len(values)))
     return FastView(name, _params(obj, keys), items, normalise, shape, values), k
 
 
