@@ -39,9 +39,19 @@ os.environ.setdefault("FIDELITY_CACHE_DIR", str(Path(tempfile.gettempdir()) / "f
 os.environ.setdefault("FIDELITY_FUZZ_SEED", str(int.from_bytes(os.urandom(8), "big")))
 
 
-def pytest_report_header() -> str:
+def _seed_line() -> str:
     seed = os.environ["FIDELITY_FUZZ_SEED"]
     return f"fidelity fuzz seed: {seed} (set FIDELITY_FUZZ_SEED={seed} to replay the fresh-seed pass)"
+
+
+def pytest_report_header() -> str:
+    return _seed_line()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # also under -q, which prints no header; xdist's workers inherit the
+    # controller's environment, so this is the seed they drew from
+    terminalreporter.write_line(_seed_line())
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_REAL = REPO.parent / "shared" / "real"

@@ -183,14 +183,16 @@ def test_edits_are_built_from_the_right_parent(keep: int, monkeypatch: pytest.Mo
     memo = TokenMemo()
     n, fast = check(lines, memo)
     assert fast == n == len(lines)
-    # a turn adds two messages and moves the breakpoint off the one before:
-    # three elements per session and turn, each new (a miss) when the parent is right
-    assert memo.misses == 3 * (3 + 5 * 3) - 2 * 2 + 1  # tools and system once, the params once
+    # a turn adds two messages (two misses when the parent is right) and
+    # moves the breakpoint off the one before: that message changed, but the
+    # memo keys on it without its marker, so it is a hit (no tokenizer pass)
+    assert memo.misses == 3 * (1 + 5 * 2) + 2 + 1  # tools and system once, the params once
     lookups_beyond_new = memo.hits - (len(lines) - 1)  # the params are looked up every request
+    moved = 3 * 5  # the message each later turn takes the breakpoint off
     if keep == 1:
-        assert lookups_beyond_new > 50
+        assert lookups_beyond_new > 50 + moved
     else:
-        assert lookups_beyond_new <= 4  # the second and third sessions' tools and system
+        assert lookups_beyond_new <= 4 + moved  # the second and third sessions' tools and system
 
 
 def _blocks(level: str, n: int, size: int) -> list[tuple[str, array[int], list[tuple[int, Any]]]]:

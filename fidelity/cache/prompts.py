@@ -51,7 +51,7 @@ from .simulator import SimRequest
 
 __all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER",
            "generic_request", "anthropic_request", "anthropic_block_ends", "block_ends_of", "Assembled",
-           "generic_assemble", "anthropic_assemble", "anthropic_images"]
+           "generic_assemble", "anthropic_assemble", "anthropic_images", "block_lengths"]
 
 MARKER = b'"cache_control"'
 
@@ -325,22 +325,32 @@ def _block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment
                 seg_ids: array[int], blocks: Sequence[bytes] | None = None) -> list[tuple[int, Any]]:
     """(offset inside the segment, ``cache_control``) at the end of each
     content block of one segment (a tool, a system block, a message whose
-    content is a list: Anthropic's unit for the 20-block lookback). Block
+    content is a list: Anthropic's unit for the 20-block lookback): see
+    :func:`block_lengths` and :func:`block_ends_of`."""
+    overhead, lengths = block_lengths(tok, d, model, seg, value, blocks)
+    return block_ends_of(value, seg.kind, len(seg_ids), overhead, lengths)
+
+
+def block_lengths(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
+                  blocks: Sequence[bytes] | None = None) -> tuple[int, list[int]]:
+    """The per-message overhead and each content block's length in billed
+    ids, for :func:`block_ends_of` (``(0, [])`` unless the segment is a
+    message whose ``content`` is a list of two or more blocks). Block
     lengths come from the same billed-ids function, each block counted as a
-    one-block message less the per-message overhead; when they do not add up
-    to the message's own count, the message is one block. ``blocks``: the
-    bytes of each element of ``content`` when the caller has them (else
-    they are sliced from the segment)."""
+    one-block message less the per-message overhead; markers are removed
+    first, so the lengths do not depend on them. ``blocks``: the bytes of
+    each element of ``content`` when the caller has them (else they are
+    sliced from the segment)."""
     content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
     if not isinstance(content, list) or len(content) < 2:
-        return block_ends_of(value, seg.kind, len(seg_ids), 0, ())
+        return 0, []
     if blocks is None:
         blocks = [seg.data[s:e] for s, e in element_spans(seg.data, "/content")]
     probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
     probe += [Segment("message", i + 1, "", strip_markers(b)) for i, b in enumerate(blocks)]
     got = [_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
     overhead = len(_ids(tok, probe[:1], d, model, _BLOCK_MEMO, 8192)[0])
-    return block_ends_of(value, seg.kind, len(seg_ids), overhead, [len(g) - overhead for g in got])
+    return overhead, [len(g) - overhead for g in got]
 
 
 def block_ends_of(value: Any, kind: str, total: int, overhead: int,

@@ -16,7 +16,8 @@ whenever the element and its context are unchanged:
   of the call it answers (``names.get(str(call_id))`` over the whole view);
   ``/instructions`` and a string ``/input`` have their own framing.
 * **anthropic-messages** (:mod:`fidelity.tokens.framing_estimate`, markers
-  removed, block ends by :func:`fidelity.cache.prompts.anthropic_block_ends`):
+  removed, block ends by :func:`fidelity.cache.prompts.block_ends_of`; the memo keys on the
+  element without its markers, so a moving breakpoint costs no tokenizer pass):
   the first tool reads ``tool_choice`` in the params (the tool-use system
   prompt); Claude Code's billing block is left out as the cache view does.
 * **deepseek** (:mod:`fidelity.wire._template`): a message's template text
@@ -56,9 +57,9 @@ from ..cache.prompts import (
     MARKER,
     Assembled,
     anthropic_assemble,
-    anthropic_block_ends,
     anthropic_images,
     block_ends_of,
+    block_lengths,
     generic_assemble,
     strip_markers,
 )
@@ -127,6 +128,16 @@ class Handler:
         """One element's result (its ids, with block ends where the dialect has them)."""
         raise NotImplementedError
 
+    def memo_bytes(self, data: bytes) -> bytes:
+        """The bytes the memo keys an element on (its own, unless the
+        dialect's ids ignore part of them)."""
+        return data
+
+    def finish(self, item: Item, got: Any) -> Any:
+        """The element's result from what the memo holds (:meth:`element`'s
+        value), where part of the result reads bytes the memo key leaves out."""
+        return got
+
     def params_ids(self, prep: Any) -> array[int]:
         """The params segment's ids (memoised by the caller on the params bytes)."""
         return _EMPTY
@@ -162,7 +173,7 @@ class _GenericState:
 
 
 def result_ids(result: Any) -> array[int]:
-    """The ids of an element's result (a bare array, or ``(level, ids, ends)``)."""
+    """The ids of an element's result (a bare array, or a tuple with the ids second)."""
     return result if isinstance(result, array) else result[1]
 
 
@@ -352,7 +363,13 @@ class _Anthropic(Handler):
                     break
         return out
 
+    def memo_bytes(self, data: bytes) -> bytes:
+        return strip_markers(data)
+
     def element(self, prep: _AnthropicPrep, item: Item, data: bytes, ctx: Hashable) -> Any:
+        """``(level, ids, overhead, block lengths)``: nothing here reads the
+        markers (the memo keys on the element without them, so a breakpoint
+        that moves costs no tokenizer pass); :meth:`finish` adds the block ends."""
         value = item.value
         if MARKER in data:
             unmarked = strip_markers(data)
@@ -367,8 +384,8 @@ class _Anthropic(Handler):
         if isinstance(content, list) and len(content) > 1:
             per_block = framing_estimate.message_block_pieces(plain, media_in)
             if per_block is not None and len(per_block) == len(content):
-                # the message tokenized block by block: the block ends come
-                # from the same ids (no second pass over the message)
+                # the message tokenized block by block: the block lengths
+                # come from the same ids (no second pass over the message)
                 lead = framing_estimate.one_segment_pieces("anthropic", seg, prep.model, media_in,
                                                            prep.params_value, False, value={})
                 ids = pieces_ids(prep.tok, lead, "anthropic", prep.model)
@@ -377,19 +394,20 @@ class _Anthropic(Handler):
                     block_ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
                     lengths.append(len(block_ids))
                     ids.extend(block_ids)
-                ends = block_ends_of(value, item.kind, len(ids), prep.overhead, lengths)
-                return (_LEVELS[item.kind], ids, ends)
+                return (_LEVELS[item.kind], ids, prep.overhead, lengths)
         pieces = framing_estimate.one_segment_pieces("anthropic", seg, prep.model, media_in, prep.params_value,
                                                      ctx is not None, value=plain)
         ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
+        overhead, lengths = 0, []
         if isinstance(content, list) and len(content) > 1:
             # the bytes of each content block: orjson's, as the element's own bytes are
             blocks = [dumps_value(b) for b in content]
-            ends = anthropic_block_ends(prep.tok, self.dialect, prep.model, Segment(item.kind, 0, "", data),  # type: ignore[arg-type]
-                                        ids, value, blocks)
-        else:
-            ends = block_ends_of(value, item.kind, len(ids), 0, ())
-        return (_LEVELS[item.kind], ids, ends)
+            overhead, lengths = block_lengths(prep.tok, self.dialect, prep.model, seg, value, blocks)
+        return (_LEVELS[item.kind], ids, overhead, lengths)
+
+    def finish(self, item: Item, got: Any) -> Any:
+        level, ids, overhead, lengths = got
+        return (level, ids, block_ends_of(item.value, item.kind, len(ids), overhead, lengths))
 
     def params_ids(self, prep: _AnthropicPrep) -> array[int]:
         pieces = framing_estimate.one_segment_pieces("anthropic", Segment("params", 0, "", prep.params), prep.model,

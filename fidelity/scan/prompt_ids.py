@@ -135,12 +135,12 @@ class PromptIds:
                 continue
             it = items[i]
             data = _dumps(it.value)
-            key = (name, model, it.kind, data, ctx)
+            key = (name, model, it.kind, h.memo_bytes(data), ctx)
             got = memo.get(key)
             if got is None:
                 got = h.element(prep, it, data, ctx)
                 memo.put(key, got, len(data) + 8 * len(result_ids(got)) + 128, len(data))
-            results.append(got)
+            results.append(h.finish(it, got))
         pkey = (name, model, "params", view.params)
         params_ids = memo.get(pkey)
         if params_ids is None:
