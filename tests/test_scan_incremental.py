@@ -162,11 +162,29 @@ def _line_pairs(draw: Any) -> tuple[bytes, bytes]:
         later = draw(st.lists(_message, max_size=4))
     url = draw(st.sampled_from(["https://api.openai.com/v1/chat/completions", "https://api.anthropic.com/v1/messages",
                                 None]))
+    # the members cut like the messages: kept, changed, moved, dropped, or
+    # also held inside a message (the same bytes in the wrong place)
+    members = [(name, draw(_msg_value)) for name in ("tools", "system") if draw(st.integers(0, 3))]
+    member_edit = draw(st.sampled_from(["same"] * 5 + ["change", "move", "drop", "decoy"]))
 
     def line(ms: list[Any], t: int) -> bytes:
         body: dict[str, Any] = {"model": "gpt-4.1", "messages": ms}
         if draw(st.booleans()):
             body = {"tools": [{"messages": ms[:1]}], **body}  # another array of the same name, ahead
+        for name, value in members:
+            if t == 2 and member_edit == "change":
+                value = draw(_msg_value)
+            if t == 2 and member_edit == "drop":
+                continue
+            ahead = draw(st.booleans()) if t == 1 or member_edit == "move" else name in first_ahead
+            if ahead and t == 1:
+                first_ahead.add(name)
+            if ahead:
+                body = {name: value, **body}
+            else:
+                body[name] = value
+            if t == 2 and member_edit == "decoy":
+                body["messages"] = [*ms, {"role": "user", "content": "x", name: value}]
         shape = draw(st.sampled_from(["object", "object", "text", "envelope", "bare", "spaced", "after"]))
         if shape == "bare":
             return json.dumps(body, separators=(",", ":")).encode()
@@ -183,6 +201,7 @@ def _line_pairs(draw: Any) -> tuple[bytes, bytes]:
             return json.dumps(env).encode()
         return json.dumps(env, separators=(",", ":"), ensure_ascii=draw(st.booleans())).encode()
 
+    first_ahead: set[str] = set()
     return line(msgs, 1), line(later, 2)
 
 
@@ -225,7 +244,7 @@ def test_a_growing_session_reuses_its_history() -> None:
     from fidelity.scan.splice import parse_after
 
     refs: dict[str, Any] = {}
-    reused = later = 0
+    reused = later = members = 0
     for raw in synthetic.generate(2_000_000, seed=5, append_only=True):
         session = json.loads(raw)["session"]
         prev = refs.get(session)
@@ -235,8 +254,14 @@ def test_a_growing_session_reuses_its_history() -> None:
         if prev is not None and len(prev.rec.body["messages"]) > 1:
             later += 1
             reused += parsed.reused > 0
+            # an unchanged tools array or system prompt is the earlier line's own object
+            for name in ("tools", "system"):
+                if name in prev.rec.body and parsed.rec.body.get(name) == prev.rec.body[name]:
+                    members += 1
+                    assert parsed.rec.body[name] is prev.rec.body[name]
     assert later > 20
     assert reused == later
+    assert members >= later
 
 
 def test_the_example_in_docs_scan_fast_path_runs() -> None:

@@ -12,8 +12,12 @@ what is left with :func:`~fidelity.scan.records.parse_record` and puts the
 earlier line's parsed messages back in front. Identical bytes parse to equal
 values, so the record equals a whole parse; the shared messages are the very
 same objects, so comparing the two requests later costs a pointer test per
-message. Whatever does not fit (no earlier line, a body held as text, other
-spacing, a cut that did not land in the body's own array) is parsed whole.
+message. The body's ``tools`` and ``system`` members, re-sent unchanged
+with every request, are cut the same way when their bytes are the earlier
+line's (found outside the shared messages, each replaced by its own marker
+number, which must come back as the body's member). Whatever does not fit
+(no earlier line, a body held as text, other spacing, a cut that did not
+land in the body's own array or member) is parsed whole.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ _KEY = b'"messages":['
 # message array (parse_after checks it came back where it was put)
 _MARK = b"-7.77e-300"
 _MARK_VALUE = float(_MARK)
+#: body members cut when unchanged: (name, key bytes, marker)
+_MEMBERS = (("tools", b'"tools":', b"-7.78e-300"), ("system", b'"system":', b"-7.79e-300"))
 
 
 @dataclass
@@ -46,6 +52,9 @@ class Parsed:
     ends: list[int] = field(default_factory=list)
     #: how many leading messages came from the earlier line (0: parsed whole)
     reused: int = 0
+    #: where the values of the body's ``tools`` and ``system`` sit in ``line``
+    #: (those held as compact JSON), by member name
+    members: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _shared_messages(line: bytes, start: int, ref: Parsed) -> int:
@@ -56,7 +65,11 @@ def _shared_messages(line: bytes, start: int, ref: Parsed) -> int:
     ends = ref.ends
     if line.startswith(mv[:ends[-1]], start):
         return len(ends)
-    lo, hi = 1, len(ends)  # the first lo messages are shared, the first hi are not
+    n = len(ends)
+    # the usual other case: all but the last (a breakpoint moved off it)
+    if n > 2 and line.startswith(mv[:ends[-2]], start):
+        return n - 1
+    lo, hi = 1, n - 1 if n > 2 else n  # the first lo messages are shared, the first hi are not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if line.startswith(mv[ends[lo - 1]:ends[mid - 1]], start + ends[lo - 1]):
@@ -111,7 +124,25 @@ def _whole(line: bytes) -> Parsed:
     ends: list[int] = []
     if not _place(line, start, msgs, 0, start, ends):
         return Parsed(rec, line)
-    return Parsed(rec, line, start, ends)
+    return Parsed(rec, line, start, ends, 0, _member_spans(line, rec.body, {}))
+
+
+def _member_spans(line: bytes, body: dict[str, Any], known: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """``known`` and the spans of the other cut members of ``body`` in
+    ``line`` (where ``"name":`` followed by the value's compact JSON first
+    occurs; :func:`parse_after` checks that a cut there lands on the member)."""
+    out = dict(known)
+    for name, key, _ in _MEMBERS:
+        if name in out or name not in body:
+            continue
+        try:
+            enc = orjson.dumps(body[name])
+        except TypeError:
+            continue
+        at = line.find(key + enc)
+        if at >= 0:
+            out[name] = (at + len(key), at + len(key) + len(enc))
+    return out
 
 
 def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
@@ -130,17 +161,51 @@ def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
     cut = start + ref.ends[j - 1]
     if line[cut:cut + 1] not in (b",", b"]"):
         return _whole(line)
+    # (value start, value end, marker, name) of each piece replaced by a marker
+    pieces = [(start, cut, _MARK, "")]
+    for name, key, mark in _MEMBERS:
+        span = ref.members.get(name)
+        if span is None:
+            continue
+        a, b = span
+        # looked for where it was: as far from the line's start when it was
+        # ahead of the messages, as far from the line's end when behind them
+        if b <= ref.start:
+            at, fits = a, b <= start - len(_KEY)
+        else:
+            at = a + len(line) - len(ref.line)
+            fits = at - len(key) >= cut
+        if fits and line.startswith(key, at - len(key)) and line.startswith(memoryview(ref.line)[a:b], at):
+            pieces.append((at, at + b - a, mark, name))
+    pieces.sort()
+    out: list[bytes] = []
+    pos = 0
+    for a, b, mark, _ in pieces:
+        if a < pos:  # overlaps the piece before (one member's bytes inside another's)
+            return _whole(line)
+        out += (line[pos:a], mark)
+        pos = b
+    out.append(line[pos:])
     try:
-        rec = parse_record(line[:start] + _MARK + line[cut:])
+        rec = parse_record(b"".join(out))
     except Exception:  # noqa: BLE001 -- the whole parse says what is wrong, or succeeds
         return _whole(line)
     msgs = _messages(rec)
     if not msgs or type(msgs[0]) is not float or msgs[0] != _MARK_VALUE:
         return _whole(line)  # the cut landed in another array
-    ref_msgs = ref.rec.body["messages"]
+    body, ref_body = rec.body, ref.rec.body
+    kept: dict[str, tuple[int, int]] = {}
+    for a, b, mark, name in pieces:
+        if name:
+            got = body.get(name)
+            if type(got) is not float or got != float(mark):
+                return _whole(line)  # the cut landed elsewhere than the body's member
+            body[name] = ref_body[name]
+            kept[name] = (a, b)
+    ref_msgs = ref_body["messages"]
     full = ref_msgs[:j] + msgs[1:]
-    rec.body["messages"] = full
+    body["messages"] = full
     ends = ref.ends[:j]
     if not _place(line, start, full, j, cut, ends):
         return Parsed(rec, line, reused=j)
-    return Parsed(rec, line, start, ends, reused=j)
+    return Parsed(rec, line, start, ends, j, _member_spans(line, body, kept))

@@ -184,6 +184,8 @@ class HFTokenizer(Tokenizer):
 def _scrub_surrogates(text: str) -> str:
     """Replace lone surrogates (no UTF-8 encoder accepts them) with U+FFFD,
     as a JSON decoder does for an unpaired ``\\udXXX`` escape."""
+    if text.isascii():  # a flag of the string object: no scan
+        return text
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
