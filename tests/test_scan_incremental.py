@@ -151,9 +151,12 @@ def _line_pairs(draw: Any) -> tuple[bytes, bytes]:
     """Two log lines of a session: the second edits, extends or reshapes the first's."""
     msgs = draw(st.lists(_message, min_size=1, max_size=6))
     later = list(msgs)
-    edit = draw(st.sampled_from(["append", "change", "drop", "same", "other"]))
+    edit = draw(st.sampled_from(["append", "change", "first", "drop", "same", "other"]))
     if edit == "append":
         later += draw(st.lists(_message, min_size=1, max_size=3))
+    elif edit == "first":  # the first message changes (a timestamp in a system prompt), the rest grows
+        later[0] = draw(_message)
+        later += draw(st.lists(_message, max_size=2))
     elif edit == "change":
         later[draw(st.integers(0, len(later) - 1))] = draw(_message)
     elif edit == "drop":
@@ -236,6 +239,31 @@ def test_a_line_parsed_after_another_equals_its_whole_parse(pair: tuple[bytes, b
         for i, end in enumerate(parsed.ends):
             begin = parsed.start + (parsed.ends[i - 1] + 1 if i else 0)
             assert json.loads(second[begin:parsed.start + end]) == msgs[i]
+
+
+@settings(max_examples=200)
+@given(msgs=st.lists(_message, min_size=2, max_size=6), first=_message, more=st.lists(_message, max_size=3),
+       ascii_only=st.booleans(), url=st.sampled_from(["https://api.openai.com/v1/chat/completions",
+                                                      "https://api.anthropic.com/v1/messages"]))
+def test_a_changed_first_message_keeps_the_rest_reused(msgs: list[Any], first: Any, more: list[Any],
+                                                       ascii_only: bool, url: str) -> None:
+    """The first message changes (a timestamp in a system prompt), the
+    rest of the history is re-sent: the parse equals the whole parse and
+    takes the rest from the earlier line."""
+    from fidelity.scan.records import parse_record
+    from fidelity.scan.splice import parse_after
+
+    def line(ms: list[Any], t: int) -> bytes:
+        env = {"time": t, "url": url, "session": "s", "body": {"model": "gpt-4.1", "messages": ms}}
+        return json.dumps(env, separators=(",", ":"), ensure_ascii=ascii_only).encode()
+
+    later = [first, *msgs[1:], *more]
+    ref = parse_after(line(msgs, 1), None)
+    parsed = parse_after(line(later, 2), ref)
+    assert _fields(parsed.rec) == _fields(parse_record(line(later, 2)))
+    if ref.start >= 0 and parsed.start >= 0:
+        assert parsed.reused >= len(msgs) - 1  # all but the first: the same objects as the earlier line's
+        assert all(a is b for a, b in zip(parsed.rec.body["messages"][1:len(msgs)], ref.rec.body["messages"][1:]))
 
 
 def test_a_growing_session_reuses_its_history() -> None:

@@ -87,8 +87,8 @@ class Previous:
     """The partition's previous request, built element by element: its
     first ``k`` elements equal this request's (the caller's count,
     :func:`~fidelity.scan.view.shared_items`); ``n`` elements in all; what
-    :meth:`Handler.prepare` gave, each element's context and result, and
-    what :meth:`Handler.assemble` left."""
+    :meth:`Handler.prepare` gave, each element's context and result, what
+    :meth:`Handler.assemble` left, and the elements themselves."""
 
     k: int
     n: int
@@ -96,6 +96,8 @@ class Previous:
     ctxs: list[Hashable]
     results: list[Any]
     state: Any
+    #: its elements
+    items: Sequence[Item] = ()
 
 
 @dataclass

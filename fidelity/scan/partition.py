@@ -245,8 +245,27 @@ class _State:
         return got
 
 
-def _segments(st: _State, items: Sequence[Item], segs: Sequence[int]) -> list[Segment]:
-    return [Segment(it.kind, it.index, it.pointer, st.data[sid]) for it, sid in zip(items, segs)]  # type: ignore[arg-type]
+class _Segments(Sequence[Segment]):
+    """A request's segments (its items, with the bytes of their segment
+    ids), each made when read: a break is classified from a few of them."""
+
+    __slots__ = ("_data", "_items", "_sids")
+
+    def __init__(self, st: _State, items: Sequence[Item], sids: Sequence[int]) -> None:
+        self._data, self._items, self._sids = st.data, items, sids
+
+    def __len__(self) -> int:
+        return min(len(self._items), len(self._sids))
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        it = self._items[i]
+        return Segment(it.kind, it.index, it.pointer, self._data[self._sids[i]])  # type: ignore[arg-type]
 
 
 def replay_batch(task: Task) -> Partial:
@@ -380,10 +399,11 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         # else its line is read again (a request keeps ids, not its body)
         p_items = prev_view.items if j == prev_index and prev_view is not None else \
             view_of(parse_record(_read(task, fds, pe))).items
-        p_segs, c_segs = _segments(st, p_items, p.segs), _segments(st, view.items, segs)
         mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
                 tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
                 tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
+        got = classify_memo.get(mkey)
+        p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
         got = classify_memo.get(mkey)
         if got is None:
             cause = classify(p_segs, c_segs, k)

@@ -128,12 +128,21 @@ class PromptIds:
                     results.append(p_res[i])
         same = len(results)
         memo, name = self.memo, h.name
+        # past the shared run, an element that is the very object at the same
+        # place of the parent, with the same context, has the parent's result
+        # (a history re-sent after a changed first message: no serialisation)
+        p_items = prev.items if prev is not None else ()
+        n_same = min(len(p_items), len(prev.ctxs), len(prev.results)) if prev is not None else 0
         for i in range(same, len(items)):
             ctx = ctxs[i]
             if ctx is SKIP:
                 results.append(None)
                 continue
             it = items[i]
+            if i < n_same and p_items[i].value is it.value and p_items[i].kind == it.kind \
+                    and prev.ctxs[i] == ctx and prev.results[i] is not None:  # type: ignore[union-attr]
+                results.append(prev.results[i])  # type: ignore[union-attr]
+                continue
             data = _dumps(it.value)
             key = (name, model, it.kind, h.memo_bytes(data), ctx)
             got = memo.get(key)
@@ -150,7 +159,7 @@ class PromptIds:
         states = self._states
         if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
             states[:] = [st for st in states if st[3] is not prev]
-        states.append((name, model, items, Previous(0, len(items), prep, ctxs, results, state)))
+        states.append((name, model, items, Previous(0, len(items), prep, ctxs, results, state, items)))
         if len(states) > KEEP:
             del states[0]
         self._last = True

@@ -50,29 +50,33 @@ class Parsed:
     line: bytes
     start: int = -1
     ends: list[int] = field(default_factory=list)
-    #: how many leading messages came from the earlier line (0: parsed whole)
+    #: how many messages came from the earlier line (0: parsed whole): its
+    #: leading ones, or all but the first of those when the first changed
     reused: int = 0
     #: where the values of the body's ``tools`` and ``system`` sit in ``line``
     #: (those held as compact JSON), by member name
     members: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def _shared_messages(line: bytes, start: int, ref: Parsed) -> int:
-    """How many of ``ref``'s leading messages ``line`` holds byte for byte
-    from ``start`` (at least the first, which the caller found there): a
-    binary search over message ends, one ``memcmp`` a step."""
+def _shared_messages(line: bytes, start: int, ref: Parsed, first: int = 0, delta: int = 0) -> int:
+    """``j``: ``line`` holds ``ref``'s messages ``first`` to ``j - 1`` byte
+    for byte, ``delta`` bytes further from ``start`` than ``ref`` holds them
+    from its own (at least message ``first``, which the caller found there):
+    a binary search over message ends, one ``memcmp`` a step."""
     mv = memoryview(ref.line)[ref.start:]
     ends = ref.ends
-    if line.startswith(mv[:ends[-1]], start):
-        return len(ends)
     n = len(ends)
+    base = ends[first - 1] if first else 0
+    at = start + base + delta
+    if line.startswith(mv[base:ends[-1]], at):
+        return n
     # the usual other case: all but the last (a breakpoint moved off it)
-    if n > 2 and line.startswith(mv[:ends[-2]], start):
+    if n > first + 2 and line.startswith(mv[base:ends[-2]], at):
         return n - 1
-    lo, hi = 1, n - 1 if n > 2 else n  # the first lo messages are shared, the first hi are not
+    lo, hi = first + 1, n - 1 if n > first + 2 else n  # messages [first, lo) are shared, [first, hi) are not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if line.startswith(mv[ends[lo - 1]:ends[mid - 1]], start + ends[lo - 1]):
+        if line.startswith(mv[ends[lo - 1]:ends[mid - 1]], start + ends[lo - 1] + delta):
             lo = mid
         else:
             hi = mid
@@ -154,15 +158,30 @@ def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
     head = memoryview(ref.line)[ref.start - len(_KEY):ref.start + ref.ends[0]]
     # the envelope ahead of the body is usually as long as the earlier line's
     q = ref.start - len(_KEY) if line.startswith(head, ref.start - len(_KEY)) else line.find(head)
-    if q < 0:
-        return _whole(line)
-    start = q + len(_KEY)
-    j = _shared_messages(line, start, ref)
-    cut = start + ref.ends[j - 1]
+    first = delta = 0
+    if q >= 0:
+        start = q + len(_KEY)
+        opening = start  # where the cut starts
+    else:
+        # the first message changed (a timestamp in a system prompt): the
+        # second is looked for, comma included, after the array's opening
+        if len(ref.ends) < 2:
+            return _whole(line)
+        q = ref.start - len(_KEY) if line.startswith(_KEY, ref.start - len(_KEY)) else line.find(_KEY)
+        if q < 0:
+            return _whole(line)
+        start = q + len(_KEY)
+        opening = line.find(memoryview(ref.line)[ref.start + ref.ends[0]:ref.start + ref.ends[1]], start)
+        if opening < 0:
+            return _whole(line)
+        first, delta = 1, opening - start - ref.ends[0]
+        opening += 1  # the comma stays
+    j = _shared_messages(line, start, ref, first, delta)
+    cut = start + ref.ends[j - 1] + delta
     if line[cut:cut + 1] not in (b",", b"]"):
         return _whole(line)
     # (value start, value end, marker, name) of each piece replaced by a marker
-    pieces = [(start, cut, _MARK, "")]
+    pieces = [(opening, cut, _MARK, "")]
     for name, key, mark in _MEMBERS:
         span = ref.members.get(name)
         if span is None:
@@ -191,8 +210,17 @@ def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
     except Exception:  # noqa: BLE001 -- the whole parse says what is wrong, or succeeds
         return _whole(line)
     msgs = _messages(rec)
-    if not msgs or type(msgs[0]) is not float or msgs[0] != _MARK_VALUE:
+    if not msgs or len(msgs) <= first or type(msgs[first]) is not float or msgs[first] != _MARK_VALUE:
         return _whole(line)  # the cut landed in another array
+    ends = [e + delta for e in ref.ends[first:j]]
+    if first:  # the first message is the line's own: it must fill the array up to the cut
+        try:
+            enc = orjson.dumps(msgs[0])
+        except TypeError:  # a value orjson refuses (a lone surrogate)
+            return _whole(line)
+        if opening - 1 - start != len(enc) or not line.startswith(enc, start):
+            return _whole(line)
+        ends.insert(0, len(enc))
     body, ref_body = rec.body, ref.rec.body
     kept: dict[str, tuple[int, int]] = {}
     for a, b, mark, name in pieces:
@@ -203,9 +231,8 @@ def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
             body[name] = ref_body[name]
             kept[name] = (a, b)
     ref_msgs = ref_body["messages"]
-    full = ref_msgs[:j] + msgs[1:]
+    full = msgs[:first] + ref_msgs[first:j] + msgs[first + 1:]
     body["messages"] = full
-    ends = ref.ends[:j]
     if not _place(line, start, full, j, cut, ends):
-        return Parsed(rec, line, reused=j)
-    return Parsed(rec, line, start, ends, j, _member_spans(line, body, kept))
+        return Parsed(rec, line, reused=j - first)
+    return Parsed(rec, line, start, ends, j - first, _member_spans(line, body, kept))

@@ -309,7 +309,12 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
         whole = view(dialect, obj)
         return whole, shared_items(whole.items, prev.items) if prev is not None else 0
     k = shared_values(values, prev.values)
-    items = prev.items[:k] + tuple(_item(shape, i, values[i]) for i in range(k, len(values)))
+    # past the shared run, a value that is the very object at the same place
+    # of the same layout has the same item (a history re-sent after a changed
+    # first message: :mod:`.splice`)
+    pv, pi, n = prev.values, prev.items, min(len(prev.values), len(prev.items))
+    items = pi[:k] + tuple(pi[i] if i < n and pv[i] is values[i] else _item(shape, i, values[i])
+                           for i in range(k, len(values)))
     return FastView(name, _params(obj, keys), items, normalise, shape, values), k
 
 
@@ -328,11 +333,19 @@ def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Se
            normalise: Any = None, shared: int | None = None) -> list[bytes]:
     """Each segment's bytes; the leading elements equal to the previous
     body's (:func:`shared_items`) reuse its bytes (repeated history is
-    compared, not re-serialised)."""
+    compared, not re-serialised), and so does any later element whose value
+    is the very object at the same place there (a history re-sent after a
+    changed first message: :mod:`.splice`). ``prev_data`` are the bytes of
+    ``prev_items``, made with the same ``normalise``."""
     k = shared_items(items, prev_items) if shared is None else shared
     out = list(prev_data[:k])
-    for it in items[k:]:
-        out.append(dumps_value(normalise(it.value) if normalise is not None else it.value))
+    n_prev = min(len(prev_items), len(prev_data))
+    for i in range(k, len(items)):
+        value = items[i].value
+        if i < n_prev and prev_items[i].value is value:
+            out.append(prev_data[i])
+        else:
+            out.append(dumps_value(normalise(value) if normalise is not None else value))
     return out
 
 
