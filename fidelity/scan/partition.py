@@ -265,7 +265,7 @@ class _Segments(Sequence[Segment]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         it = self._items[i]
-        return Segment(it.kind, it.index, it.pointer, self._data[self._sids[i]])  # type: ignore[arg-type]
+        return Segment(it.kind, it.index, it.pointer, self._data[self._sids[i]])
 
 
 def replay_batch(task: Task) -> Partial:
