@@ -130,11 +130,10 @@ def _anthropic(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastVie
 def _laid_out(name: str, params: bytes, normalise: Any, shape: tuple[Any, ...], values: list[Any],
               first_only: bool) -> FastView:
     """The view of a body laid out as ``shape`` (:func:`_item`); ``first_only``:
-    the leading runs and at most one message after them (no ``shape``: the
-    items are not all there)."""
+    the first item alone (no ``shape``: the items are not all there)."""
     n = len(values)
     if first_only:
-        n = min(n, sum(run[1] for run in shape[:-1]) + 1)
+        n = min(n, 1)
     items = tuple(_item(shape, i, values[i]) for i in range(n))
     return FastView(name, params, items, normalise, None if first_only else shape, None if first_only else values)
 
@@ -186,8 +185,8 @@ def _gemini(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
 
 def build_view(dialect: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     """The cache view of a parsed body in ``dialect`` (a :class:`~fidelity.wire.Dialect`);
-    ``first_only``: the params and (at least) the first segment, all a
-    partition key needs."""
+    ``first_only``: the params and the first segment (at least; the first
+    alone for a chat or Anthropic body), all a partition key needs."""
     name = dialect.name
     if name == "anthropic-messages":
         return _anthropic(dialect, obj, first_only)
