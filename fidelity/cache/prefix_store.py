@@ -27,6 +27,12 @@ and most of them re-send the previous request's history and add a turn):
 * No numpy: its per-call overhead was most of the cost on the small
   arrays one request touches, and importing it cost each scan worker
   about 0.1 s.
+* A node can gather many children: a first block that is new with every
+  request (a timestamp in a system prompt) adds one at the same node each
+  time, and they stay there (their lifetimes end, no capacity evicts
+  them). The filters over a long list of children (first token, lifetime,
+  equal bytes) run in C (``map`` and ``compress``), so the Python work per
+  request stays with the few children that pass.
 * Eviction (engines with a capacity) pops blocks off the bottom of the
   least recently used segment: within one last use the deepest block goes
   first, which is vLLM's free-block order (a sequence's tail first).
@@ -40,6 +46,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from heapq import heapify, heappop, heappush
+from itertools import compress, repeat
+from operator import add, eq, ge, itemgetter, methodcaller
 from typing import Any
 
 from ._base import as_token_array
@@ -48,6 +56,9 @@ __all__ = ["PrefixStore"]
 
 _ITEM = 8  # bytes per packed token id (array('q'))
 _NEG_INF = float("-inf")
+#: children of one node past which the filters run in C
+_MANY = 16
+_BLOCK = itemgetter(1)
 
 
 class PrefixStore:
@@ -152,7 +163,14 @@ class PrefixStore:
         if rest_b:
             key, seg_of = self._key, self._seg
             first = rest_b[:_ITEM]
-            for c in self._kids[node]:
+            kids = self._kids[node]
+            if len(kids) > _MANY:  # the same filters as the loop's, in C
+                kids = list(compress(kids, map(methodcaller("startswith", first), map(_BLOCK, map(key.__getitem__, kids)))))
+                if check and len(kids) > _MANY:
+                    ends = map(add, map(rtime.__getitem__, map(stamp.__getitem__, map(seg_of.__getitem__, kids))),
+                               repeat(ttl))
+                    kids = list(compress(kids, map(ge, ends, repeat(now))))  # type: ignore[arg-type]
+            for c in kids:
                 block = key[c][1]
                 if not block.startswith(first):  # shares no token: the usual sibling
                     continue
@@ -294,11 +312,8 @@ class PrefixStore:
             node = self._new_chain(node, [data[i * u : (i + 1) * u] for i in range(k, nfull)], cur)
         if len(data) > nfull * u:
             tail = data[nfull * u :]
-            leaf = None
-            for c in self._kids[node]:
-                if self._key[c][1] == tail:
-                    leaf = c
-                    break
+            kids = self._kids[node]
+            leaf = next(compress(kids, map(eq, map(_BLOCK, map(self._key.__getitem__, kids)), repeat(tail))), None)
             if leaf is not None:  # a leaf is a segment of its own: join it to this chain
                 ls = self._seg[leaf]
                 if cur >= 0:
