@@ -82,7 +82,8 @@ class RefPrefixStore:
                 n = 0
                 while (n + 1) * 8 <= min(len(key), len(rest)) and key[n * 8 : (n + 1) * 8] == rest[n * 8 : (n + 1) * 8]:
                     n += 1
-                if n > extra:
+                # the longest; of equally long ones, the latest used
+                if n > extra or (n == extra and n and self.seq[c] > self.seq[best]):  # type: ignore[index]
                     extra, best = n, c
         if best is None:
             return 0, None
@@ -281,6 +282,35 @@ def test_many_children_filtered_in_c_match_reference(name: str, params: dict[str
     finally:
         prefix_store._MANY = many
     assert got == _run(_reference(Simulator(name, **params)), stream)
+
+
+@pytest.mark.parametrize("name,params", PREFIX_MODELS[:3])
+@given(stream=streams())
+def test_expiring_store_matches_reference(name: str, params: dict[str, Any],
+                                          stream: list[tuple[str, SimRequest]]) -> None:
+    """Dead entries dropped as time moves on (``expire``: the scan's
+    simulators; the drawn times never go back): the same answers."""
+    sim = Simulator(name, expire=True, **params)
+    assert _run(sim, stream) == _run(_reference(Simulator(name, **params)), stream)
+
+
+def test_expiring_store_drops_what_died() -> None:
+    """A first block that is new with every request (a timestamp at the top)
+    leaves one child per request at the root; with ``expire`` only those
+    still alive stay, and a question about an earlier time is refused."""
+    from fidelity.errors import InputError
+
+    def run(expire: bool) -> tuple[Simulator, list[Any]]:
+        sim = Simulator("openai", minimum=16, step=4, ttl=300.0, expire=expire)
+        got = [sim.feed(SimRequest(array("q", [1000 + i] + [7] * 40), time=100.0 * i, label=i)) for i in range(50)]
+        return sim, [(p.prompt, p.cache_read, p.nearest) for p in got]
+
+    kept, lazy = run(True), run(False)
+    assert kept[1] == lazy[1]
+    store = next(iter(kept[0]._stores.values()))  # noqa: SLF001
+    assert len(store._kids[store.ROOT]) <= 4 < 50 == len(next(iter(lazy[0]._stores.values()))._kids[0])  # noqa: SLF001
+    with pytest.raises(InputError):
+        kept[0].predict(SimRequest(array("q", [7] * 40), time=0.0))
 
 
 @pytest.mark.parametrize("params", [{"minimum": 8}, {"minimum": 40, "ttl": 300.0}, {"minimum": 8, "lookback": 3}])

@@ -33,6 +33,13 @@ and most of them re-send the previous request's history and add a turn):
   them). The filters over a long list of children (first token, lifetime,
   equal bytes) run in C (``map`` and ``compress``), so the Python work per
   request stays with the few children that pass.
+* With ``expire`` (writes in time order, no questions about earlier
+  times: the scan), blocks whose lifetime has ended are dropped before
+  each write, in eviction's order. A dead block only ever counted as a
+  miss, and a request that re-sends it writes it again, so the answers
+  are the same; the children of a node stay the live ones, where they
+  would otherwise pile up (a timestamp in a system prompt adds one at the
+  same node with every request, and the match would look at all of them).
 * Eviction (engines with a capacity) pops blocks off the bottom of the
   least recently used segment: within one last use the deepest block goes
   first, which is vLLM's free-block order (a sequence's tail first).
@@ -79,12 +86,16 @@ class PrefixStore:
 
     ROOT = 0
 
-    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None) -> None:
+    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None,
+                 expire: bool = False) -> None:
         if unit < 1:
             raise ValueError("unit must be at least 1")
         self.unit = unit
         self.ttl = ttl
         self.capacity = capacity
+        #: dead blocks are dropped before each write (the caller writes in
+        #: time order and asks about no earlier time)
+        self.expire = expire and ttl is not None
         # nodes (ROOT is node 0 and belongs to no segment)
         self._children: dict[tuple[int, bytes], int] = {}  # (parent, full block bytes) -> node
         self._kids: list[list[int]] = [[]]  # live children, in creation order
@@ -178,7 +189,9 @@ class PrefixStore:
                 if check and rtime[stamp[s]] + ttl < now:  # type: ignore[operator]
                     continue
                 n = _common_tokens(block, rest_b)
-                if n > extra:
+                # the longest; of equally long ones, the latest used (a
+                # rule that does not depend on which node came first)
+                if n > extra or (n == extra and n and stamp[s] > stamp[best_seg]):
                     extra, best_seg = n, s
         if best_seg < 0:
             return 0, None
@@ -187,7 +200,8 @@ class PrefixStore:
     def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
         """The longest live common prefix of ``tokens`` (``array('q')``,
         packed bytes, or any sequence of ints) with anything stored, and the
-        label of the latest request that used it."""
+        label of the latest request that used it (of two entries that match
+        alike, the one used last)."""
         req = _packed(_ids(tokens))
         n = len(req) // _ITEM
         return self._match(req, n, self._walk(req, n // self.unit), now)
@@ -199,6 +213,8 @@ class PrefixStore:
         it is now used by this request at ``now``."""
         tokens = _ids(tokens)
         req = _packed(tokens)
+        if self.expire and now is not None:
+            self._expire(now)
         self._store(req, tokens, self._walk(req, len(req) // (self.unit * _ITEM)), now, label)
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
@@ -213,6 +229,8 @@ class PrefixStore:
         if len(output):  # a new array (or bytes): the caller's stay as they are
             record = tokens + _packed(_ids(output)) if isinstance(tokens, bytes) else tokens + as_token_array(output)
         req = _packed(record)
+        if self.expire and now is not None:
+            self._expire(now)
         n = len(tokens) // _ITEM if isinstance(tokens, bytes) else len(tokens)
         parts = self._walk(req, len(req) // (self.unit * _ITEM))
         found = self._match(req, n, parts, now)
@@ -334,12 +352,13 @@ class PrefixStore:
                 self._leafy[cur] = True
         if not self._refs[rid]:
             self._data[rid] = None
-        if self.capacity is not None:
+        if self.capacity is not None or self.expire:
             for s in touched:
                 self._queue(s)
+        if self.capacity is not None:
             self._evict()
 
-    # -- eviction (only with a capacity) ------------------------------------------
+    # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
     def _queue(self, s: int) -> None:
         nodes = self._nodes[s]
         if nodes:
@@ -352,25 +371,46 @@ class PrefixStore:
         heap = self._heap
         while over > 0 and heap:
             _, _, s, ver = heappop(heap)
-            if ver != self._ver[s]:
-                continue
-            nodes = self._nodes[s]
-            held = len(nodes) > self._leafy[s]
-            # least recently used first; within one last use the deepest first
-            while over > 0 and nodes:
-                v = nodes.pop()
-                pair = self._key[v]
-                if self._children.get(pair) == v:
-                    del self._children[pair]
-                self._kids[pair[0]].remove(v)
-                self._seg[v] = -1
-                self._live_blocks -= 1
-                over -= 1
-            self._leafy[s] = False  # the leaf, if any, went first
-            if held and not nodes:
-                self._unref(self._stamp[s])
-            if nodes:
-                self._queue(s)
+            if ver == self._ver[s]:
+                over -= self._drop(s, over)
+        self._tidy()
+
+    def _expire(self, now: float) -> None:
+        """Drop every block whose lifetime ended before ``now``: the queue
+        is in last-use order, and writes come in time order, so the dead
+        segments are the first ones (deepest first within one last use)."""
+        heap, rtime, ttl = self._heap, self._rtime, self.ttl
+        while heap and rtime[heap[0][0]] + ttl < now:  # type: ignore[operator]
+            _, _, s, ver = heappop(heap)
+            if ver == self._ver[s]:
+                self._drop(s, len(self._nodes[s]))
+        self._tidy()
+
+    def _drop(self, s: int, count: int) -> int:
+        """Pop up to ``count`` blocks off the bottom of segment ``s`` (least
+        recently used first; within one last use the deepest first); how
+        many went."""
+        nodes = self._nodes[s]
+        held = len(nodes) > self._leafy[s]
+        gone = 0
+        while gone < count and nodes:
+            v = nodes.pop()
+            pair = self._key[v]
+            if self._children.get(pair) == v:
+                del self._children[pair]
+            self._kids[pair[0]].remove(v)
+            self._seg[v] = -1
+            self._live_blocks -= 1
+            gone += 1
+        self._leafy[s] = False  # the leaf, if any, went first
+        if held and not nodes:
+            self._unref(self._stamp[s])
+        if nodes:
+            self._queue(s)
+        return gone
+
+    def _tidy(self) -> None:
+        heap = self._heap
         if len(heap) > 4 * len(self._nodes) + 64:  # drop void entries now and then
             self._heap = [e for e in heap if e[3] == self._ver[e[2]]]
             heapify(self._heap)

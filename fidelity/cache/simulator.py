@@ -264,11 +264,14 @@ class Simulator:
     (:func:`fidelity.cache.get`); ``model`` selects per-model minimums;
     ``params`` are the model's settings (an engine's ``block_size`` and
     ``capacity_tokens``, a ``ttl`` override...). ``cache_model`` passes a
-    ready model instead.
+    ready model instead. ``expire``: drop entries whose lifetime has ended
+    as requests come (same answers, and the stores stay the size of what is
+    live; ``fidelity scan`` uses it); :meth:`predict` then refuses a time
+    before the latest request's.
     """
 
     def __init__(self, provider: str | None = None, model: str | None = None, *,
-                 cache_model: CacheModel | None = None, **params: Any) -> None:
+                 cache_model: CacheModel | None = None, expire: bool = False, **params: Any) -> None:
         if cache_model is None:
             if provider is None:
                 raise ValueError("give a provider or a cache_model")
@@ -282,6 +285,9 @@ class Simulator:
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
+        #: dead entries are dropped as time moves on (:class:`PrefixStore`'s
+        #: ``expire``); questions about times before the latest request are refused
+        self._expire = expire
 
     def _store(self, key: Hashable, create: bool) -> Any:
         store = self._stores.get(key)
@@ -289,7 +295,7 @@ class Simulator:
             if self.explicit:
                 store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
             else:
-                store = PrefixStore(self._unit, self.model.ttl, self._capacity)
+                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire)
             self._stores[key] = store
         return store
 
@@ -300,6 +306,9 @@ class Simulator:
     # -- the question --------------------------------------------------------
     def predict(self, req: SimRequest) -> Prediction:
         """What ``req`` would read and write if sent now; the state is unchanged."""
+        if self._expire and req.time is not None and self._now is not None and req.time < self._now:
+            raise InputError(f"request {req.label!r} at {req.time} asks about a time before the latest request "
+                             f"({self._now}): this simulator drops expired entries (expire=True)")
         return self._step(req, commit=False)
 
     def feed(self, req: SimRequest) -> Prediction:

@@ -330,7 +330,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             cm_name, sreq = ln.builder.build(rec, view, k, e.time, index)
             sim = st.sims.get(cm_name)
             if sim is None:
-                sim = st.sims[cm_name] = Simulator(cm_name, model)
+                # fed in time order, never asked about an earlier time: dead entries can go
+                sim = st.sims[cm_name] = Simulator(cm_name, model, expire=True)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
