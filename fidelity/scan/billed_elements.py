@@ -17,7 +17,7 @@ whenever the element and its context are unchanged:
   ``/instructions`` and a string ``/input`` have their own framing.
 * **anthropic-messages** (:mod:`fidelity.tokens.framing_estimate`, markers
   removed, block ends by :func:`fidelity.cache.prompts.block_ends_of`; the memo keys on the
-  element without its markers, so a moving breakpoint costs no tokenizer pass):
+  element without its markers, so the message a breakpoint moved off is a memo hit):
   the first tool reads ``tool_choice`` in the params (the tool-use system
   prompt); Claude Code's billing block is left out as the cache view does.
 * **deepseek** (:mod:`fidelity.wire._template`): a message's template text
@@ -370,8 +370,8 @@ class _Anthropic(Handler):
 
     def element(self, prep: _AnthropicPrep, item: Item, data: bytes, ctx: Hashable) -> Any:
         """``(level, ids, overhead, block lengths)``: nothing here reads the
-        markers (the memo keys on the element without them, so a breakpoint
-        that moves costs no tokenizer pass); :meth:`finish` adds the block ends."""
+        markers (the memo keys on the element without them, so the message a
+        breakpoint moved off is a memo hit); :meth:`finish` adds the block ends."""
         value = item.value
         if MARKER in data:
             unmarked = strip_markers(data)

@@ -403,7 +403,6 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
                 tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
                 tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
-        got = classify_memo.get(mkey)
         p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
         got = classify_memo.get(mkey)
         if got is None:
