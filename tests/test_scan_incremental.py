@@ -300,3 +300,22 @@ def test_the_example_in_docs_scan_fast_path_runs() -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/scan-fast-path.md", "exec"), {})  # noqa: S102 -- the doc's own example
+
+
+def test_the_segments_of_a_break_read_alike_by_index_slice_and_iteration() -> None:
+    """The replay's lazy segments (made when the classifier reads them)."""
+    from fidelity.scan.memo import TokenMemo
+    from fidelity.scan.view import Item
+    from fidelity.wire import Segment
+
+    st = partition._State(TokenMemo())
+    st.data = [b'{"a":1}', b'"sys"', b'{"role":"user"}']
+    items = [Item("tools", 0, ("tools", 0), {"a": 1}), Item("system", 0, ("system",), "sys"),
+             Item("message", 0, ("messages", 0), {"role": "user"})]
+    segs = partition._Segments(st, items, array("q", [0, 1, 2]))
+    want = [Segment("tools", 0, "/tools/0", b'{"a":1}'), Segment("system", 0, "/system", b'"sys"'),
+            Segment("message", 0, "/messages/0", b'{"role":"user"}')]
+    assert list(segs) == want == [segs[i] for i in range(len(segs))] == segs[:]
+    assert segs[-1] == want[-1] and segs[1:2] == want[1:2]
+    with pytest.raises(IndexError):
+        segs[3]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,6 +256,11 @@ class _Segments(Sequence[Segment]):
 
     def __len__(self) -> int:
         return min(len(self._items), len(self._sids))
+
+    def __iter__(self) -> Iterator[Segment]:
+        data = self._data
+        for it, sid in zip(self._items, self._sids):
+            yield Segment(it.kind, it.index, it.pointer, data[sid])  # type: ignore[arg-type]
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
