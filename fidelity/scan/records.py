@@ -343,11 +343,54 @@ def _is_record_log(path: Path) -> bool:
     return True
 
 
+def _parquet_log(path: Path, out: Any) -> None:
+    """A Parquet request log (one row per request, the JSONL format's members
+    as columns) written as JSONL: ``body`` a string (JSON text), a struct
+    (the object) or binary (bytes, as ``body_base64``); a timestamp ``time``
+    becomes ISO 8601 (UTC when it has no zone); a string ``usage`` or
+    ``response`` holding JSON is read as that JSON; null columns are left
+    out. Read a row group at a time (about 1,000 rows), so memory stays
+    with the batch."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError("reading Parquet needs pyarrow: pip install 'fidelity[scan-parquet]'", path=path) from None
+    try:
+        reader = pq.ParquetFile(path)
+        for batch in reader.iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                out.write(_parquet_row(row))
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid / ArrowIOError are ValueError / OSError
+        raise InputError(f"not a readable Parquet file: {str(exc).splitlines()[0][:120]}", path=path) from None
+
+
+def _parquet_row(row: dict[str, Any]) -> bytes:
+    rec: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None:
+            continue
+        if isinstance(value, _dt.datetime):
+            value = (value if value.tzinfo else value.replace(tzinfo=_dt.UTC)).isoformat()
+        elif isinstance(value, (bytes, bytearray)):
+            if key == "body":
+                rec["body_base64"] = base64.b64encode(value).decode("ascii")
+                continue
+            value = value.decode("utf-8", "replace")
+        elif key in ("usage", "response") and isinstance(value, str):
+            try:
+                value = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                pass  # an SSE stream or other text: read as text
+        rec[key] = value
+    return orjson.dumps(rec, default=str) + b"\n"
+
+
 def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, str]]:
     """The plain request-log files to scan, with the label of the input
     each came from (``PATH``; ``PATH#request`` for a converted input, whose
-    line numbers count its requests in order, then what the importer skipped): plain ``.jsonl`` logs as they are, ``.gz`` logs
-    decompressed into ``workdir``, snapshot folders and importer formats
+    line numbers count its requests in order, then what the importer skipped;
+    ``PATH#row`` for a Parquet log, by row): plain ``.jsonl`` logs as they are, ``.gz`` logs
+    decompressed into ``workdir``, Parquet logs, snapshot folders and importer formats
     converted into ``workdir``. Inputs are never modified."""
     out: list[tuple[Path, str]] = []
     for i, given in enumerate(paths):
@@ -356,7 +399,8 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
             raise InputError("no such file or folder", path=p)
         if p.is_dir():
             logs = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
-                          and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".har", ".yaml", ".yml")))
+                          and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".har", ".yaml", ".yml",
+                                               ".parquet")))
             snaps = [q for q in p.iterdir() if q.suffix in (".snapshot", ".json")]
             if snaps:
                 target = workdir / f"{i:04d}-folder.jsonl"
@@ -370,6 +414,12 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
             continue
         workdir.mkdir(parents=True, exist_ok=True)
         name = p.name.lower()
+        if name.endswith(".parquet"):
+            target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
+            with open(target, "wb") as fh:
+                _parquet_log(p, fh)
+            out.append((target, f"{p}#row"))
+            continue
         if name.endswith((".jsonl", ".ndjson", ".log", ".jsonl.gz", ".ndjson.gz", ".log.gz")) and _is_record_log(p):
             if name.endswith(".gz"):
                 target = workdir / f"{i:04d}-{p.name[:-3]}"
