@@ -127,14 +127,22 @@ def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, 
 
 
 def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
-    """Load the tokenizers the replay needs in this process, then restart a
-    forking pool so that each worker inherits them instead of reading the
-    vocabularies again (a few seconds each)."""
-    from .. import tokens
+    """Load the tokenizers the replay needs in this process (the billed ones
+    too: Claude's and Gemini's calibrated estimates, with numpy) and the
+    wire dialects of their providers, then restart a forking pool so that
+    each worker inherits them instead of reading the vocabularies and
+    importing the modules again."""
+    from .. import tokens, wire
+    from ..tokens.billed import billing_tokenizer
 
     for provider, model in sorted(models):
         try:
-            tokens.for_model(model, provider).ids("warm")
+            tok = tokens.for_model(model, provider)
+            tok.ids("warm")
+            for name in wire.names():
+                d = wire.get(name)
+                if d.provider == provider:
+                    billing_tokenizer(tok, name).ids("warm")
         except Exception:  # an unknown model: the replay reports it
             continue
     restart = getattr(ex, "restart", None)

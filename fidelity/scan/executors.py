@@ -16,6 +16,7 @@ scheduler address. Ray needs its platform wheels and a local runtime
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -67,7 +68,16 @@ class LocalExecutor(Executor):
         if self._pool is None:
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self._pool = ctx.Pool(self.workers)
+            # forked workers share the parent's pages until they write to
+            # them; the cyclic collector's passes over inherited objects
+            # write to every one (copying the loaded vocabularies' pages into
+            # each worker): frozen objects are left out of those passes
+            gc.collect()
+            gc.freeze()
+            try:
+                self._pool = ctx.Pool(self.workers)
+            finally:
+                gc.unfreeze()
         out = []
         for result in self._pool.imap(_call, [(fn, args) for args in items], chunksize=1):
             out.append(result)
