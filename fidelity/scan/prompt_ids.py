@@ -71,9 +71,9 @@ class PromptIds:
         #: why requests went to ``cache_prompt`` (reason -> count)
         self.reasons: dict[str, int] = {}
         # the latest requests built element by element, oldest first:
-        # (dialect, model, elements, what it left); the last one is the
+        # (dialect, model, what it left: its elements included); the last one is the
         # partition's previous request while ``_last`` holds
-        self._states: list[tuple[str, str, tuple[Item, ...], Previous]] = []
+        self._states: list[tuple[str, str, Previous]] = []
         self._last = False
 
     def build(self, rec: Any, view: FastView, shared: int, time: float | None,
@@ -158,8 +158,8 @@ class PromptIds:
         req, state = h.assemble(prep, rec.body, params_ids, items, results, prev, same, time, label)
         states = self._states
         if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
-            states[:] = [st for st in states if st[3] is not prev]
-        states.append((name, model, items, Previous(0, len(items), prep, ctxs, results, state, items)))
+            states[:] = [st for st in states if st[2] is not prev]
+        states.append((name, model, Previous(0, len(items), prep, ctxs, results, state, items)))
         if len(states) > KEEP:
             del states[0]
         self._last = True
@@ -175,7 +175,8 @@ class PromptIds:
         best_k = 0
         n = len(items)
         for i in range(len(self._states) - 1, -1, -1):
-            s_name, s_model, s_items, st = self._states[i]
+            s_name, s_model, st = self._states[i]
+            s_items = st.items
             if s_name != name or s_model != model:
                 continue
             if i == len(self._states) - 1 and self._last:
