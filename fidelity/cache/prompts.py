@@ -509,7 +509,8 @@ def anthropic_images(messages: Any) -> int:
 def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
                        members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
                        label: Hashable | None, output: Sequence[int] = (), images: int | None = None,
-                       prev: Assembled | None = None, same: int = 0) -> tuple[SimRequest, Assembled]:
+                       prev: Assembled | None = None, same: int = 0,
+                       cache_key: Hashable | None = None) -> tuple[SimRequest, Assembled]:
     """:func:`anthropic_request`, and what it leaves for the next request
     (:class:`Assembled`): with ``prev``, the leading blocks that are
     ``prev``'s own block tuples (at most ``same`` of them) and were changed
@@ -517,7 +518,8 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
     salts) are copied from its prompt, and only the rest is walked.
     ``images``: the image blocks of ``obj``'s messages when the caller has
     counted them (:func:`anthropic_images`). Blocks out of cache order are
-    refused (``ValueError``)."""
+    refused (``ValueError``). ``cache_key``: the request's ``key`` (default
+    ``("anthropic", model)``)."""
     if prev is not None and prev.params is params_ids and prev.model == model:
         n = len(prev.head)
     else:
@@ -621,5 +623,6 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
     for at, ttl in every:
         best[at] = max(best.get(at, 0.0), ttl)
     bps = tuple(sorted(best))
-    req = SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output, ("anthropic", model), label)
+    req = SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output,
+                     ("anthropic", model) if cache_key is None else cache_key, label)
     return req, state

@@ -44,7 +44,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
@@ -433,8 +433,8 @@ class _Anthropic(Handler):
             total += anthropic_images((it.value,)) if it.kind == "message" else 0
             images.append(total)
         req, asm = anthropic_assemble(params_ids, blocks, members, obj, prep.model, time, label, (), total,
-                                      st.asm if st is not None else None, n_blocks)
-        return replace(req, key=""), _AnthropicState(asm, blocks, images)
+                                      st.asm if st is not None else None, n_blocks, cache_key="")
+        return req, _AnthropicState(asm, blocks, images)
 
 
 # --------------------------------------------------------------------------- DeepSeek
