@@ -241,6 +241,84 @@ def test_a_line_parsed_after_another_equals_its_whole_parse(pair: tuple[bytes, b
             assert json.loads(second[begin:parsed.start + end]) == msgs[i]
 
 
+_param = st.one_of(st.integers(0, 2), st.floats(0, 2, allow_nan=False).filter(lambda f: f in (0.0, 1.0, 2.0, 0.5)),
+                   st.booleans(), st.none(), st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 1), max_size=2))
+
+
+@st.composite
+def _continued_lines(draw: Any) -> tuple[bytes, bytes]:
+    """Two lines of a session whose second re-sends the first's history,
+    with its other body members kept, retyped (``1`` -> ``1.0``), reordered,
+    changed, added or dropped."""
+    msgs = draw(st.lists(_msg, min_size=1, max_size=4))
+    later = msgs + draw(st.lists(_msg, max_size=2))
+    params = draw(st.dictionaries(st.sampled_from(["temperature", "metadata", "stream", "top_p"]), _param, max_size=3))
+    tools = draw(st.one_of(st.none(), st.just([{"name": "read", "input_schema": {}}])))
+    edit = draw(st.sampled_from(["same", "same", "retype", "reorder", "change", "add", "drop", "tools", "model"]))
+    late = dict(params)
+    if edit == "retype" and late:
+        k = sorted(late)[0]
+        v = late[k]
+        late[k] = float(v) if type(v) is int else int(v) if type(v) is float and v.is_integer() else v
+    elif edit == "reorder":
+        late = dict(reversed(list(late.items())))
+    elif edit in ("change", "add"):
+        late[draw(st.sampled_from(["temperature", "top_k"]))] = draw(_param)
+    elif edit == "drop" and late:
+        late.pop(sorted(late)[0])
+    url = draw(st.sampled_from(["https://api.openai.com/v1/chat/completions", "https://api.anthropic.com/v1/messages"]))
+
+    def line(ms: list[Any], ps: dict[str, Any], t: int, model: str, tl: Any) -> bytes:
+        body: dict[str, Any] = {"model": model, **({"tools": tl} if tl else {}), "messages": ms, **ps}
+        return json.dumps({"time": t, "url": url, "session": "s", "body": body}, separators=(",", ":")).encode()
+
+    second_tools = [{"name": "write", "input_schema": {}}] if edit == "tools" else tools
+    model = "claude-sonnet-4-5" if "anthropic" in url else "gpt-4.1"
+    second_model = "claude-opus-4-5" if edit == "model" and "anthropic" in url else \
+        "gpt-4o" if edit == "model" else model
+    return line(msgs, params, 1, model, tools), line(later, late, 2, second_model, second_tools)
+
+
+@settings(max_examples=300)
+@given(pair=_continued_lines())
+def test_the_index_reuses_a_session_key_only_where_the_view_would_give_it(tmp_path_factory: Any,
+                                                                           pair: tuple[bytes, bytes]) -> None:
+    """The index pass takes a continued line's partition key from its
+    session's previous line when the splice kept its head: the same keys as
+    each line indexed alone (whose view is built)."""
+    folder = tmp_path_factory.mktemp("index")
+    both, alone = folder / "both.jsonl", folder / "alone.jsonl"
+    both.write_bytes(pair[0] + b"\n" + pair[1] + b"\n")
+    alone.write_bytes(pair[1] + b"\n")
+    rows, bad, n = partition.index_chunk(str(both), 0, 0, None)
+    assert n == 2 and not bad
+    first_alone, _, _ = partition.index_chunk(str(both), 0, 0, len(pair[0]) + 1)
+    second_alone, _, _ = partition.index_chunk(str(alone), 0, 0, None)
+    assert [r[0] for r in rows] == [first_alone[0][0], second_alone[0][0]]
+
+
+def test_the_index_reuses_the_key_of_an_unchanged_head(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The shortcut is taken (a growing session's lines build one view, the
+    first), and a retyped parameter is not the same head."""
+    built: list[Any] = []
+    real = partition.view_of
+    monkeypatch.setattr(partition, "view_of", lambda rec, first_only=False: built.append(rec) or real(rec, first_only))
+    msgs: list[Any] = []
+    lines = []
+    for t in range(5):
+        msgs = [*msgs, {"role": "user", "content": f"turn {t}"}]
+        temperature = 1.0 if t == 4 else 1
+        body = {"model": "gpt-4.1", "messages": msgs, "temperature": temperature}
+        lines.append(json.dumps({"time": t, "url": "https://api.openai.com/v1/chat/completions", "session": "s",
+                                 "body": body}, separators=(",", ":")).encode())
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    rows, _, _ = partition.index_chunk(str(log), 0, 0, None)
+    assert len(built) == 2  # the first line, and the one whose temperature is 1.0
+    # (OpenAI's cache key leaves the temperature out: the view gives the same key)
+    assert len({r[0] for r in rows}) == 1
+
+
 @settings(max_examples=200)
 @given(msgs=st.lists(_message, min_size=2, max_size=6), first=_message, more=st.lists(_message, max_size=3),
        ascii_only=st.booleans(), url=st.sampled_from(["https://api.openai.com/v1/chat/completions",
@@ -319,3 +397,25 @@ def test_the_segments_of_a_break_read_alike_by_index_slice_and_iteration() -> No
     assert segs[-1] == want[-1] and segs[1:2] == want[1:2]
     with pytest.raises(IndexError):
         segs[3]
+
+
+def test_tasks_run_with_rarer_collections_and_restore_the_thresholds(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    import gc
+
+    seen: list[tuple[int, ...]] = []
+    real = partition.parse_after
+    monkeypatch.setattr(partition, "parse_after", lambda *a: seen.append(gc.get_threshold()) or real(*a))
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(json.dumps({"url": "https://api.openai.com/v1/chat/completions",
+                                "body": {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}}).encode())
+    before = gc.get_threshold()
+    try:
+        partition.index_chunk(str(log), 0, 0, None)
+        assert gc.get_threshold() == before
+        assert seen[-1] == tuple(max(a, b) for a, b in zip(before, partition.GC_THRESHOLDS))
+        gc.set_threshold(0)  # automatic collection turned off stays off
+        partition.index_chunk(str(log), 0, 0, None)
+        assert seen[-1][0] == 0 and gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)
