@@ -44,9 +44,9 @@ def _tool(rng: random.Random, name: str, style: str) -> dict[str, Any]:
 
 
 class _App:
-    def __init__(self, rng: random.Random, n: int) -> None:
+    def __init__(self, rng: random.Random, n: int, system_words: tuple[int, int] = (300, 900)) -> None:
         self.style, self.url, self.model = _SETUPS[n % len(_SETUPS)]
-        self.system = f"You are agent {n}. " + _text(rng, rng.randint(300, 900))
+        self.system = f"You are agent {n}. " + _text(rng, rng.randint(*system_words))
         self.tools = [_tool(rng, f"tool_{n}_{i}", self.style) for i in range(rng.randint(4, 10))]
         self.volatile = n % 7 == 3  # puts the time of day in its system prompt
 
@@ -109,10 +109,12 @@ def _session(rng: random.Random, app: _App, sid: str, start: float, append_only:
 
 
 def generate(target_bytes: int, *, seed: int = 0, append_only: bool = False,
-             apps: int = 12) -> Iterator[bytes]:
-    """Log lines (each ending in ``\\n``) until about ``target_bytes``."""
+             apps: int = 12, system_words: tuple[int, int] = (300, 900)) -> Iterator[bytes]:
+    """Log lines (each ending in ``\\n``) until about ``target_bytes``;
+    ``system_words``: the range of an app's system prompt length in words
+    (about 6 characters a word)."""
     rng = random.Random(seed)
-    pool = [_App(rng, n) for n in range(apps)]
+    pool = [_App(rng, n, system_words) for n in range(apps)]
     written = 0
     window = 0
     while written < target_bytes:

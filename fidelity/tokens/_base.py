@@ -17,13 +17,20 @@ things that the pipeline needs from all of them:
   two requests sharing a long prefix share its chunks in the memo and only
   the tail after their divergence is encoded again. Cost stays linear in the
   input: a chunk is encoded once and the boundary scan is one pass.
+* **Edited text.** A text that is new but shares its head or tail with a
+  long text encoded shortly before (a system prompt that starts with the
+  time of day) is encoded only around the change, where the tokenizer's
+  pattern makes that exact (:mod:`fidelity.tokens._edits`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from array import array
+
+from ._edits import EDIT_MIN_CHARS, RecentTexts
 
 __all__ = ["CHUNK_CHARS", "MEMO_SIZE", "TOKEN_TYPECODE", "safe_chunks", "Tokenizer"]
 
@@ -76,7 +83,8 @@ class Tokenizer:
         self.source = source
         self.estimated = estimated
         self.chunk_chars = chunk_chars
-        self._chunk_memo = functools.lru_cache(maxsize=MEMO_SIZE)(self._encode_array)
+        self._chunk_memo = functools.lru_cache(maxsize=MEMO_SIZE)(self._encode_new)
+        self._edits: RecentTexts | bool | None = None  # None: not decided yet; False: off
         self._count_memo = functools.lru_cache(maxsize=MEMO_SIZE)(self._count_uncached)
 
     def __repr__(self) -> str:
@@ -119,6 +127,31 @@ class Tokenizer:
     # -- internals --------------------------------------------------------
     def _encode_array(self, text: str) -> array[int]:
         return array(TOKEN_TYPECODE, self._encode_chunk(text))
+
+    def _edit_safe(self) -> bool:
+        """Whether ids split at every edit boundary
+        (:mod:`fidelity.tokens._edits`); only tokenizers whose pattern and
+        special tokens were checked for it say so."""
+        return False
+
+    @property
+    def edits(self) -> RecentTexts | None:
+        """The recent long texts edited texts are encoded from (``None``
+        where the tokenizer is not :meth:`_edit_safe`, or with
+        ``FIDELITY_TOKEN_EDITS=0`` in the environment: every text whole)."""
+        edits = self._edits
+        if edits is None:
+            on = os.environ.get("FIDELITY_TOKEN_EDITS", "1").strip() != "0"
+            edits = self._edits = RecentTexts() if on and self._edit_safe() else False
+        return edits if isinstance(edits, RecentTexts) else None
+
+    def _encode_new(self, text: str) -> array[int]:
+        """A memo miss: encoded around an edit of a recent text, or whole."""
+        if len(text) >= EDIT_MIN_CHARS:
+            edits = self.edits
+            if edits is not None:
+                return edits.encode(text, self._encode_array)
+        return self._encode_array(text)
 
     def _count_uncached(self, text: str) -> int:
         return len(self.ids(text))

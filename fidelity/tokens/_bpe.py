@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._base import Tokenizer
+from ._edits import boundaries_safe
 from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
 from ._vocab_cache import cached_ranks
 
@@ -73,6 +74,11 @@ CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a
 # transformers' models/qwen2/tokenization_qwen2.py.
 QWEN_PAT_STR = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 QWEN3_6_PAT_STR = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+
+#: the patterns in which no piece holds an ASCII letter followed by a space
+#: and none looks behind (:mod:`fidelity.tokens._edits`; checked by
+#: tests/test_token_edits.py): texts are encoded around an edit with them
+EDIT_SAFE_PATTERNS = frozenset({O200K_PAT_STR, CL100K_PAT_STR, QWEN_PAT_STR, QWEN3_6_PAT_STR})
 
 # Qwen2.5 / Qwen3 added tokens, ids 151643..151668. Source: the
 # ``added_tokens_decoder`` of https://huggingface.co/Qwen/Qwen3-8B/blob/main/tokenizer_config.json;
@@ -152,6 +158,14 @@ class TiktokenTokenizer(Tokenizer):
         else:
             ids = self.encoding.encode_ordinary(text)
         return ids
+
+    def _edit_safe(self) -> bool:
+        if self._pat_str not in EDIT_SAFE_PATTERNS:
+            return False
+        if not self.template_tokens:  # special-token strings are ordinary text
+            return True
+        specials = self._special_tokens() if callable(self._special_tokens) else self._special_tokens
+        return boundaries_safe(specials)
 
 class HFTokenizer(Tokenizer):
     """A tokenizer read from a Hugging Face ``tokenizer.json`` and run by the

@@ -81,6 +81,7 @@ from typing import Any
 
 from ._base import Tokenizer
 from ._bpe import _scrub_surrogates
+from ._edits import boundaries_safe
 
 __all__ = [
     "CJK",
@@ -276,6 +277,11 @@ class DeepSeekTokenizer(Tokenizer):
     def fast(self) -> bool:
         """Whether tiktoken encodes (False: the HF reference does)."""
         return bool(self.encoding)
+
+    def _edit_safe(self) -> bool:
+        # DEEPSEEK_PAT_STR's pieces hold no ASCII letter followed by a space
+        # (:mod:`fidelity.tokens._edits`), nor may an added token
+        return bool(self.encoding) and boundaries_safe(self._specials)
 
     def _encode_chunk(self, text: str) -> list[int]:
         encoding = self.encoding

@@ -1,0 +1,180 @@
+"""Encode an edited text from the ids of the text it was edited from.
+
+A request log repeats long texts with small changes: a system prompt that
+starts with the time of day is a new text with every request, and without
+this module each one is encoded whole (a 40 KB prompt for an 8-character
+change). :class:`RecentTexts` remembers the last long texts a tokenizer
+encoded, keyed by their first and last characters; a new text that shares
+a head or a tail with one of them is encoded only around what changed.
+
+Why the result is exact: an *edit boundary* is a position ``i`` where
+``text[i]`` is a space and ``text[i - 1]`` an ASCII letter. In each
+pre-tokenizer pattern of ``fidelity.tokens._bpe.EDIT_SAFE_PATTERNS`` and in
+DeepSeek's (``DEEPSEEK_PAT_STR``) no piece holds a
+letter followed by a space (letter runs end at the first non-letter; the
+alternatives that may hold a space hold no letter, or take it only as their
+first character), none looks behind, and ``$`` is the text's end, so the
+pieces of ``text[:i]`` end at ``i`` and those of ``text[i:]`` start there
+whatever precedes. BPE merges inside a piece only, so
+``ids(text) == ids(text[:i]) + ids(text[i:])`` at every edit boundary.
+Special tokens are cut out of the text first; none of a safe tokenizer's may
+hold a letter followed by a space (checked on its list), so none spans a
+boundary. NFC normalisation does not cross a space either (a starter that
+composes with nothing). ``tests/test_token_edits.py`` checks the split
+identity and the edited encodings against whole encodings, with hypothesis,
+on every tokenizer that uses it.
+
+So with ``old = A + M + Z`` and ``new = A + M' + Z``, ``A`` ending and ``Z``
+starting at edit boundaries inside the shared head and tail, the ids of
+``new`` are ``ids(old)``'s first ``len(ids(A))``, then ``ids(M')``, then
+``ids(old)``'s last ``len(ids(Z))``; ``len(ids(A)) + len(ids(M)) +
+len(ids(Z)) == len(ids(old))``, so encoding ``M``, ``M'`` and the shorter of
+``A`` and ``Z`` is enough.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from array import array
+from collections.abc import Callable
+
+__all__ = ["EDIT_MIN_CHARS", "RecentTexts", "boundaries_safe", "edit_boundaries"]
+
+#: texts shorter than this are encoded whole (the look-up would cost about as much)
+EDIT_MIN_CHARS = 512
+#: characters of a text's head and tail it is found by
+_KEY_CHARS = 32
+#: texts remembered per tokenizer (by head and by tail)
+_KEEP = 64
+#: how far from the change an edit boundary is looked for (further: encoded with the change)
+_WINDOW = 4096
+
+_BOUNDARY = re.compile(r"(?<=[A-Za-z]) ")
+_LETTER_SPACE = re.compile(r"[A-Za-z] ")
+
+
+def boundaries_safe(specials: object) -> bool:
+    """Whether no special token (strings) holds a letter followed by a space."""
+    return not any(_LETTER_SPACE.search(s) for s in specials if isinstance(s, str))  # type: ignore[attr-defined]
+
+
+def edit_boundaries(text: str) -> list[int]:
+    """Every edit boundary of ``text`` (0 and ``len(text)`` are boundaries too)."""
+    return [0, *(m.start() for m in _BOUNDARY.finditer(text)), len(text)] if text else [0]
+
+
+def _last_boundary(text: str, end: int) -> int:
+    """The largest edit boundary ``b < end`` among the :data:`_WINDOW`
+    characters before ``end`` (the space and the letter before it both lie
+    before ``end``); 0 when there is none."""
+    last = 0
+    for m in _BOUNDARY.finditer(text, max(0, end - _WINDOW), end):
+        last = m.start()
+    return last
+
+
+def _first_boundary(text: str, start: int) -> int:
+    """The smallest edit boundary ``b > start`` among the :data:`_WINDOW`
+    characters after ``start`` (the letter before the space lies at
+    ``start`` or after); ``len(text)`` when there is none."""
+    m = _BOUNDARY.search(text, start + 1, start + 1 + _WINDOW)
+    return m.start() if m is not None else len(text)
+
+
+def _head_len(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share (a binary search of
+    C comparisons)."""
+    n = min(len(a), len(b))
+    if a.startswith(b[:n]):
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a.startswith(b[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _tail_len(a: str, b: str, n: int) -> int:
+    """How many trailing characters ``a`` and ``b`` share, at most ``n``."""
+    la, lb = len(a), len(b)
+    if a.endswith(b[lb - n:]):
+        return n
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a.endswith(b[lb - mid:lb - lo], 0, la - lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class RecentTexts:
+    """The last long texts one tokenizer encoded, with their ids, found by
+    head or tail. Thread-safe (a tokenizer may encode on several threads)."""
+
+    def __init__(self) -> None:
+        self._by_head: dict[str, tuple[str, array[int]]] = {}
+        self._by_tail: dict[str, tuple[str, array[int]]] = {}
+        self._lock = threading.Lock()
+        #: texts encoded around an edit / whole (of at least EDIT_MIN_CHARS)
+        self.edited = 0
+        self.whole = 0
+
+    def encode(self, text: str, encode: Callable[[str], array[int]]) -> array[int]:
+        """The ids of ``text`` (``encode`` gives a text's ids): around what
+        changed when a recent text shares its head or tail, else whole."""
+        head, tail = text[:_KEY_CHARS], text[-_KEY_CHARS:]
+        with self._lock:
+            found = [c for c in (self._by_head.get(head), self._by_tail.get(tail)) if c is not None]
+        ids = None
+        best = None
+        for old, old_ids in found:
+            p = _head_len(old, text)
+            s = _tail_len(old, text, min(len(old), len(text)) - p)
+            if best is None or p + s > best[0] + best[1]:
+                best = (p, s, old, old_ids)
+        if best is not None:
+            ids = _edited(text, *best, encode)
+        if ids is None:
+            ids = encode(text)
+            self.whole += 1
+        else:
+            self.edited += 1
+        with self._lock:
+            for memo, key in ((self._by_head, head), (self._by_tail, tail)):
+                memo.pop(key, None)
+                memo[key] = (text, ids)
+                if len(memo) > _KEEP:
+                    del memo[next(iter(memo))]
+        return ids
+
+
+def _edited(text: str, p: int, s: int, old: str, old_ids: array[int],
+            encode: Callable[[str], array[int]]) -> array[int] | None:
+    """``text``'s ids from ``old``'s, which shares its first ``p`` and last
+    ``s`` characters with it (``p + s`` at most either's length); ``None``
+    when that would not save at least half the work."""
+    b1 = _last_boundary(old, p) if p else 0
+    b2 = _first_boundary(old, len(old) - s) if s else len(old)
+    b2_new = b2 + len(text) - len(old)
+    side = min(b1, len(old) - b2)
+    if (b2 - b1) + (b2_new - b1) + side > len(text) // 2:
+        return None
+    mid_old = encode(old[b1:b2])
+    if b1 <= len(old) - b2:
+        n_head = len(encode(old[:b1])) if b1 else 0
+        n_tail = len(old_ids) - n_head - len(mid_old)
+    else:
+        n_tail = len(encode(old[b2:])) if b2 < len(old) else 0
+        n_head = len(old_ids) - n_tail - len(mid_old)
+    if n_head < 0 or n_tail < 0:  # not a split of old's ids: cannot happen for a safe tokenizer
+        return None
+    out = array(old_ids.typecode, old_ids[:n_head])
+    out.extend(encode(text[b1:b2_new]))
+    out.extend(old_ids[len(old_ids) - n_tail:])
+    return out
