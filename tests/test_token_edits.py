@@ -149,20 +149,30 @@ def test_short_texts_and_unrelated_texts_are_encoded_whole() -> None:
     assert recent.edited == 1 and recent.whole == 3
 
 
+def _scan_both(paths: list[Path]) -> dict[str, object]:
+    """``fidelity scan --json`` with edits on and off: the same bytes."""
+    outs = []
+    for edits in ("1", "0"):
+        env = {**os.environ, "PYTHONPATH": str(REPO), "FIDELITY_TOKEN_EDITS": edits}
+        proc = subprocess.run([sys.executable, "-m", "fidelity", "scan", *map(str, paths), "--json", "--workers", "1"],
+                              capture_output=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr.decode()
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]
+    return json.loads(outs[0])  # type: ignore[no-any-return]
+
+
 def test_scan_json_is_the_same_with_edits_off(tmp_path: Path) -> None:
     # long system prompts, some of them starting with the time of day
     log = tmp_path / "log.jsonl"
     synthetic.write_log(str(log), 3_000_000, seed=3, system_words=(1500, 3000))
     assert log.read_bytes().count(b"Current time: ") >= 20
-    outs = []
-    for edits in ("1", "0"):
-        env = {**os.environ, "PYTHONPATH": str(REPO), "FIDELITY_TOKEN_EDITS": edits}
-        proc = subprocess.run([sys.executable, "-m", "fidelity", "scan", str(log), "--json", "--workers", "1"],
-                              capture_output=True, env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr.decode()
-        outs.append(proc.stdout)
-    assert outs[0] == outs[1]
-    assert json.loads(outs[0])["totals"]["breaks"] > 0
+    assert _scan_both([log])["totals"]["breaks"] > 0  # type: ignore[index]
+
+
+def test_scan_json_is_the_same_with_edits_off_on_recordings(shared_real: Path) -> None:
+    doc = _scan_both([shared_real / "recorded-usage", shared_real / "cassettes"])
+    assert doc["totals"]["requests"] >= 200  # type: ignore[index]
 
 
 def test_edits_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
