@@ -159,6 +159,8 @@ def _edited(text: str, p: int, s: int, old: str, old_ids: array[int],
     """``text``'s ids from ``old``'s, which shares its first ``p`` and last
     ``s`` characters with it (``p + s`` at most either's length); ``None``
     when that would not save at least half the work."""
+    if 2 * (p + s) < len(text):  # the change alone is more than half: no boundary can help
+        return None
     b1 = _last_boundary(old, p) if p else 0
     b2 = _first_boundary(old, len(old) - s) if s else len(old)
     b2_new = b2 + len(text) - len(old)
