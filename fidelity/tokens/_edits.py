@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 import threading
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 __all__ = ["EDIT_MIN_CHARS", "RecentTexts", "boundaries_safe", "edit_boundaries"]
 
@@ -54,9 +54,9 @@ _BOUNDARY = re.compile(r"(?<=[A-Za-z]) ")
 _LETTER_SPACE = re.compile(r"[A-Za-z] ")
 
 
-def boundaries_safe(specials: object) -> bool:
-    """Whether no special token (strings) holds a letter followed by a space."""
-    return not any(_LETTER_SPACE.search(s) for s in specials if isinstance(s, str))  # type: ignore[attr-defined]
+def boundaries_safe(specials: Iterable[str]) -> bool:
+    """Whether no special token holds a letter followed by a space."""
+    return not any(_LETTER_SPACE.search(s) for s in specials)
 
 
 def edit_boundaries(text: str) -> list[int]:
