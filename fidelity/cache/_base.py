@@ -190,6 +190,12 @@ class CacheModel:
         cache can serve to a prompt of ``prompt_len`` tokens."""
         raise NotImplementedError
 
+    def longest_ttl(self) -> float | None:
+        """The longest an entry can live after its last use (``None``: no
+        time limit): after a gap this long in the traffic of one cache,
+        nothing it held is alive."""
+        return self.ttl
+
     def alive(self, entry_time: float, now: float) -> bool:
         """An entry last used at ``entry_time`` still hits at ``now``."""
         return self.ttl is None or now - entry_time <= self.ttl

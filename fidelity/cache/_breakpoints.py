@@ -26,6 +26,11 @@ class _HasBreakpoints(Protocol):
     def breakpoints(self) -> tuple[int, ...]: ...
 
 
+#: the longest lifetime a ``cache_control`` marker can ask for: Anthropic
+#: documents ``"5m"`` and ``"1h"`` (``fidelity.cache.prompts.ttl_seconds``)
+LONGEST_MARKER_TTL = 3600.0
+
+
 @dataclass
 class _Entry:
     source: PromptTokens
@@ -43,6 +48,11 @@ class BreakpointCache(CacheModel):
     ttl: float | None = 300.0
     #: write price multiplier per entry lifetime in seconds
     write_multipliers: dict[float, float] = {}
+
+    def longest_ttl(self) -> float | None:
+        """A breakpoint may ask for a longer life than :attr:`ttl`:
+        ``"ttl": "1h"`` (:data:`LONGEST_MARKER_TTL`)."""
+        return None if self.ttl is None else max(self.ttl, LONGEST_MARKER_TTL)
 
     def reusable(self, common_prefix: int, prompt_len: int) -> int:
         """Upper bound without block information: a breakpoint at the end of

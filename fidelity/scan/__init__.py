@@ -163,7 +163,8 @@ def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: i
     for key in sorted(groups):
         rows = sorted(groups[key], key=_order)
         size = sum(e.length for e in rows)
-        ttl = cache_models.get(rows[0].provider, rows[0].model).ttl
+        # nothing survives a gap longer than the longest lifetime an entry of this cache can have
+        ttl = cache_models.get(rows[0].provider, rows[0].model).longest_ttl()
         if size > split_bytes and ttl is not None:
             cur: list[Entry] = [rows[0]]
             n = 0
@@ -216,6 +217,8 @@ def _cross(partial: Partial, prices: Prices) -> None:
         p = partial.cross_preds.get(c.pred_loc)
         if p is None:
             continue
+        if c.time > p.until:
+            continue  # nothing the predecessor wrote was alive: the change cost nothing
         cm = cache_models.get(c.provider, c.model)
         ideal = min(c.prompt, cm.reusable(min(p.prompt, c.prompt), c.prompt))
         lost = ideal - c.read

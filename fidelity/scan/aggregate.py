@@ -65,6 +65,8 @@ class CrossPred:
     where: tuple[str, int]
     loc: tuple[int, int, int]
     time: float
+    #: when the last of its own cache entries runs out (:func:`fidelity.scan.partition.alive_until`)
+    until: float
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import math
 import os
 import re
 from array import array
@@ -55,7 +56,7 @@ from .view import (
 )
 
 __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
-           "where_of"]
+           "where_of", "alive_until"]
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,8 @@ class _Req:
     prompt: int
     time: float
     bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
+    bp_ttls: tuple[float, ...] = ()  # the lifetime of each breakpoint's entry
+    until: float = math.inf  # when the last of its own entries runs out
 
 
 @dataclass
@@ -421,10 +424,12 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
+        bp_ttls = tuple(sreq.ttls) or (cm.ttl if cm.ttl is not None else math.inf,) * len(bp_ends)
+        until = alive_until(t, cm.ttl, bp_ttls if explicit else None)
         prompt, read = pred.prompt or 0, pred.cache_read or 0
         # a request keeps its segment ids, not its parsed body (memory stays
         # with the unique content); a break re-reads its predecessor's line
-        r = _Req(segs, prompt, t, bp_ends)
+        r = _Req(segs, prompt, t, bp_ends, bp_ttls, until)
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
@@ -432,7 +437,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         if is_cross_pred:
             out.cross_preds[(e.file, e.offset)] = CrossPred(prompt, provider, model, view.params,
                                                             _head(st, view.items, segs), (task.labels[e.file], e.line),
-                                                            (e.file, e.offset, e.length), t)
+                                                            (e.file, e.offset, e.length), t, until)
         if pred_loc is not None and not pred_same:
             out.cross_children.append(CrossChild(
                 (e.file, e.offset, e.length), pred_loc, task.labels[e.file], e.line, t, rec.day, provider, model,
@@ -444,6 +449,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         if j is None:
             continue
         p = st.reqs[j]
+        if t > p.until:
+            continue  # nothing it wrote was alive when this request came: the change cost nothing
         n_p, n_c = len(p.segs), len(segs)
         lim = min(n_p, n_c)
         k = common_prefix(p.segs, segs)
@@ -451,10 +458,11 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             continue  # continues its predecessor, or branches at its own last segment
         ideal = min(prompt, sim.model.reusable(min(p.prompt, prompt), prompt))
         if sim.explicit:
-            # what the predecessor's breakpoints stored, up to the shorter prompt
+            # what the predecessor's breakpoints stored and still held, up to the shorter prompt
             floor = getattr(sim.model, "minimum", 0)
             m = min(p.prompt, prompt)
-            ideal = max((b for b in p.bp_ends if floor <= b <= m), default=0) if sreq.breakpoints else 0
+            ideal = max((b for b, life in zip(p.bp_ends, p.bp_ttls) if floor <= b <= m and t - p.time <= life),
+                        default=0) if sreq.breakpoints else 0
         lost = max(0, ideal - read)
         if lost == 0:
             continue
@@ -482,6 +490,18 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length),
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
+
+
+def alive_until(time: float, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:
+    """When the last cache entry a request wrote at ``time`` runs out,
+    counting from that request alone (a later request that reads the same
+    prefix refreshes it; that is not counted): ``ttl`` after it, or with
+    explicit breakpoints (``marker_ttls``) the longest of their lifetimes
+    (none: it wrote nothing). A request that comes later could not have read
+    what its predecessor wrote, whatever it changed."""
+    if marker_ttls is not None:
+        return time + max(marker_ttls, default=-math.inf)
+    return math.inf if ttl is None else time + ttl
 
 
 def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:
