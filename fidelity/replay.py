@@ -16,7 +16,7 @@ predicted read) came from a cache warmed before the recording started:
 it is flagged ``warm_outside`` and left out of the accuracy figures, like
 calibration's anchors.
 
-A request that uses a provider's *server-side tools* (Anthropic's web
+A request that uses a provider's *server-side tools* (:mod:`fidelity.server_side`; Anthropic's web
 search, web fetch and code execution; OpenAI Responses' hosted web search
 and code interpreter) is shown apart too (``apart: "server tools"``) and
 left out of the accuracy figures: the provider runs the tool loop inside
@@ -57,6 +57,7 @@ from .cache.simulator import Prediction, Simulator, Usage
 from .capture import usage as capture_usage
 from .errors import FidelityError, InputError, UnknownName
 from .jsonio import read_bytes
+from .server_side import uses_server_tools
 
 __all__ = [
     "Exchange",
@@ -174,31 +175,6 @@ def _parsed(value: Any) -> bytes | None:
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
     return None
-
-
-#: tool ``type`` prefixes of provider-run (server) tools: Anthropic
-#: (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview, "server tools")
-#: and OpenAI Responses hosted tools (https://platform.openai.com/docs/guides/tools)
-_SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
-                      "image_generation")
-#: content blocks / items that carry a server tool's call or result
-_SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
-                      b'"file_search_call"', b'"image_generation_call"')
-
-
-def uses_server_tools(body: bytes) -> bool:
-    """Does this request run provider-side tools (see the module docstring)?"""
-    if any(m in body for m in _SERVER_TOOL_MARKS):
-        return True
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        return False
-    tools = obj.get("tools") if isinstance(obj, dict) else None
-    if not isinstance(tools, list):
-        return False
-    return any(isinstance(t, dict) and isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES)
-               for t in tools)
 
 
 def _exchange(source: str, index: int, url: str | None, body: bytes, resp_headers: Any, resp_body: bytes | None,

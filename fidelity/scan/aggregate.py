@@ -127,13 +127,21 @@ class Partial:
     tokenized_bytes: int = 0
     cross_preds: dict[tuple[int, int], CrossPred] = field(default_factory=dict)
     cross_children: list[CrossChild] = field(default_factory=list)
+    #: (reason, provider, model) -> usage requests set apart (:mod:`fidelity.server_side`),
+    #: predicted read and prompt on them, reported read and prompt
+    apart: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
 
     # -- adding ------------------------------------------------------------------
     def add_request(self, provider: str, model: str, day: str, prompt: int, read: int, written: int,
-                    nbytes: int, usage: dict[str, Any] | None) -> None:
+                    nbytes: int, usage: dict[str, Any] | None, apart: str | None = None) -> None:
+        """One request; its logged ``usage`` is compared with the prediction
+        unless ``apart`` says why its billed prompt holds what it does not."""
         u = [0, 0, 0, 0, 0]
         if usage and usage.get("prompt") is not None:
             u = [1, read, prompt, int(usage.get("cache_read") or 0), int(usage["prompt"])]
+            if apart is not None:
+                _add(self.apart, (apart, provider, model), u)
+                u = [0, 0, 0, 0, 0]
         _add(self.models, (provider, model), [1, nbytes, prompt, read, written, 0, 0, *u, 0, 0])
         _add(self.days, (day, provider, model), [1, prompt, read, 0, 0, 0, 0])
 
@@ -163,7 +171,7 @@ class Partial:
     # -- merging -----------------------------------------------------------------
     def merge(self, other: Partial) -> Partial:
         for mine, theirs in ((self.models, other.models), (self.days, other.days), (self.causes, other.causes),
-                             (self.wheres, other.wheres), (self.changes, other.changes)):
+                             (self.wheres, other.wheres), (self.changes, other.changes), (self.apart, other.apart)):
             for k, v in theirs.items():
                 _add(mine, k, v)
         for k, b in other.examples.items():
@@ -234,6 +242,18 @@ def _rate(num: int, den: int) -> float | None:
     return round(num / den, 6) if den else None
 
 
+def _reported(v: list[int], apart: dict[str, list[int]]) -> dict[str, Any] | None:
+    """The predicted-vs-reported figures over the compared requests ``v``
+    (requests, predicted read and prompt, reported read and prompt), and
+    those set apart by reason; ``None`` where no usage was logged."""
+    if not v[0] and not apart:
+        return None
+    return {"requests": v[0], "predicted_read": v[1], "predicted_prompt": v[2], "reported_read": v[3],
+            "reported_prompt": v[4], "predicted_hit_rate": _rate(v[1], v[2]), "reported_hit_rate": _rate(v[3], v[4]),
+            "set_apart": [{"reason": k, "requests": a[0], "predicted_read": a[1], "predicted_prompt": a[2],
+                           "reported_read": a[3], "reported_prompt": a[4]} for k, a in sorted(apart.items())]}
+
+
 def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, top: int = 20,
                  example_files: dict[tuple[str, ...], tuple[str, str]] | None = None) -> dict[str, Any]:
     """The ``fidelity.scan/1`` JSON document (deterministic: sorted, rounded)."""
@@ -251,10 +271,7 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
             "requests": v[0], "bytes": v[1], "prompt_tokens": v[2], "read_tokens": v[3], "written_tokens": v[4],
             "lost_tokens": v[5], "lost_usd": _usd(v[5], v[12], v[13]),
             "breaks": v[6], "predicted_hit_rate": _rate(v[3], v[2]),
-            "reported": None if not v[7] else {
-                "requests": v[7], "predicted_read": v[8], "predicted_prompt": v[9], "reported_read": v[10],
-                "reported_prompt": v[11], "predicted_hit_rate": _rate(v[8], v[9]),
-                "reported_hit_rate": _rate(v[10], v[11])},
+            "reported": _reported(v[7:12], {k[0]: a for k, a in p.apart.items() if k[1:] == pm}),
         })
     days = []
     for (day,), v in sorted(_group(p.days, 1).items()):
@@ -277,11 +294,7 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         if example_files and k in example_files:
             entry["example"]["files"] = {"parent": example_files[k][0], "child": example_files[k][1]}
         changes.append(entry)
-    reported = None
-    if tot[7]:
-        reported = {"requests": tot[7], "predicted_read": tot[8], "predicted_prompt": tot[9],
-                    "reported_read": tot[10], "reported_prompt": tot[11],
-                    "predicted_hit_rate": _rate(tot[8], tot[9]), "reported_hit_rate": _rate(tot[10], tot[11])}
+    reported = _reported(tot[7:12], {k: v for (k,), v in _group(p.apart, 1).items()})
     bad_total = sum(p.bad.values())
     return {
         "schema": SCHEMA,

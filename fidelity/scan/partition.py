@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from .. import cache as cache_models
-from .. import pricing, tokens
+from .. import pricing, server_side, tokens
 from ..cache.simulator import Simulator
 from ..diff.bytediff import first_divergence
 from ..diff.causes import _tool_name, classify
@@ -40,7 +40,7 @@ from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
-from .records import MAX_LINE, BadLine, iter_lines, parse_record
+from .records import MAX_LINE, BadLine, _endpoint, iter_lines, parse_record
 from .splice import Parsed, parse_after
 from .view import (
     SUPPORTED,
@@ -433,7 +433,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
-        out.add_request(provider, model, rec.day, prompt, read, pred.cache_write or 0, e.length, rec.usage)
+        apart = _apart(rec, line) if rec.usage else None
+        out.add_request(provider, model, rec.day, prompt, read, pred.cache_write or 0, e.length, rec.usage, apart)
         if is_cross_pred:
             out.cross_preds[(e.file, e.offset)] = CrossPred(prompt, provider, model, view.params,
                                                             _head(st, view.items, segs), (task.labels[e.file], e.line),
@@ -502,6 +503,14 @@ def alive_until(time: float, ttl: float | None, marker_ttls: Sequence[float] | N
     if marker_ttls is not None:
         return time + max(marker_ttls, default=-math.inf)
     return math.inf if ttl is None else time + ttl
+
+
+def _apart(rec: Any, line: bytes) -> str | None:
+    """Why the billed prompt of ``rec`` holds what its line does not
+    (:func:`fidelity.server_side.reason`; the line's response counts: a
+    server tool's result there is one)."""
+    ep = _endpoint(rec.url) if rec.url else None
+    return server_side.reason(rec.body, line, ep.server_prompt if ep is not None else "")
 
 
 def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:

@@ -34,6 +34,10 @@ def _headline(r: dict[str, Any]) -> list[str]:
     if rep:
         lines.append(f"where usage was logged ({rep['requests']:,} requests): predicted hit rate "
                      f"{_pct(rep['predicted_hit_rate'])}, reported {_pct(rep['reported_hit_rate'])}")
+        apart = rep.get("set_apart") or []
+        if apart:
+            lines.append(f"set apart: {sum(a['requests'] for a in apart):,} request(s) whose billed prompt holds what "
+                         "the log does not (" + ", ".join(f"{a['reason']} {a['requests']:,}" for a in apart) + ")")
     return lines
 
 

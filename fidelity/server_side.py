@@ -1,0 +1,82 @@
+"""Requests whose billed prompt holds what the request does not show.
+
+A provider that runs tools itself, renders the body into a template it does
+not publish, or keeps the conversation on its side bills prompt tokens that
+no client can count from the request: comparing a prediction with the usage
+such a request reported measures the provider's hidden input, not the
+prediction. ``fidelity replay`` and ``fidelity scan`` set these requests
+apart with the reason :func:`reason` gives.
+
+* **server tools**: Anthropic's server tools (web search, web fetch, code
+  execution: https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview)
+  and OpenAI Responses' hosted tools (https://platform.openai.com/docs/guides/tools)
+  run a tool loop inside one request, sampling several times and caching as
+  they go, and the provider adds the tools' own definitions;
+* **server template**: an endpoint that renders the body into an
+  unpublished template (a route's ``server_prompt`` in :mod:`fidelity.providers`);
+* **server state**: ``previous_response_id`` / ``conversation`` (OpenAI
+  Responses), ``context_management`` (Anthropic compaction or clearing),
+  ``cachedContent`` (Gemini explicit caches): part of the prompt is held by
+  the provider.
+
+>>> reason({"tools": [{"type": "web_search_20250305", "name": "web_search"}]})
+'server tools'
+>>> reason({"model": "gpt-5", "previous_response_id": "resp_1", "input": "hi"})
+'server state'
+>>> reason({"model": "gpt-5", "input": "hi"}) is None
+True
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["REASONS", "reason", "uses_server_tools"]
+
+#: the reasons :func:`reason` gives, in the order it checks them
+REASONS = ("server tools", "server template", "server state")
+
+#: tool ``type`` prefixes of provider-run (server) tools (sources in the module docstring)
+_SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
+                      "image_generation")
+#: content blocks / items that carry a server tool's call or result
+_SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
+                      b'"file_search_call"', b'"image_generation_call"')
+#: body members whose value the provider resolves into prompt it holds
+_STATE_MEMBERS = ("previous_response_id", "conversation", "context_management", "cachedContent")
+
+
+def _server_tool_in(body: Any) -> bool:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if not isinstance(tools, list):
+        return False
+    return any(isinstance(t, dict) and isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES)
+               for t in tools)
+
+
+def uses_server_tools(body: bytes) -> bool:
+    """Does this request body run provider-side tools (a server tool's
+    definition, call or result in it)?"""
+    if any(m in body for m in _SERVER_TOOL_MARKS):
+        return True
+    try:
+        obj = json.loads(body)  # the standard library's: it reads lone surrogates too
+    except ValueError:
+        return False
+    return _server_tool_in(obj)
+
+
+def reason(body: Any, raw: bytes | None = None, server_prompt: str = "") -> str | None:
+    """Why the billed prompt of a request holds what its body does not
+    (one of :data:`REASONS`), or ``None``. ``body``: the parsed body;
+    ``raw``: bytes to look for server tool calls and results in (the body's,
+    or a whole log line with its response); ``server_prompt``: the
+    endpoint's (:attr:`fidelity.providers.Endpoint.server_prompt`)."""
+    if (raw is not None and any(m in raw for m in _SERVER_TOOL_MARKS)) or _server_tool_in(body):
+        return "server tools"
+    if server_prompt:
+        return "server template"
+    if isinstance(body, dict) and any(body.get(k) for k in _STATE_MEMBERS):
+        return "server state"
+    return None

@@ -1,0 +1,99 @@
+"""fidelity.server_side: requests whose billed prompt holds what they do not
+show, set apart from the predicted-vs-reported figures of replay and scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from fidelity import server_side
+from fidelity.scan import scan
+
+_OPENAI = "https://api.openai.com/v1/chat/completions"
+_RESPONSES = "https://api.openai.com/v1/responses"
+_SYSTEM = "You are a careful assistant. " + "Rules follow. " * 400
+
+
+@pytest.mark.parametrize("body, raw, server_prompt, expected", [
+    ({"tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}]}, None, "", "server tools"),
+    ({"tools": [{"type": "code_execution_20250825", "name": "code_execution"}]}, None, "", "server tools"),
+    ({"tools": [{"type": "web_search_preview"}]}, None, "", "server tools"),
+    ({"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}, None, "", "server tools"),
+    # a result of a server tool in a later turn, or in the logged response
+    ({"messages": []}, b'{"content":[{"type":"server_tool_use","id":"srvtoolu_1"}]}', "", "server tools"),
+    ({"input": []}, b'{"output":[{"type":"web_search_call","id":"ws_1"}]}', "", "server tools"),
+    ({"model": "deepseek-v4-flash", "input": "hi"}, None, "DeepSeek renders Responses items", "server template"),
+    ({"previous_response_id": "resp_1", "input": "hi"}, None, "", "server state"),
+    ({"conversation": "conv_1", "input": "hi"}, None, "", "server state"),
+    ({"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}, None, "", "server state"),
+    ({"cachedContent": "cachedContents/abc", "contents": []}, None, "", "server state"),
+    # client tools, and empty or absent members, are not
+    ({"tools": [{"type": "function", "name": "web_search_helper", "parameters": {}}]}, None, "", None),
+    ({"tools": [{"name": "get_weather", "input_schema": {}}]}, b'{"tools":[{"name":"web_search"}]}', "", None),
+    ({"previous_response_id": None, "conversation": "", "input": "hi"}, None, "", None),
+    ("not an object", b"", "", None),
+])
+def test_reason(body: Any, raw: bytes | None, server_prompt: str, expected: str | None) -> None:
+    assert server_side.reason(body, raw, server_prompt) == expected
+    assert expected is None or expected in server_side.REASONS
+
+
+def test_replay_and_reason_agree_on_server_tools() -> None:
+    for body in ({"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+                 {"tools": [{"type": "function", "name": "web_fetch"}]}):
+        raw = orjson.dumps(body)
+        assert server_side.uses_server_tools(raw) == (server_side.reason(body, raw) == "server tools")
+
+
+def _line(t: int, session: str, body: dict[str, Any], usage: dict[str, int], url: str = _OPENAI) -> bytes:
+    return orjson.dumps({"time": f"2026-11-30T12:00:{t:02d}Z", "url": url, "session": session, "body": body,
+                         "usage": usage}) + b"\n"
+
+
+def test_scan_sets_apart_what_server_tools_add_to_the_billed_prompt(tmp_path: Path) -> None:
+    chat = {"model": "gpt-4.1", "messages": [{"role": "system", "content": _SYSTEM},
+                                             {"role": "user", "content": "hello"}]}
+    searching = {"model": "gpt-5", "input": [{"role": "user", "content": "news today?"}],
+                 "tools": [{"type": "web_search"}]}
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_line(0, "a", chat, {"prompt": 1210, "cache_read": 0})
+                    + _line(1, "b", searching, {"prompt": 9463, "cache_read": 8320}, _RESPONSES))
+    r = scan([log], workers=1)
+    rep = r["reported"]
+    assert rep["requests"] == 1 and rep["reported_prompt"] == 1210
+    apart = rep["set_apart"]
+    assert [(a["reason"], a["requests"], a["reported_prompt"], a["reported_read"]) for a in apart] == \
+        [("server tools", 1, 9463, 8320)]
+    assert 0 < apart[0]["predicted_prompt"] < 100  # the body's own few tokens
+    gpt5 = next(m for m in r["by_model"] if m["model"] == "gpt-5")
+    assert gpt5["reported"]["requests"] == 0 and gpt5["reported"]["reported_hit_rate"] is None
+    assert gpt5["reported"]["set_apart"][0]["requests"] == 1
+    assert r["totals"]["requests"] == 2  # still scanned: only the comparison leaves it out
+
+
+def test_no_logged_usage_no_reported(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(orjson.dumps({"time": "2026-11-30T12:00:00Z", "url": _RESPONSES, "session": "a",
+                                  "body": {"model": "gpt-5", "input": "hi", "tools": [{"type": "web_search"}]}})
+                    + b"\n")
+    assert scan([log], workers=1)["reported"] is None
+
+
+def test_recorded_prompts_match_once_server_side_input_is_set_apart(shared_real: Path) -> None:
+    # the recorded reports are the oracle: on the requests compared, the counted
+    # prompt tokens are within 3 % of what the providers billed (measured
+    # 2026-12-02: 348,240 counted, 351,029 reported); those set apart were
+    # billed several times what their bodies hold
+    r = scan([shared_real / "recorded-usage", shared_real / "cassettes"], workers=1)
+    rep = r["reported"]
+    assert rep["requests"] > 150
+    assert abs(rep["predicted_prompt"] / rep["reported_prompt"] - 1) < 0.03
+    apart = {a["reason"]: a for a in rep["set_apart"]}
+    assert apart["server tools"]["requests"] >= 30
+    assert apart["server tools"]["reported_prompt"] > 10 * apart["server tools"]["predicted_prompt"]
+    openai = [m["reported"] for m in r["by_model"] if m["provider"] == "openai" and m["reported"]]
+    counted, billed = sum(x["predicted_prompt"] for x in openai), sum(x["reported_prompt"] for x in openai)
+    assert abs(counted / billed - 1) < 0.01  # o200k, a real tokenizer, fitted on nothing here
