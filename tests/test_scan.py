@@ -253,3 +253,27 @@ def test_claude_trace_envelope_with_streamed_usage(tmp_path: Path) -> None:
     r = scan([log], workers=1)
     assert r["totals"]["requests"] == 1 and r["by_day"][0]["day"] == "2025-11-30"
     assert r["reported"]["reported_read"] == 1500 and r["reported"]["reported_prompt"] == 1520
+
+
+def test_two_partitions_replayed_in_one_task_keep_their_own_causes(tmp_path: Path) -> None:
+    # segment ids are numbered per partition: two partitions of one task whose
+    # breaks sit at the same ids must not share a classification (with
+    # workers=1, the two smallest of five partitions share the fourth task)
+    def conv(name: str, before: str, after: str, words: int) -> list[bytes]:
+        system = f"You are agent {name}. " + "Rules follow. " * words
+        u0 = {"role": "user", "content": "question 0 " + "word " * 300}
+        a0 = {"role": "assistant", "content": "answer 0 " + "text " * 300 + before}
+        e0 = {**a0, "content": "answer 0 " + "text " * 300 + after}
+        u1 = {"role": "user", "content": "question 1 " + "word " * 300}
+        return [_line(0, 0, _chat(system, [u0, a0, u1]), name),
+                _line(0, 1, _chat(system, [u0, e0, u1, {"role": "assistant", "content": "answer 1"},
+                                           {"role": "user", "content": "q2"}]), name)]
+
+    fillers = [line for i in range(3) for line in conv(f"F{i}", "x", "x", 3000 + 500 * i)]
+    a = conv("A", "at 12:00:00", "at 12:05:00", 400)
+    b = conv("B", "run 123e4567-e89b-12d3-a456-426614174000", "run 9b2c4567-e89b-12d3-a456-426614174999", 401)
+    log = tmp_path / "five.jsonl"
+    log.write_bytes(b"".join(fillers + a + b))
+    r = scan([log], workers=1)
+    assert r["totals"]["partitions"] == 5
+    assert sorted(c["change"] for c in r["by_cause"]) == ["volatile value (UUID)", "volatile value (timestamp)"]

@@ -339,11 +339,10 @@ def replay_batch(task: Task) -> Partial:
     out = Partial()
     memo = _worker_memo(task.memo_bytes)
     fds: dict[int, int] = {}
-    classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
     prices = Prices(task.prices if task.prices is not None else pricing.load())
     try:
         for pid, provider, model, items in task.partitions:
-            _replay_partition(task, pid, provider, model, items, out, memo, fds, classify_memo, prices)
+            _replay_partition(task, pid, provider, model, items, out, memo, fds, prices)
     finally:
         for fd in fds.values():
             os.close(fd)
@@ -372,10 +371,12 @@ def _read(task: Task, fds: dict[int, int], e: Entry) -> bytes:
 def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
                       memo: TokenMemo, fds: dict[int, int],
-                      classify_memo: dict[tuple[Any, ...], tuple[str, str | None]], prices: Prices) -> None:
+                      prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
     st = _State(memo)
+    # causes by the segment ids of the two requests (ids are the partition's own)
+    classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
     explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
