@@ -277,3 +277,16 @@ def test_two_partitions_replayed_in_one_task_keep_their_own_causes(tmp_path: Pat
     r = scan([log], workers=1)
     assert r["totals"]["partitions"] == 5
     assert sorted(c["change"] for c in r["by_cause"]) == ["volatile value (UUID)", "volatile value (timestamp)"]
+
+
+def test_a_deepseek_harness_folder_is_read_once(shared_real: Path) -> None:
+    # the importer reads a session file with its siblings (parent and children):
+    # the folder, or both of its files, give its four requests once, not twice
+    folder = shared_real / "deepseek-harness" / "examples" / "acp-agent" / "tests" / "snapshots" \
+        / "subagent-fork-in-process"
+    from fidelity.capture.importers import import_file
+
+    n = len(import_file(folder / "session.jsonl", "dsh").snapshots)
+    assert n == 4
+    for paths in ([folder], [folder / "session.jsonl", folder / "session.1.jsonl"], [folder / "session.1.jsonl"]):
+        assert scan(paths, workers=1)["totals"]["requests"] == n

@@ -329,6 +329,15 @@ def _imported(path: Path, out: Any) -> int:
     return n
 
 
+def _dsh_session(path: Path) -> bool:
+    from ..capture.importers import guess_kind
+
+    try:
+        return guess_kind(path) == "dsh"
+    except FidelityError:
+        return False
+
+
 def _is_record_log(path: Path) -> bool:
     """A JSONL file in the request-log format (not an importer's format)."""
     opener = gzip.open if path.name.endswith(".gz") else open
@@ -385,13 +394,17 @@ def _parquet_row(row: dict[str, Any]) -> bytes:
     return orjson.dumps(rec, default=str) + b"\n"
 
 
-def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, str]]:
+def prepare_inputs(paths: list[str | Path], workdir: Path, _groups: set[Path] | None = None) -> list[tuple[Path, str]]:
     """The plain request-log files to scan, with the label of the input
     each came from (``PATH``; ``PATH#request`` for a converted input, whose
     line numbers count its requests in order, then what the importer skipped;
     ``PATH#row`` for a Parquet log, by row): plain ``.jsonl`` logs as they are, ``.gz`` logs
     decompressed into ``workdir``, Parquet logs, snapshot folders and importer formats
-    converted into ``workdir``. Inputs are never modified."""
+    converted into ``workdir``. Inputs are never modified. A DeepSeek
+    Harness session file stands for its whole folder (the parent session
+    and its children: the importer reads them together), so a folder's
+    sessions are read once, whichever of its files are given."""
+    groups: set[Path] = set() if _groups is None else _groups
     out: list[tuple[Path, str]] = []
     for i, given in enumerate(paths):
         p = Path(given)
@@ -408,7 +421,7 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
                     _snapshot_folder(p, fh)
                 out.append((target, f"{p}#request"))
             for n, q in enumerate(logs):
-                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}"))
+                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}", groups))
             if not snaps and not logs:
                 raise InputError("no request logs or snapshots in this folder", path=p)
             continue
@@ -432,6 +445,11 @@ def prepare_inputs(paths: list[str | Path], workdir: Path) -> list[tuple[Path, s
             else:
                 out.append((p, str(p)))
             continue
+        if _dsh_session(p):
+            folder = p.parent.resolve()
+            if folder in groups:
+                continue  # its folder's sessions were read with another of its files
+            groups.add(folder)
         target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
         with open(target, "wb") as fh:
             _imported(p, fh)
