@@ -290,3 +290,13 @@ def test_a_deepseek_harness_folder_is_read_once(shared_real: Path) -> None:
     assert n == 4
     for paths in ([folder], [folder / "session.jsonl", folder / "session.1.jsonl"], [folder / "session.1.jsonl"]):
         assert scan(paths, workers=1)["totals"]["requests"] == n
+
+
+def test_a_log_given_twice_is_read_once(tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(b"".join(_line(0, i, _chat(SYSTEM, _history(i + 1)), "s1") for i in range(3)))
+    once = scan([log], workers=1)
+    assert once["totals"]["requests"] == 3
+    for paths in ([log, log], [tmp_path, log], [log, tmp_path / "." / "a.jsonl"]):
+        again = scan(paths, workers=1)
+        assert again["totals"] == once["totals"] and again["by_cause"] == once["by_cause"]

@@ -394,17 +394,19 @@ def _parquet_row(row: dict[str, Any]) -> bytes:
     return orjson.dumps(rec, default=str) + b"\n"
 
 
-def prepare_inputs(paths: list[str | Path], workdir: Path, _groups: set[Path] | None = None) -> list[tuple[Path, str]]:
+def prepare_inputs(paths: list[str | Path], workdir: Path,
+                   _seen: set[tuple[str, Path]] | None = None) -> list[tuple[Path, str]]:
     """The plain request-log files to scan, with the label of the input
     each came from (``PATH``; ``PATH#request`` for a converted input, whose
     line numbers count its requests in order, then what the importer skipped;
     ``PATH#row`` for a Parquet log, by row): plain ``.jsonl`` logs as they are, ``.gz`` logs
     decompressed into ``workdir``, Parquet logs, snapshot folders and importer formats
-    converted into ``workdir``. Inputs are never modified. A DeepSeek
-    Harness session file stands for its whole folder (the parent session
-    and its children: the importer reads them together), so a folder's
-    sessions are read once, whichever of its files are given."""
-    groups: set[Path] = set() if _groups is None else _groups
+    converted into ``workdir``. Inputs are never modified. Each file is
+    read once, however often it is given (itself, or in a folder given);
+    a DeepSeek Harness session file stands for its whole folder (the parent
+    session and its children: the importer reads them together), so a
+    folder's sessions are read once, whichever of its files are given."""
+    seen: set[tuple[str, Path]] = set() if _seen is None else _seen
     out: list[tuple[Path, str]] = []
     for i, given in enumerate(paths):
         p = Path(given)
@@ -415,16 +417,20 @@ def prepare_inputs(paths: list[str | Path], workdir: Path, _groups: set[Path] | 
                           and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".har", ".yaml", ".yml",
                                                ".parquet")))
             snaps = [q for q in p.iterdir() if q.suffix in (".snapshot", ".json")]
-            if snaps:
+            if snaps and ("snapshots", p.resolve()) not in seen:
+                seen.add(("snapshots", p.resolve()))
                 target = workdir / f"{i:04d}-folder.jsonl"
                 with open(target, "wb") as fh:
                     _snapshot_folder(p, fh)
                 out.append((target, f"{p}#request"))
             for n, q in enumerate(logs):
-                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}", groups))
+                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}", seen))
             if not snaps and not logs:
                 raise InputError("no request logs or snapshots in this folder", path=p)
             continue
+        if ("file", p.resolve()) in seen:
+            continue
+        seen.add(("file", p.resolve()))
         workdir.mkdir(parents=True, exist_ok=True)
         name = p.name.lower()
         if name.endswith(".parquet"):
@@ -447,9 +453,9 @@ def prepare_inputs(paths: list[str | Path], workdir: Path, _groups: set[Path] | 
             continue
         if _dsh_session(p):
             folder = p.parent.resolve()
-            if folder in groups:
+            if ("dsh", folder) in seen:
                 continue  # its folder's sessions were read with another of its files
-            groups.add(folder)
+            seen.add(("dsh", folder))
         target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
         with open(target, "wb") as fh:
             _imported(p, fh)
