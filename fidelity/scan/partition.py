@@ -40,7 +40,7 @@ from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
-from .records import MAX_LINE, BadLine, _endpoint, iter_lines, parse_record
+from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
 from .splice import Parsed, parse_after
 from .view import (
     SUPPORTED,
@@ -510,7 +510,7 @@ def _apart(rec: Any, line: bytes) -> str | None:
     """Why the billed prompt of ``rec`` holds what its line does not
     (:func:`fidelity.server_side.reason`; the line's response counts: a
     server tool's result there is one)."""
-    ep = _endpoint(rec.url) if rec.url else None
+    ep = endpoint_of(rec.url) if rec.url else None
     return server_side.reason(rec.body, line, ep.server_prompt if ep is not None else "")
 
 

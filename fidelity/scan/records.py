@@ -42,7 +42,7 @@ from .. import providers, wire
 from ..errors import FidelityError, InputError
 from . import usage as _usage
 
-__all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "MAX_LINE"]
+__all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "endpoint_of", "MAX_LINE"]
 
 #: default limit on one log line (a "huge body" beyond it is a bad line)
 MAX_LINE = 64 * 1024 * 1024
@@ -83,7 +83,8 @@ _URL_CACHE: dict[str, Any] = {}
 _MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
 
 
-def _endpoint(url: str) -> Any:
+def endpoint_of(url: str) -> Any:
+    """:func:`fidelity.providers.from_url`, memoised (a log names few URLs)."""
     hit = _URL_CACHE.get(url)
     if hit is None and url not in _URL_CACHE:
         hit = _URL_CACHE[url] = providers.from_url(url)
@@ -177,7 +178,7 @@ def parse_record(line: bytes) -> Record:
     url = url if isinstance(url, str) else ""
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     dialect = None
-    ep = _endpoint(url) if url else None
+    ep = endpoint_of(url) if url else None
     if hint and hint in wire.names():
         dialect = wire.get(hint)
     elif ep is not None:
