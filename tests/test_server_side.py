@@ -72,6 +72,11 @@ def test_scan_sets_apart_what_server_tools_add_to_the_billed_prompt(tmp_path: Pa
     assert gpt5["reported"]["requests"] == 0 and gpt5["reported"]["reported_hit_rate"] is None
     assert gpt5["reported"]["set_apart"][0]["requests"] == 1
     assert r["totals"]["requests"] == 2  # still scanned: only the comparison leaves it out
+    from fidelity.scan.views import markdown
+
+    md = markdown(r)
+    assert "set apart: 1 request(s) whose billed prompt holds what the log does not (server tools 1)" in md
+    assert [line for line in md.splitlines() if "| gpt-5 |" in line][0].count("| set apart |") == 1
 
 
 def test_no_logged_usage_no_reported(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def _rows(r: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
                              "hit rate (reported)", "lost tokens", "lost $"],
                 [[m["provider"], m["model"] + (" (estimated tokens)" if m["estimated"] else ""),
                   f"{m['requests']:,}", f"{m['prompt_tokens']:,}", _pct(m["predicted_hit_rate"]),
-                  _pct(m["reported"]["reported_hit_rate"]) if m["reported"] else "not logged",
+                  _reported_rate(m["reported"]),
                   f"{m['lost_tokens']:,}", _usd(m["lost_usd"])] for m in r["by_model"]]))
     out.append(("By day", ["day", "requests", "prompt tokens", "read", "lost tokens", "lost $"],
                 [[d["day"], f"{d['requests']:,}", f"{d['prompt_tokens']:,}", f"{d['read_tokens']:,}",
@@ -68,6 +68,14 @@ def _rows(r: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
         out.append(("Bad lines (counted, not scanned)", ["reason", "lines"],
                     [[k, f"{v:,}"] for k, v in bad["by_reason"].items()]))
     return out
+
+
+def _reported_rate(rep: dict[str, Any] | None) -> str:
+    if rep is None:
+        return "not logged"
+    if not rep["requests"] and rep.get("set_apart"):
+        return "set apart"  # every request with usage holds server-side input
+    return _pct(rep["reported_hit_rate"])
 
 
 def _example(ex: dict[str, Any]) -> str:
