@@ -182,3 +182,20 @@ def test_a_cassette_recorded_again_weeks_later_loses_nothing_to_its_changes(shar
     r = scan([log], workers=1)
     assert r["totals"]["requests"] == 4 and r["totals"]["partitions"] == 2
     assert r["totals"]["breaks"] == 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_request_without_a_time_never_expires(tmp_path: Path, provider: str) -> None:
+    # the simulator keeps an entry logged without a time alive: the break a
+    # later (timed) request makes against it is charged, as without times
+    lines = []
+    for i in range(4):
+        line = orjson.loads(_line(_T0 + i, "s", provider, 0, i + 1))
+        del line["time"]
+        lines.append(orjson.dumps(line) + b"\n")
+    edited = orjson.loads(_line(_T0 + 86400, "s", provider, 0, 4))
+    edited["body"]["messages"][1 if provider == "anthropic" else 2]["content"] = "answer 0 " + "text " * 200
+    lines.append(orjson.dumps(edited) + b"\n")
+    r = scan([_write(tmp_path, lines)], workers=1)
+    assert r["totals"]["read_tokens"] > 0
+    assert r["totals"]["breaks"] == 1

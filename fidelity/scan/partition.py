@@ -251,7 +251,7 @@ def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, st
 class _Req:
     segs: array[int]
     prompt: int
-    time: float
+    time: float | None  # as logged (None: no time; its entries never expire)
     bp_ends: tuple[int, ...] = ()  # token offsets where its cache_control breakpoints end
     bp_ttls: tuple[float, ...] = ()  # the lifetime of each breakpoint's entry
     until: float = math.inf  # when the last of its own entries runs out
@@ -426,11 +426,11 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
         bp_ttls = tuple(sreq.ttls) or (cm.ttl if cm.ttl is not None else math.inf,) * len(bp_ends)
-        until = alive_until(t, cm.ttl, bp_ttls if explicit else None)
+        until = alive_until(e.time, cm.ttl, bp_ttls if explicit else None)
         prompt, read = pred.prompt or 0, pred.cache_read or 0
         # a request keeps its segment ids, not its parsed body (memory stays
         # with the unique content); a break re-reads its predecessor's line
-        r = _Req(segs, prompt, t, bp_ends, bp_ttls, until)
+        r = _Req(segs, prompt, e.time, bp_ends, bp_ttls, until)
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
@@ -451,7 +451,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         if j is None:
             continue
         p = st.reqs[j]
-        if t > p.until:
+        if e.time is not None and e.time > p.until:
             continue  # nothing it wrote was alive when this request came: the change cost nothing
         n_p, n_c = len(p.segs), len(segs)
         lim = min(n_p, n_c)
@@ -463,7 +463,8 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             # what the predecessor's breakpoints stored and still held, up to the shorter prompt
             floor = getattr(sim.model, "minimum", 0)
             m = min(p.prompt, prompt)
-            ideal = max((b for b, life in zip(p.bp_ends, p.bp_ttls) if floor <= b <= m and t - p.time <= life),
+            ideal = max((b for b, life in zip(p.bp_ends, p.bp_ttls) if floor <= b <= m and
+                         (e.time is None or p.time is None or e.time - p.time <= life)),
                         default=0) if sreq.breakpoints else 0
         lost = max(0, ideal - read)
         if lost == 0:
@@ -494,13 +495,16 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
 
 
-def alive_until(time: float, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:
+def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:
     """When the last cache entry a request wrote at ``time`` runs out,
     counting from that request alone (a later request that reads the same
     prefix refreshes it; that is not counted): ``ttl`` after it, or with
     explicit breakpoints (``marker_ttls``) the longest of their lifetimes
     (none: it wrote nothing). A request that comes later could not have read
-    what its predecessor wrote, whatever it changed."""
+    what its predecessor wrote, whatever it changed. Without a time, never
+    (the simulator keeps an entry without a time alive)."""
+    if time is None:
+        return math.inf
     if marker_ttls is not None:
         return time + max(marker_ttls, default=-math.inf)
     return math.inf if ttl is None else time + ttl
