@@ -290,10 +290,10 @@ def test_the_index_reuses_a_session_key_only_where_the_view_would_give_it(tmp_pa
     both, alone = folder / "both.jsonl", folder / "alone.jsonl"
     both.write_bytes(pair[0] + b"\n" + pair[1] + b"\n")
     alone.write_bytes(pair[1] + b"\n")
-    rows, bad, n = partition.index_chunk(str(both), 0, 0, None)
+    rows, bad, n, _ = partition.index_chunk(str(both), 0, 0, None)
     assert n == 2 and not bad
-    first_alone, _, _ = partition.index_chunk(str(both), 0, 0, len(pair[0]) + 1)
-    second_alone, _, _ = partition.index_chunk(str(alone), 0, 0, None)
+    first_alone, _, _, _ = partition.index_chunk(str(both), 0, 0, len(pair[0]) + 1)
+    second_alone, _, _, _ = partition.index_chunk(str(alone), 0, 0, None)
     assert [r[0] for r in rows] == [first_alone[0][0], second_alone[0][0]]
 
 
@@ -313,7 +313,7 @@ def test_the_index_reuses_the_key_of_an_unchanged_head(monkeypatch: pytest.Monke
                                  "body": body}, separators=(",", ":")).encode())
     log = tmp_path / "log.jsonl"
     log.write_bytes(b"\n".join(lines) + b"\n")
-    rows, _, _ = partition.index_chunk(str(log), 0, 0, None)
+    rows, _, _, _ = partition.index_chunk(str(log), 0, 0, None)
     assert len(built) == 2  # the first line, and the one whose temperature is 1.0
     # (OpenAI's cache key leaves the temperature out: the view gives the same key)
     assert len({r[0] for r in rows}) == 1

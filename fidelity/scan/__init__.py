@@ -116,12 +116,14 @@ def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, 
     results = ex.map(index_chunk, jobs, prog.advance)
     entries: list[Entry] = []
     base: dict[int, int] = defaultdict(int)
-    for (_, file, _, _, _), (rows, bad, n) in zip(jobs, results):
+    for (_, file, _, _, _), (rows, bad, n, failed) in zip(jobs, results):
         b = base[file]
         for key, t, f, off, length, ln, session, provider, model in rows:
             entries.append(Entry(key, t, f, off, length, b + ln, session, provider, model))
         for f, ln, reason, detail in bad:
             partial.add_bad(labels[f], b + ln, reason, detail)
+        for status, provider, model in failed:
+            partial.add_failed(status, provider, model)
         base[file] = b + n
     return entries
 

@@ -130,6 +130,8 @@ class Partial:
     #: (reason, provider, model) -> usage requests set apart (:mod:`fidelity.server_side`),
     #: predicted read and prompt on them, reported read and prompt
     apart: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    #: (HTTP status, provider, model) -> failed requests (not simulated)
+    failed: dict[tuple[int, str, str], int] = field(default_factory=dict)
 
     # -- adding ------------------------------------------------------------------
     def add_request(self, provider: str, model: str, day: str, prompt: int, read: int, written: int,
@@ -165,6 +167,10 @@ class Partial:
             self.bad_examples.sort()
             del self.bad_examples[100:]
 
+    def add_failed(self, status: int, provider: str, model: str) -> None:
+        key = (status, provider, model)
+        self.failed[key] = self.failed.get(key, 0) + 1
+
     def note_tokenizer(self, provider: str, model: str, name: str, estimated: bool) -> None:
         self.tokenizers[(provider, model)] = (name, estimated)
 
@@ -180,6 +186,8 @@ class Partial:
                 self.examples[k] = b
         for reason, n in other.bad.items():
             self.bad[reason] = self.bad.get(reason, 0) + n
+        for key, n in other.failed.items():
+            self.failed[key] = self.failed.get(key, 0) + n
         self.bad_examples.extend(other.bad_examples)
         self.bad_examples.sort()
         del self.bad_examples[100:]
@@ -296,6 +304,11 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         changes.append(entry)
     reported = _reported(tot[7:12], {k: v for (k,), v in _group(p.apart, 1).items()})
     bad_total = sum(p.bad.values())
+    by_status: dict[str, int] = {}
+    failed_models: dict[tuple[str, str], int] = {}
+    for (status, provider, model), n in sorted(p.failed.items()):
+        by_status[str(status)] = by_status.get(str(status), 0) + n
+        failed_models[(provider, model)] = failed_models.get((provider, model), 0) + n
     return {
         "schema": SCHEMA,
         "inputs": inputs,
@@ -304,7 +317,7 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
             "requests": tot[0], "bytes": tot[1], "partitions": p.partitions, "bad_lines": bad_total,
             "prompt_tokens": tot[2], "read_tokens": tot[3], "written_tokens": tot[4],
             "predicted_hit_rate": _rate(tot[3], tot[2]), "lost_tokens": tot[5], "lost_usd": _usd(tot[5], tot[12], tot[13]),
-            "breaks": tot[6], "evicted_entries": p.evicted,
+            "breaks": tot[6], "evicted_entries": p.evicted, "failed_requests": sum(by_status.values()),
         },
         "reported": reported,
         "by_model": models,
@@ -315,6 +328,9 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         "bad_lines": {"total": bad_total, "by_reason": dict(sorted(p.bad.items())),
                       "examples": [{"where": f"{lbl}:{ln}", "reason": r, "detail": d}
                                    for lbl, ln, r, d in sorted(p.bad_examples)[:20]]},
+        "failed_requests": {"total": sum(by_status.values()), "by_status": by_status,
+                            "by_model": [{"provider": pm[0], "model": pm[1], "requests": n}
+                                         for pm, n in sorted(failed_models.items())]},
         "notes": sorted(set(prices.notes)),
     }
 

@@ -132,13 +132,17 @@ def view_of(rec: Any, first_only: bool = False) -> FastView:
 
 
 @_fewer_collections
-def index_chunk(path: str, file: int, start: int, end: int | None,
-                max_line: int = MAX_LINE) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, str, str]], int]:
+def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int = MAX_LINE
+                ) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, str, str]], int, list[tuple[int, str, str]]]:
     """Index the lines that start in ``[start, end)`` of ``path``: entries
     ``(key, time, file, offset, length, local_line, session, provider, model)``,
-    bad lines ``(file, local_line, reason, detail)`` and the number of lines."""
+    bad lines ``(file, local_line, reason, detail)``, the number of lines,
+    and the failed requests (a logged HTTP status of 400 or more: the
+    provider refused or failed them, so they read and wrote nothing the
+    simulator can know) as ``(status, provider, model)``."""
     entries: list[tuple[Any, ...]] = []
     bad: list[tuple[int, int, str, str]] = []
+    failed: list[tuple[int, str, str]] = []
     n = 0
     # the latest line of each session (a guess that only speed depends on), with its key
     refs: dict[bytes, tuple[Parsed, bytes]] = {}
@@ -152,9 +156,13 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
         try:
             m = _SESSION.search(line, 0, 4096) or _SESSION.search(line, max(0, len(line) - 4096))
             guess = m.group(1) if m else b""
-            ref, ref_key = refs.pop(guess, None) or (None, b"")
+            ref, ref_key = refs.get(guess) or (None, b"")
             parsed = parse_after(line, ref)
             rec = parsed.rec
+            if rec.status is not None and rec.status >= 400:
+                failed.append((rec.status, rec.provider, rec.model))
+                continue
+            refs.pop(guess, None)  # put back last (the least recently used go first)
             if ref is not None and _same_head(parsed, ref):
                 key = ref_key
             else:
@@ -176,7 +184,7 @@ def index_chunk(path: str, file: int, start: int, end: int | None,
             bad.append((file, n, "unreadable body", f"{type(exc).__name__}: {str(exc)[:80]}"))
             continue
         entries.append((key, rec.time, file, offset, len(line), n, rec.session, rec.provider, rec.model))
-    return entries, bad, n
+    return entries, bad, n, failed
 
 
 def _same_head(parsed: Parsed, ref: Parsed) -> bool:

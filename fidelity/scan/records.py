@@ -77,6 +77,8 @@ class Record:
     url: str = ""
     #: the dialect was recognised from the body (no URL route, no provider named)
     detected: bool = False
+    #: the response's HTTP status, where logged
+    status: int | None = None
 
 
 _URL_CACHE: dict[str, Any] = {}
@@ -209,7 +211,19 @@ def parse_record(line: bytes) -> Record:
     user = obj.get("user")
     return Record(t, day, dialect, ep.provider if ep is not None else dialect.provider, model, body, used,
                   str(session) if session is not None else None, str(user) if user is not None else None, raw,
-                  url, detected)
+                  url, detected, _status(obj))
+
+
+def _status(obj: dict[str, Any]) -> int | None:
+    """The logged HTTP status: ``status``, or the response's ``status_code``
+    / ``status`` (claude-trace, the JSONL importer's envelope)."""
+    value = obj.get("status")
+    resp = obj.get("response")
+    if value is None and isinstance(resp, dict):
+        value = resp.get("status_code", resp.get("status"))
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599 else None
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
@@ -244,7 +258,7 @@ def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
 
 
 def _record_line(body: bytes, *, url: str | None, provider: str | None, session: str, where: str,
-                 time: Any = None, used: Any = None) -> bytes:
+                 time: Any = None, used: Any = None, status: int | None = None) -> bytes:
     rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": session,
                            "source": where}
     try:
@@ -253,6 +267,8 @@ def _record_line(body: bytes, *, url: str | None, provider: str | None, session:
         rec["body_base64"] = base64.b64encode(body).decode("ascii")
     if used is not None:
         rec["usage"] = used
+    if status is not None and status >= 400:  # what the scan reads it for (a failed request)
+        rec["status"] = status
     return orjson.dumps(rec) + b"\n"
 
 
@@ -275,11 +291,11 @@ def _snapshot_folder(folder: Path, out: Any) -> int:
     return n
 
 
-def _cassette_usage(path: Path) -> dict[int, Any]:
-    """Usage from each interaction's response, by interaction index."""
+def _cassette_responses(path: Path) -> dict[int, tuple[Any, int | None]]:
+    """Usage and HTTP status of each interaction's response, by interaction index."""
     from ..capture.importers.cassette import _load
 
-    out: dict[int, Any] = {}
+    out: dict[int, tuple[Any, int | None]] = {}
     try:
         doc = _load(path)
     except FidelityError:
@@ -288,21 +304,23 @@ def _cassette_usage(path: Path) -> dict[int, Any]:
         resp = inter.get("response") if isinstance(inter, dict) else None
         if not isinstance(resp, dict):
             continue
+        status = resp.get("status")  # vcrpy: {"code": 200, "message": "OK"}
+        code = _status({"status": status.get("code") if isinstance(status, dict) else status})
         body = resp.get("body")
         body = body.get("string") if isinstance(body, dict) else body
         if isinstance(body, str):
             body = body.encode("utf-8", "surrogatepass")
-        if not isinstance(body, bytes):
-            continue
-        headers = resp.get("headers") or {}
-        ctype = None
-        if isinstance(headers, dict):
-            for k, v in headers.items():
-                if str(k).lower() == "content-type":
-                    ctype = v[0] if isinstance(v, list) and v else str(v)
-        used = _usage.from_response("", ctype, body)
-        if used is not None:
-            out[i] = used
+        used = None
+        if isinstance(body, bytes):
+            headers = resp.get("headers") or {}
+            ctype = None
+            if isinstance(headers, dict):
+                for k, v in headers.items():
+                    if str(k).lower() == "content-type":
+                        ctype = v[0] if isinstance(v, list) and v else str(v)
+            used = _usage.from_response("", ctype, body)
+        if used is not None or code is not None:
+            out[i] = (used, code)
     return out
 
 
@@ -311,15 +329,16 @@ def _imported(path: Path, out: Any) -> int:
 
     kind = guess_kind(path)
     imported = import_file(path, kind)
-    usage = _cassette_usage(path) if kind == "cassette" else {}
+    responses = _cassette_responses(path) if kind == "cassette" else {}
     n = 0
     for snap in imported.snapshots:
         m = re.search(r"/interactions/(\d+)/", snap.source or "")
-        used = usage.get(int(m.group(1))) if m else None
+        used, status = responses.get(int(m.group(1)), (None, None)) if m else (None, None)
         # the recorded request time, as replay reads it: a cache entry from a year
         # earlier is gone (one simulator, one clock for both commands)
         out.write(_record_line(snap.body, url=snap.url, provider=snap.provider, session=str(path),
-                               where=snap.source or str(path), time=snap.time, used=used or snap.usage))
+                               where=snap.source or str(path), time=snap.time, used=used or snap.usage,
+                               status=status))
         n += 1
     # what the importer could not turn into a request is reported, not dropped
     for warning in imported.warnings:

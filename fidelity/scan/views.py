@@ -30,6 +30,10 @@ def _headline(r: dict[str, Any]) -> list[str]:
         f"{t['prompt_tokens']:,} prompt tokens read from cache",
         f"lost to broken prefixes: {t['lost_tokens']:,} tokens, {_usd(t['lost_usd'])} in {t['breaks']:,} request(s)",
     ]
+    failed = r.get("failed_requests") or {}
+    if failed.get("total"):
+        lines.append(f"{failed['total']:,} failed request(s) not simulated (HTTP "
+                     + ", ".join(f"{k} ×{v:,}" for k, v in failed["by_status"].items()) + ")")
     rep = r.get("reported")
     if rep:
         lines.append(f"where usage was logged ({rep['requests']:,} requests): predicted hit rate "
