@@ -178,8 +178,11 @@ def _parsed(value: Any) -> bytes | None:
 
 
 def _exchange(source: str, index: int, url: str | None, body: bytes, resp_headers: Any, resp_body: bytes | None,
-              time: float | None) -> Exchange:
+              time: float | None, status: Any = None) -> Exchange:
     dialect, skip = _route(url, body)
+    if isinstance(status, int) and not isinstance(status, bool) and status >= 400:
+        # refused (a 429, a 400) or failed: it read and wrote nothing a recording shows (as in fidelity scan)
+        skip = f"failed request (HTTP {status}): not simulated"
     usage = None
     model = None
     try:
@@ -219,8 +222,10 @@ def _cassette(path: Path) -> list[Exchange]:
             continue
         rbody = (_text(resp.get("body")) or _parsed(resp.get("parsed_body"))) if isinstance(resp, dict) else None
         rheaders = resp.get("headers") if isinstance(resp, dict) else None
+        status = resp.get("status") if isinstance(resp, dict) else None  # vcrpy: {"code": 200, "message": "OK"}
         out.append(_exchange(str(path), i, req.get("uri") if isinstance(req.get("uri"), str) else None, body,
-                             rheaders, rbody, _http_date(_header(rheaders, "date"))))
+                             rheaders, rbody, _http_date(_header(rheaders, "date")),
+                             status.get("code") if isinstance(status, dict) else status))
     return out
 
 
@@ -249,7 +254,8 @@ def _har(path: Path) -> list[Exchange]:
 
             rbody = base64.b64decode(rbody)
         headers = resp.get("headers") or [{"name": "content-type", "value": content.get("mimeType")}]
-        out.append(_exchange(str(path), i, req.get("url"), body, headers, rbody, _iso(e.get("startedDateTime"))))
+        out.append(_exchange(str(path), i, req.get("url"), body, headers, rbody, _iso(e.get("startedDateTime")),
+                             resp.get("status")))
     return out
 
 
@@ -281,7 +287,7 @@ def _claude_trace(path: Path) -> list[Exchange]:
             elif resp.get("body") is not None:
                 rbody = json.dumps(resp["body"]).encode()
         out.append(_exchange(str(path), i, req.get("url"), body.encode("utf-8", "surrogatepass"), rheaders, rbody,
-                             _iso(req.get("timestamp"))))
+                             _iso(req.get("timestamp")), resp.get("status_code") if isinstance(resp, dict) else None))
     return out
 
 

@@ -69,16 +69,20 @@ def test_status_from_the_envelope_and_its_forms(tmp_path: Path) -> None:
     assert r["totals"]["requests"] == 3
 
 
-def test_a_cassette_response_status_counts(tmp_path: Path) -> None:
-    body = orjson.dumps(_body(1)).decode()
+def _cassette(tmp: Path, codes: tuple[int, ...]) -> Path:
+    """A vcrpy cassette of one request per status code."""
+    body = orjson.dumps(_body(1)).decode().replace("'", "''")
     inter = ("- request:\n    body: '{body}'\n    headers: {{}}\n    method: POST\n"
              "    uri: https://api.openai.com/v1/chat/completions\n"
              "  response:\n    body:\n      string: '{{}}'\n    headers: {{}}\n"
              "    status:\n      code: {code}\n      message: X\n")
-    text = "interactions:\n" + "".join(inter.format(body=body.replace("'", "''"), code=c) for c in (429, 200))
-    cassette = tmp_path / "c.yaml"
-    cassette.write_text(text + "version: 1\n")
-    r = scan([cassette], workers=1)
+    cassette = tmp / "c.yaml"
+    cassette.write_text("interactions:\n" + "".join(inter.format(body=body, code=c) for c in codes) + "version: 1\n")
+    return cassette
+
+
+def test_a_cassette_response_status_counts(tmp_path: Path) -> None:
+    r = scan([_cassette(tmp_path, (429, 200))], workers=1)
     assert r["failed_requests"]["by_status"] == {"429": 1}
     assert r["totals"]["requests"] == 1
 
@@ -111,3 +115,10 @@ def test_failed_requests_change_nothing_but_their_count(logs: tuple[list[bytes],
         a, b = _scan(Path(d), plain), _scan(Path(d), mixed)
     assert b["failed_requests"]["total"] == len(mixed) - len(plain)
     assert _without_failed(a) == _without_failed(b)
+
+
+def test_replay_skips_a_failed_request_too(tmp_path: Path) -> None:
+    from fidelity.replay import read_recordings
+
+    (exchanges,) = read_recordings(_cassette(tmp_path, (529, 200)))
+    assert [e.skip for e in exchanges] == ["failed request (HTTP 529): not simulated", None]
