@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["REASONS", "reason", "uses_server_tools"]
+__all__ = ["REASONS", "reason", "uses_server_tools", "has_marks"]
 
 #: the reasons :func:`reason` gives, in the order it checks them
 REASONS = ("server tools", "server template", "server state")
@@ -55,6 +55,16 @@ def _server_tool_in(body: Any) -> bool:
                for t in tools)
 
 
+def has_marks(raw: bytes, skip: tuple[int, int] = (0, 0)) -> bool:
+    """Whether ``raw`` holds a server tool's call or result, outside the
+    span ``skip`` (bytes already searched elsewhere; it must start and end
+    between JSON values, so that no mark runs across its ends)."""
+    a, b = skip
+    if b <= a:
+        return any(m in raw for m in _SERVER_TOOL_MARKS)
+    return any(raw.find(m, 0, a) >= 0 or raw.find(m, b) >= 0 for m in _SERVER_TOOL_MARKS)
+
+
 def uses_server_tools(body: bytes) -> bool:
     """Does this request body run provider-side tools (a server tool's
     definition, call or result in it)?"""
@@ -67,13 +77,16 @@ def uses_server_tools(body: bytes) -> bool:
     return _server_tool_in(obj)
 
 
-def reason(body: Any, raw: bytes | None = None, server_prompt: str = "") -> str | None:
+def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: bool | None = None) -> str | None:
     """Why the billed prompt of a request holds what its body does not
     (one of :data:`REASONS`), or ``None``. ``body``: the parsed body;
     ``raw``: bytes to look for server tool calls and results in (the body's,
-    or a whole log line with its response); ``server_prompt``: the
-    endpoint's (:attr:`fidelity.providers.Endpoint.server_prompt`)."""
-    if (raw is not None and any(m in raw for m in _SERVER_TOOL_MARKS)) or _server_tool_in(body):
+    or a whole log line with its response), or ``marks``: whether they hold
+    one (:func:`has_marks`); ``server_prompt``: the endpoint's
+    (:attr:`fidelity.providers.Endpoint.server_prompt`)."""
+    if marks is None:
+        marks = raw is not None and has_marks(raw)
+    if marks or _server_tool_in(body):
         return "server tools"
     if server_prompt:
         return "server template"

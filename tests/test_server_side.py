@@ -102,3 +102,52 @@ def test_recorded_prompts_match_once_server_side_input_is_set_apart(shared_real:
     openai = [m["reported"] for m in r["by_model"] if m["provider"] == "openai" and m["reported"]]
     counted, billed = sum(x["predicted_prompt"] for x in openai), sum(x["reported_prompt"] for x in openai)
     assert abs(counted / billed - 1) < 0.01  # o200k, a real tokenizer, fitted on nothing here
+
+
+def _turns(n: int, marked_at: int | None) -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = []
+    for i in range(n):
+        msgs.append({"role": "user", "content": f"question {i} " + "word " * 50})
+        content: Any = f"answer {i} " + "text " * 50
+        if i == marked_at:  # an earlier turn that ran a server tool keeps its blocks in the history
+            content = [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+                       {"type": "text", "text": content}]
+        msgs.append({"role": "assistant", "content": content})
+    msgs.append({"role": "user", "content": "go on"})
+    return msgs
+
+
+def test_server_tool_marks_are_found_in_new_and_old_bytes(tmp_path: Path) -> None:
+    # the marks enter the history at line 4 (logged without usage, so never
+    # searched) and stay; line 1's response alone shows a server tool (its
+    # next line does not)
+    lines = []
+    for n in range(1, 7):
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": _SYSTEM,
+                "messages": _turns(n, 3 if n > 3 else None)}
+        extra: dict[str, Any] = {}
+        if n == 1:
+            extra["response"] = {"content": [{"type": "server_tool_use", "id": "srvtoolu_0"}],
+                                 "usage": {"input_tokens": 10, "cache_read_input_tokens": 0,
+                                           "cache_creation_input_tokens": 0}}
+        lines.append(orjson.dumps({"time": f"2026-11-30T12:00:{n:02d}Z", "url": "https://api.anthropic.com/v1/messages",
+                                   "session": "s", "body": body,
+                                   **({} if n in (1, 4) else {"usage": {"prompt": 2000, "cache_read": 0}}),
+                                   **extra})
+                     + b"\n")
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"".join(lines))
+    rep = scan([log], workers=1)["reported"]
+    assert rep["requests"] == 2  # lines 2 and 3
+    assert [(a["reason"], a["requests"]) for a in rep["set_apart"]] == [("server tools", 3)]  # 1, 5, 6
+
+
+def test_has_marks_skips_only_the_span_it_is_given() -> None:
+    raw = b'{"a":[{"type":"server_tool_use"},{"x":1}],"b":2}'
+    at = raw.index(b'{"type"')
+    span = (at, raw.index(b',{"x"'))
+    assert server_side.has_marks(raw) and server_side.has_marks(raw, (0, 0))
+    assert not server_side.has_marks(raw, span)
+    assert server_side.has_marks(raw, (0, at))  # the mark is after the span
+    # a span that ends inside a mark hides it: why spans must end between JSON values
+    assert not server_side.has_marks(raw, (0, raw.index(b"tool_use")))

@@ -442,7 +442,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
-        apart = _apart(rec, line) if rec.usage else None
+        apart = _apart(parsed) if rec.usage else None
         out.add_request(provider, model, rec.day, prompt, read, pred.cache_write or 0, e.length, rec.usage, apart)
         if is_cross_pred:
             out.cross_preds[(e.file, e.offset)] = CrossPred(prompt, provider, model, view.params,
@@ -518,12 +518,16 @@ def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[flo
     return math.inf if ttl is None else time + ttl
 
 
-def _apart(rec: Any, line: bytes) -> str | None:
-    """Why the billed prompt of ``rec`` holds what its line does not
+def _apart(parsed: Parsed) -> str | None:
+    """Why the billed prompt of the parsed line holds what the line does not
     (:func:`fidelity.server_side.reason`; the line's response counts: a
-    server tool's result there is one)."""
+    server tool's result there is one). The messages it shares with an
+    earlier line that held no server tool mark are not searched again."""
+    rec, line = parsed.rec, parsed.line
+    if parsed.marks is None:
+        parsed.marks = server_side.has_marks(line, parsed.shared if parsed.shared_clean else (0, 0))
     ep = endpoint_of(rec.url) if rec.url else None
-    return server_side.reason(rec.body, line, ep.server_prompt if ep is not None else "")
+    return server_side.reason(rec.body, server_prompt=ep.server_prompt if ep is not None else "", marks=parsed.marks)
 
 
 def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:

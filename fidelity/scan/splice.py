@@ -56,6 +56,13 @@ class Parsed:
     #: where the values of the body's ``tools`` and ``system`` sit in ``line``
     #: (those held as compact JSON), by member name
     members: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: the span of ``line`` that holds the earlier line's shared messages byte
+    #: for byte (empty: none), and whether the earlier line was searched for
+    #: server tool marks and held none (:attr:`marks` ``False``)
+    shared: tuple[int, int] = (0, 0)
+    shared_clean: bool = False
+    #: whether ``line`` holds a server tool's call or result (``None``: not searched yet)
+    marks: bool | None = None
 
 
 def _shared_messages(line: bytes, start: int, ref: Parsed, first: int = 0, delta: int = 0) -> int:
@@ -233,6 +240,7 @@ def parse_after(line: bytes, ref: Parsed | None) -> Parsed:
     ref_msgs = ref_body["messages"]
     full = msgs[:first] + ref_msgs[first:j] + msgs[first + 1:]
     body["messages"] = full
+    clean = ref.marks is False
     if not _place(line, start, full, j, cut, ends):
-        return Parsed(rec, line, reused=j - first)
-    return Parsed(rec, line, start, ends, j - first, _member_spans(line, body, kept))
+        return Parsed(rec, line, reused=j - first, shared=(opening, cut), shared_clean=clean)
+    return Parsed(rec, line, start, ends, j - first, _member_spans(line, body, kept), (opening, cut), clean)
