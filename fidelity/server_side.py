@@ -68,7 +68,7 @@ def has_marks(raw: bytes, skip: tuple[int, int] = (0, 0)) -> bool:
 def uses_server_tools(body: bytes) -> bool:
     """Does this request body run provider-side tools (a server tool's
     definition, call or result in it)?"""
-    if any(m in body for m in _SERVER_TOOL_MARKS):
+    if has_marks(body):
         return True
     try:
         obj = json.loads(body)  # the standard library's: it reads lone surrogates too
