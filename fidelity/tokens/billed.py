@@ -53,9 +53,11 @@ def _register() -> None:
 
 
 def billing_tokenizer(tok: Tokenizer, dialect: str) -> Tokenizer:
-    """The tokenizer billed counts use: for Claude and Gemini bodies the
-    calibrated estimate (:mod:`.calibrated`) in place of the plain one."""
-    if dialect in _ESTIMATED and tok.name in _CALIBRATED:
+    """The tokenizer billed counts use: for Claude and Gemini models the
+    calibrated estimate (:mod:`.calibrated`) in place of the plain one,
+    whatever the body's shape (an OpenAI-shaped body that a gateway such as
+    OpenRouter hands to Claude is billed by Claude's tokenizer)."""
+    if tok.name in _CALIBRATED:
         from . import get
 
         _register()
