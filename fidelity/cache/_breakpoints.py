@@ -19,11 +19,14 @@ __all__ = ["BreakpointCache"]
 
 
 class _HasBreakpoints(Protocol):
-    """What :meth:`BreakpointCache._check` reads: a ``PromptTokens`` or a
-    simulator ``SimRequest``."""
+    """What :meth:`BreakpointCache._check` and :meth:`BreakpointCache.marker_ttls`
+    read: a ``PromptTokens`` or a simulator ``SimRequest``."""
 
     @property
     def breakpoints(self) -> tuple[int, ...]: ...
+
+    @property
+    def ttls(self) -> tuple[float, ...]: ...
 
 
 #: the longest lifetime a ``cache_control`` marker can ask for: Anthropic
@@ -60,7 +63,8 @@ class BreakpointCache(CacheModel):
         usable = min(common_prefix, prompt_len)
         return usable if usable >= self.minimum else 0
 
-    def _ttls(self, request: PromptTokens) -> tuple[float, ...]:
+    def marker_ttls(self, request: _HasBreakpoints) -> tuple[float, ...]:
+        """The lifetime of each breakpoint's entry: its marker's, else :attr:`ttl`."""
         default = self.ttl if self.ttl is not None else float("inf")
         return request.ttls or tuple(default for _ in request.breakpoints)
 
@@ -104,7 +108,7 @@ class BreakpointCache(CacheModel):
             _, hit = self._hit(entries, prior, prior.time)
             if hit is not None:
                 hit.last_used = prior.time
-            for bp, ttl in zip(prior.breakpoints, self._ttls(prior)):
+            for bp, ttl in zip(prior.breakpoints, self.marker_ttls(prior)):
                 if bp >= self.minimum:
                     entries.append(_Entry(prior, bp, prior.time, ttl))
         return entries

@@ -299,10 +299,6 @@ class Simulator:
             self._stores[key] = store
         return store
 
-    def _ttls(self, req: SimRequest) -> tuple[float, ...]:
-        default = self.model.ttl if self.model.ttl is not None else float("inf")
-        return req.ttls or tuple(default for _ in req.breakpoints)
-
     # -- the question --------------------------------------------------------
     def predict(self, req: SimRequest) -> Prediction:
         """What ``req`` would read and write if sent now; the state is unchanged."""
@@ -382,7 +378,7 @@ class Simulator:
             entry = store.hit(req, now) if store is not None else None
             read = _scaled(entry.length, req.scale) if entry is not None else 0
             parent = entry.label if entry is not None else None
-            ttls = self._ttls(req)
+            ttls = model.marker_ttls(req)
             writes: dict[float, int] = {}
             at = read
             for bp, ttl in sorted(zip(req.breakpoints, ttls)):

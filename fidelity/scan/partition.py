@@ -31,6 +31,7 @@ import orjson
 
 from .. import cache as cache_models
 from .. import pricing, server_side, tokens
+from ..cache._breakpoints import BreakpointCache
 from ..cache.simulator import Simulator
 from ..diff.bytediff import first_divergence
 from ..diff.causes import _tool_name, classify
@@ -433,7 +434,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
-        bp_ttls = tuple(sreq.ttls) or (cm.ttl if cm.ttl is not None else math.inf,) * len(bp_ends)
+        bp_ttls = cm.marker_ttls(sreq) if isinstance(cm, BreakpointCache) else ()
         until = alive_until(e.time, cm.ttl, bp_ttls if explicit else None)
         prompt, read = pred.prompt or 0, pred.cache_read or 0
         # a request keeps its segment ids, not its parsed body (memory stays
