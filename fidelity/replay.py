@@ -180,9 +180,10 @@ def _parsed(value: Any) -> bytes | None:
 def _exchange(source: str, index: int, url: str | None, body: bytes, resp_headers: Any, resp_body: bytes | None,
               time: float | None, status: Any = None) -> Exchange:
     dialect, skip = _route(url, body)
-    if isinstance(status, int) and not isinstance(status, bool) and status >= 400:
+    code = capture_usage.http_status(status)
+    if code is not None and code >= 400:
         # refused (a 429, a 400) or failed: it read and wrote nothing a recording shows (as in fidelity scan)
-        skip = f"failed request (HTTP {status}): not simulated"
+        skip = f"failed request (HTTP {code}): not simulated"
     usage = None
     model = None
     try:
@@ -222,10 +223,9 @@ def _cassette(path: Path) -> list[Exchange]:
             continue
         rbody = (_text(resp.get("body")) or _parsed(resp.get("parsed_body"))) if isinstance(resp, dict) else None
         rheaders = resp.get("headers") if isinstance(resp, dict) else None
-        status = resp.get("status") if isinstance(resp, dict) else None  # vcrpy: {"code": 200, "message": "OK"}
         out.append(_exchange(str(path), i, req.get("uri") if isinstance(req.get("uri"), str) else None, body,
                              rheaders, rbody, _http_date(_header(rheaders, "date")),
-                             status.get("code") if isinstance(status, dict) else status))
+                             resp.get("status") if isinstance(resp, dict) else None))
     return out
 
 

@@ -58,9 +58,19 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["from_response", "decode_body", "usage_of", "Usage"]
+__all__ = ["from_response", "decode_body", "usage_of", "http_status", "Usage"]
 
 Usage = dict  # {"prompt", "cache_read", "cache_write", "output", "source"}
+
+
+def http_status(value: Any) -> int | None:
+    """A recorded HTTP status: an integer, its digits, or vcrpy's
+    ``{"code": 200, "message": "OK"}``; ``None`` for anything else."""
+    if isinstance(value, dict):
+        value = value.get("code")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599 else None
 
 
 def _int(v: Any) -> int | None:

@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import providers, wire
+from ..capture.usage import http_status
 from ..errors import FidelityError, InputError
 from . import usage as _usage
 
@@ -221,9 +222,7 @@ def _status(obj: dict[str, Any]) -> int | None:
     resp = obj.get("response")
     if value is None and isinstance(resp, dict):
         value = resp.get("status_code", resp.get("status"))
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599 else None
+    return http_status(value)
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
@@ -304,8 +303,7 @@ def _cassette_responses(path: Path) -> dict[int, tuple[Any, int | None]]:
         resp = inter.get("response") if isinstance(inter, dict) else None
         if not isinstance(resp, dict):
             continue
-        status = resp.get("status")  # vcrpy: {"code": 200, "message": "OK"}
-        code = _status({"status": status.get("code") if isinstance(status, dict) else status})
+        code = http_status(resp.get("status"))
         body = resp.get("body")
         body = body.get("string") if isinstance(body, dict) else body
         if isinstance(body, str):
