@@ -322,10 +322,9 @@ def _cassette_responses(path: Path) -> dict[int, tuple[Any, int | None]]:
     return out
 
 
-def _imported(path: Path, out: Any) -> int:
-    from ..capture.importers import guess_kind, import_file
+def _imported(path: Path, out: Any, kind: str) -> int:
+    from ..capture.importers import import_file
 
-    kind = guess_kind(path)
     imported = import_file(path, kind)
     responses = _cassette_responses(path) if kind == "cassette" else {}
     n = 0
@@ -345,15 +344,6 @@ def _imported(path: Path, out: Any) -> int:
     for _ in range(imported.skipped):
         out.write(orjson.dumps({"skipped": f"{kind}: an entry that is not a model request"}) + b"\n")
     return n
-
-
-def _dsh_session(path: Path) -> bool:
-    from ..capture.importers import guess_kind
-
-    try:
-        return guess_kind(path) == "dsh"
-    except FidelityError:
-        return False
 
 
 def _is_record_log(path: Path) -> bool:
@@ -424,6 +414,8 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
     a DeepSeek Harness session file stands for its whole folder (the parent
     session and its children: the importer reads them together), so a
     folder's sessions are read once, whichever of its files are given."""
+    from ..capture.importers import guess_kind
+
     seen: set[tuple[str, Path]] = set() if _seen is None else _seen
     out: list[tuple[Path, str]] = []
     for i, given in enumerate(paths):
@@ -469,13 +461,14 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
             else:
                 out.append((p, str(p)))
             continue
-        if _dsh_session(p):
+        kind = guess_kind(p)
+        if kind == "dsh":
             folder = p.parent.resolve()
             if ("dsh", folder) in seen:
                 continue  # its folder's sessions were read with another of its files
             seen.add(("dsh", folder))
         target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
         with open(target, "wb") as fh:
-            _imported(p, fh)
+            _imported(p, fh, kind)
         out.append((target, f"{p}#request"))
     return out
