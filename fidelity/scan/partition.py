@@ -386,7 +386,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
     st = _State(memo)
     # causes by the segment ids of the two requests (ids are the partition's own)
     classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
-    explicit = hasattr(cm, "max_breakpoints")  # Anthropic / DashScope explicit caching: strip markers
+    explicit = isinstance(cm, BreakpointCache)  # Anthropic / DashScope explicit caching: strip markers
     local: dict[tuple[int, int], int] = {}
     req_entries: list[Entry] = []
     out.partitions += 1
@@ -434,12 +434,12 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
         ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
-        bp_ttls = cm.marker_ttls(sreq) if isinstance(cm, BreakpointCache) else ()
-        until = alive_until(e.time, cm.ttl, bp_ttls if explicit else None)
+        bp_ttls = cm.marker_ttls(sreq) if isinstance(cm, BreakpointCache) else None
+        until = alive_until(e.time, cm.ttl, bp_ttls)
         prompt, read = pred.prompt or 0, pred.cache_read or 0
         # a request keeps its segment ids, not its parsed body (memory stays
         # with the unique content); a break re-reads its predecessor's line
-        r = _Req(segs, prompt, e.time, bp_ends, bp_ttls, until)
+        r = _Req(segs, prompt, e.time, bp_ends, bp_ttls or (), until)
         st.reqs.append(r)
         req_entries.append(e)
         local[(e.file, e.offset)] = index
