@@ -12,6 +12,12 @@ scan process and its workers), and MB/s of ``fidelity diff FOLDER`` on a
 snapshot folder made from the head of the same log (``--diff-mb``; the diff
 is slow enough that its rate is measured on a sample).
 
+One more log holds a single partition: one DeepSeek app (its cache has no
+lifetime, so the partition never splits and its cache state only grows), of
+``--one-app-mb``; its first third and the whole are scanned on one worker,
+and the CPU time per MB of the whole over that of the third says whether the
+work grows with the log (1.0) or faster.
+
 Each command's startup (imports, tokenizer vocabularies) is measured on its
 own: ``scan`` of one line per model, ``diff`` of a two-file folder. Rates are
 printed for whole processes (the headline) and with that startup taken off,
@@ -100,12 +106,46 @@ def _median_cpu(cmd: list[str], runs: int) -> float:
     return sorted(_run(cmd)[3] for _ in range(runs))[runs // 2]
 
 
+def _one_partition(work: Path, target: int, seed: int) -> None:
+    """One DeepSeek app's log, its first third and the whole scanned on one
+    worker: CPU seconds, MB/s per core and peak RSS of each, and how the cost
+    per MB grows (with this log's startup taken off: a scan of its first line)."""
+    log, head = work / "one-app.jsonl", work / "one-app-third.jsonl"
+    if not log.exists():
+        synthetic.write_log(str(log), target, seed=seed, apps=3, provider="deepseek")
+    if not head.exists():
+        with open(log, "rb") as src, open(head, "wb") as out:
+            size = 0
+            for line in src:
+                if size + len(line) > log.stat().st_size // 3:
+                    break
+                out.write(line)
+                size += len(line)
+    first = work / "one-app-line.jsonl"
+    with open(log, "rb") as src:
+        first.write_bytes(src.readline())
+    startup = _median_cpu([sys.executable, "-m", "fidelity", "scan", str(first), "--json", "--workers", "1"], 3)
+    got = {}
+    for f in (head, log):
+        mb = f.stat().st_size / 1e6
+        wall, peak, out_, cpu = _run([sys.executable, "-m", "fidelity", "scan", str(f), "--json", "--workers", "1"])
+        doc = json.loads(out_)
+        got[f] = (cpu - startup) / mb
+        print(json.dumps({"log": f.name, "workers": 1, "mb": round(mb, 1), "cpu_seconds": round(cpu, 2),
+                          "mb_per_s_per_core": round(mb / cpu, 1), "requests": doc["totals"]["requests"],
+                          "partitions": doc["totals"]["partitions"], "peak_rss_mib": round(peak)}), flush=True)
+    print(json.dumps({"one partition, CPU per MB after startup, whole / first third": round(got[log] / got[head], 2),
+                      "startup_cpu_seconds": round(startup, 2)}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=1024, help="log size in MB (default 1024)")
     ap.add_argument("--diff-mb", type=float, default=20, help="sample for fidelity diff FOLDER (default 20)")
     ap.add_argument("--diff-runs", type=int, default=3,
                     help="runs of fidelity diff FOLDER; the median CPU time counts (default 3: one run moved by 25 %%)")
+    ap.add_argument("--one-app-mb", type=float, default=None,
+                    help="size of the one-partition log (default: --mb; 0 leaves it out)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", help="keep the generated files here (default: a temporary folder)")
     args = ap.parse_args()
@@ -163,6 +203,9 @@ def main() -> None:
                                                "startup_cpu_seconds": round(diff_startup, 2),
                                                "mb_per_s_per_core_after_startup": round(diff_after, 1),
                                                "runs_cpu_seconds": [round(r[3], 2) for r in runs]}}), flush=True)
+    one_mb = args.mb if args.one_app_mb is None else args.one_app_mb
+    if one_mb > 0:
+        _one_partition(work, int(one_mb * 1e6), args.seed)
     first = {log: next(r for r in rows if r["log"] == log and r["workers"] == 1) for log in (mixed.name, append.name)}
     for what, key, diff in (("whole processes", "mb_per_s_per_core", diff_rate),
                             ("after startup", "mb_per_s_per_core_after_startup", diff_after)):

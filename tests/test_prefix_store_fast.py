@@ -267,18 +267,22 @@ def test_prefix_store_matches_reference(name: str, params: dict[str, Any], strea
     assert _run(Simulator(name, **params), stream) == _run(_reference(Simulator(name, **params)), stream)
 
 
+@pytest.mark.parametrize("expire", [False, True])
 @pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[4]])
 @given(stream=streams())
-def test_many_children_filtered_in_c_match_reference(name: str, params: dict[str, Any],
-                                                     stream: list[tuple[str, SimRequest]]) -> None:
-    """The filters over a long list of children (run in C past ``_MANY``;
-    a drawn stream rarely gives one node 16) on every node: the same results."""
+def test_many_children_sorted_match_reference(name: str, params: dict[str, Any], expire: bool,
+                                              stream: list[tuple[str, SimRequest]]) -> None:
+    """The search among many children sorted by their bytes (past
+    ``_MANY``; a drawn stream rarely gives one node 16) on every node, kept
+    in step as children come (new blocks, leaves) and go (expiry, eviction):
+    the same results as the reference, ties between equally long matches
+    included."""
     from fidelity.cache import prefix_store
 
     many = prefix_store._MANY
     prefix_store._MANY = 0
     try:
-        got = _run(Simulator(name, **params), stream)
+        got = _run(Simulator(name, expire=expire, **params), stream)
     finally:
         prefix_store._MANY = many
     assert got == _run(_reference(Simulator(name, **params)), stream)
@@ -333,6 +337,33 @@ def test_append_only_session_keeps_one_request_and_few_segments() -> None:
     assert sum(d is not None for d in store._data) == 1  # noqa: SLF001
     assert max(steps[10:]) <= 6  # look-ups + new blocks (50 tokens: 3 to 4 blocks of 16)
     assert store.longest(toks, 200.0) == (len(toks), 199)
+
+
+def test_many_sessions_under_one_prefix_compare_few_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a lifetime (DeepSeek) every session of an app stays a child
+    of the node its first message starts under; their first messages share
+    leading tokens (a common opening). A new session compares its bytes
+    with a handful of them, not all 2,000 (it did before they were kept
+    sorted), and finds the one sharing most, the latest used of equals."""
+    from fidelity.cache import prefix_store
+
+    store = PrefixStore(unit=8)
+    head = list(range(100, 116))  # system prompt and tools: two full blocks
+    for i in range(2000):  # "Please fix issue #<i>": 4 shared tokens, then the session's own
+        store.feed(array("q", head + [1, 2, 3, 4, 10_000 + i % 500, i, 7]), (), None, i)
+    calls = []
+    real = prefix_store._common_tokens  # noqa: SLF001
+
+    def counted(a: bytes, b: bytes) -> int:
+        calls.append(1)
+        return real(a, b)
+
+    monkeypatch.setattr(prefix_store, "_common_tokens", counted)
+    assert store.longest(array("q", head + [1, 2, 3, 4, 10_000 + 123, 99_999]), None) == (21, 1623)
+    assert len(calls) <= 8
+    calls.clear()
+    assert store.longest(array("q", head + [1, 2, 3, 9]), None) == (19, 1999)  # 3 shared with all: the latest
+    assert len(calls) <= 2001  # ties over every child: each is looked at once
 
 
 @given(a=st.lists(st.integers(-3, 3), max_size=40), b=st.lists(st.integers(-3, 3), max_size=40),

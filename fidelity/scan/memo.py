@@ -27,7 +27,7 @@ class TokenMemo:
 
     def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
-        self._memo: dict[Hashable, tuple[Any, int]] = {}
+        self._memo: dict[Hashable, tuple[Any, int, Hashable]] = {}
         self._size = 0
         self.hits = 0
         self.misses = 0
@@ -40,7 +40,10 @@ class TokenMemo:
         if hit is None:
             self.misses += 1
             return None
-        memo[key] = hit  # re-inserted: dicts keep insertion order, so the oldest come first
+        # re-inserted (dicts keep insertion order, so the oldest come first)
+        # under the key it was stored with: the caller's equal key may hold
+        # bytes in a larger allocation (orjson's: :func:`.view.trimmed`)
+        memo[hit[2]] = hit
         self.hits += 1
         return hit[0]
 
@@ -50,7 +53,7 @@ class TokenMemo:
         self.tokenized_bytes += nbytes
         if cost > self.max_bytes // 4 or key in self._memo:
             return
-        self._memo[key] = (value, cost)
+        self._memo[key] = (value, cost, key)
         self._size += cost
         while self._size > self.max_bytes:
             oldest = next(iter(self._memo))

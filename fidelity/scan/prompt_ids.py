@@ -43,7 +43,7 @@ from ..cache.prompts import cache_prompt
 from ..cache.simulator import SimRequest
 from .billed_elements import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
 from .memo import TokenMemo
-from .view import FastView, Item, shared_values
+from .view import FastView, Item, shared_values, trimmed
 
 _value = attrgetter("value")
 
@@ -144,11 +144,13 @@ class PromptIds:
                 results.append(prev.results[i])  # type: ignore[union-attr]
                 continue
             data = _dumps(it.value)
-            key = (name, model, it.kind, h.memo_bytes(data), ctx)
-            got = memo.get(key)
+            mb = h.memo_bytes(data)
+            got = memo.get((name, model, it.kind, mb, ctx))
             if got is None:
                 got = h.element(prep, it, data, ctx)
-                memo.put(key, got, len(data) + 8 * len(result_ids(got)) + 128, len(data))
+                # the key the memo keeps holds a copy of its own size (orjson's is larger)
+                memo.put((name, model, it.kind, trimmed(mb), ctx), got,
+                         len(data) + 8 * len(result_ids(got)) + 128, len(data))
             results.append(h.finish(it, got))
         pkey = (name, model, "params", view.params)
         params_ids = memo.get(pkey)

@@ -109,12 +109,21 @@ def _session(rng: random.Random, app: _App, sid: str, start: float, append_only:
 
 
 def generate(target_bytes: int, *, seed: int = 0, append_only: bool = False,
-             apps: int = 12, system_words: tuple[int, int] = (300, 900)) -> Iterator[bytes]:
+             apps: int = 12, system_words: tuple[int, int] = (300, 900),
+             provider: str | None = None) -> Iterator[bytes]:
     """Log lines (each ending in ``\\n``) until about ``target_bytes``;
     ``system_words``: the range of an app's system prompt length in words
-    (about 6 characters a word)."""
+    (about 6 characters a word); ``provider`` (``"openai"``,
+    ``"anthropic"``, ``"deepseek"``): only that provider's apps among the
+    ``apps`` (the providers take turns), so ``apps=3`` gives one app, one
+    partition."""
     rng = random.Random(seed)
     pool = [_App(rng, n, system_words) for n in range(apps)]
+    if provider is not None:
+        pool = [app for app in pool if app.style == provider]
+        if not pool:
+            raise ValueError(f"no {provider!r} app among {apps}: the providers are "
+                             f"{', '.join(sorted({s for s, _, _ in _SETUPS}))}, in turn")
     written = 0
     window = 0
     while written < target_bytes:

@@ -1,0 +1,123 @@
+"""What the scan keeps holds its own bytes only.
+
+``orjson.dumps`` hands back a ``bytes`` object that keeps the whole buffer
+it grew while writing (4 KiB at least from orjson 3.12:
+:func:`fidelity.scan.view.trimmed`). The scan keeps many of them (each
+unique segment of a partition, each memo key), so it keeps copies of their
+own size; these tests fail if raw orjson output is kept again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fidelity.scan import partition, prompt_ids, scan, synthetic, view
+from fidelity.scan.memo import TokenMemo
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # orjson refuses lone surrogates
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | _text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
+    max_leaves=20)
+
+
+@given(data=st.binary(max_size=5000))
+def test_trimmed_is_the_same_bytes(data: bytes) -> None:
+    got = view.trimmed(data)
+    assert got == data and type(got) is bytes
+
+
+@given(value=json_values)
+def test_dumps_value_is_orjsons_bytes(value: Any) -> None:
+    assert view.dumps_value(value) == orjson.dumps(value)
+
+
+def _traced(make: Any, n: int = 2000) -> int:
+    """Bytes still allocated after keeping ``n`` results of ``make(i)``."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make(i) for i in range(n)]
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == n
+    return after - before
+
+
+def test_kept_segments_cost_about_their_length() -> None:
+    """2,000 segments of about 120 bytes: their length and a small header
+    each (plus the list), where raw orjson output would keep a buffer each."""
+    value = {"role": "user", "content": "x" * 90}
+    size = len(orjson.dumps(value))
+    got = _traced(lambda i: view.dumps_value({**value, "i": i}))
+    assert got < 2000 * (size + 64) + 64 * 1024, got
+
+
+def test_the_memo_keeps_the_key_it_was_stored_with() -> None:
+    """A hit re-inserts the entry under the stored key, not the caller's
+    equal one (which may hold an oversized orjson buffer), and makes it the
+    most recently used."""
+    memo = TokenMemo(max_bytes=1 << 20)
+    stored = ("d", "m", "message", view.trimmed(b'{"a":1}'), None)
+    memo.put(stored, "ids", 100)
+    memo.put(("other",), "x", 100)
+    asked = ("d", "m", "message", orjson.dumps({"a": 1}), None)
+    assert asked == stored and asked[3] is not stored[3]
+    assert memo.get(asked) == "ids"
+    keys = list(memo._memo)  # noqa: SLF001 -- the key objects themselves are the point
+    assert keys[-1] is stored  # the most recently used, under its own key
+    assert keys[0] == ("other",)
+
+
+def _dumps_lines() -> list[tuple[str, int]]:
+    """(file, line) of the ``orjson.dumps`` calls whose results the scan
+    used to keep: the cache-view segments and the fast path's element bytes."""
+    out = []
+    for fn in (view.dumps_value, prompt_ids._dumps):  # noqa: SLF001
+        src, start = inspect.getsourcelines(fn)
+        line = next(start + i for i, text in enumerate(src) if "orjson.dumps(value)" in text)
+        out.append((inspect.getsourcefile(fn), line))
+    assert all(f is not None for f, _ in out)
+    return out  # type: ignore[return-value]
+
+
+def test_a_partition_in_replay_keeps_no_raw_orjson_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mid-replay (its segments, lineages and the worker's memo all
+    alive), what was allocated by ``orjson.dumps`` itself and is still held
+    is at most a few transient objects, not one buffer per kept segment."""
+    log = tmp_path / "log.jsonl"
+    synthetic.write_log(str(log), 6_000_000, seed=3, apps=1)  # one app: one partition
+    n_lines = sum(1 for _ in log.open("rb"))
+    held: list[int] = []
+    kept: list[int] = []
+    lines = _dumps_lines()
+    real = partition._State.lineage  # noqa: SLF001
+
+    def lineage(self: Any, session: Any, continues: bool) -> Any:
+        self._seen = getattr(self, "_seen", 0) + 1
+        if self._seen == 120:  # well into the partition's replay
+            snap = tracemalloc.take_snapshot()
+            held.append(sum(s.size for f, ln in lines
+                            for s in snap.filter_traces([tracemalloc.Filter(True, f, ln)]).statistics("filename")))
+            kept.append(len(self.data))
+        return real(self, session, continues)
+
+    monkeypatch.setattr(partition._State, "lineage", lineage)  # noqa: SLF001
+    monkeypatch.setattr(partition, "_MEMO", None)  # a fresh worker memo
+    tracemalloc.start()
+    try:
+        doc = scan([log], workers=1, executor="local")
+    finally:
+        tracemalloc.stop()
+    assert doc["totals"]["requests"] == n_lines
+    assert held and kept and min(kept) > 100  # partitions holding a hundred segments and more
+    assert max(held) < 256 * 1024, held  # raw output kept: 4 KiB and more per segment and memo key
