@@ -114,10 +114,11 @@ def _one_partition(work: Path, target: int, seed: int) -> None:
     if not log.exists():
         synthetic.write_log(str(log), target, seed=seed, apps=3, provider="deepseek")
     if not head.exists():
+        third = log.stat().st_size // 3
         with open(log, "rb") as src, open(head, "wb") as out:
             size = 0
             for line in src:
-                if size + len(line) > log.stat().st_size // 3:
+                if size + len(line) > third:
                     break
                 out.write(line)
                 size += len(line)
@@ -128,7 +129,7 @@ def _one_partition(work: Path, target: int, seed: int) -> None:
     got = {}
     for f in (head, log):
         mb = f.stat().st_size / 1e6
-        wall, peak, out_, cpu = _run([sys.executable, "-m", "fidelity", "scan", str(f), "--json", "--workers", "1"])
+        _, peak, out_, cpu = _run([sys.executable, "-m", "fidelity", "scan", str(f), "--json", "--workers", "1"])
         doc = json.loads(out_)
         got[f] = (cpu - startup) / mb
         print(json.dumps({"log": f.name, "workers": 1, "mb": round(mb, 1), "cpu_seconds": round(cpu, 2),
