@@ -267,6 +267,17 @@ def test_prefix_store_matches_reference(name: str, params: dict[str, Any], strea
     assert _run(Simulator(name, **params), stream) == _run(_reference(Simulator(name, **params)), stream)
 
 
+@pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[4]])
+@given(stream=streams(), keep=st.integers(1, 3), expire=st.booleans())
+def test_records_out_of_memory_match_reference(name: str, params: dict[str, Any], keep: int, expire: bool,
+                                               stream: list[tuple[str, SimRequest]]) -> None:
+    """One to three requests' ids in memory, the others in the file and read
+    back when a walk needs them (with expiry and eviction dropping what no
+    segment names): the same answers as the reference."""
+    sim = Simulator(name, expire=expire, records_in_memory=keep, **params)
+    assert _run(sim, stream) == _run(_reference(Simulator(name, **params)), stream)
+
+
 @pytest.mark.parametrize("expire", [False, True])
 @pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[4]])
 @given(stream=streams())
@@ -364,6 +375,30 @@ def test_many_sessions_under_one_prefix_compare_few_children(monkeypatch: pytest
     calls.clear()
     assert store.longest(array("q", head + [1, 2, 3, 9]), None) == (19, 1999)  # 3 shared with all: the latest
     assert len(calls) <= 2001  # ties over every child: each is looked at once
+
+
+def test_sessions_resumed_after_many_others_read_their_ids_back() -> None:
+    """200 sessions, two requests each, the second after all the first ones:
+    with two requests' ids in memory the second turns read the first ones'
+    back from the file, and every prediction is the all-in-memory one; the
+    memory holds two records, the file the rest once."""
+    def run(keep: int | None) -> tuple[PrefixStore, list[tuple[int, Hashable]]]:
+        store = PrefixStore(unit=8, records_in_memory=keep)
+        got = []
+        for turn in range(2):
+            for i in range(200):
+                toks = array("q", [5] * 16 + [1000 + i] * (20 + 10 * turn))
+                got.append(store.feed(toks, (), None, (turn, i)))
+        return store, got
+
+    spilled, got = run(2)
+    assert got == run(None)[1]
+    assert got[200 + 7] == (16 + 20, (0, 7))  # the first turn's prompt, its ids read back from the file
+    held = [d for d in spilled._data if d is not None]  # noqa: SLF001
+    assert len(held) == 2 and len(spilled._at) >= 198  # noqa: SLF001
+    assert spilled._file_end >= sum(n for _, n in spilled._at.values()) > 0  # noqa: SLF001
+    with pytest.raises(ValueError):
+        PrefixStore(unit=8, records_in_memory=0)
 
 
 @given(a=st.lists(st.integers(-3, 3), max_size=40), b=st.lists(st.integers(-3, 3), max_size=40),

@@ -134,6 +134,28 @@ def test_a_split_at_every_gap_of_a_long_log_changes_nothing_but_the_count(tmp_pa
     assert whole["totals"]["breaks"] > 0
 
 
+def test_a_partition_without_a_lifetime_stays_whole_and_says_so(tmp_path: Path) -> None:
+    """DeepSeek's cache has no lifetime: a day's gap splits nothing, and a
+    partition over the split size is noted as replayed whole; the rest of
+    the JSON is that of the scan that did not need to split."""
+    url = "https://api.deepseek.com/chat/completions"
+    lines = [orjson.dumps({"time": _T0 + 86400 * day + i, "url": url, "session": f"s{day}",
+                           "body": {"model": "deepseek-v4-flash",
+                                    "messages": [{"role": "system", "content": _SYSTEM[0]}, *_turns(i + 1)]}}) + b"\n"
+             for day in range(2) for i in range(3)]
+    log = _write(tmp_path, lines)
+    whole, asked = scan([log], workers=1), scan([log], workers=1, split_bytes=1000)
+    assert asked["totals"]["partitions"] == whole["totals"]["partitions"] == 1
+    assert whole["notes"] == []
+    (note,) = asked["notes"]
+    assert "(deepseek/deepseek-v4-flash) was replayed whole by one worker" in note and "no lifetime" in note
+    assert {**asked, "notes": []} == whole
+    # a cache with a lifetime splits at the same gap instead, and notes nothing
+    openai = [_line(_T0 + 86400 * day + i, f"s{day}", "openai", 0, i + 1) for day in range(2) for i in range(3)]
+    split = scan([_write(tmp_path, openai, "openai.jsonl")], workers=1, split_bytes=1000)
+    assert split["totals"]["partitions"] == 2 and split["notes"] == []
+
+
 _GAPS = st.sampled_from([0.0, 1.0, 30.0, 299.0, 301.0, 601.0, 1800.0, 3601.0, 86400.0])
 
 

@@ -387,10 +387,10 @@ def test_the_segments_of_a_break_read_alike_by_index_slice_and_iteration() -> No
     from fidelity.wire import Segment
 
     st = partition._State(TokenMemo())
-    st.data = [b'{"a":1}', b'"sys"', b'{"role":"user"}']
+    numbers = [st.data.number(b) for b in (b'{"a":1}', b'"sys"', b'{"role":"user"}')]
     items = [Item("tools", 0, ("tools", 0), {"a": 1}), Item("system", 0, ("system",), "sys"),
              Item("message", 0, ("messages", 0), {"role": "user"})]
-    segs = partition._Segments(st, items, array("q", [0, 1, 2]))
+    segs = partition._Segments(st, items, array("q", numbers))
     want = [Segment("tools", 0, "/tools/0", b'{"a":1}'), Segment("system", 0, "/system", b'"sys"'),
             Segment("message", 0, "/messages/0", b'{"role":"user"}')]
     assert list(segs) == want == [segs[i] for i in range(len(segs))] == segs[:]

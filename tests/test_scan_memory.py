@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from fidelity.scan import partition, prompt_ids, scan, synthetic, view
 from fidelity.scan.memo import TokenMemo
+from fidelity.scan.segments import SegmentBytes
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # orjson refuses lone surrogates
 json_values = st.recursive(
@@ -38,6 +39,46 @@ def test_trimmed_is_the_same_bytes(data: bytes) -> None:
 @given(value=json_values)
 def test_dumps_value_is_orjsons_bytes(value: Any) -> None:
     assert view.dumps_value(value) == orjson.dumps(value)
+
+
+@given(chunks=st.lists(st.binary(max_size=40), max_size=60), flush=st.integers(1, 200))
+def test_segment_numbers_and_bytes_round_trip(chunks: list[bytes], flush: int) -> None:
+    """Equal bytes get one number, different bytes different ones, numbered
+    in order of first sight; each number gives its bytes back, from the
+    buffer or from the file (a flush every ``flush`` bytes)."""
+    seg = SegmentBytes(flush_bytes=flush)
+    try:
+        got = [seg.number(c) for c in chunks]
+        first = list(dict.fromkeys(chunks))
+        assert got == [first.index(c) for c in chunks]
+        assert len(seg) == len(first)
+        assert [seg[i] for i in range(len(seg))] == first
+        assert [seg.number(c) for c in chunks] == got  # asked again: the same numbers, nothing added
+        assert len(seg) == len(first)
+        with pytest.raises(IndexError):
+            seg[len(seg)]
+    finally:
+        seg.close()
+
+
+def test_segment_bytes_live_in_a_file_not_in_memory() -> None:
+    """2,000 distinct 1 KB segments: the process keeps their digests and
+    offsets and one partial buffer (well under their 2 MB), the file their bytes."""
+    seg = SegmentBytes(flush_bytes=64 * 1024)
+    blobs = [bytes([i % 251]) * 1000 + i.to_bytes(4, "little") for i in range(2000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for b in blobs:
+            seg.number(b)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    try:
+        assert held < 500_000, held  # kept in memory: 2,008,000 bytes
+        assert seg[0] == blobs[0] and seg[1999] == blobs[1999] and seg[1234] == blobs[1234]
+    finally:
+        seg.close()
 
 
 def _traced(make: Any, n: int = 2000) -> int:
@@ -108,7 +149,7 @@ def test_a_partition_in_replay_keeps_no_raw_orjson_output(tmp_path: Path, monkey
             snap = tracemalloc.take_snapshot()
             held.append(sum(s.size for f, ln in lines
                             for s in snap.filter_traces([tracemalloc.Filter(True, f, ln)]).statistics("filename")))
-            kept.append(len(self.data))
+            kept.append(len(self.data))  # distinct segments numbered so far
         return real(self, session, continues)
 
     monkeypatch.setattr(partition._State, "lineage", lineage)  # noqa: SLF001

@@ -267,11 +267,14 @@ class Simulator:
     ready model instead. ``expire``: drop entries whose lifetime has ended
     as requests come (same answers, and the stores stay the size of what is
     live; ``fidelity scan`` uses it); :meth:`predict` then refuses a time
-    before the latest request's.
+    before the latest request's. ``records_in_memory``: a prefix store keeps
+    the token ids of at most this many requests in memory and the rest in a
+    temporary file (:class:`PrefixStore`; the same answers).
     """
 
     def __init__(self, provider: str | None = None, model: str | None = None, *,
-                 cache_model: CacheModel | None = None, expire: bool = False, **params: Any) -> None:
+                 cache_model: CacheModel | None = None, expire: bool = False,
+                 records_in_memory: int | None = None, **params: Any) -> None:
         if cache_model is None:
             if provider is None:
                 raise ValueError("give a provider or a cache_model")
@@ -288,6 +291,7 @@ class Simulator:
         #: dead entries are dropped as time moves on (:class:`PrefixStore`'s
         #: ``expire``); questions about times before the latest request are refused
         self._expire = expire
+        self._records_in_memory = records_in_memory
 
     def _store(self, key: Hashable, create: bool) -> Any:
         store = self._stores.get(key)
@@ -295,7 +299,7 @@ class Simulator:
             if self.explicit:
                 store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
             else:
-                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire)
+                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory)
             self._stores[key] = store
         return store
 

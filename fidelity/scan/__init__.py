@@ -11,11 +11,15 @@ The pipeline (docs/scan.md):
 3. **Partition**: lines group by key (provider, model, cache-key params,
    first cache-view segment); a large partition splits where its time line
    has a gap longer than the cache's lifetime (nothing survives such a gap,
-   so the split is exact). Each request's session predecessor is found.
+   so the split is exact); one over the split size whose cache has no
+   lifetime stays whole, and a note says so. Each request's session
+   predecessor is found.
 4. **Replay** (parallel over batches of partitions): the cache of each
    partition in time order (one :class:`fidelity.cache.simulator.Simulator`
    per partition and cache model, fed ids from :mod:`.prompt_ids`), breaks
-   classified with the differ's causes.
+   classified with the differ's causes; what grows with a partition and is
+   read rarely (the requests' token ids the trie walks along, the distinct
+   segment bytes: :mod:`.segments`) lives in temporary files.
 5. **Result**: the merged sums, head changes that moved a session to another
    partition, prices; one JSON document that every view renders.
 
@@ -85,7 +89,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
         labels = [lbl for _, lbl in files]
         partial = Partial()
         entries = _index(ex, names, labels, partial, prog, chunk_bytes, max_line)
-        tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line, table)
+        tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line, table, partial.notes)
         _preload({(e.provider, e.model) for e in entries}, ex)
         prog.start("replaying partitions", len(tasks))
         for part in ex.map(replay_batch, [(t,) for t in tasks], prog.advance):
@@ -157,7 +161,10 @@ def _order(e: Entry) -> tuple[float, int, int]:
 
 
 def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: int, split_bytes: int,
-           max_line: int, table: pricing.PriceTable) -> list[Task]:
+           max_line: int, table: pricing.PriceTable, notes: list[str]) -> list[Task]:
+    """The partitions in batches for the workers; a partition over
+    ``split_bytes`` that cannot split (its cache has no lifetime) is noted
+    in ``notes``."""
     groups: dict[bytes, list[Entry]] = defaultdict(list)
     for e in entries:
         groups[e.key].append(e)
@@ -177,6 +184,10 @@ def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: i
                 cur.append(e)
             parts.append((f"{key.hex()}#{n}", cur))
         else:
+            if size > split_bytes:
+                notes.append(f"a partition of {size / 1e6:,.0f} MB ({rows[0].provider}/{rows[0].model}) was replayed "
+                             "whole by one worker: its cache has no lifetime, so no gap in time splits it, and the "
+                             "worker's memory grows with its unique content (docs/scan.md, \"Partitioning\")")
             parts.append((key.hex(), rows))
     part_of: dict[tuple[int, int], str] = {}
     for pid, rows in parts:

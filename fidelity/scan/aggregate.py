@@ -132,6 +132,8 @@ class Partial:
     apart: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
     #: (HTTP status, provider, model) -> failed requests (not simulated)
     failed: dict[tuple[int, str, str], int] = field(default_factory=dict)
+    #: what the result's notes say besides prices (the driver's: partitions it could not split)
+    notes: list[str] = field(default_factory=list)
 
     # -- adding ------------------------------------------------------------------
     def add_request(self, provider: str, model: str, day: str, prompt: int, read: int, written: int,
@@ -331,7 +333,7 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         "failed_requests": {"total": sum(by_status.values()), "by_status": by_status,
                             "by_model": [{"provider": pm[0], "model": pm[1], "requests": n}
                                          for pm, n in sorted(failed_models.items())]},
-        "notes": sorted(set(prices.notes)),
+        "notes": sorted(set(prices.notes) | set(p.notes)),
     }
 
 

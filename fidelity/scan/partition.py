@@ -42,6 +42,7 @@ from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
+from .segments import SegmentBytes
 from .splice import Parsed, parse_after
 from .view import (
     SUPPORTED,
@@ -282,6 +283,10 @@ class _Lineage:
 
 #: sessions whose lineage a partition keeps (least recently used go first)
 LINEAGES = 64
+#: requests whose token ids a partition's prefix store keeps in memory; the
+#: others' go to a temporary file (a cache without a lifetime names every
+#: session's latest request for good: :class:`~fidelity.cache.prefix_store.PrefixStore`)
+RECORDS_IN_MEMORY = 256
 
 
 @dataclass
@@ -290,8 +295,8 @@ class _State:
 
     memo: TokenMemo
     sims: dict[str, Simulator] = field(default_factory=dict)
-    sids: dict[bytes, int] = field(default_factory=dict)
-    data: list[bytes] = field(default_factory=list)
+    #: the partition's distinct segments, numbered (segment ids), their bytes in a file
+    data: SegmentBytes = field(default_factory=SegmentBytes)
     reqs: list[_Req] = field(default_factory=list)
     lineages: dict[str | None, _Lineage] = field(default_factory=dict)
     last: _Lineage | None = None
@@ -381,9 +386,18 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                       items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
                       memo: TokenMemo, fds: dict[int, int],
                       prices: Prices) -> None:
+    st = _State(memo)
+    try:
+        _replay(st, task, pid, provider, model, items, out, fds, prices)
+    finally:
+        st.data.close()  # the partition's segment file
+
+
+def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
+            items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
+            fds: dict[int, int], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
-    st = _State(memo)
     # causes by the segment ids of the two requests (ids are the partition's own)
     classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
     explicit = isinstance(cm, BreakpointCache)  # Anthropic / DashScope explicit caching: strip markers
@@ -407,12 +421,12 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
             sim = st.sims.get(cm_name)
             if sim is None:
                 # fed in time order, never asked about an earlier time: dead entries can go
-                sim = st.sims[cm_name] = Simulator(cm_name, model, expire=True)
+                sim = st.sims[cm_name] = Simulator(cm_name, model, expire=True, records_in_memory=RECORDS_IN_MEMORY)
             pred = sim.feed(sreq)
         except FidelityError as exc:  # the simulator refused it (too many breakpoints...): counted
             out.add_bad(task.labels[e.file], e.line, "simulator refused", str(exc)[:80])
             # the builder built this request, the lineage still holds the one before: start afresh
-            ln.builder = PromptIds(memo)
+            ln.builder = PromptIds(st.memo)
             continue
         data = encode(view.items, ln.view.items if ln.view is not None else (), ln.data, view.normalise, k)
         if explicit:
@@ -423,13 +437,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
                 if b'"cache_control"' in data[i]:
                     data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
         segs = array("q", ln.segs[:k])
-        sids = st.sids
-        for d in data[k:]:
-            sid = sids.get(d)
-            if sid is None:
-                sid = sids[d] = len(st.data)
-                st.data.append(d)
-            segs.append(sid)
+        segs.extend(map(st.data.number, data[k:]))
         prev_view, prev_index = ln.view, ln.index
         ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
