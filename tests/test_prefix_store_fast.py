@@ -396,7 +396,7 @@ def test_sessions_resumed_after_many_others_read_their_ids_back() -> None:
     assert got[200 + 7] == (16 + 20, (0, 7))  # the first turn's prompt, its ids read back from the file
     held = [d for d in spilled._data if d is not None]  # noqa: SLF001
     assert len(held) == 2 and len(spilled._at) >= 198  # noqa: SLF001
-    assert spilled._file_end >= sum(n for _, n in spilled._at.values()) > 0  # noqa: SLF001
+    assert spilled._file.size >= sum(n for _, n in spilled._at.values()) > 0  # noqa: SLF001
     with pytest.raises(ValueError):
         PrefixStore(unit=8, records_in_memory=0)
 

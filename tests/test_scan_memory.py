@@ -61,6 +61,20 @@ def test_segment_numbers_and_bytes_round_trip(chunks: list[bytes], flush: int) -
         seg.close()
 
 
+def test_an_append_file_gives_back_what_was_appended() -> None:
+    from fidelity.cache.append_file import AppendFile
+
+    f = AppendFile()
+    try:
+        at = [f.append(b) for b in (b"abc", bytearray(b""), memoryview(b"defg"), b"h" * 70_000)]
+        assert at == [0, 3, 3, 7] and f.size == 70_007
+        assert f.read(3, 4) == b"defg" and f.read(0, 0) == b"" and f.read(7, 70_000) == b"h" * 70_000
+        with pytest.raises(OSError):
+            f.read(70_000, 100)  # past the end
+    finally:
+        f.close()
+
+
 def test_segment_bytes_live_in_a_file_not_in_memory() -> None:
     """2,000 distinct 1 KB segments: the process keeps their digests and
     offsets and one partial buffer (well under their 2 MB), the file their bytes."""

@@ -58,8 +58,6 @@ streams against such a reference).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable
 from heapq import heapify, heappop, heappush
@@ -68,6 +66,7 @@ from operator import eq, itemgetter
 from typing import Any
 
 from ._base import as_token_array
+from .append_file import AppendFile
 
 __all__ = ["PrefixStore"]
 
@@ -136,8 +135,7 @@ class PrefixStore:
         self._keep = records_in_memory
         self._resident: dict[int, None] = {}
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
-        self._file: Any = None
-        self._file_end = 0
+        self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
         self._live_blocks = 0
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
@@ -367,8 +365,7 @@ class PrefixStore:
             at = self._at.get(rid)
             if at is None:
                 return None
-            rec = self._data[rid] = os.pread(self._file.fileno(), at[1], at[0])
-            assert len(rec) == at[1]
+            rec = self._data[rid] = self._file.read(*at)
         else:
             self._resident.pop(rid, None)
         self._hold(rid)
@@ -383,18 +380,9 @@ class PrefixStore:
             old = next(iter(resident))
             del resident[old]
             if old not in self._at:
-                self._at[old] = self._write(memoryview(self._data[old]).cast("B"))  # type: ignore[arg-type]
+                view = memoryview(self._data[old]).cast("B")  # type: ignore[arg-type]
+                self._at[old] = (self._file.append(view), len(view))
             self._data[old] = None
-
-    def _write(self, data: memoryview) -> tuple[int, int]:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="fidelity-prefix-store-")
-        at, n = self._file_end, len(data)
-        done = 0
-        while done < n:
-            done += os.pwrite(self._file.fileno(), data[done:], at + done)
-        self._file_end += n
-        return at, n
 
     def _new_node(self, parent: int, key: bytes, seg: int) -> int:
         self.steps += 1

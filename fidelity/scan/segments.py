@@ -7,7 +7,8 @@ those of its predecessor, which may be any earlier request of the partition.
 A cache without a lifetime (DeepSeek) never lets a request age out, so these
 bytes grow with the partition (50 MB of the 314 MB a 341 MB log of one
 DeepSeek app held). They go to an unnamed temporary file through a 1 MiB
-buffer and are read back with ``os.pread`` when a break is classified; memory
+buffer (:class:`~fidelity.cache.append_file.AppendFile`) and are read back
+by offset when a break is classified; memory
 holds a 16-byte BLAKE2b digest per segment (from bytes to number) and where
 its bytes start. Two different segments with one digest would share a
 number: a chance near 2**-128 a pair.
@@ -16,10 +17,9 @@ number: a chance near 2**-128 a pair.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from array import array
-from typing import Any
+
+from ..cache.append_file import AppendFile
 
 __all__ = ["SegmentBytes"]
 
@@ -34,9 +34,8 @@ class SegmentBytes:
         self._ids: dict[bytes, int] = {}
         self._ends = array("q", [0])  # segment i is [ends[i], ends[i + 1]) of the file and buffer
         self._buf = bytearray()
-        self._flushed = 0  # bytes already in the file
         self._flush_bytes = flush_bytes
-        self._file: Any = None
+        self._file = AppendFile("fidelity-scan-segments-")  # its size: the bytes already written
 
     def number(self, data: bytes) -> int:
         """The number of ``data``: the one it had, or the next."""
@@ -54,29 +53,18 @@ class SegmentBytes:
         if not 0 <= number < len(self):
             raise IndexError(number)
         start, end = self._ends[number], self._ends[number + 1]
-        if start >= self._flushed:
-            return bytes(self._buf[start - self._flushed : end - self._flushed])
-        got = os.pread(self._file.fileno(), end - start, start)
-        if len(got) != end - start:  # the file was cut short under us
-            raise OSError(f"segment {number}: {len(got)} of {end - start} bytes read back")
-        return got
+        flushed = self._file.size
+        if start >= flushed:
+            return bytes(self._buf[start - flushed : end - flushed])
+        return self._file.read(start, end - start)
 
     def __len__(self) -> int:
         return len(self._ends) - 1
 
     def _flush(self) -> None:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="fidelity-scan-segments-")
-        view = memoryview(self._buf)
-        done = 0
-        while done < len(view):
-            done += os.pwrite(self._file.fileno(), view[done:], self._flushed + done)
-        view.release()
-        self._flushed += len(self._buf)
+        self._file.append(bytes(self._buf))
         self._buf.clear()
 
     def close(self) -> None:
         """Remove the file (the numbers and bytes are gone with it)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._file.close()
