@@ -176,3 +176,24 @@ def test_a_partition_in_replay_keeps_no_raw_orjson_output(tmp_path: Path, monkey
     assert doc["totals"]["requests"] == n_lines
     assert held and kept and min(kept) > 100  # partitions holding a hundred segments and more
     assert max(held) < 256 * 1024, held  # raw output kept: 4 KiB and more per segment and memo key
+
+
+def test_recorded_traffic_scans_alike_with_everything_spilled(shared_real: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the recorded bodies (SDK cassettes, public test suites' usage,
+    DeepSeek Harness sessions): one request's ids in memory, every trie node
+    sorted, each segment written to the file at once: the JSON of the
+    ordinary scan, byte for byte."""
+    from fidelity.cache import prefix_store
+    from fidelity.scan import segments
+
+    paths = [shared_real / "recorded-usage", shared_real / "cassettes", shared_real / "deepseek-harness"]
+    paths = [p for p in paths if p.exists()]
+    if not paths:
+        pytest.skip("no recordings under ../shared/real")
+    plain = orjson.dumps(scan(paths, workers=1))
+    monkeypatch.setattr(partition, "RECORDS_IN_MEMORY", 1)
+    monkeypatch.setattr(prefix_store, "_MANY", 0)
+    monkeypatch.setattr(segments.SegmentBytes.__init__, "__defaults__", (1,))
+    spilled = orjson.dumps(scan(paths, workers=1))
+    assert orjson.loads(plain)["reported"]["requests"] > 0
+    assert spilled == plain

@@ -165,9 +165,7 @@ class PrefixStore:
             # being this request's (or the root)
             assert nodes[0] == child
             avail = min(len(nodes) - leafy[s], nfull - i)
-            rec = data[stamp[s]]
-            if self._keep is not None:
-                rec = self._record(stamp[s])
+            rec = data[stamp[s]] if self._keep is None else self._record(stamp[s])
             assert rec is not None
             count = _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, avail, u)
             parts.append((s, count))
