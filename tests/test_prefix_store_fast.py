@@ -299,6 +299,50 @@ def test_many_children_sorted_match_reference(name: str, params: dict[str, Any],
     assert got == _run(_reference(Simulator(name, **params)), stream)
 
 
+@pytest.mark.parametrize("clash", ["all", "some"])
+@pytest.mark.parametrize("name,params", [PREFIX_MODELS[1], PREFIX_MODELS[4], PREFIX_MODELS[5]])
+@given(stream=streams(), keep=st.sampled_from([None, 1]), sort=st.booleans())
+def test_clashing_block_hashes_match_reference(name: str, params: dict[str, Any], clash: str, keep: int | None,
+                                               sort: bool, stream: list[tuple[str, SimRequest]]) -> None:
+    """Full blocks are keyed by the hash of their bytes: with a hash that
+    gives every block the same value (or one of two), siblings clash, the
+    later ones are keyed by their bytes, and a walk that the hash leads to
+    another block's node finds its own: the same answers as the reference,
+    with records in the file and children sorted or not."""
+    from fidelity.cache import prefix_store
+
+    saved = prefix_store._hash, prefix_store._MANY
+    prefix_store._hash = (lambda b: 7) if clash == "all" else (lambda b: b[0] & 1)
+    if sort:
+        prefix_store._MANY = 0
+    try:
+        got = _run(Simulator(name, records_in_memory=keep, **params), stream)
+    finally:
+        prefix_store._hash, prefix_store._MANY = saved
+    assert got == _run(_reference(Simulator(name, **params)), stream)
+
+
+def test_clashing_hashes_are_told_apart() -> None:
+    """Two sessions whose blocks all hash alike: each finds its own blocks,
+    and the second one's first block is keyed by its bytes."""
+    from fidelity.cache import prefix_store
+
+    saved = prefix_store._hash
+    prefix_store._hash = lambda b: 0
+    try:
+        store = PrefixStore(unit=4)
+        a, b = array("q", range(100, 116)), array("q", range(200, 216))
+        store.store(a, 1.0, "a")
+        store.store(b, 2.0, "b")
+        assert len(store._clash) == 1  # noqa: SLF001 -- b's first block; the rest hang under new parents
+        assert store.longest(a, 3.0) == (16, "a")
+        assert store.longest(b, 3.0) == (16, "b")
+        assert store.longest(array("q", [*range(200, 208), 0, 0, 0, 0]), 3.0) == (8, "b")
+        assert store.longest(array("q", range(300, 316)), 3.0) == (0, None)
+    finally:
+        prefix_store._hash = saved
+
+
 @pytest.mark.parametrize("name,params", PREFIX_MODELS[:3])
 @given(stream=streams())
 def test_expiring_store_matches_reference(name: str, params: dict[str, Any],

@@ -24,6 +24,12 @@ and most of them re-send the previous request's history and add a turn):
   prompt's length is one copy and one comparison in C at memory speed.
 * Only the requests some segment of full blocks still names stay
   referenced (an append-only session holds its latest request, not all).
+* A full block is keyed by its parent and the hash of its bytes, not by
+  the bytes: the ids of the request that last used its segment hold them
+  (a walk compares them there, so two blocks whose hashes clash are told
+  apart, and the later one is keyed by its bytes). Without a lifetime
+  every block stays, and the bytes were most of the trie: 1 KB a block of
+  128 DeepSeek tokens, against about 200 bytes for the rest of a node.
 * No numpy: its per-call overhead was most of the cost on the small
   arrays one request touches, and importing it cost each scan worker
   about 0.1 s.
@@ -58,6 +64,7 @@ streams against such a reference).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable
 from heapq import heapify, heappop, heappush
@@ -75,6 +82,9 @@ _NEG_INF = float("-inf")
 #: children of one node past which the filters run in C
 _MANY = 16
 _BLOCK = itemgetter(1)
+#: the hash full blocks are keyed by (a module attribute, so that a test can
+#: make every block clash)
+_hash = hash
 
 
 class PrefixStore:
@@ -115,9 +125,14 @@ class PrefixStore:
         #: time order and asks about no earlier time)
         self.expire = expire and ttl is not None
         # nodes (ROOT is node 0 and belongs to no segment)
-        self._children: dict[tuple[int, bytes], int] = {}  # (parent, full block bytes) -> node
+        self._children: dict[tuple[int, int], int] = {}  # (parent, hash of a full block) -> node
+        # (parent, full block bytes) -> node, for a block whose hash a sibling's took first
+        self._clash: dict[tuple[int, bytes], int] = {}
         self._kids: list[list[int]] = [[]]  # live children, in creation order
-        self._key: list[tuple[int, bytes]] = [(-1, b"")]  # (parent, block bytes): the dict key of a full block
+        # (parent, hash) of a full block (its key in ``_children``); (parent,
+        # bytes) of a partial one (in no dict) or of a clashing one (``_clash``)
+        self._key: list[tuple[int, Any]] = [(-1, b"")]
+        self._first = array("q", [0])  # the first token id of each node's block
         self._depth: list[int] = [0]
         self._seg: list[int] = [-1]
         # segments: chains of nodes last used by the same request
@@ -150,29 +165,42 @@ class PrefixStore:
         trie, from the root down (ignoring lifetimes), as ``(segment, count)``
         parts: the first ``count`` nodes of each segment."""
         u = self.unit * _ITEM
-        children, seg_of, nodes_of, data, stamp, leafy = (
-            self._children, self._seg, self._nodes, self._data, self._stamp, self._leafy)
+        children, seg_of, nodes_of = self._children, self._seg, self._nodes
         parts: list[tuple[int, int]] = []
         node, i = self.ROOT, 0
         while i < nfull:
-            child = children.get((node, req[i * u : (i + 1) * u]))
-            if child is None:
-                break
+            block = req[i * u : (i + 1) * u]
+            child = children.get((node, _hash(block)), -1)
+            count = 0 if child < 0 else self._along(req, child, i, nfull)
+            if not count:  # not stored, or the hash is another block's: this one's bytes key it, if stored
+                child = self._clash.get((node, block), -1)
+                if child < 0:
+                    break
+                count = self._along(req, child, i, nfull)
+                assert count
             s = seg_of[child]
-            nodes = nodes_of[s]
-            # a node reached by look-up is the top of its segment: its parent
-            # is the end of what was matched, where the chain it left stops
-            # being this request's (or the root)
-            assert nodes[0] == child
-            avail = min(len(nodes) - leafy[s], nfull - i)
-            rec = data[stamp[s]] if self._keep is None else self._record(stamp[s])
-            assert rec is not None
-            count = _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, avail, u)
             parts.append((s, count))
-            node = nodes[count - 1]
+            node = nodes_of[s][count - 1]
             i += count
         self.steps += len(parts) + (i < nfull)  # look-ups made
         return parts
+
+    def _along(self, req: bytes, child: int, i: int, nfull: int) -> int:
+        """How many nodes of ``child``'s segment, from ``child`` on, hold the
+        request's blocks from block ``i`` (0: not even ``child``). The
+        node a look-up finds for the request's own block is the top of its
+        segment: its parent is the end of what was matched, where the chain
+        it left stops being this request's (or the root). One further down
+        was found through a hash another block shares."""
+        s = self._seg[child]
+        nodes = self._nodes[s]
+        if nodes[0] != child:
+            return 0
+        u = self.unit * _ITEM
+        rid = self._stamp[s]
+        rec = self._data[rid] if self._keep is None else self._record(rid)
+        assert rec is not None
+        return _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, min(len(nodes) - self._leafy[s], nfull - i), u)
 
     def _match(self, req: bytes, n_tokens: int, parts: list[tuple[int, int]], now: float | None,
                ) -> tuple[int, Hashable | None]:
@@ -202,16 +230,15 @@ class PrefixStore:
             if len(kids) > _MANY:
                 extra, best_seg = self._sorted_match(node, rest_b, best_seg, now if check else None)
             else:
-                key, seg_of = self._key, self._seg
-                first = rest_b[:_ITEM]
+                seg_of, firsts = self._seg, self._first
+                first = int.from_bytes(rest_b[:_ITEM], "little", signed=True)
                 for c in kids:
-                    block = key[c][1]
-                    if not block.startswith(first):  # shares no token: the usual sibling
+                    if firsts[c] != first:  # shares no token: the usual sibling
                         continue
                     s = seg_of[c]
                     if check and rtime[stamp[s]] + ttl < now:  # type: ignore[operator]
                         continue
-                    n = _common_tokens(block, rest_b)
+                    n = _common_tokens(self._block(c), rest_b)
                     # the longest; of equally long ones, the latest used (a
                     # rule that does not depend on which node came first)
                     if n > extra or (n == extra and n and stamp[s] > stamp[best_seg]):
@@ -259,8 +286,7 @@ class PrefixStore:
         step by :meth:`_adopt` and :meth:`_drop`."""
         got = self._sorted.get(node)
         if got is None:
-            key = self._key
-            pairs = sorted((key[c][1], c) for c in self._kids[node])
+            pairs = sorted((self._block(c), c) for c in self._kids[node])
             got = self._sorted[node] = ([b for b, _ in pairs], [c for _, c in pairs])
         return got
 
@@ -282,7 +308,20 @@ class PrefixStore:
             keys, nodes = self._order(node)
             i = bisect_left(keys, block)
             return nodes[i] if i < len(keys) and keys[i] == block else None
+        # (a full block's key holds its hash, never equal to a partial block's bytes)
         return next(compress(kids, map(eq, map(_BLOCK, map(self._key.__getitem__, kids)), repeat(block))), None)
+
+    def _block(self, v: int) -> bytes:
+        """The bytes of node ``v``'s block: its key's, or for a full block
+        the slice of the ids of the request that last used its segment."""
+        held = self._key[v][1]
+        if type(held) is bytes:
+            return held
+        rid = self._stamp[self._seg[v]]
+        rec = self._data[rid] if self._keep is None else self._record(rid)
+        u = self.unit * _ITEM
+        at = (self._depth[v] - 1) * u
+        return memoryview(rec).cast("B")[at : at + u].tobytes()  # type: ignore[arg-type]
 
     def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
         """The longest live common prefix of ``tokens`` (``array('q')``,
@@ -382,17 +421,17 @@ class PrefixStore:
                 self._at[old] = (self._file.append(view), len(view))
             self._data[old] = None
 
-    def _new_node(self, parent: int, key: bytes, seg: int) -> int:
+    def _new_leaf(self, parent: int, block: bytes, seg: int) -> int:
+        """A node for a partial block (``block``, shorter than a unit): in
+        no dict, its key holds its bytes."""
         self.steps += 1
         nid = len(self._kids)
         self._kids.append([])
-        pair = (parent, key)
-        self._key.append(pair)
+        self._key.append((parent, block))
+        self._first.append(int.from_bytes(block[:_ITEM], "little", signed=True))
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
-        self._adopt(parent, nid, key)
-        if len(key) == self.unit * _ITEM:
-            self._children[pair] = nid
+        self._adopt(parent, nid, block)
         self._live_blocks += 1
         return nid
 
@@ -403,9 +442,15 @@ class PrefixStore:
         m = len(blocks)
         first = len(self._kids)
         ids = range(first, first + m)
-        pairs = list(zip([parent, *ids[:-1]], blocks))
+        pairs: list[tuple[int, Any]] = list(zip([parent, *ids[:-1]], map(_hash, blocks)))
+        if pairs[0] in self._children:  # a sibling's block has this hash (the others have new parents)
+            pairs[0] = (parent, blocks[0])
+            self._clash[(parent, blocks[0])] = first
+            self._children.update(zip(pairs[1:], ids[1:]))
+        else:
+            self._children.update(zip(pairs, ids))
         self._key += pairs
-        self._children.update(zip(pairs, ids))
+        self._first.extend([int.from_bytes(b[:_ITEM], "little", signed=True) for b in blocks])
         self._kids += [[j] for j in ids[1:]]
         self._kids.append([])
         self._adopt(parent, first, blocks[0])
@@ -464,7 +509,7 @@ class PrefixStore:
                 if cur < 0:
                     cur = self._new_seg([], rid, False)
                     touched.append(cur)
-                leaf = self._new_node(node, tail, cur)
+                leaf = self._new_leaf(node, tail, cur)
                 nodes_of[cur].append(leaf)
                 self._leafy[cur] = True
         if not self._refs[rid]:
@@ -515,12 +560,13 @@ class PrefixStore:
         while gone < count and nodes:
             v = nodes.pop()
             pair = self._key[v]
-            if self._children.get(pair) == v:
-                del self._children[pair]
+            keyed = self._children if type(pair[1]) is int else self._clash
+            if keyed.get(pair) == v:  # (a partial block is in neither)
+                del keyed[pair]
             self._kids[pair[0]].remove(v)
             got = self._sorted.get(pair[0])
             if got is not None:
-                i = got[1].index(v, bisect_left(got[0], pair[1]))  # children with equal bytes sort together
+                i = got[1].index(v)  # a list of ints: searched in C
                 del got[0][i], got[1][i]
             self._sorted.pop(v, None)
             self._seg[v] = -1
@@ -553,13 +599,15 @@ def _packed(ids: Any) -> bytes:
 
 def _agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int) -> int:
     """How many of the ``avail`` blocks of ``u`` bytes from byte ``start``
-    agree between ``req`` and ``rec``, given that the first one does:
-    ``memcmp`` (``bytes.startswith`` at an offset against a memoryview
-    slice: no copy), first over all of them, else by halving the range
-    still in doubt."""
+    agree between ``req`` and ``rec`` (0: not even the first, whose hash
+    led here): ``memcmp`` (``bytes.startswith`` at an offset against a
+    memoryview slice: no copy), first over all of them, then the first
+    alone, then by halving the range still in doubt."""
     avail = min(avail, (len(rec) - start) // u)  # never read past the record
     if req.startswith(rec[start : start + avail * u], start):
         return avail
+    if not req.startswith(rec[start : start + u], start):
+        return 0
     lo, hi = 1, avail - 1  # blocks [0, lo) agree; the answer lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
