@@ -392,6 +392,21 @@ def test_append_only_session_keeps_one_request_and_few_segments() -> None:
     assert sum(d is not None for d in store._data) == 1  # noqa: SLF001
     assert max(steps[10:]) <= 6  # look-ups + new blocks (50 tokens: 3 to 4 blocks of 16)
     assert store.longest(toks, 200.0) == (len(toks), 199)
+    # each turn's partial last block is dropped when the next turn's block
+    # starts with it: 10,000 tokens fill whole blocks, and no leaf is left
+    def live(st: PrefixStore) -> list[Any]:
+        return [st._key[v][1] for v in range(1, len(st._key)) if st._seg[v] >= 0]  # noqa: SLF001
+
+    assert len(live(store)) == 10_000 // 16 and all(type(k) is int for k in live(store))
+    store.feed(toks + array("q", range(5)), (), 200.0, 200)
+    assert [len(k) for k in live(store) if type(k) is bytes] == [5 * 8]
+    # with a capacity every leaf stays (eviction counts them as blocks)
+    held = PrefixStore(unit=16, capacity=10**9)
+    toks = array("q")
+    for i in range(20):
+        toks = toks + array("q", range(i * 1000, i * 1000 + 50))
+        held.feed(toks, (), float(i), i)
+    assert sum(type(k) is bytes for k in live(held)) == sum((50 * i) % 16 != 0 for i in range(1, 21))
 
 
 def test_many_sessions_under_one_prefix_compare_few_children(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -85,6 +85,8 @@ _BLOCK = itemgetter(1)
 #: the hash full blocks are keyed by (a module attribute, so that a test can
 #: make every block clash)
 _hash = hash
+#: the key of a node no longer in the trie
+_GONE = (-1, b"")
 
 
 class PrefixStore:
@@ -490,6 +492,8 @@ class PrefixStore:
                 cur = self._new_seg([], rid, False)
                 self._refs[rid] += 1  # full blocks follow
                 touched.append(cur)
+            if self.capacity is None:
+                self._drop_leaves_under(node, data[k * u : (k + 1) * u])
             node = self._new_chain(node, [data[i * u : (i + 1) * u] for i in range(k, nfull)], cur)
         if len(data) > nfull * u:
             tail = data[nfull * u :]
@@ -509,6 +513,8 @@ class PrefixStore:
                 if cur < 0:
                     cur = self._new_seg([], rid, False)
                     touched.append(cur)
+                if self.capacity is None:
+                    self._drop_leaves_under(node, tail)
                 leaf = self._new_leaf(node, tail, cur)
                 nodes_of[cur].append(leaf)
                 self._leafy[cur] = True
@@ -521,6 +527,35 @@ class PrefixStore:
                 self._queue(s)
         if self.capacity is not None:
             self._evict()
+
+    def _drop_leaves_under(self, node: int, block: bytes) -> None:
+        """Drop the partial blocks under ``node`` that ``block`` (about to be
+        stored there, by the latest request) starts with: what one of them
+        shares with any request, the new block shares too, and it was used
+        later, so it wins every tie and the leaf would never be found again
+        (an append-only session leaves one such leaf per turn; without a
+        lifetime they all stayed). Not with a capacity: eviction counts
+        leaves as blocks. A node with many children keeps them (the sorted
+        index does not find prefixes in one look-up)."""
+        kids = self._kids[node]
+        if len(kids) > _MANY:
+            return
+        key, u = self._key, self.unit * _ITEM
+        for c in [c for c in kids if type(key[c][1]) is bytes and len(key[c][1]) < u and block.startswith(key[c][1])]:
+            s = self._seg[c]
+            if self._nodes[s] != [c]:  # (a leaf under the node a walk ended at is a segment of its own)
+                continue
+            self._nodes[s] = []
+            self._ver[s] += 1  # its queue entry is void
+            self._leafy[s] = False
+            kids.remove(c)
+            got = self._sorted.get(node)
+            if got is not None:
+                i = got[1].index(c)
+                del got[0][i], got[1][i]
+            self._seg[c] = -1
+            key[c] = _GONE
+            self._live_blocks -= 1
 
     # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
     def _queue(self, s: int) -> None:
