@@ -548,14 +548,24 @@ class PrefixStore:
             self._nodes[s] = []
             self._ver[s] += 1  # its queue entry is void
             self._leafy[s] = False
-            kids.remove(c)
-            got = self._sorted.get(node)
-            if got is not None:
-                i = got[1].index(c)
-                del got[0][i], got[1][i]
-            self._seg[c] = -1
-            key[c] = _GONE
-            self._live_blocks -= 1
+            self._unlink(c)
+
+    def _unlink(self, v: int) -> None:
+        """Take node ``v`` out of the trie: out of its dict, its parent's
+        children and their sorted index."""
+        pair = self._key[v]
+        keyed = self._children if type(pair[1]) is int else self._clash
+        if keyed.get(pair) == v:  # (a partial block is in neither)
+            del keyed[pair]
+        self._kids[pair[0]].remove(v)
+        got = self._sorted.get(pair[0])
+        if got is not None:
+            i = got[1].index(v)  # a list of ints: searched in C
+            del got[0][i], got[1][i]
+        self._sorted.pop(v, None)
+        self._seg[v] = -1
+        self._key[v] = _GONE  # (its bytes, for a partial block)
+        self._live_blocks -= 1
 
     # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
     def _queue(self, s: int) -> None:
@@ -593,19 +603,7 @@ class PrefixStore:
         held = len(nodes) > self._leafy[s]
         gone = 0
         while gone < count and nodes:
-            v = nodes.pop()
-            pair = self._key[v]
-            keyed = self._children if type(pair[1]) is int else self._clash
-            if keyed.get(pair) == v:  # (a partial block is in neither)
-                del keyed[pair]
-            self._kids[pair[0]].remove(v)
-            got = self._sorted.get(pair[0])
-            if got is not None:
-                i = got[1].index(v)  # a list of ints: searched in C
-                del got[0][i], got[1][i]
-            self._sorted.pop(v, None)
-            self._seg[v] = -1
-            self._live_blocks -= 1
+            self._unlink(nodes.pop())
             gone += 1
         self._leafy[s] = False  # the leaf, if any, went first
         if held and not nodes:
