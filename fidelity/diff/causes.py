@@ -115,11 +115,19 @@ def _tool_name(data: bytes) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _at(segs: Sequence[Segment], kind: str) -> list[int]:
+    """Where the segments of ``kind`` are in ``segs``, read from their kinds
+    alone when the sequence gives those (``kinds``: the scan's segments,
+    whose bytes come from a file, so that a break reads the few it names)."""
+    kinds = getattr(segs, "kinds", None)
+    if kinds is None:
+        kinds = [s.kind for s in segs]
+    return [i for i, k in enumerate(kinds) if k == kind]
+
+
 def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str:
-    pt = [s for s in p if s.kind == "tools"]
-    ct = [s for s in c if s.kind == "tools"]
-    pn = [_tool_name(s.data) for s in pt]
-    cn = [_tool_name(s.data) for s in ct]
+    pn = [_tool_name(p[i].data) for i in _at(p, "tools")]
+    cn = [_tool_name(c[i].data) for i in _at(c, "tools")]
     added = [n for n in cn if n not in pn]
     removed = [n for n in pn if n not in cn]
     if added and not removed:
@@ -161,17 +169,16 @@ def _strip_description(value: Any) -> Any:
 
 
 def _text_detail(p: Sequence[Segment], c: Sequence[Segment], split: int, kind: str) -> str:
-    pk = [s.data for s in p if s.kind == kind]
-    ck = [s.data for s in c if s.kind == kind]
+    n_p, n_c = len(_at(p, kind)), len(_at(c, kind))
     a, b = p[split], c[split]
     if a.kind != b.kind:
-        return f"{kind} section {'added' if len(ck) > len(pk) else 'removed'}"
+        return f"{kind} section {'added' if n_c > n_p else 'removed'}"
     volatile = _volatile(a.data, b.data)
     if volatile:
         return volatile
-    if len(ck) > len(pk):
+    if n_c > n_p:
         return f"{kind} section added"
-    if len(ck) < len(pk):
+    if n_c < n_p:
         return f"{kind} section removed"
     return "text edited"
 
@@ -181,15 +188,14 @@ _REASONING_KEYS = (b'"reasoning_content"', b'"type":"thinking"', b'"thought":tru
 
 
 def _message_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str:
-    pm = [s.data for s in p if s.kind == "message"]
-    cm = [s.data for s in c if s.kind == "message"]
+    pm, cm = _at(p, "message"), _at(c, "message")
     a, b = p[split], c[split]
     i, at = a.index, f"at {b.pointer}"
     if any(k in a.data for k in _REASONING_KEYS) and not any(k in b.data for k in _REASONING_KEYS):
         return f"reasoning dropped on replay ({at})"
-    if i + 1 < len(pm) and pm[i + 1] == b.data:
+    if i + 1 < len(pm) and p[pm[i + 1]].data == b.data:
         return f"message removed ({at})"
-    if i + 1 < len(cm) and cm[i + 1] == a.data:
+    if i + 1 < len(cm) and c[cm[i + 1]].data == a.data:
         return f"message inserted ({at})"
     va, vb = _json(a.data), _json(b.data)
     if va is not None and va == vb:

@@ -331,6 +331,11 @@ class _Segments(Sequence[Segment]):
     def __len__(self) -> int:
         return min(len(self._items), len(self._sids))
 
+    @property
+    def kinds(self) -> list[str]:
+        """Each segment's kind, without reading its bytes (:func:`fidelity.diff.causes.classify` asks)."""
+        return [it.kind for it in self._items[: len(self)]]
+
     def __iter__(self) -> Iterator[Segment]:
         data = self._data
         for it, sid in zip(self._items, self._sids):
