@@ -149,6 +149,9 @@ def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int
     n = 0
     # the latest line of each session (a guess that only speed depends on), with its key
     refs: dict[bytes, tuple[Parsed, bytes]] = {}
+    # one object for each session, provider and model name (the driver keeps
+    # every entry: a string each per line took about 110 bytes an entry)
+    names: dict[str, str] = {}
     for offset, line in iter_lines(path, start, end, max_line):
         n += 1
         if line is None:
@@ -186,7 +189,9 @@ def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int
         except Exception as exc:  # a dialect's parser refused it: counted, never fatal
             bad.append((file, n, "unreadable body", f"{type(exc).__name__}: {str(exc)[:80]}"))
             continue
-        entries.append((key, rec.time, file, offset, len(line), n, rec.session, rec.provider, rec.model))
+        session = rec.session if rec.session is None else names.setdefault(rec.session, rec.session)
+        entries.append((key, rec.time, file, offset, len(line), n, session,
+                        names.setdefault(rec.provider, rec.provider), names.setdefault(rec.model, rec.model)))
     return entries, bad, n, failed
 
 
