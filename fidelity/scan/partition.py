@@ -64,7 +64,8 @@ __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_la
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One indexed request line (slotted: the driver holds one for every
-    request of every input, 128 bytes each instead of about 360)."""
+    request of every input; with the ints, float and list slot that go with
+    it, and the names shared, about 256 bytes a request)."""
 
     key: bytes
     time: float | None
