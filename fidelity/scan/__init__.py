@@ -7,7 +7,8 @@ The pipeline (docs/scan.md):
    are read in place, ``.gz`` logs, snapshot folders and the importers'
    formats are converted into a temporary folder.
 2. **Index** (parallel over byte ranges): each line's partition key, time,
-   session and place; bad lines are counted with their reason.
+   session and place, in columns (:mod:`.entries`); bad lines are counted
+   with their reason.
 3. **Partition**: lines group by key (provider, model, cache-key params,
    first cache-view segment); a large partition splits where its time line
    has a gap longer than the cache's lifetime (nothing survives such a gap,
@@ -33,6 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from array import array
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,8 +46,9 @@ from ..diff.causes import classify
 from ..jsonio import atomic_write
 from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, Prices, build_result
+from .entries import PartitionRows, Rows
 from .executors import EXECUTORS, Executor, make_executor
-from .partition import Entry, Task, change_label, index_chunk, replay_batch, where_of
+from .partition import Task, change_label, index_chunk, replay_batch, where_of
 from .records import MAX_LINE, prepare_inputs
 
 __all__ = ["scan", "SCHEMA", "EXECUTORS", "Progress"]
@@ -88,9 +91,11 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
         names = [str(f) for f, _ in files]
         labels = [lbl for _, lbl in files]
         partial = Partial()
-        entries = _index(ex, names, labels, partial, prog, chunk_bytes, max_line)
-        tasks = _tasks(entries, names, labels, ex.workers, split_bytes, max_line, table, partial.notes)
-        _preload({(e.provider, e.model) for e in entries}, ex)
+        rows = _index(ex, names, labels, partial, prog, chunk_bytes, max_line)
+        tasks = _tasks(rows, names, labels, ex.workers, split_bytes, max_line, table, partial.notes)
+        models = rows.models()
+        del rows  # the tasks hold what the replay needs
+        _preload(models, ex)
         prog.start("replaying partitions", len(tasks))
         for part in ex.map(replay_batch, [(t,) for t in tasks], prog.advance):
             partial.merge(part)
@@ -105,7 +110,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
 
 
 def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, prog: Progress,
-           chunk_bytes: int, max_line: int) -> list[Entry]:
+           chunk_bytes: int, max_line: int) -> Rows:
     jobs: list[tuple[Any, ...]] = []
     for i, name in enumerate(names):
         size = os.path.getsize(name)
@@ -118,18 +123,19 @@ def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, 
             start = end
     prog.start("indexing", len(jobs))
     results = ex.map(index_chunk, jobs, prog.advance)
-    entries: list[Entry] = []
+    rows = Rows()
     base: dict[int, int] = defaultdict(int)
-    for (_, file, _, _, _), (rows, bad, n, failed) in zip(jobs, results):
+    for j, (_, file, _, _, _) in enumerate(jobs):
+        chunk, bad, n, failed = results[j]
+        results[j] = None  # merged: the chunk's columns can go
         b = base[file]
-        for key, t, f, off, length, ln, session, provider, model in rows:
-            entries.append(Entry(key, t, f, off, length, b + ln, session, provider, model))
+        rows.extend(chunk, b)
         for f, ln, reason, detail in bad:
             partial.add_bad(labels[f], b + ln, reason, detail)
         for status, provider, model in failed:
             partial.add_failed(status, provider, model)
         base[file] = b + n
-    return entries
+    return rows
 
 
 def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
@@ -156,69 +162,93 @@ def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
         restart()
 
 
-def _order(e: Entry) -> tuple[float, int, int]:
-    return (e.time if e.time is not None else 0.0, e.file, e.offset)
-
-
-def _tasks(entries: list[Entry], names: list[str], labels: list[str], workers: int, split_bytes: int,
+def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_bytes: int,
            max_line: int, table: pricing.PriceTable, notes: list[str]) -> list[Task]:
     """The partitions in batches for the workers; a partition over
     ``split_bytes`` that cannot split (its cache has no lifetime) is noted
-    in ``notes``."""
-    groups: dict[bytes, list[Entry]] = defaultdict(list)
-    for e in entries:
-        groups[e.key].append(e)
-    parts: list[tuple[str, list[Entry]]] = []
-    for key in sorted(groups):
-        rows = sorted(groups[key], key=_order)
-        size = sum(e.length for e in rows)
+    in ``notes``. Partitions come in the order of their keys' bytes, the
+    rows of each in time order (no time counts as 0; ties: file, offset),
+    with numpy's sorts over the index's columns."""
+    import numpy as np
+
+    n = len(rows)
+    if not n:
+        return []
+    key = np.frombuffer(rows.key, dtype=np.int32)
+    time = np.frombuffer(rows.time, dtype=np.float64)
+    t0 = np.where(np.isnan(time), 0.0, time)
+    file = np.frombuffer(rows.file, dtype=np.int32)
+    offset = np.frombuffer(rows.offset, dtype=np.int64)
+    length = np.frombuffer(rows.length, dtype=np.int64)
+    rank = np.empty(len(rows.keys), dtype=np.int64)
+    rank[sorted(range(len(rows.keys)), key=rows.keys.__getitem__)] = np.arange(len(rows.keys))
+    order = np.lexsort((offset, file, t0, rank[key]))
+    cuts = np.flatnonzero(np.diff(rank[key][order])) + 1
+    parts: list[tuple[str, Any]] = []  # (partition id, its rows in time order)
+    for idx in np.split(order, cuts):
+        first = int(idx[0])
+        hexkey = rows.keys[key[first]].hex()
+        provider, model = rows.names[rows.provider[first]], rows.names[rows.model[first]]
+        size = int(length[idx].sum())
         # nothing survives a gap longer than the longest lifetime an entry of this cache can have
-        ttl = cache_models.get(rows[0].provider, rows[0].model).longest_ttl()
+        ttl = cache_models.get(provider, model).longest_ttl()  # type: ignore[arg-type]
         if size > split_bytes and ttl is not None:
-            cur: list[Entry] = [rows[0]]
-            n = 0
-            for prev, e in zip(rows, rows[1:]):
-                if (e.time or 0.0) - (prev.time or 0.0) > ttl:
-                    parts.append((f"{key.hex()}#{n}", cur))
-                    cur, n = [], n + 1
-                cur.append(e)
-            parts.append((f"{key.hex()}#{n}", cur))
+            pieces = np.split(idx, np.flatnonzero(np.diff(t0[idx]) > ttl) + 1)
+            parts += [(f"{hexkey}#{m}", piece) for m, piece in enumerate(pieces)]
         else:
             if size > split_bytes:
-                notes.append(f"a partition of {size / 1e6:,.0f} MB ({rows[0].provider}/{rows[0].model}) was replayed "
+                notes.append(f"a partition of {size / 1e6:,.0f} MB ({provider}/{model}) was replayed "
                              "whole by one worker: its cache has no lifetime, so no gap in time splits it, and the "
                              "worker's memory grows with its unique content (docs/scan.md, \"Partitioning\")")
-            parts.append((key.hex(), rows))
-    part_of: dict[tuple[int, int], str] = {}
-    for pid, rows in parts:
-        for e in rows:
-            part_of[(e.file, e.offset)] = pid
-    pred: dict[tuple[int, int], tuple[int, int]] = {}
-    cross_preds: set[tuple[int, int]] = set()
-    by_session: dict[str, list[Entry]] = defaultdict(list)
-    for e in entries:
-        if e.session is not None:
-            by_session[e.session].append(e)
-    for rows in by_session.values():
-        rows.sort(key=_order)
-        for a, b in zip(rows, rows[1:]):
-            pred[(b.file, b.offset)] = (a.file, a.offset)
-            if part_of[(a.file, a.offset)] != part_of[(b.file, b.offset)]:
-                cross_preds.add((a.file, a.offset))
+            parts.append((hexkey, idx))
+    part_no = np.empty(n, dtype=np.int64)
+    for p, (_, idx) in enumerate(parts):
+        part_no[idx] = p
+    # each request's session predecessor: the one before it in its session's time order
+    session = np.frombuffer(rows.session, dtype=np.int32)
+    named = np.flatnonzero(session > 0)  # 0: no session
+    by_session = named[np.lexsort((offset[named], file[named], t0[named], session[named]))]
+    a, b = by_session[:-1], by_session[1:]
+    linked = session[a] == session[b]
+    pred = np.full(n, -1, dtype=np.int64)
+    pred[b[linked]] = a[linked]
+    cross = np.zeros(n, dtype=bool)
+    cross[a[linked & (part_no[a] != part_no[b])]] = True
     n_batches = max(1, min(len(parts), workers * 4))
-    batches: list[list[tuple[str, str, str, list[Any]]]] = [[] for _ in range(n_batches)]
+    batches: list[list[tuple[str, str, str, PartitionRows]]] = [[] for _ in range(n_batches)]
     load = [0] * n_batches
-    sized = sorted(parts, key=lambda p: (-sum(e.length for e in p[1]), p[0]))
-    for pid, rows in sized:
+    sizes = [int(length[idx].sum()) for _, idx in parts]
+    for p in sorted(range(len(parts)), key=lambda p: (-sizes[p], parts[p][0])):
+        pid, idx = parts[p]
         i = min(range(n_batches), key=lambda j: (load[j], j))
-        load[i] += sum(e.length for e in rows)
-        items = []
-        for e in rows:
-            loc = (e.file, e.offset)
-            p = pred.get(loc)
-            items.append((e, p, p is not None and part_of[p] == pid, loc in cross_preds))
-        batches[i].append((pid, rows[0].provider, rows[0].model, items))
+        load[i] += sizes[p]
+        before = pred[idx]
+        has = before >= 0
+        at = np.where(has, before, 0)
+        sessions, local = np.unique(session[idx], return_inverse=True)
+        first = int(idx[0])
+        batches[i].append((pid, str(rows.names[rows.provider[first]]), str(rows.names[rows.model[first]]),
+                           PartitionRows(rows.keys[key[first]], str(rows.names[rows.provider[first]]),
+                                         str(rows.names[rows.model[first]]), [rows.names[s] for s in sessions],
+                                         _column("d", time[idx]), _column("i", file[idx]),
+                                         _column("q", offset[idx]), _column("q", length[idx]),
+                                         _column("q", np.frombuffer(rows.line, dtype=np.int64)[idx]),
+                                         _column("i", local), _column("i", np.where(has, file[at], -1)),
+                                         _column("q", np.where(has, offset[at], 0)),
+                                         (has & (part_no[at] == p)).tobytes(), cross[idx].tobytes())))
     return [Task(names, labels, b, max_line, prices=table) for b in batches if b]
+
+
+_DTYPES = {"i": "int32", "q": "int64", "d": "float64"}
+
+
+def _column(typecode: str, values: Any) -> Any:
+    """A numpy column as an ``array`` of ``typecode`` (the workers' rows need no numpy)."""
+    import numpy as np
+
+    out = array(typecode)
+    out.frombytes(np.ascontiguousarray(values, dtype=_DTYPES[typecode]).tobytes())
+    return out
 
 
 def _cross(partial: Partial, prices: Prices) -> None:

@@ -23,7 +23,7 @@ import math
 import os
 import re
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from ..diff.locate import pointer_at
 from ..errors import FidelityError
 from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
+from .entries import Entry, PartitionRows, Rows
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
@@ -61,32 +62,16 @@ __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_la
            "where_of", "alive_until"]
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One indexed request line (slotted: the driver holds one for every
-    request of every input; with the ints, float and list slot that go with
-    it, and the names shared, about 256 bytes a request)."""
-
-    key: bytes
-    time: float | None
-    file: int
-    offset: int
-    length: int
-    line: int  # 1-based line number in its file (filled in by the driver)
-    session: str | None
-    provider: str
-    model: str
-
-
 @dataclass
 class Task:
-    """One replay task: partitions, each a list of entries in time order
-    with ``(pred_file, pred_offset, same_partition, is_cross_pred)`` beside
-    each entry."""
+    """One replay task: partitions ``(id, provider, model, rows)``, the rows
+    in time order (:class:`~fidelity.scan.entries.PartitionRows`: each
+    entry with its session predecessor's place, whether that is in the same
+    partition, and whether the entry is a predecessor in another)."""
 
     files: list[str]
     labels: list[str]
-    partitions: list[tuple[str, str, str, list[tuple[Entry, tuple[int, int] | None, bool, bool]]]]
+    partitions: list[tuple[str, str, str, PartitionRows]]
     max_line: int = MAX_LINE
     memo_bytes: int = 256 * 1024 * 1024
     #: the price table lost tokens are priced with (``None``: the bundled one)
@@ -137,22 +122,20 @@ def view_of(rec: Any, first_only: bool = False) -> FastView:
 
 @_fewer_collections
 def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int = MAX_LINE
-                ) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, str, str]], int, list[tuple[int, str, str]]]:
+                ) -> tuple[Rows, list[tuple[int, int, str, str]], int, list[tuple[int, str, str]]]:
     """Index the lines that start in ``[start, end)`` of ``path``: entries
-    ``(key, time, file, offset, length, local_line, session, provider, model)``,
+    ``(key, time, file, offset, length, local_line, session, provider, model)``
+    (:class:`~fidelity.scan.entries.Rows`, in columns),
     bad lines ``(file, local_line, reason, detail)``, the number of lines,
     and the failed requests (a logged HTTP status of 400 or more: the
     provider refused or failed them, so they read and wrote nothing the
     simulator can know) as ``(status, provider, model)``."""
-    entries: list[tuple[Any, ...]] = []
+    entries = Rows()
     bad: list[tuple[int, int, str, str]] = []
     failed: list[tuple[int, str, str]] = []
     n = 0
     # the latest line of each session (a guess that only speed depends on), with its key
     refs: dict[bytes, tuple[Parsed, bytes]] = {}
-    # one object for each session, provider and model name (the driver keeps
-    # every entry: a string each per line took about 110 bytes an entry)
-    names: dict[str, str] = {}
     for offset, line in iter_lines(path, start, end, max_line):
         n += 1
         if line is None:
@@ -190,9 +173,7 @@ def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int
         except Exception as exc:  # a dialect's parser refused it: counted, never fatal
             bad.append((file, n, "unreadable body", f"{type(exc).__name__}: {str(exc)[:80]}"))
             continue
-        session = rec.session if rec.session is None else names.setdefault(rec.session, rec.session)
-        entries.append((key, rec.time, file, offset, len(line), n, session,
-                        names.setdefault(rec.provider, rec.provider), names.setdefault(rec.model, rec.model)))
+        entries.append(key, rec.time, file, offset, len(line), n, rec.session, rec.provider, rec.model)
     return entries, bad, n, failed
 
 
@@ -398,7 +379,7 @@ def _read(task: Task, fds: dict[int, int], e: Entry) -> bytes:
 
 
 def _replay_partition(task: Task, pid: str, provider: str, model: str,
-                      items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
+                      items: Iterable[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
                       memo: TokenMemo, fds: dict[int, int],
                       prices: Prices) -> None:
     st = _State(memo)
@@ -409,7 +390,7 @@ def _replay_partition(task: Task, pid: str, provider: str, model: str,
 
 
 def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
-            items: Sequence[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
+            items: Iterable[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
             fds: dict[int, int], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
     tok = tokens.for_model(model, provider)
