@@ -180,6 +180,7 @@ def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_
     file = np.frombuffer(rows.file, dtype=np.int32)
     offset = np.frombuffer(rows.offset, dtype=np.int64)
     length = np.frombuffer(rows.length, dtype=np.int64)
+    line = np.frombuffer(rows.line, dtype=np.int64)
     rank = np.empty(len(rows.keys), dtype=np.int64)
     rank[sorted(range(len(rows.keys)), key=rows.keys.__getitem__)] = np.arange(len(rows.keys))
     order = np.lexsort((offset, file, t0, rank[key]))
@@ -188,10 +189,10 @@ def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_
     for idx in np.split(order, cuts):
         first = int(idx[0])
         hexkey = rows.keys[key[first]].hex()
-        provider, model = rows.names[rows.provider[first]], rows.names[rows.model[first]]
+        provider, model = _names(rows, first)
         size = int(length[idx].sum())
         # nothing survives a gap longer than the longest lifetime an entry of this cache can have
-        ttl = cache_models.get(provider, model).longest_ttl()  # type: ignore[arg-type]
+        ttl = cache_models.get(provider, model).longest_ttl()
         if size > split_bytes and ttl is not None:
             pieces = np.split(idx, np.flatnonzero(np.diff(t0[idx]) > ttl) + 1)
             parts += [(f"{hexkey}#{m}", piece) for m, piece in enumerate(pieces)]
@@ -227,16 +228,19 @@ def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_
         at = np.where(has, before, 0)
         sessions, local = np.unique(session[idx], return_inverse=True)
         first = int(idx[0])
-        batches[i].append((pid, str(rows.names[rows.provider[first]]), str(rows.names[rows.model[first]]),
-                           PartitionRows(rows.keys[key[first]], str(rows.names[rows.provider[first]]),
-                                         str(rows.names[rows.model[first]]), [rows.names[s] for s in sessions],
-                                         _column("d", time[idx]), _column("i", file[idx]),
-                                         _column("q", offset[idx]), _column("q", length[idx]),
-                                         _column("q", np.frombuffer(rows.line, dtype=np.int64)[idx]),
-                                         _column("i", local), _column("i", np.where(has, file[at], -1)),
-                                         _column("q", np.where(has, offset[at], 0)),
-                                         (has & (part_no[at] == p)).tobytes(), cross[idx].tobytes())))
+        provider, model = _names(rows, first)
+        batches[i].append((pid, provider, model, PartitionRows(
+            key=rows.keys[key[first]], provider=provider, model=model, sessions=[rows.names[s] for s in sessions],
+            time=_column("d", time[idx]), file=_column("i", file[idx]), offset=_column("q", offset[idx]),
+            length=_column("q", length[idx]), line=_column("q", line[idx]), session=_column("i", local),
+            pred_file=_column("i", np.where(has, file[at], -1)), pred_offset=_column("q", np.where(has, offset[at], 0)),
+            pred_same=(has & (part_no[at] == p)).tobytes(), cross=cross[idx].tobytes())))
     return [Task(names, labels, b, max_line, prices=table) for b in batches if b]
+
+
+def _names(rows: Rows, i: int) -> tuple[str, str]:
+    """The provider and model of row ``i``."""
+    return str(rows.names[rows.provider[i]]), str(rows.names[rows.model[i]])
 
 
 _DTYPES = {"i": "int32", "q": "int64", "d": "float64"}
