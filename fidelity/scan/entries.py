@@ -114,7 +114,7 @@ class Rows:
     def models(self) -> set[tuple[str, str]]:
         """The distinct ``(provider, model)`` pairs."""
         names = self.names
-        return {(names[p], names[m]) for p, m in set(zip(self.provider, self.model))}  # type: ignore[misc]
+        return {(str(names[p]), str(names[m])) for p, m in set(zip(self.provider, self.model))}
 
 
 @dataclass
