@@ -79,7 +79,7 @@ __all__ = ["PrefixStore"]
 
 _ITEM = 8  # bytes per packed token id (array('q'))
 _NEG_INF = float("-inf")
-#: children of one node past which the filters run in C
+#: children of one node past which it keeps them sorted by their bytes
 _MANY = 16
 _BLOCK = itemgetter(1)
 #: the hash full blocks are keyed by (a module attribute, so that a test can
@@ -200,7 +200,7 @@ class PrefixStore:
             return 0
         u = self.unit * _ITEM
         rid = self._stamp[s]
-        rec = self._data[rid] if self._keep is None else self._record(rid)
+        rec = self._record(rid)
         assert rec is not None
         return _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, min(len(nodes) - self._leafy[s], nfull - i), u)
 
@@ -233,7 +233,7 @@ class PrefixStore:
                 extra, best_seg = self._sorted_match(node, rest_b, best_seg, now if check else None)
             else:
                 seg_of, firsts = self._seg, self._first
-                first = int.from_bytes(rest_b[:_ITEM], "little", signed=True)
+                first = _first_id(rest_b)
                 for c in kids:
                     if firsts[c] != first:  # shares no token: the usual sibling
                         continue
@@ -285,7 +285,7 @@ class PrefixStore:
     def _order(self, node: int) -> tuple[list[bytes], list[int]]:
         """The children of ``node`` sorted by their bytes (their block, full
         or partial), as two parallel lists: made on first use, then kept in
-        step by :meth:`_adopt` and :meth:`_drop`."""
+        step by :meth:`_adopt` and :meth:`_unlink`."""
         got = self._sorted.get(node)
         if got is None:
             pairs = sorted((self._block(c), c) for c in self._kids[node])
@@ -320,10 +320,10 @@ class PrefixStore:
         if type(held) is bytes:
             return held
         rid = self._stamp[self._seg[v]]
-        rec = self._data[rid] if self._keep is None else self._record(rid)
+        rec = self._record(rid)
         u = self.unit * _ITEM
         at = (self._depth[v] - 1) * u
-        return memoryview(rec).cast("B")[at : at + u].tobytes()  # type: ignore[arg-type]
+        return memoryview(rec).cast("B")[at : at + u].tobytes()
 
     def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
         """The longest live common prefix of ``tokens`` (``array('q')``,
@@ -400,6 +400,8 @@ class PrefixStore:
         """The bytes of request ``rid`` (read back from the file if they
         went there), now the most recently used."""
         rec = self._data[rid]
+        if self._keep is None:  # all in memory
+            return rec
         if rec is None:
             at = self._at.get(rid)
             if at is None:
@@ -430,7 +432,7 @@ class PrefixStore:
         nid = len(self._kids)
         self._kids.append([])
         self._key.append((parent, block))
-        self._first.append(int.from_bytes(block[:_ITEM], "little", signed=True))
+        self._first.append(_first_id(block))
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._adopt(parent, nid, block)
@@ -452,7 +454,7 @@ class PrefixStore:
         else:
             self._children.update(zip(pairs, ids))
         self._key += pairs
-        self._first.extend([int.from_bytes(b[:_ITEM], "little", signed=True) for b in blocks])
+        self._first.extend(map(_first_id, blocks))
         self._kids += [[j] for j in ids[1:]]
         self._kids.append([])
         self._adopt(parent, first, blocks[0])
@@ -543,12 +545,8 @@ class PrefixStore:
         key, u = self._key, self.unit * _ITEM
         for c in [c for c in kids if type(key[c][1]) is bytes and len(key[c][1]) < u and block.startswith(key[c][1])]:
             s = self._seg[c]
-            if self._nodes[s] != [c]:  # (a leaf under the node a walk ended at is a segment of its own)
-                continue
-            self._nodes[s] = []
-            self._ver[s] += 1  # its queue entry is void
-            self._leafy[s] = False
-            self._unlink(c)
+            if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
+                self._drop(s, 1)
 
     def _unlink(self, v: int) -> None:
         """Take node ``v`` out of the trie: out of its dict, its parent's
@@ -649,6 +647,11 @@ def _agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int
         else:
             hi = mid - 1
     return lo
+
+
+def _first_id(block: bytes) -> int:
+    """The first token id of packed ids (what :attr:`PrefixStore._first` holds)."""
+    return int.from_bytes(block[:_ITEM], "little", signed=True)
 
 
 def _common_tokens(a: bytes, b: bytes) -> int:

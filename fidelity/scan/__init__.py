@@ -183,8 +183,9 @@ def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_
     line = np.frombuffer(rows.line, dtype=np.int64)
     rank = np.empty(len(rows.keys), dtype=np.int64)
     rank[sorted(range(len(rows.keys)), key=rows.keys.__getitem__)] = np.arange(len(rows.keys))
-    order = np.lexsort((offset, file, t0, rank[key]))
-    cuts = np.flatnonzero(np.diff(rank[key][order])) + 1
+    key_rank = rank[key]
+    order = np.lexsort((offset, file, t0, key_rank))
+    cuts = np.flatnonzero(np.diff(key_rank[order])) + 1
     parts: list[tuple[str, Any]] = []  # (partition id, its rows in time order)
     for idx in np.split(order, cuts):
         first = int(idx[0])
