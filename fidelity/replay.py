@@ -54,10 +54,10 @@ from . import providers, wire
 from .cache._base import as_token_array
 from .cache.prompts import CachePrompt, cache_prompt
 from .cache.simulator import Prediction, Simulator, Usage
-from .capture import usage as capture_usage
 from .errors import FidelityError, InputError, UnknownName
 from .jsonio import read_bytes
 from .server_side import uses_server_tools
+from .traffic import usage as capture_usage
 
 __all__ = [
     "Exchange",

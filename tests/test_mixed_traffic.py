@@ -20,9 +20,9 @@ from fidelity.capture import snapshot
 from fidelity.capture.classify import classify
 from fidelity.capture.importers import import_file, write_imported
 from fidelity.capture.redact import is_placeholder
-from fidelity.capture.usage import decode_body, from_response
 from fidelity.cli import main as cli_main
 from fidelity.errors import InputError
+from fidelity.traffic.usage import decode_body, from_response
 from fidelity.wire.evidence import detect_request
 
 ANTHROPIC_BODY = {"max_tokens": 100, "messages": [{"role": "user", "content": [

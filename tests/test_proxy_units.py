@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from fidelity.errors import InputError
 from fidelity.proxy.parent import ParentIndex, Seen, view_digests
 from fidelity.proxy.script import RequestView, parse_script
-from fidelity.proxy.sse_usage import Decoder, UsageReader
+from fidelity.traffic.usage import Decoder, StreamReader, from_response
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = REPO / "fixtures" / "harness"
@@ -45,19 +45,21 @@ GEMINI_SSE = (
     b'data: {"candidates":[],"usageMetadata":{"promptTokenCount":900,"cachedContentTokenCount":512,'
     b'"candidatesTokenCount":7}}\r\n\r\n'
 )
-EXPECTED = {ANTHROPIC_SSE: ("anthropic", 4112, 4000, 42), CHAT_SSE: ("openai-chat", 2000, 1920, 3),
-            RESPONSES_SSE: ("openai-responses", 3000, 2048, 5), GEMINI_SSE: ("gemini", 900, 512, 7)}
+EXPECTED = {ANTHROPIC_SSE: (4112, 4000, 42), CHAT_SSE: (2000, 1920, 3),
+            RESPONSES_SSE: (3000, 2048, 5), GEMINI_SSE: (900, 512, 7)}
 
 
 def _read(stream: bytes, cuts: list[int]) -> tuple:
-    r = UsageReader(stream=True)
+    r = StreamReader(stream=True)
     last = 0
     for c in sorted(set(cuts)):
         r.feed(stream[last:c])
         last = c
     r.feed(stream[last:])
     u = r.close()
-    return (u.format, u.prompt, u.cached, u.output)
+    # the streaming reader and the whole-body reader are one parser: same figures
+    assert u == from_response(None, "text/event-stream", stream)
+    return (u["prompt"], u["cache_read"], u["output"])
 
 
 @pytest.mark.parametrize("stream", list(EXPECTED), ids=["anthropic", "chat", "responses", "gemini"])
@@ -72,23 +74,23 @@ def test_usage_does_not_depend_on_chunking(stream, cuts):
 
 
 def test_oversized_event_is_dropped_not_buffered():
-    r = UsageReader(stream=True, max_event=1000)
+    r = StreamReader(stream=True, max_event=1000)
     r.feed(b"data: " + b"x" * 5000)  # no newline yet: the buffer must not grow past the cap
     assert len(r._buf) <= 1000 + 5000
     r.feed(b"x" * 100_000)
     assert len(r._buf) <= 100_000
     r.feed(b"\n\n" + CHAT_SSE)
-    assert r.close().cached == 1920
+    assert r.close()["cache_read"] == 1920
 
 
 def test_gzip_reply_decoded_for_usage():
     body = orjson.dumps({"usage": {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 0}}})
     d = Decoder("gzip")
-    r = UsageReader(stream=False)
+    r = StreamReader(stream=False)
     data = gzip.compress(body)
     for i in range(0, len(data), 5):
         r.feed(d.feed(data[i : i + 5]))
-    assert r.close().prompt == 10
+    assert r.close()["prompt"] == 10
     assert not Decoder("br").ok and Decoder("br").feed(b"x") == b""
 
 
@@ -130,14 +132,14 @@ def test_usage_matches_recorded_real_traffic(shared_real):
             # pydantic-ai keeps a parsed body: re-encode it (usage reading needs values, not bytes)
             body = _cassette_body(resp["body"]) if "body" in resp else orjson.dumps(resp["parsed_body"])
             ctype = " ".join(v for k, vs in resp["headers"].items() if k.lower() == "content-type" for v in vs)
-        reader = UsageReader(stream="text/event-stream" in ctype)
+        reader = StreamReader(stream="text/event-stream" in ctype)
         for i in range(0, len(body), 7):
             reader.feed(body[i : i + 7])
         usage = reader.close()
         checked += 1
         if usage is None:  # a reply without a usage object (count_tokens): nothing cached to report
             agree += not row["cache_read"] and b'"usage' not in body
-        elif (usage.cached or 0) == (row["cache_read"] or 0):
+        elif (usage["cache_read"] or 0) == (row["cache_read"] or 0):
             agree += 1
     assert checked >= 100
     assert agree == checked, f"{agree}/{checked} recorded replies agree"

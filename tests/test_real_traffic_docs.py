@@ -19,7 +19,7 @@ def test_real_traffic_doc_examples_run() -> None:
 
 
 @pytest.mark.parametrize("name", ["fidelity.wire.layout", "fidelity.wire.evidence", "fidelity.capture.classify",
-                                  "fidelity.capture.usage", "fidelity.providers"])
+                                  "fidelity.traffic.usage", "fidelity.providers"])
 def test_module_doctests(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 1 and result.failed == 0

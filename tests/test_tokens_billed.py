@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity import tokens, wire
-from fidelity.capture.usage import from_response
 from fidelity.tokens import media
 from fidelity.tokens._pieces import Media
 from fidelity.tokens.billed import count_prompt, media_ids, segment_ids
 from fidelity.tokens.framing_openai import render_tools
+from fidelity.traffic.usage import from_response
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real"
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,7 +38,7 @@ Metadata members, in this order:
                     ``null`` when the source does not say
 ``usage``           (optional) what the response reported: ``{"prompt", "cache_read",
                     "cache_write", "output", "source": "json" | "sse"}``
-                    (:func:`fidelity.capture.usage.from_response`); ``null`` when
+                    (:func:`fidelity.traffic.usage.from_response`); ``null`` when
                     the response reported none
 ``parent``          (optional) file name of the request this one forked from;
                     ``null`` marks a root that pairs with nothing

@@ -17,8 +17,7 @@ from __future__ import annotations
 from .parent import ParentIndex, Verdict, judge
 from .script import Script, load_script, parse_script
 from .server import RecordingProxy, serve
-from .sse_usage import Usage, UsageReader
 from .upstream import ScriptedUpstream
 
 __all__ = ["RecordingProxy", "serve", "ScriptedUpstream", "Script", "load_script", "parse_script",
-           "ParentIndex", "Verdict", "judge", "Usage", "UsageReader"]
+           "ParentIndex", "Verdict", "judge"]

@@ -41,10 +41,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import FidelityError
+from ..traffic.usage import Decoder, StreamReader
 from . import _store
 from ._listen import listen
 from .parent import ParentIndex, Seen, judge, view_digests
-from .sse_usage import Decoder, Usage, UsageReader
 
 __all__ = ["RecordingProxy", "ProxyError", "serve", "HOP_BY_HOP"]
 
@@ -202,13 +202,13 @@ class RecordingProxy:
 
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != "host"]
         response_meta: dict[str, Any] = {}
-        reader: UsageReader | None = None
+        reader: StreamReader | None = None
         resp_out: Any = None
         try:
             async with self._session.request(request.method, target, headers=headers, data=body or None,
                                              allow_redirects=False) as up:
                 stream = _is_stream(up.headers.get("Content-Type"))
-                reader = UsageReader(stream=stream)
+                reader = StreamReader(stream=stream)
                 decoder = Decoder(up.headers.get("Content-Encoding"))
                 resp_out = web.StreamResponse(status=up.status, reason=up.reason)
                 for k, v in up.headers.items():
@@ -231,7 +231,7 @@ class RecordingProxy:
         finally:
             usage = reader.close() if reader is not None else None
             if usage is not None:
-                response_meta["usage"] = usage.to_json()
+                response_meta["usage"] = usage
             response_meta["elapsed_s"] = round(time.monotonic() - started, 3)
             if snap is not None:
                 fut = asyncio.get_running_loop().run_in_executor(
@@ -245,7 +245,7 @@ class RecordingProxy:
         return resp_out
 
     def _finish(self, snap: Any, response: dict[str, Any], seen: Seen | None, parent: Seen | None,
-                usage: Usage | None, target: str) -> None:
+                usage: dict[str, Any] | None, target: str) -> None:
         """Write the snapshot, then print its line (worker thread)."""
         try:
             path = _store.write_snapshot(self.out, snap, self.redactor, response)
@@ -258,9 +258,9 @@ class RecordingProxy:
         self.line(text)
 
     def _summary(self, snap: Any, response: dict[str, Any], seen: Seen | None, parent: Seen | None,
-                 usage: Usage | None, target: str, path: Path) -> str:
+                 usage: dict[str, Any] | None, target: str, path: Path) -> str:
         head = f"#{snap.seq:04d} {snap.provider or '?'} {snap.model or '?'} {response.get('status', 'ERR')}"
-        reported = "?" if usage is None or usage.cached is None else f"{usage.cached:,}"
+        reported = "?" if usage is None or usage.get("cache_read") is None else f"{usage['cache_read']:,}"
         if "error" in response:
             head += f" [{response['error']}]"
         if seen is None:

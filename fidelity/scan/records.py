@@ -39,9 +39,9 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import providers, wire
-from ..capture.usage import http_status
 from ..errors import FidelityError, InputError
-from . import usage as _usage
+from ..traffic import usage as _usage
+from ..traffic.usage import http_status
 
 __all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "endpoint_of", "MAX_LINE"]
 
@@ -205,7 +205,8 @@ def parse_record(line: bytes) -> Record:
         if isinstance(resp, dict):  # claude-trace keeps a stream as body_raw
             rbody = resp["body"] if resp.get("body") is not None else resp.get("body_raw", resp)
         if isinstance(rbody, dict):
-            used = _usage.from_usage_object(rbody, "log")
+            found = _usage.usage_of(rbody)
+            used = {**found, "source": "log"} if found else None
         elif isinstance(rbody, str):
             used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
     session = obj.get("session")

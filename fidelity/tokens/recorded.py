@@ -36,9 +36,9 @@ from typing import Any
 
 import orjson
 
-from ..capture.usage import from_response
 from ..errors import InputError
 from ..jsonio import read_bytes
+from ..traffic.usage import from_response
 
 __all__ = ["RecordedRequest", "iter_recorded", "read_file"]
 

@@ -17,7 +17,7 @@ the body, a HAR entry whose body size disagrees with its text...).
 Any of them may be gzipped (``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``).
 Requests that are not model generation requests (embeddings, uploads,
 telemetry...) are skipped and counted by reason (:mod:`fidelity.capture.classify`);
-each snapshot keeps the usage its response reported (:mod:`fidelity.capture.usage`).
+each snapshot keeps the usage its response reported (:mod:`fidelity.traffic.usage`).
 
 ``python -m fidelity.importers SOURCE OUTDIR [--kind KIND]`` writes the
 snapshots into ``OUTDIR``; :func:`import_file` and :func:`write_imported`

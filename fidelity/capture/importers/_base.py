@@ -54,7 +54,7 @@ class Imported:
         usage: Any = None,
     ) -> Snapshot:
         """Redact and append one request; ``where`` locates it in the source.
-        ``time`` (ISO 8601 UTC) and ``usage`` (:mod:`fidelity.capture.usage`)
+        ``time`` (ISO 8601 UTC) and ``usage`` (:mod:`fidelity.traffic.usage`)
         go into the snapshot metadata, ``null`` when unknown."""
         kwargs: dict[str, Any] = {"time": time, "usage": usage}
         if has_parent:
@@ -169,10 +169,10 @@ def header(headers: Any, name: str) -> str | None:
 
 
 def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, Any] | None:
-    """The usage a recorded response reported (:func:`fidelity.capture.usage.from_response`),
+    """The usage a recorded response reported (:func:`fidelity.traffic.usage.from_response`),
     its body decoded from the recorded ``Content-Encoding`` first; ``None``
     when it reported none or cannot be read."""
-    from ..usage import decode_body, from_response
+    from ...traffic.usage import decode_body, from_response
 
     if isinstance(body, str):
         body = body.encode("utf-8", "surrogatepass")
@@ -219,8 +219,8 @@ def request_body(body: bytes, encoding: str | None, method: str, url: str | None
     """A recorded request body ready to snapshot: decoded when it was sent
     with a Content-Encoding (a note says so), and ``(None, reason)`` when it
     is unreadable or not a generation request (:mod:`fidelity.capture.classify`)."""
+    from ...traffic.usage import decode_body
     from ..classify import classify
-    from ..usage import decode_body
 
     if encoding and encoding.strip().lower() not in ("identity", ""):
         try:

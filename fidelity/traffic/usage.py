@@ -37,6 +37,9 @@ Where each figure comes from (the providers' API references):
   ``cachedContentTokenCount``, ``candidatesTokenCount`` plus
   ``thoughtsTokenCount``; in a stream, the last chunk that carries it.
   https://ai.google.dev/api/generate-content#UsageMetadata
+* Groq: the Chat Completions figures, in a stream under the final chunk's
+  ``x_groq.usage`` instead of ``usage``.
+  https://console.groq.com/docs/api-reference#chat-create
 * Bedrock Converse: ``usage.inputTokens``, ``cacheReadInputTokens``,
   ``cacheWriteInputTokens``, ``outputTokens``; like Anthropic the prompt is
   the sum of the three input figures.
@@ -58,9 +61,11 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["from_response", "decode_body", "usage_of", "http_status", "Usage"]
+__all__ = ["from_response", "decode_body", "usage_of", "http_status", "normalise", "Decoder", "StreamReader",
+           "FIELDS"]
 
-Usage = dict  # {"prompt", "cache_read", "cache_write", "output", "source"}
+#: the members of the usage convention besides ``source``
+FIELDS = ("prompt", "cache_read", "cache_write", "output")
 
 
 def http_status(value: Any) -> int | None:
@@ -92,6 +97,11 @@ def usage_of(obj: Any) -> dict[str, int | None] | None:
     if obj.get("type") in ("response.completed", "response.done", "response.incomplete") \
             and isinstance(obj.get("response"), dict):
         return usage_of(obj["response"])
+    if obj.get("type") == "message_delta" and isinstance(obj.get("usage"), dict):
+        return usage_of({"usage": obj["usage"]})
+    groq = obj.get("x_groq")
+    if not isinstance(obj.get("usage"), dict) and isinstance(groq, dict) and isinstance(groq.get("usage"), dict):
+        return usage_of({"usage": groq["usage"]})
     meta = obj.get("usageMetadata")
     if isinstance(meta, dict):
         output = _sum(_int(meta.get("candidatesTokenCount")), _int(meta.get("thoughtsTokenCount")))
@@ -265,13 +275,143 @@ def from_response(dialect_or_provider: str | None, content_type: str | None, bod
     found = None
     for event in _events(body):
         u = usage_of(event)
-        if u is None and isinstance(event, dict) and isinstance(event.get("usage"), dict) \
-                and event.get("type") == "message_delta":
-            u = usage_of({"usage": event["usage"]})
         if u is not None:
             found = _merge(found, u)
-    if found is None:
-        return None
-    if found.get("prompt") is None and found.get("cache_read") is None:
+    return _final(found)
+
+
+def _final(found: dict[str, int | None] | None) -> dict[str, Any] | None:
+    if found is None or (found.get("prompt") is None and found.get("cache_read") is None):
         return None
     return {**found, "source": "sse"}
+
+
+def normalise(value: Any, source: str = "log") -> dict[str, Any] | None:
+    """A logged or stored ``usage`` member in the convention: the
+    convention's dict (kept), the proxy's earlier ``{"format",
+    "prompt_tokens", ..., "raw"}`` (read from ``raw``), or a provider's own
+    usage object (read as :func:`usage_of` reads it); ``None`` when it
+    holds no prompt figure."""
+    if not isinstance(value, dict):
+        return None
+    if "prompt" in value or "cache_read" in value:
+        out: dict[str, Any] = {k: _int(value.get(k)) for k in FIELDS}
+        out["source"] = value["source"] if isinstance(value.get("source"), str) else source
+    else:
+        raw = value.get("raw") if isinstance(value.get("raw"), dict) and "format" in value else value
+        found = usage_of({"usage": raw}) or usage_of(raw) or usage_of({"usageMetadata": raw})
+        if found is None:
+            return None
+        out = {**found, "source": source}
+    return out if out["prompt"] is not None else None
+
+
+class Decoder:
+    """Incremental ``Content-Encoding`` decoder for :class:`StreamReader`
+    (the proxy forwards the encoded bytes untouched). ``gzip`` and
+    ``deflate`` are decoded; any other coding (``br``, ``zstd``) turns usage
+    reading off."""
+
+    def __init__(self, encoding: str | None) -> None:
+        enc = (encoding or "identity").strip().lower()
+        self.ok = enc in ("", "identity", "gzip", "x-gzip", "deflate")
+        self._z = zlib.decompressobj(47) if enc in ("gzip", "x-gzip", "deflate") else None
+
+    def feed(self, data: bytes) -> bytes:
+        if not self.ok:
+            return b""
+        if self._z is None:
+            return data
+        try:
+            return self._z.decompress(data)
+        except zlib.error:
+            self.ok = False
+            return b""
+
+
+class StreamReader:
+    """:func:`from_response` for a reply read as it passes, in bounded
+    memory: fed the (decoded) bytes chunk by chunk, it keeps at most one
+    event (``max_event`` bytes) of a stream and at most ``max_body`` bytes
+    of a JSON reply. ``stream``: the reply is SSE; else a JSON body (or a
+    JSON array of chunks, Gemini's non-SSE stream). Each event is read by
+    :func:`usage_of`, as :func:`from_response` reads it."""
+
+    def __init__(self, *, stream: bool, max_event: int = 1 << 20, max_body: int = 32 << 20) -> None:
+        self.stream = stream
+        self.max_event = max_event
+        self.max_body = max_body
+        self.events = 0
+        self._found: dict[str, int | None] | None = None
+        self._buf = bytearray()
+        self._data = bytearray()
+        self._skipping = False
+        self._overflow = False
+
+    def feed(self, data: bytes) -> None:
+        if not self.stream:
+            if len(self._buf) + len(data) > self.max_body:
+                self._overflow = True
+                self._buf.clear()
+            if not self._overflow:
+                self._buf += data
+            return
+        self._buf += data
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl < 0:
+                if len(self._buf) > self.max_event:  # a huge line: drop it, keep reading after it
+                    self._buf.clear()
+                    self._skipping = True
+                return
+            line = bytes(self._buf[:nl]).rstrip(b"\r")
+            del self._buf[: nl + 1]
+            if self._skipping:
+                self._skipping = False
+                self._data.clear()
+                continue
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        if not line:
+            self._dispatch()
+        elif line.startswith(b"data:"):
+            chunk = line[5:]
+            if chunk.startswith(b" "):
+                chunk = chunk[1:]
+            if len(self._data) + len(chunk) <= self.max_event:
+                if self._data:
+                    self._data += b"\n"
+                self._data += chunk
+            else:
+                self._data.clear()
+
+    def _dispatch(self) -> None:
+        if not self._data:
+            return
+        data = bytes(self._data)
+        self._data.clear()
+        self.events += 1
+        if data.strip() == b"[DONE]":
+            return
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            return
+        u = usage_of(obj)
+        if u is not None:
+            self._found = _merge(self._found, u)
+
+    def close(self) -> dict[str, Any] | None:
+        """The usage in the convention (``None`` when the reply reported none)."""
+        if self.stream:
+            if self._buf and not self._skipping:
+                self._line(bytes(self._buf).rstrip(b"\r"))
+            self._buf.clear()
+            self._dispatch()
+            return _final(self._found)
+        if self._overflow or not self._buf:
+            return None
+        body = bytes(self._buf)
+        self._buf.clear()
+        return from_response(None, "application/json", body)
