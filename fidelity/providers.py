@@ -283,6 +283,9 @@ register(Provider(
     dialects=("gemini",),
     aliases=("google", "vertex_ai", "vertex_ai-language-models", "vertex", "google-genai"),
     routes=(
+        # Gemini's OpenAI-compatible endpoint: a Chat Completions body, Gemini's
+        # model, tokens and cache (https://ai.google.dev/gemini-api/docs/openai)
+        Route("generativelanguage.googleapis.com", "openai-chat", "/openai/"),
         Route("generativelanguage.googleapis.com", "gemini", model=_GEMINI_MODEL),
         Route("aiplatform.googleapis.com", "gemini", model=_GEMINI_MODEL),
     ),

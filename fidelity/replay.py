@@ -41,12 +41,9 @@ The JSON form (``fidelity replay --json``) is documented in
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +52,10 @@ from .cache._base import as_token_array
 from .cache.prompts import CachePrompt, cache_prompt
 from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
-from .jsonio import read_bytes
 from .server_side import uses_server_tools
-from .traffic import usage as capture_usage
+from .traffic import sources
+from .traffic.exchange import Exchange
+from .traffic.usage import from_response
 
 __all__ = [
     "Exchange",
@@ -72,9 +70,6 @@ __all__ = [
 ]
 
 SCHEMA = "fidelity.replay/1"
-
-#: the one reader of what a response reported (the shared snapshot convention)
-from_response = capture_usage.from_response
 
 
 def _family(dialect_or_provider: str | None) -> str | None:
@@ -91,260 +86,9 @@ def _family(dialect_or_provider: str | None) -> str | None:
 
 # --------------------------------------------------------------------------- recordings
 
-
-@dataclass(frozen=True)
-class Exchange:
-    """One recorded request and the usage its response reported."""
-
-    source: str
-    index: int
-    body: bytes
-    url: str | None = None
-    dialect: str | None = None
-    model: str | None = None
-    time: float | None = None
-    usage: Mapping[str, Any] | None = None
-    output: tuple[int, ...] = ()
-    #: a request the simulator cannot take (unknown provider...): why
-    skip: str | None = None
-
-
-def _http_date(value: Any) -> float | None:
-    if isinstance(value, list):
-        value = value[0] if value else None
-    if not isinstance(value, str):
-        return None
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-def _iso(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) / (1000.0 if value > 1e11 else 1.0)
-    if not isinstance(value, str):
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
-
-
-def _route(url: str | None, body: bytes) -> tuple[str | None, str | None]:
-    """(dialect, reason to skip) from the URL, strongest evidence first."""
-    if url:
-        ep = providers.from_url(url)
-        if ep is not None:
-            return ep.dialect, None
-        return None, f"no cache model for {url.split('?')[0]} (not a known provider endpoint)"
-    try:
-        return wire.detect(json.loads(body)).name, None
-    except (FidelityError, ValueError):
-        return None, "cannot tell the provider of this body"
-
-
-def _header(headers: Any, name: str) -> Any:
-    if isinstance(headers, dict):
-        for k, v in headers.items():
-            if str(k).lower() == name:
-                return v
-    if isinstance(headers, list):
-        for h in headers:
-            if isinstance(h, dict) and str(h.get("name", "")).lower() == name:
-                return h.get("value")
-    return None
-
-
-def _text(value: Any) -> bytes | None:
-    if isinstance(value, dict) and "string" in value:
-        value = value["string"]
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass")
-    return None
-
-
-def _parsed(value: Any) -> bytes | None:
-    """pydantic-ai cassettes keep ``parsed_body`` (keys sorted): not the
-    wire bytes, but the same content for token counts."""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return None
-
-
-def _exchange(source: str, index: int, url: str | None, body: bytes, resp_headers: Any, resp_body: bytes | None,
-              time: float | None, status: Any = None) -> Exchange:
-    dialect, skip = _route(url, body)
-    code = capture_usage.http_status(status)
-    if code is not None and code >= 400:
-        # refused (a 429, a 400) or failed: it read and wrote nothing a recording shows (as in fidelity scan)
-        skip = f"failed request (HTTP {code}): not simulated"
-    usage = None
-    model = None
-    try:
-        obj = json.loads(body)
-        if isinstance(obj, dict) and isinstance(obj.get("model"), str):
-            model = obj["model"]
-    except ValueError:
-        skip = skip or "request body is not JSON"
-    if url and "/cachedContents" in url:
-        skip = "Gemini explicit context cache creation (not a generation request)"
-    elif b'"cachedContent"' in body:
-        skip = "reads a Gemini explicit context cache (cachedContent): not simulated"
-    if model is None and url and "/models/" in url:  # Gemini names the model in the path
-        model = url.split("/models/", 1)[1].split(":", 1)[0]
-    if dialect is not None and resp_body:
-        ctype = _header(resp_headers, "content-type")
-        if isinstance(ctype, list):
-            ctype = ctype[0] if ctype else None
-        usage = from_response(dialect, ctype if isinstance(ctype, str) else None, resp_body)
-    return Exchange(source, index, body, url, dialect, model, time, usage, skip=skip)
-
-
-def _cassette(path: Path) -> list[Exchange]:
-    from .capture.importers.cassette import _load
-
-    doc = _load(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
-        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
-    out: list[Exchange] = []
-    for i, inter in enumerate(doc["interactions"]):
-        req = inter.get("request") if isinstance(inter, dict) else None
-        resp = inter.get("response") if isinstance(inter, dict) else None
-        if not isinstance(req, dict):
-            continue
-        body = _text(req.get("body")) or _parsed(req.get("parsed_body"))
-        if not body or not body.lstrip().startswith(b"{"):
-            continue
-        rbody = (_text(resp.get("body")) or _parsed(resp.get("parsed_body"))) if isinstance(resp, dict) else None
-        rheaders = resp.get("headers") if isinstance(resp, dict) else None
-        out.append(_exchange(str(path), i, req.get("uri") if isinstance(req.get("uri"), str) else None, body,
-                             rheaders, rbody, _http_date(_header(rheaders, "date")),
-                             resp.get("status") if isinstance(resp, dict) else None))
-    return out
-
-
-def _har(path: Path) -> list[Exchange]:
-    from .jsonio import load
-
-    doc = load(path)
-    entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise InputError("not a HAR archive (no log.entries list)", path=path)
-    out = []
-    for i, e in enumerate(entries):
-        req = e.get("request") if isinstance(e, dict) else None
-        if not isinstance(req, dict) or not isinstance(req.get("postData"), dict):
-            continue
-        body = _text(req["postData"].get("text"))
-        if not body or not body.lstrip().startswith(b"{"):
-            continue
-        resp = e.get("response")
-        resp = resp if isinstance(resp, dict) else {}
-        content = resp.get("content")
-        content = content if isinstance(content, dict) else {}
-        rbody = _text(content.get("text"))
-        if rbody is not None and content.get("encoding") == "base64":
-            import base64
-
-            rbody = base64.b64decode(rbody)
-        headers = resp.get("headers") or [{"name": "content-type", "value": content.get("mimeType")}]
-        out.append(_exchange(str(path), i, req.get("url"), body, headers, rbody, _iso(e.get("startedDateTime")),
-                             resp.get("status")))
-    return out
-
-
-def _claude_trace(path: Path) -> list[Exchange]:
-    """claude-trace logs (https://github.com/badlogic/lemmy/tree/main/apps/claude-trace):
-    one JSON object per line, ``{"request": {"timestamp", "url", "body"},
-    "response": {"headers", "body" | "body_raw"}}``."""
-    out = []
-    for i, line in enumerate(read_bytes(path).splitlines()):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise InputError(f"line {i + 1} is not JSON", path=path) from None
-        req = rec.get("request") if isinstance(rec, dict) else None
-        resp = rec.get("response") if isinstance(rec, dict) else None
-        if not isinstance(req, dict) or not isinstance(req.get("body"), (dict, str)):
-            continue
-        body = req["body"] if isinstance(req["body"], str) else json.dumps(req["body"], separators=(",", ":"),
-                                                                        ensure_ascii=False)
-        rbody: bytes | None = None
-        rheaders = None
-        if isinstance(resp, dict):
-            rheaders = resp.get("headers")
-            raw = resp.get("body_raw")
-            if isinstance(raw, str):
-                rbody = raw.encode()
-            elif resp.get("body") is not None:
-                rbody = json.dumps(resp["body"]).encode()
-        out.append(_exchange(str(path), i, req.get("url"), body.encode("utf-8", "surrogatepass"), rheaders, rbody,
-                             _iso(req.get("timestamp")), resp.get("status_code") if isinstance(resp, dict) else None))
-    return out
-
-
-def _snapshot_folder(folder: Path) -> list[Exchange]:
-    from .capture import snapshot
-
-    out = []
-    for i, p in enumerate(snapshot.iter_folder(folder)):
-        body, snap = snapshot.load_body(p)
-        meta: dict[str, Any] = {}
-        if snap is not None:
-            with open(p, "rb") as fh:
-                meta = json.loads(fh.readline())
-        usage = meta.get("usage")
-        usage = usage if isinstance(usage, dict) else None
-        dialect = snap.provider if snap is not None else None
-        skip = None
-        if dialect is None:
-            dialect, skip = _route(snap.url if snap else None, body)
-        out.append(Exchange(str(p), i, body, snap.url if snap else None, dialect,
-                            snap.model if snap else None, _iso(meta.get("time")), usage, skip=skip))
-    return out
-
-
-def _is_cassette(path: Path) -> bool:
-    if path.suffix in (".yaml", ".yml"):
-        return True
-    if path.suffix == ".json":
-        with open(path, "rb") as fh:
-            return b'"interactions"' in fh.read(1 << 16)
-    return False
-
-
-def read_recordings(path: str | Path) -> list[list[Exchange]]:
-    """Every recording under ``path`` (a file, or a folder searched
-    recursively), each a list of exchanges in recorded order. A folder of
-    ``*.snapshot`` files is one recording."""
-    root = Path(path)
-    if not root.exists():
-        raise InputError("no such file or folder", path=root)
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    recordings: list[list[Exchange]] = []
-    snap_dirs = sorted({p.parent for p in files if p.suffix == ".snapshot"})
-    for d in snap_dirs:
-        recordings.append(_snapshot_folder(d))
-    for p in files:
-        if p.suffix == ".snapshot":
-            continue
-        if p.suffix == ".har":
-            recordings.append(_har(p))
-        elif p.suffix == ".jsonl" and not p.name.startswith("session"):
-            rec = _claude_trace(p)
-            if rec:
-                recordings.append(rec)
-        elif _is_cassette(p):
-            recordings.append(_cassette(p))
-    return [r for r in recordings if r]
+#: every recording under a path, each a list of exchanges in recorded order
+#: (one reader for every command: :mod:`fidelity.traffic.sources`)
+read_recordings = sources.read_all
 
 
 # --------------------------------------------------------------------------- replay
@@ -413,18 +157,15 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
     rows: dict[int, Row] = {}
     reported = [Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
                 for ex in exchanges]
-    # the provider whose cache the URL reaches, and whether it renders the body into its own template
-    endpoints = [providers.from_url(ex.url) if ex.url else None for ex in exchanges]
     for k, ex in enumerate(exchanges):
         rep = reported[k]
         if ex.skip or ex.dialect is None:
-            rows[k] = Row(ex.source, ex.index, None, ex.model, rep, None, note=ex.skip or "unknown provider")
+            rows[k] = Row(ex.source, ex.index, _family(ex.provider or ex.dialect), ex.model, rep, None,
+                          note=ex.skip or "unknown provider")
             continue
-        ep = endpoints[k]
         try:
             cp = cache_prompt(ex.body, dialect=ex.dialect, model=ex.model, time=ex.time, label=_label(ex),
-                              output=ex.output, path=ex.source, endpoint=ex.url,
-                              provider=ep.provider if ep is not None else None)
+                              output=ex.output, path=ex.source, endpoint=ex.url, provider=ex.provider)
         except FidelityError as exc:
             rows[k] = Row(ex.source, ex.index, _family(ex.dialect), ex.model, rep, None, note=str(exc))
             continue
@@ -452,9 +193,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
         warm = bool(rep.cache_read) and pred.cache_read == 0 and part not in seen_read
         if rep.cache_read:
             seen_read.add(part)
-        ep = endpoints[k]
-        apart = ("server tools" if uses_server_tools(ex.body)
-                 else "server template" if ep is not None and ep.server_prompt else None)
+        apart = ex.apart
         view = (as_token_array(cp.request.tokens).tobytes(), cp.request.key)
         views[cp.request.label] = view
         repeat = pred.parent is not None and views.get(pred.parent) == view
@@ -550,6 +289,7 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
             "warm_outside": sum(r.warm_outside for r in sim),
             "server_tools": sum(r.apart == "server tools" for r in sim),
             "server_template": sum(r.apart == "server template" for r in sim),
+            "server_state": sum(r.apart == "server state" for r in sim),
             # the same prompt sent again: a provider that reports no read on
             # some of these and a read on others caps every simulator's
             # agreement (docs/replay.md, "Repeats")

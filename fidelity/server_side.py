@@ -11,7 +11,14 @@ apart with the reason :func:`reason` gives.
   execution: https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview)
   and OpenAI Responses' hosted tools (https://platform.openai.com/docs/guides/tools)
   run a tool loop inside one request, sampling several times and caching as
-  they go, and the provider adds the tools' own definitions;
+  they go, and the provider adds the tools' own definitions; so do Gemini's
+  built-in tools (``googleSearch``, ``urlContext``, ``codeExecution``:
+  https://ai.google.dev/gemini-api/docs/url-context,
+  https://ai.google.dev/gemini-api/docs/google-search);
+* **provider tools**: tools the provider defines and the client runs
+  (Anthropic's ``computer``, ``bash``, ``text_editor``:
+  https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool),
+  whose definitions the provider expands into instructions the body does not hold;
 * **server template**: an endpoint that renders the body into an
   unpublished template (a route's ``server_prompt`` in :mod:`fidelity.providers`);
 * **server state**: ``previous_response_id`` / ``conversation`` (OpenAI
@@ -20,6 +27,8 @@ apart with the reason :func:`reason` gives.
   the provider.
 
 >>> reason({"tools": [{"type": "web_search_20250305", "name": "web_search"}]})
+'server tools'
+>>> reason({"contents": [], "tools": [{"urlContext": {}}]})
 'server tools'
 >>> reason({"model": "gpt-5", "previous_response_id": "resp_1", "input": "hi"})
 'server state'
@@ -35,11 +44,16 @@ from typing import Any
 __all__ = ["REASONS", "reason", "uses_server_tools", "has_marks"]
 
 #: the reasons :func:`reason` gives, in the order it checks them
-REASONS = ("server tools", "server template", "server state")
+REASONS = ("server tools", "provider tools", "server template", "server state")
 
 #: tool ``type`` prefixes of provider-run (server) tools (sources in the module docstring)
 _SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
                       "image_generation")
+#: Gemini tool members of built-in (server) tools, REST camelCase and SDK snake_case
+_GEMINI_SERVER_TOOLS = ("googleSearch", "google_search", "googleSearchRetrieval", "google_search_retrieval",
+                        "urlContext", "url_context", "codeExecution", "code_execution")
+#: tool ``type`` prefixes of provider-defined tools the client runs
+_PROVIDER_TOOL_TYPES = ("computer_", "bash_", "text_editor_", "memory_")
 #: content blocks / items that carry a server tool's call or result
 _SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
                       b'"file_search_call"', b'"image_generation_call"')
@@ -51,8 +65,15 @@ def _server_tool_in(body: Any) -> bool:
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return False
-    return any(isinstance(t, dict) and isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES)
-               for t in tools)
+    return any(isinstance(t, dict) and ((isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES))
+                                        or any(k in t for k in _GEMINI_SERVER_TOOLS)) for t in tools)
+
+
+def _provider_tool_in(body: Any) -> bool:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return isinstance(tools, list) and any(
+        isinstance(t, dict) and isinstance(t.get("type"), str) and t["type"].startswith(_PROVIDER_TOOL_TYPES)
+        for t in tools)
 
 
 def has_marks(raw: bytes, skip: tuple[int, int] = (0, 0)) -> bool:
@@ -88,6 +109,8 @@ def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: 
         marks = raw is not None and has_marks(raw)
     if marks or _server_tool_in(body):
         return "server tools"
+    if _provider_tool_in(body):
+        return "provider tools"
     if server_prompt:
         return "server template"
     if isinstance(body, dict) and any(body.get(k) for k in _STATE_MEMBERS):

@@ -121,4 +121,4 @@ def test_replay_skips_a_failed_request_too(tmp_path: Path) -> None:
     from fidelity.replay import read_recordings
 
     (exchanges,) = read_recordings(_cassette(tmp_path, (529, 200)))
-    assert [e.skip for e in exchanges] == ["failed request (HTTP 529): not simulated", None]
+    assert [e.skip for e in exchanges] == ["failed request (HTTP 529)", None]

@@ -11,6 +11,8 @@ with a count and a reason instead of failing or mislabelling them.
 'embeddings'
 >>> classify("POST", "https://api.openai.com/v1/chat/completions", {}, b'{"model":"m","messages":[]}').generation
 True
+>>> classify("POST", "https://router.huggingface.co/v1/chat/completions", {}, b'{"model":"m","messages":[]}').generation
+True
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ _HOSTS: tuple[tuple[str, str], ...] = (
     (r"(^|\.)(huggingface\.co|hf\.co)$", "model hub download"),
 )
 _GENERATION_KEYS = ("messages", "contents", "input", "prompt")
+_CHAT_PATH = re.compile(r"/(chat/completions|responses|messages)$")
 
 
 def body_kind(body: bytes) -> str:
@@ -91,7 +94,9 @@ def classify(method: str, url: str | None, headers: Mapping[str, Any] | Iterable
         except ValueError:
             pass
     for pattern, reason in _HOSTS:
-        if re.search(pattern, host):
+        # Hugging Face's inference router serves chat as an OpenAI-compatible API
+        # (https://huggingface.co/docs/inference-providers/index): not a download
+        if re.search(pattern, host) and not (host.startswith(("router.", "api-inference.")) and _CHAT_PATH.search(path)):
             return Classified(False, reason)
     ctype = _header(headers, "content-type").lower()
     if "multipart/" in ctype or body_kind(body) == "multipart":

@@ -55,9 +55,9 @@ def _meta(path: Path) -> dict[str, Any]:
 
 
 def _time(meta: dict[str, Any]) -> float | None:
-    from ..replay import _iso
+    from ..traffic.exchange import iso_seconds
 
-    return _iso(meta.get("time"))
+    return iso_seconds(meta.get("time"))
 
 
 def request_order(folder: str | Path) -> list[tuple[Path, dict[str, Any]]]:

@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from ..capture.snapshot import describe
 from ..errors import InputError, UnknownName
+from ..traffic.apart import decide
 from . import for_model as tokens_for_model
 from .billed import count_prompt
 from .recorded import RecordedRequest, iter_recorded
@@ -79,11 +79,13 @@ class CheckResult:
     rows: tuple[CheckRow, ...]
     groups: tuple[CheckGroup, ...]
     skipped: dict[str, int] = field(default_factory=dict)
+    #: provider -> reason -> requests set apart by the one rule (:mod:`fidelity.traffic.apart`)
+    apart: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self, *, rows: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": "fidelity.tokens-check/1",
                                "groups": [g.to_json() for g in self.groups],
-                               "skipped": dict(sorted(self.skipped.items()))}
+                               "skipped": dict(sorted(self.skipped.items())), "set_apart": self.apart}
         if rows:
             out["requests"] = [r.to_json() for r in self.rows]
         return out
@@ -97,28 +99,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def _skip_reason(obj: Any, dialect: str | None, url: str | None) -> str | None:
-    if dialect is None:
-        return "dialect not read by fidelity (Bedrock Converse...)"
-    if not isinstance(obj, dict):
-        return "body is not a JSON object"
-    if obj.get("previous_response_id") or obj.get("conversation"):
-        return "server-side state (previous_response_id / conversation)"
-    if obj.get("context_management"):
-        return "server-side state (context_management: compaction or clearing)"
-    if obj.get("cachedContent"):
-        return "server-side state (Gemini cachedContent)"
-    if "requests" in obj or (url and ("embed" in url)):
-        return "embeddings"
-    tools = obj.get("tools")
-    if isinstance(tools, list) and any(isinstance(t, dict) and t.get("type") not in (None, "function", "custom")
-                                       and "function" not in t and "functionDeclarations" not in t
-                                       and "name" not in t for t in tools):
-        return "built-in tools (hidden provider instructions)"
-    if isinstance(tools, list) and any(isinstance(t, dict) and isinstance(t.get("type"), str)
-                                       and t["type"].startswith(("web_search", "code_", "computer", "bash_", "text_editor"))
-                                       for t in tools):
-        return "built-in tools (hidden provider instructions)"
-    return None
+    """Why a request body is in no figure, by the one rule
+    (:func:`fidelity.traffic.apart.decide`)."""
+    skip, apart = decide(obj, orjson.dumps(obj) if obj is not None else b"", url, dialect)
+    return skip or apart
 
 
 def _provider_of(family: str | None, dialect: str, model: str) -> str:
@@ -131,13 +115,12 @@ def _provider_of(family: str | None, dialect: str, model: str) -> str:
 def check_records(records: Iterable[RecordedRequest]) -> CheckResult:
     rows: list[CheckRow] = []
     skipped: Counter[str] = Counter()
+    apart: Counter[tuple[str, str]] = Counter()
     for rec in records:
-        dialect, family, model = describe(rec.url, rec.body)
-        try:
-            obj = orjson.loads(rec.body)
-        except orjson.JSONDecodeError:
-            obj = None
-        reason = _skip_reason(obj, dialect, rec.url)
+        dialect, family, model = rec.dialect, rec.provider, rec.model
+        reason = rec.set_apart
+        if reason is not None:
+            apart[(family or dialect or "unknown", reason)] += 1
         if reason is None and not model:
             reason = "no model named"
         if reason is None and model and rec.response_model and "/" in rec.response_model and "/" not in model:
@@ -158,9 +141,16 @@ def check_records(records: Iterable[RecordedRequest]) -> CheckResult:
             skipped[f"not countable: {str(exc)[:60]}"] += 1
             continue
         rows.append(CheckRow(rec.path, rec.where, _provider_of(family, dialect, model), dialect, model, got.kind,
-                             int(rec.usage["prompt"]), got.tokens, got.estimated,
+                             int(rec.usage["prompt"]) if rec.usage else 0, got.tokens, got.estimated,
                              any(p.estimated for p in got.media)))
-    return CheckResult(tuple(rows), _groups(rows), dict(skipped))
+    return CheckResult(tuple(rows), _groups(rows), dict(skipped), _by_provider(apart))
+
+
+def _by_provider(apart: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (provider, reason), n in sorted(apart.items()):
+        out.setdefault(provider, {})[reason] = n
+    return out
 
 
 def _groups(rows: Sequence[CheckRow]) -> tuple[CheckGroup, ...]:

@@ -133,7 +133,7 @@ def samples(records: Iterable[RecordedRequest], base: str = "o200k_base") -> lis
                 elif isinstance(p, Media):
                     fixed += _measure(p, provider, model).tokens
         fixed += counts[DOC.id]
-        out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]), chars,
+        out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
                           proxy, tool_proxy))
     return out

@@ -43,7 +43,7 @@ from ...jsonio import MAX_DEPTH, depth, loads
 from ..classify import classify
 from ._base import Imported, iso_time, read_source, request_body, response_usage
 
-__all__ = ["read_cassette", "reserialised_by_vcrpy"]
+__all__ = ["read_cassette", "reserialised_by_vcrpy", "load_cassette"]
 
 _SDK_HINTS = ("openai/python", "anthropic/python", "x-stainless-lang")
 
@@ -217,3 +217,9 @@ def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:
         for v in vals if isinstance(vals, list) else [vals]:
             out.append((str(name), v.decode("latin-1") if isinstance(v, bytes) else str(v)))
     return out
+
+
+def load_cassette(path: str | Path) -> Any:
+    """The parsed document of a vcrpy cassette (YAML or JSON, possibly
+    gzipped), with the checks above; what :mod:`fidelity.traffic.sources` reads."""
+    return _load(path)

@@ -1,0 +1,118 @@
+"""The one rule for which recorded requests a command scores, and why the
+others are set apart.
+
+Every reader builds its :class:`~fidelity.traffic.exchange.Exchange` with
+:func:`exchange`, which routes the request (dialect, provider, model) and
+calls :func:`decide`; ``replay``, ``tokens-check``, ``scan`` and the survey
+then take the decision as it is. Two kinds of decision:
+
+* **skip** -- the simulator does not take the request: not a generation
+  call (embeddings, uploads, legacy ``/v1/completions``...:
+  :func:`fidelity.capture.classify.classify`), a failed request (HTTP 400 or
+  more: it read and wrote nothing), a body that is not JSON, a provider no
+  rule names;
+* **apart** -- simulated (what it writes is there for later requests) but
+  in no accuracy figure, because its billed prompt holds what the body does
+  not show (:func:`fidelity.server_side.reason`: server tools such as
+  Anthropic ``web_fetch`` or Gemini ``urlContext`` / ``googleSearch``, a
+  server template, server state).
+
+>>> exchange("x", 0, b'{"model":"gpt-4o","prompt":"hi"}', url="https://api.openai.com/v1/completions").skip
+'not a generation request: legacy completions (prompt) request'
+>>> exchange("x", 0, b'{"model":"gpt-4o","messages":[]}', url="https://api.openai.com/v1/chat/completions",
+...          status=429).skip
+'failed request (HTTP 429)'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from .. import providers, server_side, wire
+from ..capture.classify import classify
+from ..errors import FidelityError, UnknownName
+from .exchange import Exchange
+
+__all__ = ["exchange", "decide", "route", "endpoint_of"]
+
+_URL_CACHE: dict[str, Any] = {}
+_MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
+
+
+def endpoint_of(url: str) -> Any:
+    """:func:`fidelity.providers.from_url`, memoised (a log names few URLs)."""
+    hit = _URL_CACHE.get(url)
+    if hit is None and url not in _URL_CACHE:
+        hit = _URL_CACHE[url] = providers.from_url(url)
+        if len(_URL_CACHE) > 4096:
+            _URL_CACHE.clear()
+    return hit
+
+
+def route(obj: Any, url: str | None, hint: str | None = None) -> tuple[str | None, str | None, str | None]:
+    """``(dialect, provider, model)`` of a parsed request body, evidence
+    strongest first: a dialect the recording names (``hint``: snapshot
+    metadata, a log's ``provider``), the URL's route, the body's marks.
+    The provider is the one whose cache the URL reaches (DeepSeek's
+    ``/responses``, OpenRouter, Gemini's OpenAI-compatible endpoint), else
+    the dialect's. ``None`` where nothing tells."""
+    ep = endpoint_of(url) if url else None
+    dialect: str | None = None
+    if hint and hint in wire.names():
+        dialect = hint
+    elif ep is not None:
+        dialect = ep.dialect
+    else:
+        try:
+            dialect = wire.detect(obj).name
+        except FidelityError:
+            dialect = None
+    provider = ep.provider if ep is not None else None
+    if provider is None and dialect is not None:
+        try:
+            provider = providers.for_dialect(dialect).name
+        except UnknownName:
+            provider = None
+    model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
+    if model is None and url:
+        m = _MODEL_IN_URL.search(unquote(urlsplit(url).path))
+        model = m.group(1) if m else (ep.model if ep is not None else None)
+    return dialect, provider, model
+
+
+def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: int | None = None,
+           method: str = "POST", headers: Mapping[str, Any] | None = None) -> tuple[str | None, str | None]:
+    """``(skip, apart)``: why the request is not simulated, or why it is
+    simulated but left out of the figures (see the module docstring)."""
+    kind = classify(method, url, headers or {}, body, obj)
+    if not kind.generation:
+        return f"not a generation request: {kind.reason}", None
+    if status is not None and status >= 400:
+        return f"failed request (HTTP {status})", None
+    if dialect is None:
+        return "unknown provider (no URL route, no dialect recognises the body)", None
+    ep = endpoint_of(url) if url else None
+    return None, server_side.reason(obj, raw=body, server_prompt=ep.server_prompt if ep is not None else "")
+
+
+def exchange(source: str, index: int, body: bytes, *, url: str | None = None, time: float | None = None,
+             usage: Mapping[str, Any] | None = None, status: int | None = None, session: str | None = None,
+             where: str = "", hint: str | None = None, model: str | None = None, reserialised: bool = False,
+             response_model: str | None = None, method: str = "POST",
+             headers: Mapping[str, Any] | None = None) -> Exchange:
+    """An :class:`Exchange` routed and decided by the one rule. ``hint``:
+    the dialect the recording names; ``model``: the model it names where
+    the body does not."""
+    try:
+        obj = json.loads(body)  # the standard library's: it reads lone surrogates too
+    except (ValueError, RecursionError):
+        obj = None
+    dialect, provider, named = route(obj, url, hint) if obj is not None else (None, None, None)
+    skip, apart = decide(obj, body, url, dialect, status, method, headers)
+    return Exchange(source, index, body, url, dialect, named or model, time, usage, skip=skip, apart=apart,
+                    status=status, session=session, where=where, reserialised=reserialised,
+                    response_model=response_model, provider=provider)

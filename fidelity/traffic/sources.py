@@ -1,0 +1,329 @@
+"""Every recording format, read into :class:`~fidelity.traffic.exchange.Exchange`
+lists, and the one listing of what a folder holds.
+
+==============  ===============================================================
+``vcr``         vcrpy cassettes (YAML or JSON; raw ``body`` or pydantic-ai's
+                ``parsed_body``), read by the importer's loader
+``ruby-vcr``    Ruby VCR cassettes (``http_interactions``, :mod:`.rubyvcr`)
+``har``         HAR 1.2 (``request.postData.text``, ``response.content.text``)
+``jsonl``       JSON lines; claude-trace's ``{"request", "response"}`` lines
+                are recordings, other lines are request logs (``fidelity scan``)
+``snapshots``   a folder of request snapshots (usage in ``usage``, or the
+                proxy's ``response.usage``)
+``dsh``         DeepSeek Harness session logs (rebuilt by :mod:`fidelity.calibrate`)
+``parquet``     Parquet request logs (``fidelity scan``)
+==============  ===============================================================
+
+:func:`list_sources` says which of these a path holds (a folder is searched
+recursively; a folder with ``*.snapshot`` files is one ``snapshots``
+source); :func:`read` reads one. Readers never decide what a request is:
+they hand the facts to :func:`fidelity.traffic.apart.exchange`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._registry import Registry
+from ..errors import InputError
+from .apart import exchange
+from .exchange import Exchange, http_date_seconds, iso_seconds
+from .usage import decode_body, from_response, http_status, normalise
+
+__all__ = ["Source", "list_sources", "read", "read_all", "KINDS", "response_model"]
+
+#: kinds :func:`read` turns into exchanges (the others are read by their own commands' readers)
+KINDS = ("vcr", "ruby-vcr", "har", "jsonl", "snapshots")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One recording: its kind and path (a file, or a snapshot folder)."""
+
+    kind: str
+    path: Path
+
+
+def _name(path: Path) -> str:
+    name = path.name.lower()
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def _head(path: Path) -> bytes:
+    from ..capture.importers._base import read_source
+
+    if path.name.lower().endswith(".gz"):
+        try:
+            return read_source(path)[:4096]
+        except InputError:
+            return b""
+    with open(path, "rb") as fh:
+        return fh.read(4096)
+
+
+def kind_of(path: Path) -> str | None:
+    """The kind of one file (``None``: not a recording)."""
+    name = _name(path)
+    if name.endswith(".snapshot"):
+        return "snapshots"
+    if name.endswith(".har"):
+        return "har"
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith((".yaml", ".yml")):
+        from .rubyvcr import is_ruby_vcr
+
+        return "ruby-vcr" if is_ruby_vcr(_head(path)) else "vcr"
+    if name.endswith((".jsonl", ".ndjson", ".log")):
+        first = _head(path).split(b"\n", 1)[0]
+        if b'"parentSession"' in first or b'"type":"session"' in first.replace(b" ", b""):
+            return "dsh"
+        return "jsonl"
+    if name.endswith(".json"):
+        head = _head(path)
+        if b'"http_interactions"' in head:
+            return "ruby-vcr"
+        if b'"interactions"' in head:
+            return "vcr"
+        if b'"log"' in head[:200]:
+            return "har"
+    return None
+
+
+def list_sources(path: str | Path) -> list[Source]:
+    """The recordings under ``path`` (a file, or a folder searched
+    recursively, hidden files left out), in path order; each folder that
+    holds ``*.snapshot`` files is one ``snapshots`` source, listed first."""
+    root = Path(path)
+    if not root.exists():
+        raise InputError("no such file or folder", path=root)
+    if root.is_file():
+        kind = kind_of(root)
+        if kind == "snapshots":
+            return [Source("snapshots", root.parent)]
+        return [Source(kind or "unknown", root)]
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(root).parts))
+    snap_dirs = sorted({p.parent for p in files if p.suffix == ".snapshot"})
+    out = [Source("snapshots", d) for d in snap_dirs]
+    for p in files:
+        if p.suffix == ".snapshot":
+            continue
+        kind = kind_of(p)
+        if kind is not None and not (kind != "vcr" and p.suffix == ".json" and p.parent in snap_dirs):
+            out.append(Source(kind, p))
+    return out
+
+
+# -- readers ---------------------------------------------------------------------
+
+
+def _header(headers: Any, name: str) -> str | None:
+    items = headers.items() if isinstance(headers, dict) else (
+        ((h.get("name"), h.get("value")) for h in headers if isinstance(h, dict)) if isinstance(headers, list) else ())
+    for k, v in items:
+        if str(k).lower() == name:
+            if isinstance(v, (list, tuple)):
+                v = v[0] if v else None
+            if v is None:
+                return None
+            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
+    return None
+
+
+def _text(value: Any) -> bytes | None:
+    if isinstance(value, dict) and "string" in value:
+        value = value["string"]
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return None
+
+
+def _parsed(value: Any) -> bytes | None:
+    """pydantic-ai cassettes keep ``parsed_body`` (keys sorted): not the
+    wire bytes, but the same content for token counts."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return None
+
+
+def _decoded(body: bytes | None, headers: Any) -> bytes | None:
+    if not body:
+        return body
+    try:
+        return decode_body(body, _header(headers, "content-encoding"))
+    except InputError:  # a recorder that kept the decoded text beside the original header
+        return body
+
+
+def response_model(body: bytes | None) -> str | None:
+    """The ``model`` a response names first (JSON or SSE), if any."""
+    import re
+
+    m = re.search(rb'"model"\s*:\s*"([^"]{1,200})"', body[:65536]) if body else None
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
+def _answered(source: str, index: int, where: str, req: dict[str, Any], body: bytes, resp: Any,
+              time: float | None, reserialised: bool = False) -> Exchange:
+    """An exchange from a cassette-like request and response mapping."""
+    resp = resp if isinstance(resp, dict) else {}
+    rheaders = resp.get("headers")
+    rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
+    usage = from_response(None, _header(rheaders, "content-type"), rbody) if rbody else None
+    uri = req.get("uri") if isinstance(req.get("uri"), str) else None
+    return exchange(source, index, body, url=uri, time=time, usage=usage, status=http_status(resp.get("status")),
+                    session=source, where=where, reserialised=reserialised, response_model=response_model(rbody),
+                    method=str(req.get("method") or "POST"), headers=req.get("headers") if isinstance(
+                        req.get("headers"), dict) else None)
+
+
+def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any]) -> list[Exchange]:
+    out = []
+    for i, inter in enumerate(items):
+        req = inter.get("request") if isinstance(inter, dict) else None
+        if not isinstance(req, dict):
+            continue
+        raw = _decoded(_text(req.get("body")), req.get("headers"))
+        body, reser = (raw, False) if raw else (_parsed(req.get("parsed_body")), True)
+        if not body:
+            continue
+        resp = inter.get("response")
+        out.append(_answered(str(path), i, f"/interactions/{i}", req, body, resp, date_of(inter, resp), reser))
+    return out
+
+
+def _vcr(path: Path) -> list[Exchange]:
+    from ..capture.importers.cassette import load_cassette
+
+    doc = load_cassette(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
+        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
+    return _interactions(path, doc["interactions"], lambda inter, resp: http_date_seconds(
+        _header(resp.get("headers") if isinstance(resp, dict) else None, "date")))
+
+
+def _ruby_vcr(path: Path) -> list[Exchange]:
+    from ..capture.importers._base import read_source
+    from . import rubyvcr
+
+    doc = rubyvcr.load(path, read_source(path))
+
+    def date_of(inter: dict[str, Any], resp: Any) -> Any:
+        at = inter.get("recorded_at")
+        return http_date_seconds(at) or iso_seconds(at) or http_date_seconds(
+            _header(resp.get("headers") if isinstance(resp, dict) else None, "date"))
+    return _interactions(path, doc["http_interactions"], date_of)
+
+
+def _har(path: Path) -> list[Exchange]:
+    from ..capture.importers._base import read_source
+    from ..jsonio import loads
+
+    doc = loads(read_source(path), path=path)
+    entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
+    if not isinstance(entries, list):
+        raise InputError("not a HAR archive (no log.entries list)", path=path)
+    out = []
+    for i, e in enumerate(entries):
+        req = e.get("request") if isinstance(e, dict) else None
+        if not isinstance(req, dict) or not isinstance(req.get("postData"), dict):
+            continue
+        body = _text(req["postData"].get("text"))
+        if not body:
+            continue
+        resp: dict[str, Any] = e["response"] if isinstance(e.get("response"), dict) else {}
+        content: dict[str, Any] = resp["content"] if isinstance(resp.get("content"), dict) else {}
+        rbody = _text(content.get("text"))
+        if rbody is not None and content.get("encoding") == "base64":
+            rbody = _decoded(base64.b64decode(rbody), resp.get("headers"))
+        ctype = _header(resp.get("headers"), "content-type") or content.get("mimeType")
+        usage = from_response(None, ctype if isinstance(ctype, str) else None, rbody) if rbody else None
+        out.append(exchange(str(path), i, body, url=req.get("url") if isinstance(req.get("url"), str) else None,
+                            time=iso_seconds(e.get("startedDateTime")), usage=usage,
+                            status=http_status(resp.get("status")), session=str(path), where=f"/log/entries/{i}",
+                            response_model=response_model(rbody), method=str(req.get("method") or "POST")))
+    return out
+
+
+def _jsonl(path: Path) -> list[Exchange]:
+    """claude-trace logs (https://github.com/badlogic/lemmy/tree/main/apps/claude-trace):
+    one JSON object per line, ``{"request": {"timestamp", "url", "body"},
+    "response": {"headers", "body" | "body_raw", "status_code"}}``. Lines of
+    another shape (a request log for ``fidelity scan``) are not recordings."""
+    from ..capture.importers._base import read_source
+
+    out = []
+    for i, line in enumerate(read_source(path).splitlines()):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            raise InputError(f"line {i + 1} is not JSON", path=path) from None
+        req = rec.get("request") if isinstance(rec, dict) else None
+        resp = rec.get("response") if isinstance(rec, dict) else None
+        if not isinstance(req, dict) or not isinstance(req.get("body"), (dict, str)):
+            continue
+        raw = req["body"]
+        body = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else json.dumps(
+            raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        rbody: bytes | None = None
+        resp = resp if isinstance(resp, dict) else {}
+        assert isinstance(resp, dict)
+        if isinstance(resp.get("body_raw"), str):
+            rbody = resp["body_raw"].encode("utf-8", "surrogatepass")
+        elif resp.get("body") is not None:
+            rbody = json.dumps(resp["body"]).encode()
+        usage = from_response(None, _header(resp.get("headers"), "content-type"), rbody) if rbody else None
+        out.append(exchange(str(path), i, body, url=req.get("url") if isinstance(req.get("url"), str) else None,
+                            time=iso_seconds(req.get("timestamp")), usage=usage,
+                            status=http_status(resp.get("status_code")), session=str(path), where=f"line {i + 1}",
+                            reserialised=not isinstance(raw, str), response_model=response_model(rbody)))
+    return out
+
+
+def _snapshots(folder: Path) -> list[Exchange]:
+    """A snapshot folder; usage from the metadata's ``usage`` or the
+    proxy's ``response.usage``, status from ``response.status``."""
+    from ..capture import snapshot
+
+    out = []
+    for i, p in enumerate(snapshot.iter_folder(folder)):
+        body, snap = snapshot.load_body(p)
+        meta: dict[str, Any] = snap.metadata() if snap is not None else {}
+        if snap is not None:
+            with open(p, "rb") as fh:  # members the documented metadata does not keep (the proxy's response)
+                head = json.loads(fh.readline())
+            meta = {**head, **meta}
+        resp: dict[str, Any] = meta["response"] if isinstance(meta.get("response"), dict) else {}
+        usage = normalise(meta.get("usage"), "json") or normalise(resp.get("usage"), "sse")
+        out.append(exchange(str(p), i, body, url=snap.url if snap else None, time=iso_seconds(meta.get("time")),
+                            usage=usage, status=http_status(resp.get("status")), session=str(folder),
+                            hint=snap.provider if snap else None, model=snap.model if snap else None,
+                            reserialised=snap is not None and not snap.body_exact))
+    return out
+
+
+_READERS: Registry[Callable[[Path], list[Exchange]]] = Registry("recording reader")
+for _kind, _fn in (("vcr", _vcr), ("ruby-vcr", _ruby_vcr), ("har", _har), ("jsonl", _jsonl),
+                   ("snapshots", _snapshots)):
+    _READERS.add(_kind, _fn)
+
+
+def read(source: Source) -> list[Exchange]:
+    """The exchanges of one recording, in recorded order."""
+    return _READERS.get(source.kind)(source.path)
+
+
+def read_all(path: str | Path) -> list[list[Exchange]]:
+    """Every recording under ``path`` that holds a request (kinds in :data:`KINDS`)."""
+    out = [read(s) for s in list_sources(path) if s.kind in KINDS]
+    return [r for r in out if r]
