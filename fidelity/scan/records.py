@@ -272,71 +272,33 @@ def _record_line(body: bytes, *, url: str | None, provider: str | None, session:
     return orjson.dumps(rec) + b"\n"
 
 
-def _snapshot_folder(folder: Path, out: Any) -> int:
-    from ..capture import snapshot
+def _recording(source: Any, out: Any) -> int:
+    """A recording read by the one reader (:mod:`fidelity.traffic.sources`),
+    as record lines: what replay and tokens-check read, with their decision
+    (a request the simulator does not take is written as skipped, with the
+    reason; a failed one keeps its status, which the scan counts)."""
+    from ..traffic.sources import read
 
     n = 0
-    for p in snapshot.iter_folder(folder):
-        body, meta = snapshot.load_body(p)
-        head: dict[str, Any] = {}
-        if meta is not None:
-            with open(p, "rb") as fh:
-                try:
-                    head = orjson.loads(fh.readline())
-                except orjson.JSONDecodeError:
-                    head = {}
-        out.write(_record_line(body, url=getattr(meta, "url", None), provider=getattr(meta, "provider", None),
-                               session=str(folder), where=str(p), time=head.get("time"), used=head.get("usage")))
+    for ex in read(source):
+        if ex.skip is not None and not (ex.status is not None and ex.status >= 400):
+            out.write(orjson.dumps({"skipped": ex.skip[:300]}) + b"\n")
+            continue
+        out.write(_record_line(ex.body, url=ex.url, provider=ex.dialect, session=ex.session or str(source.path),
+                               where=f"{ex.source}#{ex.where}" if ex.where else ex.source, time=ex.time,
+                               used=dict(ex.usage) if ex.usage is not None else None, status=ex.status))
         n += 1
     return n
-
-
-def _cassette_responses(path: Path) -> dict[int, tuple[Any, int | None]]:
-    """Usage and HTTP status of each interaction's response, by interaction index."""
-    from ..capture.importers.cassette import _load
-
-    out: dict[int, tuple[Any, int | None]] = {}
-    try:
-        doc = _load(path)
-    except FidelityError:
-        return out
-    for i, inter in enumerate(doc.get("interactions") or []):
-        resp = inter.get("response") if isinstance(inter, dict) else None
-        if not isinstance(resp, dict):
-            continue
-        code = http_status(resp.get("status"))
-        body = resp.get("body")
-        body = body.get("string") if isinstance(body, dict) else body
-        if isinstance(body, str):
-            body = body.encode("utf-8", "surrogatepass")
-        used = None
-        if isinstance(body, bytes):
-            headers = resp.get("headers") or {}
-            ctype = None
-            if isinstance(headers, dict):
-                for k, v in headers.items():
-                    if str(k).lower() == "content-type":
-                        ctype = v[0] if isinstance(v, list) and v else str(v)
-            used = _usage.from_response("", ctype, body)
-        if used is not None or code is not None:
-            out[i] = (used, code)
-    return out
 
 
 def _imported(path: Path, out: Any, kind: str) -> int:
     from ..capture.importers import import_file
 
     imported = import_file(path, kind)
-    responses = _cassette_responses(path) if kind == "cassette" else {}
     n = 0
     for snap in imported.snapshots:
-        m = re.search(r"/interactions/(\d+)/", snap.source or "")
-        used, status = responses.get(int(m.group(1)), (None, None)) if m else (None, None)
-        # the recorded request time, as replay reads it: a cache entry from a year
-        # earlier is gone (one simulator, one clock for both commands)
         out.write(_record_line(snap.body, url=snap.url, provider=snap.provider, session=str(path),
-                               where=snap.source or str(path), time=snap.time, used=used or snap.usage,
-                               status=status))
+                               where=snap.source or str(path), time=snap.time, used=snap.usage))
         n += 1
     # what the importer could not turn into a request is reported, not dropped
     for warning in imported.warnings:
@@ -424,20 +386,25 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
         if not p.exists():
             raise InputError("no such file or folder", path=p)
         if p.is_dir():
-            logs = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
-                          and q.name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".har", ".yaml", ".yml",
-                                               ".parquet")))
-            snaps = [q for q in p.iterdir() if q.suffix in (".snapshot", ".json")]
-            if snaps and ("snapshots", p.resolve()) not in seen:
-                seen.add(("snapshots", p.resolve()))
-                target = workdir / f"{i:04d}-folder.jsonl"
-                with open(target, "wb") as fh:
-                    _snapshot_folder(p, fh)
-                out.append((target, f"{p}#request"))
-            for n, q in enumerate(logs):
-                out.extend(prepare_inputs([q], workdir / f"{i:04d}-{n:05d}", seen))
-            if not snaps and not logs:
+            # the one listing (:func:`fidelity.traffic.sources.list_sources`): recursive, a
+            # folder of snapshots is one recording wherever it is
+            from ..traffic.sources import list_sources
+
+            found = [src for src in list_sources(p) if src.kind != "unknown"]
+            if not found:
                 raise InputError("no request logs or snapshots in this folder", path=p)
+            for n, src in enumerate(found):
+                if src.kind == "snapshots":
+                    if ("snapshots", src.path.resolve()) in seen:
+                        continue
+                    seen.add(("snapshots", src.path.resolve()))
+                    workdir.mkdir(parents=True, exist_ok=True)
+                    target = workdir / f"{i:04d}-{n:05d}-folder.jsonl"
+                    with open(target, "wb") as fh:
+                        _recording(src, fh)
+                    out.append((target, f"{src.path}#request"))
+                else:
+                    out.extend(prepare_inputs([src.path], workdir / f"{i:04d}-{n:05d}", seen))
             continue
         if ("file", p.resolve()) in seen:
             continue
@@ -461,6 +428,15 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
                 out.append((target, str(p)))
             else:
                 out.append((p, str(p)))
+            continue
+        from ..traffic.sources import READ_KINDS, Source, kind_of
+
+        recorded = kind_of(p)
+        if recorded in READ_KINDS and recorded != "jsonl":
+            target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
+            with open(target, "wb") as fh:
+                _recording(Source(recorded, p), fh)
+            out.append((target, f"{p}#request"))
             continue
         kind = guess_kind(p)
         if kind == "dsh":

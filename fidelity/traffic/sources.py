@@ -35,10 +35,10 @@ from .apart import exchange
 from .exchange import Exchange, http_date_seconds, iso_seconds
 from .usage import decode_body, from_response, http_status, normalise
 
-__all__ = ["Source", "list_sources", "read", "read_all", "KINDS", "response_model"]
+__all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "READ_KINDS", "response_model"]
 
 #: kinds :func:`read` turns into exchanges (the others are read by their own commands' readers)
-KINDS = ("vcr", "ruby-vcr", "har", "jsonl", "snapshots")
+READ_KINDS = ("vcr", "ruby-vcr", "har", "jsonl", "snapshots")
 
 
 @dataclass(frozen=True)
@@ -324,6 +324,6 @@ def read(source: Source) -> list[Exchange]:
 
 
 def read_all(path: str | Path) -> list[list[Exchange]]:
-    """Every recording under ``path`` that holds a request (kinds in :data:`KINDS`)."""
-    out = [read(s) for s in list_sources(path) if s.kind in KINDS]
+    """Every recording under ``path`` that holds a request (kinds in :data:`READ_KINDS`)."""
+    out = [read(s) for s in list_sources(path) if s.kind in READ_KINDS]
     return [r for r in out if r]
