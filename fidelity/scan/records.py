@@ -390,12 +390,12 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
             # folder of snapshots is one recording wherever it is
             from ..traffic.sources import list_sources
 
-            found = [src for src in list_sources(p) if src.kind != "unknown"]
+            found = [item for item in list_sources(p) if item.kind != "unknown"]
             if not found:
                 raise InputError("no request logs or snapshots in this folder", path=p)
-            for n, src in enumerate(found):
-                if src.kind == "snapshots":
-                    if ("snapshots", src.path.resolve()) in seen:
+            for n, item in enumerate(found):
+                if item.kind == "snapshots":
+                    if ("snapshots", item.path.resolve()) in seen:
                         continue
                     seen.add(("snapshots", src.path.resolve()))
                     workdir.mkdir(parents=True, exist_ok=True)
