@@ -397,14 +397,14 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
                 if item.kind == "snapshots":
                     if ("snapshots", item.path.resolve()) in seen:
                         continue
-                    seen.add(("snapshots", src.path.resolve()))
+                    seen.add(("snapshots", item.path.resolve()))
                     workdir.mkdir(parents=True, exist_ok=True)
                     target = workdir / f"{i:04d}-{n:05d}-folder.jsonl"
                     with open(target, "wb") as fh:
-                        _recording(src, fh)
-                    out.append((target, f"{src.path}#request"))
+                        _recording(item, fh)
+                    out.append((target, f"{item.path}#request"))
                 else:
-                    out.extend(prepare_inputs([src.path], workdir / f"{i:04d}-{n:05d}", seen))
+                    out.extend(prepare_inputs([item.path], workdir / f"{i:04d}-{n:05d}", seen))
             continue
         if ("file", p.resolve()) in seen:
             continue
