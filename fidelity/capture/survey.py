@@ -36,7 +36,8 @@ from ..errors import FidelityError, InputError
 
 __all__ = ["Survey", "survey", "sources_in", "main"]
 
-_SUFFIXES = (".yaml", ".yml", ".har", ".jsonl", ".yaml.gz", ".yml.gz", ".har.gz", ".jsonl.gz", ".json.gz")
+#: kinds of the one listing that the importers read
+_IMPORTED = ("vcr", "har", "jsonl", "dsh")
 
 
 @dataclass
@@ -107,10 +108,14 @@ def _pct(a: int, b: int) -> str:
 
 
 def sources_in(folder: Path) -> list[Path]:
-    """Recordings under ``folder``, in path order (``pairs.jsonl``-style
-    indexes that are not recordings are left to the importer to judge)."""
-    found = [p for p in folder.rglob("*") if p.is_file() and p.name.lower().endswith(_SUFFIXES)]
-    return sorted(found)
+    """Recordings under ``folder`` that the importers read, in path order:
+    the one listing (:func:`fidelity.traffic.sources.list_sources`), so the
+    survey reads the ``.json`` cassettes ``replay`` and ``tokens-check`` read
+    (``pairs.jsonl``-style indexes that are not recordings are left to the
+    importer to judge)."""
+    from ..traffic.sources import list_sources
+
+    return [s.path for s in list_sources(folder) if s.kind in _IMPORTED]
 
 
 def _check(snap: Any, result: Survey, keep: int) -> None:
