@@ -33,10 +33,12 @@ import statistics
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import cache as cache_models
 from .cache import DEEPSEEK_UNIT, CacheModel, PromptTokens
+from .errors import InputError
 from .model import Request, Route
 from .sources import dsh
 from .tokens import Tokenizer
@@ -48,6 +50,7 @@ __all__ = [
     "prompt_text",
     "reply_text",
     "GroupInput",
+    "load",
     "StepResult",
     "SessionResult",
     "Summary",
@@ -275,6 +278,22 @@ def _first_user_text(session: dsh.Session) -> str | None:
 def _wire_body(request: Request, render: Render) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(render(request))  # a wire body is a JSON object
     return body
+
+
+def load(path: str | Path) -> list[GroupInput]:
+    """Every session group under ``path`` with its resolved sidecars."""
+    groups = dsh.find_sessions(path)
+    if not groups:
+        raise InputError("no session*.jsonl under this folder", path=path)
+    out = []
+    for group in groups:
+        sidecars = {}
+        for session in group.sessions():
+            sc = dsh.sidecars(group.directory, child=session.index or None)
+            has = sc.system_path is not None or sc.tools_path is not None
+            sidecars[session.index] = sc if has else None
+        out.append(GroupInput(group=group, sidecars=sidecars))
+    return out
 
 
 def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render,

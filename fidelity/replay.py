@@ -226,7 +226,7 @@ def replay(path: str | Path, **params: Any) -> Replay:
         raise InputError("no recorded request with a model body under this path", path=path)
     summary = summarize(rows)
     if dsh_rows:  # DeepSeek's unit fitted on one part of the sessions, scored on the other
-        from .commands.calibrate import load
+        from .calibrate import load
         from .deepseek_split import split_figures
 
         summary.setdefault("deepseek", {})["harness_split"] = split_figures(load(Path(path))).to_json()
@@ -240,8 +240,7 @@ def _dsh_rows(root: Path) -> list[Row]:
     if root.is_file() or not any(root.rglob("session*.jsonl")):
         return []
     from . import tokens
-    from .calibrate import calibrate
-    from .commands.calibrate import load
+    from .calibrate import calibrate, load
 
     result = calibrate(load(root), tokens.for_model("deepseek-v4-flash", "deepseek"), wire.get("deepseek").render)
     out = []

@@ -13,8 +13,7 @@ import pytest
 
 from fidelity import cache, cli, tokens, wire
 from fidelity.cache import DEEPSEEK_UNIT, PromptTokens
-from fidelity.calibrate import CWD_STANDIN, StepResult, calibrate, prompt_text, reply_text, summarize
-from fidelity.commands.calibrate import load
+from fidelity.calibrate import CWD_STANDIN, StepResult, calibrate, load, prompt_text, reply_text, summarize
 from fidelity.wire.deepseek import deepseek_v4_prompt, deepseek_v4_texts
 
 # --------------------------------------------------------------------------- cache model (the core's)

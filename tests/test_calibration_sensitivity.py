@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from fidelity import tokens, wire
-from fidelity.calibrate import Calibration, calibrate
-from fidelity.commands.calibrate import load
+from fidelity.calibrate import Calibration, calibrate, load
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "real" / "deepseek-harness"
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real/deepseek-harness is absent")

@@ -97,7 +97,7 @@ def test_cli_bad_path(tmp_path: Path) -> None:
 
 
 def test_deepseek_split_held_out_beside_fitted(shared_real: Path) -> None:
-    from fidelity.commands.calibrate import load
+    from fidelity.calibrate import load
     from fidelity.deepseek_split import part_of, split_figures
 
     assert part_of("subagent-fork-in-process") in ("fit", "held_out")

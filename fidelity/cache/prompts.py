@@ -24,7 +24,7 @@ this module turns one request body into one, per provider:
   https://www.alibabacloud.com/help/en/model-studio/context-cache), else
   implicit caching; breakpoints end at the marked segment.
 * **Every other dialect**: the dialect's cache view (``Dialect.cache_view``),
-  its segments tokenized as :func:`fidelity.diff.prompt_token_ids` does;
+  its segments tokenized as :func:`fidelity.tokens.prompt_ids.prompt_token_ids` does;
   the params segment (model, OpenAI's ``prompt_cache_key``, reasoning and
   tool-choice settings) is the partition key.
 """
@@ -136,7 +136,7 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     to OpenRouter: replay and scan pass the URL's provider).
 
     Token ids are the billed ones, from the one function the differ uses
-    (:func:`fidelity.diff.prompt_token_ids` with the dialect: OpenAI's
+    (:func:`fidelity.tokens.prompt_ids.prompt_token_ids` with the dialect: OpenAI's
     framing, media by the provider's rule, the calibrated Claude and Gemini
     estimates), so that replay, the simulator, ``diff`` and ``score`` count
     the same tokens."""
@@ -176,7 +176,7 @@ def _ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model:
     key = (tok.name, d.name, model, tuple((s.kind, s.data, s.text) for s in segs))
     hit = memo.get(key)
     if hit is None:
-        from ..diff import prompt_token_ids
+        from ..tokens.prompt_ids import prompt_token_ids
 
         hit = prompt_token_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
         if len(memo) >= size:
@@ -315,6 +315,8 @@ def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: arra
 #: setting -> the first level it invalidates (the one table: :mod:`fidelity.cache.invalidation`)
 _LEVEL_SALTS = ANTHROPIC_INVALIDATES
 _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
+#: the public names the scan's element builder reads (no private name crosses a package)
+LEVEL_SALTS, LEVELS = _LEVEL_SALTS, _LEVELS
 
 
 def _cc_of(v: Any) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import orjson
 from rich.console import Group, RenderableType
@@ -13,9 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import tokens, wire
-from ..calibrate import Calibration, GroupInput, SessionResult, calibrate
-from ..errors import InputError
-from ..sources import dsh
+from ..calibrate import Calibration, SessionResult, calibrate, load
 from ._console import stdout_console
 
 __all__ = ["HELP", "add_arguments", "load", "run", "render"]
@@ -30,22 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the per-step figures and summary as JSON")
     parser.add_argument("--header-shift", type=int, default=0, metavar="N",
                         help="add N tokens to every fitted header length (sensitivity of the figures to the fit)")
-
-
-def load(path: str | Path) -> list[GroupInput]:
-    """Every session group under ``path`` with its resolved sidecars."""
-    groups = dsh.find_sessions(path)
-    if not groups:
-        raise InputError("no session*.jsonl under this folder", path=path)
-    out = []
-    for group in groups:
-        sidecars = {}
-        for session in group.sessions():
-            sc = dsh.sidecars(group.directory, child=session.index or None)
-            has = sc.system_path is not None or sc.tools_path is not None
-            sidecars[session.index] = sc if has else None
-        out.append(GroupInput(group=group, sidecars=sidecars))
-    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from .. import jsonbytes, jsonio, pricing, tokens, wire
 from ..errors import InputError, UnknownName
 from ..jsonbytes import member_spans, value_spans
 from ..model import Request
+from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
@@ -275,22 +276,6 @@ def _compare_views(
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
-
-
-def prompt_token_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
-                     provider: str | None = None, model: str | None = None) -> list[array[int]]:
-    """Token ids per segment of a cache view, each an ``array('q')`` shared
-    with the tokenizer memos (read-only). The params segment is a cache key,
-    not prompt text: it holds no tokens (and when it differs, nothing is
-    shared: see :func:`shared_tokens`). Given the ``dialect``, the ids are
-    the billed ones (:func:`fidelity.tokens.billed.segment_ids`: the
-    provider's framing, media by its rule, a response schema in params)."""
-    if dialect is not None:
-        from ..tokens.billed import segment_ids
-
-        return segment_ids(tok, segs, dialect=dialect, provider=provider or "", model=model or "")
-    ids = tokens.segment_tokens(tok, segs)
-    return [array(tokens.TOKEN_TYPECODE) if seg.kind == "params" else t for seg, t in zip(segs, ids)]
 
 
 def _concat(ids: Sequence[array[int]]) -> array[int]:

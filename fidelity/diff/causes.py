@@ -115,6 +115,10 @@ def _tool_name(data: bytes) -> str | None:
     return name if isinstance(name, str) else None
 
 
+#: the public name other packages call (the scan's break labels)
+tool_name = _tool_name
+
+
 def _at(segs: Sequence[Segment], kind: str) -> list[int]:
     """Where the segments of ``kind`` are in ``segs``, read from their kinds
     alone when the sequence gives those (``kinds``: the scan's segments,

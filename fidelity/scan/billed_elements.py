@@ -52,8 +52,8 @@ import orjson
 
 from .. import providers, tokens, wire
 from ..cache.prompts import (
-    _LEVEL_SALTS,
-    _LEVELS,
+    LEVEL_SALTS,
+    LEVELS,
     MARKER,
     Assembled,
     anthropic_assemble,
@@ -68,7 +68,7 @@ from ..tokens import framing_estimate, framing_openai
 from ..tokens.billed import billing_tokenizer, media_in, pieces_ids, prompt_tail
 from ..wire import Segment
 from ..wire import _template as tpl
-from ..wire.anthropic_messages import _is_billing_block, billing_block_keyed
+from ..wire.anthropic_messages import billing_block_keyed, is_billing_block
 from .view import FastView, Item, dumps_value
 
 __all__ = ["Handler", "Previous", "Unsupported", "handler_for", "SKIP"]
@@ -359,7 +359,7 @@ class _Anthropic(Handler):
             out[prep.first_tool] = ("first", prep.params)
         if prep.billing:
             for i, it in enumerate(items):
-                if it.kind == "system" and _is_billing_block(it.value):
+                if it.kind == "system" and is_billing_block(it.value):
                     out[i] = SKIP
                 elif it.kind == "message":
                     break
@@ -396,7 +396,7 @@ class _Anthropic(Handler):
                     block_ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
                     lengths.append(len(block_ids))
                     ids.extend(block_ids)
-                return (_LEVELS[item.kind], ids, prep.overhead, lengths)
+                return (LEVELS[item.kind], ids, prep.overhead, lengths)
         pieces = framing_estimate.one_segment_pieces("anthropic", seg, prep.model, media_in, prep.params_value,
                                                      ctx is not None, value=plain)
         ids = pieces_ids(prep.tok, pieces, "anthropic", prep.model)
@@ -405,7 +405,7 @@ class _Anthropic(Handler):
             # the bytes of each content block: orjson's, as the element's own bytes are
             blocks = [dumps_value(b) for b in content]
             overhead, lengths = block_lengths(prep.tok, self.dialect, prep.model, seg, value, blocks)
-        return (_LEVELS[item.kind], ids, overhead, lengths)
+        return (LEVELS[item.kind], ids, overhead, lengths)
 
     def finish(self, item: Item, got: Any) -> Any:
         level, ids, overhead, lengths = got
@@ -419,7 +419,7 @@ class _Anthropic(Handler):
     def assemble(self, prep: _AnthropicPrep, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
                  results: list[Any], prev: Previous | None, same: int, time: float | None,
                  label: Hashable) -> tuple[SimRequest, Any]:
-        members = [(k, dumps_value(v)) for k, v in obj.items() if k in _LEVEL_SALTS]
+        members = [(k, dumps_value(v)) for k, v in obj.items() if k in LEVEL_SALTS]
         st: _AnthropicState | None = prev.state if prev is not None else None
         if st is not None and same:
             n_blocks = same - results[:same].count(None)

@@ -34,7 +34,7 @@ from .. import pricing, server_side, tokens
 from ..cache._breakpoints import BreakpointCache
 from ..cache.simulator import Simulator
 from ..diff.bytediff import first_divergence
-from ..diff.causes import _tool_name, classify
+from ..diff.causes import classify, tool_name
 from ..diff.locate import pointer_at
 from ..errors import FidelityError
 from ..wire import Segment
@@ -239,7 +239,7 @@ def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, st
             ptr = seg.pointer + (inner or "")
     label = ""
     if seg.kind == "tools":
-        label = _tool_name(seg.data) or ""
+        label = tool_name(seg.data) or ""
     elif seg.kind == "system":
         label = f"system[{seg.index}]"
     return seg.kind, pointer_pattern(ptr), label

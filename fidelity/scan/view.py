@@ -165,10 +165,10 @@ def _blocks(m: Any) -> Any:
 
 
 def _gemini(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    from ..wire.gemini import _CACHE_MEMBERS
+    from ..wire.gemini import CACHE_MEMBERS
 
     found: list[bytes] = []
-    for where, key in _CACHE_MEMBERS:
+    for where, key in CACHE_MEMBERS:
         holder: Any = obj
         for token in [t for t in where.split("/") if t]:
             holder = holder.get(token) if isinstance(holder, dict) else None

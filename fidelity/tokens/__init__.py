@@ -37,7 +37,8 @@ from .. import providers
 from .._registry import Registry
 from ..errors import UnknownName
 from ._base import CHUNK_CHARS, TOKEN_TYPECODE, Tokenizer, safe_chunks
-from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, deepseek_v4, o200k_base, qwen3, qwen3_6
+from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, o200k_base, qwen3, qwen3_6
+from ._deepseek_fast import deepseek_v4
 from ._estimate import EstimateTokenizer, claude_estimate, gemini_estimate
 from ._parallel import encode_texts
 

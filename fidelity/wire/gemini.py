@@ -106,7 +106,7 @@ from ..model import (
 )
 from . import Segment, register
 from ._gemini_schema import dump_schema, enum_upper
-from .layout import attach, write_request
+from .profiles import attach, write_request
 
 __all__ = ["Gemini", "GEMINI", "TOP_KEYS", "GENERATION_KEYS"]
 
@@ -144,6 +144,8 @@ _BEHAVIORS = frozenset(("UNSPECIFIED", "BLOCKING", "NON_BLOCKING"))
 
 #: the params segment's members: (pointer of the object, key)
 _CACHE_MEMBERS = (("", "cachedContent"), ("", "toolConfig"), ("/generationConfig", "thinkingConfig"))
+#: the public name other packages read (the scan's fast view)
+CACHE_MEMBERS = _CACHE_MEMBERS
 
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)\Z", re.DOTALL)
 

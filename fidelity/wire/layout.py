@@ -42,7 +42,7 @@ from ..errors import InputError
 from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
 
 if TYPE_CHECKING:
-    from ..model import Request
+    pass
 
 __all__ = ["Layout", "Written", "ClientProfile", "merge_order", "same_value"]
 
@@ -355,28 +355,3 @@ class ClientProfile:
         text = _dump(self.order(body), item_sep=self.item_sep, key_sep=self.key_sep,
                      ensure_ascii=self.ensure_ascii, indent=None, depth=0, allow_nan=self.allow_nan)
         return _encode(text)
-
-
-def write_request(request: Any, body: Mapping[str, Any], dialect: str) -> bytes:
-    """Bytes of ``body`` for ``request``: in the request's own layout (the
-    body it was parsed from, or the profile it was given), else in the
-    dialect's default profile (its current SDK)."""
-    layout = getattr(request, "layout", None)
-    if layout is None:
-        from .profiles import default_profile, profile
-
-        layout = profile(default_profile(dialect), dialect)
-    return layout.write(body)
-
-
-def attach(request: Request, body: bytes, obj: Any, dialect: str, *, url_keys: tuple[str, ...] = ()) -> Request:
-    """``request`` remembering that it was parsed from ``body``."""
-    from dataclasses import replace
-
-    from .profiles import default_profile, profile
-
-    return replace(request, layout=Written.of(body, obj, fallback=profile(default_profile(dialect), dialect),
-                                              url_keys=url_keys))
-
-
-__all__ += ["write_request", "attach"]

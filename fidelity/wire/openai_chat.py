@@ -64,7 +64,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
-from .layout import attach, write_request
+from .profiles import attach, write_request
 
 _ASSISTANT_KEYS = ("role", "content", "reasoning_content", "tool_calls")
 _TOOL_KEYS = ("role", "tool_call_id", "content")

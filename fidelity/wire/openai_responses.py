@@ -49,7 +49,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
-from .layout import attach, write_request
+from .profiles import attach, write_request
 
 
 def _render_part(part: Any) -> dict[str, Any]:

@@ -41,13 +41,18 @@ anthropic 2.14.0, and ``openai/api_requestor.py`` of openai 0.28.1
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from .._registry import Registry
 from ..errors import InputError
 from ._openai_common import CHAT_KEYS, RESPONSES_KEYS
-from .layout import ClientProfile
+from .layout import ClientProfile, Written
 
-__all__ = ["profile", "profile_names", "default_profile", "PROFILES"]
+if TYPE_CHECKING:
+    from ..model import Request
+
+__all__ = ["profile", "profile_names", "default_profile", "PROFILES", "write_request", "attach"]
 
 #: openai 1.x / 2.x ``Completions.create`` literal (2.54.0; 1.109.1 is the same
 #: without moderation, prompt_cache_options, prompt_cache_retention).
@@ -142,3 +147,22 @@ def profile(name: str, dialect: str) -> ClientProfile:
         raise InputError(
             f"client profile {name!r} does not render dialect {dialect!r} (it renders: {', '.join(sorted(table))})"
         ) from None
+
+
+# -- writing a request in its layout (here, not in .layout: it needs the profiles) --
+
+
+def write_request(request: Any, body: Mapping[str, Any], dialect: str) -> bytes:
+    """Bytes of ``body`` for ``request``: in the request's own layout (the
+    body it was parsed from, or the profile it was given), else in the
+    dialect's default profile (its current SDK)."""
+    layout = getattr(request, "layout", None)
+    if layout is None:
+        layout = profile(default_profile(dialect), dialect)
+    return layout.write(body)
+
+
+def attach(request: Request, body: bytes, obj: Any, dialect: str, *, url_keys: tuple[str, ...] = ()) -> Request:
+    """``request`` remembering that it was parsed from ``body``."""
+    return replace(request, layout=Written.of(body, obj, fallback=profile(default_profile(dialect), dialect),
+                                              url_keys=url_keys))
