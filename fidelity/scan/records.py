@@ -195,9 +195,10 @@ def parse_record(line: bytes) -> Record:
     model = body.get("model")
     if not isinstance(model, str):
         m = _MODEL_IN_URL.search(unquote(urlsplit(url).path)) if url else None
-        if m is None:
+        # else the model the URL's route names (Bedrock's /model/NAME/invoke, an Azure deployment)
+        model = m.group(1) if m is not None else ep.model if ep is not None else None
+        if model is None:
             raise BadLine("no model", "neither the body nor the URL names a model")
-        model = m.group(1)
     used = _usage.normalise(obj.get("usage"))
     if used is None and "response" in obj:
         resp = obj["response"]

@@ -10,7 +10,7 @@ then take the decision as it is. Two kinds of decision:
   call (embeddings, uploads, legacy ``/v1/completions``...:
   :func:`fidelity.capture.classify.classify`), a failed request (HTTP 400 or
   more: it read and wrote nothing), a body that is not JSON, a provider no
-  rule names;
+  rule names, an API fidelity has no dialect for (Bedrock Converse);
 * **apart** -- simulated (what it writes is there for later requests) but
   in no accuracy figure, because its billed prompt holds what the body does
   not show (:func:`fidelity.server_side.reason`: server tools such as
@@ -95,6 +95,8 @@ def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: 
         return f"failed request (HTTP {status})", None
     if dialect is None:
         return "unknown provider (no URL route, no dialect recognises the body)", None
+    if dialect not in wire.names():
+        return f"an API fidelity has no wire dialect for ({dialect})", None
     ep = endpoint_of(url) if url else None
     return None, server_side.reason(obj, raw=body, server_prompt=ep.server_prompt if ep is not None else "")
 
