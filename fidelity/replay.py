@@ -42,6 +42,7 @@ The JSON form (``fidelity replay --json``) is documented in
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -280,8 +281,13 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
         exact = sum(r.predicted.cache_read == r.reported.cache_read for r in scored)  # type: ignore
         rel = [abs(r.predicted.prompt - r.reported.prompt) / r.reported.prompt  # type: ignore
                for r in sim if r.reported.prompt and r.predicted.prompt is not None]  # type: ignore
+        apart = Counter(r.note or "not simulated" if r.predicted is None else r.apart for r in rs
+                        if r.predicted is None or r.apart is not None)
         out[prov] = {
             "requests": len(rs),
+            # in the accuracy figures / left out, by reason (the one rule, fidelity.traffic.apart)
+            "scored": len(scored),
+            "set_apart": dict(sorted(apart.items())),
             "simulated": len(sim),
             "skipped": len(rs) - len(sim),
             "reporting_reads": len(scored),

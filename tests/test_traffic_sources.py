@@ -174,3 +174,17 @@ def test_ruby_vcr_alias_is_refused_in_one_line(tmp_path: Path) -> None:
     path.write_text("---\nhttp_interactions:\n- &a {request: {uri: x}}\n- *a\n")
     with pytest.raises(InputError, match="alias"):
         read_all(path)
+
+
+def test_replay_and_tokens_check_say_what_they_scored_and_set_apart(tmp_path: Path) -> None:
+    uri = ANTHROPIC
+    cassette = _vcrpy(tmp_path / "c.json", [
+        (uri, _anthropic([{"type": "web_fetch_20250910", "name": "web_fetch"}]), A_USAGE, 200),
+        (uri, _anthropic(), A_USAGE, 529),
+        (uri, _anthropic(), A_USAGE, 200)])
+    summary = replay(cassette).summary["anthropic"]
+    assert summary["scored"] == 1
+    assert summary["set_apart"] == {"failed request (HTTP 529)": 1, "server tools": 1}
+    doc = check([cassette]).to_json()
+    assert doc["set_apart"] == {"anthropic": {"failed request (HTTP 529)": 1, "server tools": 1}}
+    assert [(g["provider"], g["kind"], g["requests"]) for g in doc["groups"]] == [("anthropic", "text", 1)]

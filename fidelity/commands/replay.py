@@ -64,14 +64,26 @@ def render(result: Replay) -> Group:
                       f"{_fmt(r.reported.prompt)} / {p.prompt:,}", read,
                       f"{_fmt(r.reported.cache_write)} / {_fmt(p.cache_write)}", str(p.parent or "-"))
     summary = Table(title="summary per provider", title_justify="left")
-    for col in ("provider", "requests", "reporting reads", "warm outside", "apart: server tools · template", "hit/miss right", "read within 5%",
+    for col in ("provider", "requests", "scored", "warm outside", "hit/miss right", "read within 5%",
                 "within 128", "exact", "same, counts scaled to reported prompt"):
         summary.add_column(col, justify="right")
     for prov, s in result.summary.items():
         sc = s.get("scaled_to_reported_prompt") or {}
         summary.add_row(prov + (" (estimated tokens)" if s.get("estimated_tokens") else ""), str(s["requests"]),
-                        str(s["reporting_reads"]), str(s["warm_outside"]), f"{s.get('server_tools', 0)} · {s.get('server_template', 0)}", _pct(s["hit_miss_agree"]),
+                        str(s["scored"]), str(s["warm_outside"]), _pct(s["hit_miss_agree"]),
                         _pct(s["read_within_5pct"]), _pct(s["read_within_128"]), _pct(s["read_exact"]),
                         f"{_pct(sc.get('hit_miss_agree'))} · {_pct(sc.get('read_within_5pct'))} · "
                         f"{_pct(sc.get('read_within_128'))} · {_pct(sc.get('read_exact'))}")
-    return Group(table, summary)
+    return Group(table, summary, set_apart_table({p: s["set_apart"] for p, s in result.summary.items()}))
+
+
+def set_apart_table(by_provider: dict[str, dict[str, int]]) -> Table:
+    """Requests left out of the figures, per provider and reason (the one
+    rule, :mod:`fidelity.traffic.apart`); ``tokens-check`` prints the same table."""
+    table = Table(title="set apart (not in the figures above), by reason", title_justify="left")
+    for col in ("provider", "reason", "requests"):
+        table.add_column(col, justify="right" if col == "requests" else "left", overflow="fold")
+    for prov, reasons in by_provider.items():
+        for reason, n in reasons.items():
+            table.add_row(prov, reason, str(n))
+    return table

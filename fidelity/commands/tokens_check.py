@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..tokens.check import check
 from ._console import stdout_console
+from .replay import set_apart_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -36,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(col, justify="left" if col in ("provider", "kind") else "right")
     for g in result.groups:
         table.add_row(g.provider, g.kind, str(g.n), f"{g.median:.2%}", f"{g.p95:.2%}", "estimated" if g.estimated else "")
-    console.print(table)
+    if result.groups:
+        console.print(table)
+    else:
+        console.print("no request with a reported prompt was scored (see what was set apart below)")
     if args.requests:
         rows = Table(title="requests")
         for col in ("provider", "kind", "model", "billed", "predicted", "error", "where"):
@@ -45,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
             rows.add_row(r.provider, r.kind, r.model, str(r.billed), str(r.predicted), f"{r.error:.2%}",
                          f"{r.path}#{r.where}")
         console.print(rows)
+    if result.apart:
+        console.print(set_apart_table(result.apart))
     for reason, n in sorted(result.skipped.items()):
-        console.print(f"skipped {n}: {reason}")
+        if not any(reason in by for by in result.apart.values()):
+            console.print(f"not countable {n}: {reason}")
     return 0
