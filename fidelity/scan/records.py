@@ -34,13 +34,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from .. import providers, wire
-from ..errors import FidelityError, InputError
+from .. import wire
+from ..errors import InputError
 from ..traffic import usage as _usage
+from ..traffic.apart import endpoint_of, route
 from ..traffic.usage import http_status
 
 __all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "endpoint_of", "MAX_LINE"]
@@ -80,20 +80,6 @@ class Record:
     detected: bool = False
     #: the response's HTTP status, where logged
     status: int | None = None
-
-
-_URL_CACHE: dict[str, Any] = {}
-_MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
-
-
-def endpoint_of(url: str) -> Any:
-    """:func:`fidelity.providers.from_url`, memoised (a log names few URLs)."""
-    hit = _URL_CACHE.get(url)
-    if hit is None and url not in _URL_CACHE:
-        hit = _URL_CACHE[url] = providers.from_url(url)
-        if len(_URL_CACHE) > 4096:
-            _URL_CACHE.clear()
-    return hit
 
 
 _DAYS: dict[int, str] = {}
@@ -180,25 +166,14 @@ def parse_record(line: bytes) -> Record:
     url = env.get("url") or env.get("uri") or obj.get("url")
     url = url if isinstance(url, str) else ""
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
-    dialect = None
-    ep = endpoint_of(url) if url else None
-    if hint and hint in wire.names():
-        dialect = wire.get(hint)
-    elif ep is not None:
-        dialect = wire.get(ep.dialect)
-    detected = dialect is None
-    if dialect is None:
-        try:
-            dialect = wire.detect(body)
-        except FidelityError:
-            raise BadLine("unknown provider", "no URL route and no dialect recognises the body") from None
-    model = body.get("model")
-    if not isinstance(model, str):
-        m = _MODEL_IN_URL.search(unquote(urlsplit(url).path)) if url else None
-        # else the model the URL's route names (Bedrock's /model/NAME/invoke, an Azure deployment)
-        model = m.group(1) if m is not None else ep.model if ep is not None else None
-        if model is None:
-            raise BadLine("no model", "neither the body nor the URL names a model")
+    # the one routing rule (fidelity.traffic.apart.route): what replay and tokens-check use
+    name, provider, model = route(body, url, hint)
+    if name is None or name not in wire.names():
+        raise BadLine("unknown provider", "no URL route and no dialect recognises the body")
+    if model is None:
+        raise BadLine("no model", "neither the body nor the URL names a model")
+    dialect = wire.get(name)
+    detected = not (hint and hint in wire.names()) and (not url or endpoint_of(url) is None)
     used = _usage.normalise(obj.get("usage"))
     if used is None and "response" in obj:
         resp = obj["response"]
@@ -212,7 +187,7 @@ def parse_record(line: bytes) -> Record:
             used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
     session = obj.get("session")
     user = obj.get("user")
-    return Record(t, day, dialect, ep.provider if ep is not None else dialect.provider, model, body, used,
+    return Record(t, day, dialect, provider or dialect.provider, model, body, used,
                   str(session) if session is not None else None, str(user) if user is not None else None, raw,
                   url, detected, _status(obj))
 
