@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,6 @@ from .cache._base import as_token_array
 from .cache.prompts import CachePrompt, cache_prompt
 from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
-from .server_side import uses_server_tools
 from .traffic import sources
 from .traffic.exchange import Exchange
 from .traffic.usage import from_response
@@ -66,7 +65,6 @@ __all__ = [
     "read_recordings",
     "replay",
     "summarize",
-    "uses_server_tools",
     "SCHEMA",
 ]
 
@@ -309,7 +307,3 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
             "estimated_tokens": any(r.estimated for r in sim),
         }
     return out
-
-
-def iter_rows(result: Replay) -> Iterator[Row]:
-    yield from result.rows

@@ -38,10 +38,9 @@ True
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-__all__ = ["REASONS", "reason", "uses_server_tools", "has_marks"]
+__all__ = ["REASONS", "reason", "has_marks"]
 
 #: the reasons :func:`reason` gives, in the order it checks them
 REASONS = ("server tools", "provider tools", "server template", "server state")
@@ -84,18 +83,6 @@ def has_marks(raw: bytes, skip: tuple[int, int] = (0, 0)) -> bool:
     if b <= a:
         return any(m in raw for m in _SERVER_TOOL_MARKS)
     return any(raw.find(m, 0, a) >= 0 or raw.find(m, b) >= 0 for m in _SERVER_TOOL_MARKS)
-
-
-def uses_server_tools(body: bytes) -> bool:
-    """Does this request body run provider-side tools (a server tool's
-    definition, call or result in it)?"""
-    if has_marks(body):
-        return True
-    try:
-        obj = json.loads(body)  # the standard library's: it reads lone surrogates too
-    except ValueError:
-        return False
-    return _server_tool_in(obj)
 
 
 def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: bool | None = None) -> str | None:

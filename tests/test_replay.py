@@ -114,10 +114,16 @@ def test_docs_example_runs() -> None:
 
 
 def test_server_tools_detected() -> None:
-    assert R.uses_server_tools(b'{"tools":[{"type":"web_search_20250305","name":"web_search"}]}')
-    assert R.uses_server_tools(b'{"input":[{"type":"web_search_call","id":"ws_1"}]}')
-    assert not R.uses_server_tools(b'{"tools":[{"name":"get_weather","input_schema":{}}]}')
-    assert not R.uses_server_tools(b'{"tools":[{"type":"function","name":"web_search_helper"}]}')
+    from fidelity.traffic.apart import exchange
+
+    def apart(body: bytes) -> str | None:
+        return exchange("x", 0, body, url="https://api.anthropic.com/v1/messages").apart
+
+    assert apart(b'{"model":"m","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"}]}') \
+        == "server tools"
+    assert apart(b'{"model":"m","input":[{"type":"web_search_call","id":"ws_1"}]}') == "server tools"
+    assert apart(b'{"model":"m","messages":[],"tools":[{"name":"get_weather","input_schema":{}}]}') is None
+    assert apart(b'{"model":"m","messages":[],"tools":[{"type":"function","name":"web_search_helper"}]}') is None
 
 
 def test_rows_filed_under_the_cache_the_url_reaches(shared_real: Path) -> None:

@@ -41,11 +41,13 @@ def test_reason(body: Any, raw: bytes | None, server_prompt: str, expected: str 
     assert expected is None or expected in server_side.REASONS
 
 
-def test_replay_and_reason_agree_on_server_tools() -> None:
+def test_marks_alone_and_the_parsed_body_agree_on_server_tools() -> None:
     for body in ({"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
-                 {"tools": [{"type": "function", "name": "web_fetch"}]}):
+                 {"tools": [{"type": "function", "name": "web_fetch"}]},
+                 {"contents": [], "tools": [{"urlContext": {}}]}):
         raw = orjson.dumps(body)
-        assert server_side.uses_server_tools(raw) == (server_side.reason(body, raw) == "server tools")
+        assert server_side.reason(body, raw) == server_side.reason(body) == (
+            "server tools" if body["tools"][0].get("type") != "function" else None)
 
 
 def _line(t: int, session: str, body: dict[str, Any], usage: dict[str, int], url: str = _OPENAI) -> bytes:

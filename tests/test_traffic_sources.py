@@ -188,3 +188,20 @@ def test_replay_and_tokens_check_say_what_they_scored_and_set_apart(tmp_path: Pa
     doc = check([cassette]).to_json()
     assert doc["set_apart"] == {"anthropic": {"failed request (HTTP 529)": 1, "server tools": 1}}
     assert [(g["provider"], g["kind"], g["requests"]) for g in doc["groups"]] == [("anthropic", "text", 1)]
+
+
+def test_a_body_edited_after_recording_is_in_no_figure(tmp_path: Path) -> None:
+    # openllmetry's Bedrock cassettes hold a stand-in ("very very long system prompt", 312 bytes)
+    # for a 67,988-byte body: counting it against the 18,135 tokens billed measures the edit
+    from fidelity.traffic.apart import NOT_AS_SENT
+
+    body = json.dumps(_anthropic())
+    doc = {"interactions": [
+        {"request": {"method": "POST", "uri": ANTHROPIC, "body": body,
+                     "headers": {"Content-Length": [str(len(body) + n)]}},
+         "response": {"status": {"code": 200}, "headers": {}, "body": {"string": json.dumps(A_USAGE)}}}
+        for n in (5000, 0)]}
+    (tmp_path / "edited.json").write_text(json.dumps(doc))
+    rows = replay(tmp_path / "edited.json").rows
+    assert [r.note for r in rows] == [NOT_AS_SENT, None]
+    assert check([tmp_path / "edited.json"]).apart == {"anthropic": {NOT_AS_SENT: 1}}

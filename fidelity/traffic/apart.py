@@ -9,7 +9,8 @@ then take the decision as it is. Two kinds of decision:
 * **skip** -- the simulator does not take the request: not a generation
   call (embeddings, uploads, legacy ``/v1/completions``...:
   :func:`fidelity.capture.classify.classify`), a failed request (HTTP 400 or
-  more: it read and wrote nothing), a body that is not JSON, a provider no
+  more: it read and wrote nothing), a body that is not the one sent (its
+  recorded ``Content-Length`` disagrees), a body that is not JSON, a provider no
   rule names, an API fidelity has no dialect for (Bedrock Converse);
 * **apart** -- simulated (what it writes is there for later requests) but
   in no accuracy figure, because its billed prompt holds what the body does
@@ -37,7 +38,19 @@ from ..capture.classify import classify
 from ..errors import FidelityError, UnknownName
 from .exchange import Exchange
 
-__all__ = ["exchange", "decide", "route", "endpoint_of"]
+__all__ = ["exchange", "decide", "route", "endpoint_of", "NOT_AS_SENT"]
+
+#: a recorded body whose length is not the ``Content-Length`` it was sent with:
+#: edited after recording (a stand-in for a long prompt, another model's name)
+NOT_AS_SENT = "the recording does not hold the body as sent (Content-Length differs)"
+
+
+def _header(headers: Mapping[str, Any], name: str) -> str | None:
+    for k, v in headers.items():
+        if str(k).lower() == name:
+            v = v[0] if isinstance(v, (list, tuple)) and v else v
+            return v.decode("latin-1") if isinstance(v, bytes) else str(v) if v is not None else None
+    return None
 
 _URL_CACHE: dict[str, Any] = {}
 _MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
@@ -85,12 +98,19 @@ def route(obj: Any, url: str | None, hint: str | None = None) -> tuple[str | Non
 
 
 def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: int | None = None,
-           method: str = "POST", headers: Mapping[str, Any] | None = None) -> tuple[str | None, str | None]:
+           method: str = "POST", headers: Mapping[str, Any] | None = None,
+           reserialised: bool = False) -> tuple[str | None, str | None]:
     """``(skip, apart)``: why the request is not simulated, or why it is
-    simulated but left out of the figures (see the module docstring)."""
+    simulated but left out of the figures (see the module docstring).
+    ``headers``: the recorded request headers; ``reserialised``: the body is
+    the recorder's serialisation of parsed JSON (its length says nothing)."""
     kind = classify(method, url, headers or {}, body, obj)
     if not kind.generation:
         return f"not a generation request: {kind.reason}", None
+    if headers and not reserialised and not _header(headers, "content-encoding"):
+        sent = _header(headers, "content-length")
+        if sent is not None and sent.strip().isdigit() and int(sent) != len(body):
+            return NOT_AS_SENT, None
     if status is not None and status >= 400:
         return f"failed request (HTTP {status})", None
     if dialect is None:
@@ -114,7 +134,7 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
     except (ValueError, RecursionError):
         obj = None
     dialect, provider, named = route(obj, url, hint) if obj is not None else (None, None, None)
-    skip, apart = decide(obj, body, url, dialect, status, method, headers)
+    skip, apart = decide(obj, body, url, dialect, status, method, headers, reserialised)
     return Exchange(source, index, body, url, dialect, named or model, time, usage, skip=skip, apart=apart,
                     status=status, session=session, where=where, reserialised=reserialised,
                     response_model=response_model, provider=provider)
