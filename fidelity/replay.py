@@ -16,20 +16,10 @@ predicted read) came from a cache warmed before the recording started:
 it is flagged ``warm_outside`` and left out of the accuracy figures, like
 calibration's anchors.
 
-A request that uses a provider's *server-side tools* (:mod:`fidelity.server_side`; Anthropic's web
-search, web fetch and code execution; OpenAI Responses' hosted web search
-and code interpreter) is shown apart too (``apart: "server tools"``) and
-left out of the accuracy figures: the provider runs the tool loop inside
-one request, sampling several times and caching as it goes ("This process
-may repeat multiple times throughout a single request",
-https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool,
-read 2026-12-01), the results come back as ``encrypted_content`` a client
-cannot count, and the tools' own definitions are added by the provider. So
-neither the prompt nor what earlier requests wrote is in the recording.
-A request to an endpoint that renders the body into a template it does not
-publish (a route's ``server_prompt`` in :mod:`fidelity.providers`:
-DeepSeek's ``/responses``) is shown apart as ``"server template"`` for the
-same reason.
+What is skipped (not simulated) and what is simulated but set apart
+(left out of the accuracy figures: server tools, server state, server
+templates) is decided by the one rule every command uses,
+:mod:`fidelity.traffic.apart`; each row says why (``note``, ``apart``).
 
 Rows are filed under the provider whose cache the URL reaches (a request
 to DeepSeek's ``/responses`` is DeepSeek's, one to OpenRouter is the

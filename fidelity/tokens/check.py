@@ -6,11 +6,10 @@ the billed prompt; summarise per provider and kind of request (text, tools,
 schema, image, pdf, audio) as the median and 95th percentile of
 ``|predicted - billed| / billed``.
 
-Requests whose prompt the body does not hold are left out and counted by
-reason: server-side state (``previous_response_id``, ``conversation``,
-Gemini ``cachedContent``), built-in tools whose hidden instructions the
-provider adds (web search, code interpreter), embeddings, and dialects
-fidelity does not read (Bedrock Converse).
+Requests the one rule sets apart (:mod:`fidelity.traffic.apart`: server
+tools and state, provider tools, failed requests, non-generation calls,
+APIs without a dialect) are left out and counted per provider and reason,
+exactly as ``replay`` and ``scan`` leave them out.
 """
 
 from __future__ import annotations
@@ -22,10 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import InputError, UnknownName
-from ..traffic.apart import decide
 from . import for_model as tokens_for_model
 from .billed import count_prompt
 from .recorded import RecordedRequest, iter_recorded
@@ -96,13 +92,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * q // 100))
     return float(ordered[int(rank) - 1])
-
-
-def _skip_reason(obj: Any, dialect: str | None, url: str | None) -> str | None:
-    """Why a request body is in no figure, by the one rule
-    (:func:`fidelity.traffic.apart.decide`)."""
-    skip, apart = decide(obj, orjson.dumps(obj) if obj is not None else b"", url, dialect)
-    return skip or apart
 
 
 def _provider_of(family: str | None, dialect: str, model: str) -> str:

@@ -38,14 +38,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
-from ..capture.snapshot import describe
 from ..errors import FidelityError, InputError
 from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
-from .check import _skip_reason
 from .framing_estimate import BASE, DOC, MSG, THINK, TOOL, segment_pieces
 from .recorded import RecordedRequest, iter_recorded
 
@@ -110,11 +106,8 @@ def samples(records: Iterable[RecordedRequest], base: str = "o200k_base") -> lis
     proxy_tok = _proxy(base)
     out = []
     for rec in records:
-        dialect, family, model = describe(rec.url, rec.body)
-        if dialect not in _ESTIMATED or not model:
-            continue
-        obj = orjson.loads(rec.body)
-        if _skip_reason(obj, dialect, rec.url) is not None:
+        dialect, model = rec.dialect, rec.model
+        if dialect not in _ESTIMATED or not model or rec.set_apart is not None:
             continue
         provider = _ESTIMATED[dialect]
         segs = wire.get(dialect).cache_view(rec.body)

@@ -55,15 +55,16 @@ def _name(path: Path) -> str:
 
 
 def _head(path: Path) -> bytes:
-    from ..capture.importers._base import read_source
+    """The first 4 KiB of a file, gunzipped when it is a ``.gz`` file
+    (only those bytes are decompressed; an unreadable file has none)."""
+    import gzip
+    import zlib
 
-    if path.name.lower().endswith(".gz"):
-        try:
-            return read_source(path)[:4096]
-        except InputError:
-            return b""
-    with open(path, "rb") as fh:
-        return fh.read(4096)
+    try:
+        with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")) as fh:
+            return fh.read(4096)
+    except (OSError, EOFError, zlib.error):
+        return b""
 
 
 def kind_of(path: Path) -> str | None:
