@@ -36,7 +36,7 @@ from urllib.parse import unquote, urlsplit
 from .. import providers, server_side, wire
 from ..capture.classify import classify
 from ..errors import FidelityError, UnknownName
-from .exchange import Exchange
+from .exchange import Exchange, header
 
 __all__ = ["exchange", "decide", "route", "endpoint_of", "NOT_AS_SENT"]
 
@@ -44,13 +44,6 @@ __all__ = ["exchange", "decide", "route", "endpoint_of", "NOT_AS_SENT"]
 #: edited after recording (a stand-in for a long prompt, another model's name)
 NOT_AS_SENT = "the recording does not hold the body as sent (Content-Length differs)"
 
-
-def _header(headers: Mapping[str, Any], name: str) -> str | None:
-    for k, v in headers.items():
-        if str(k).lower() == name:
-            v = v[0] if isinstance(v, (list, tuple)) and v else v
-            return v.decode("latin-1") if isinstance(v, bytes) else str(v) if v is not None else None
-    return None
 
 _URL_CACHE: dict[str, Any] = {}
 _MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
@@ -107,8 +100,8 @@ def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: 
     kind = classify(method, url, headers or {}, body, obj)
     if not kind.generation:
         return f"not a generation request: {kind.reason}", None
-    if headers and not reserialised and not _header(headers, "content-encoding"):
-        sent = _header(headers, "content-length")
+    if headers and not reserialised and not header(headers, "content-encoding"):
+        sent = header(headers, "content-length")
         if sent is not None and sent.strip().isdigit() and int(sent) != len(body):
             return NOT_AS_SENT, None
     if status is not None and status >= 400:

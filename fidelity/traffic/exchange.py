@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-__all__ = ["Exchange", "iso_seconds", "http_date_seconds"]
+__all__ = ["Exchange", "header", "iso_seconds", "http_date_seconds"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,21 @@ def iso_seconds(value: Any) -> float | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
+
+
+def header(headers: Any, name: str) -> str | None:
+    """The first value of header ``name`` (lower case; any case in the
+    recording) in a mapping of values or lists (vcrpy, Ruby VCR, snapshots)
+    or a list of ``{"name", "value"}`` (HAR); ``None`` when absent."""
+    if isinstance(headers, Mapping):
+        items: Any = headers.items()
+    elif isinstance(headers, list):
+        items = ((h.get("name"), h.get("value")) for h in headers if isinstance(h, dict))
+    else:
+        return None
+    for k, v in items:
+        if str(k).lower() == name:
+            if isinstance(v, (list, tuple)):
+                v = v[0] if v else None
+            return None if v is None else v.decode("latin-1") if isinstance(v, bytes) else str(v)
+    return None

@@ -32,7 +32,7 @@ from typing import Any
 from .._registry import Registry
 from ..errors import InputError
 from .apart import exchange
-from .exchange import Exchange, http_date_seconds, iso_seconds
+from .exchange import Exchange, header, http_date_seconds, iso_seconds
 from .usage import decode_body, from_response, http_status, normalise
 
 __all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "READ_KINDS", "response_model"]
@@ -124,19 +124,6 @@ def list_sources(path: str | Path) -> list[Source]:
 # -- readers ---------------------------------------------------------------------
 
 
-def _header(headers: Any, name: str) -> str | None:
-    items = headers.items() if isinstance(headers, dict) else (
-        ((h.get("name"), h.get("value")) for h in headers if isinstance(h, dict)) if isinstance(headers, list) else ())
-    for k, v in items:
-        if str(k).lower() == name:
-            if isinstance(v, (list, tuple)):
-                v = v[0] if v else None
-            if v is None:
-                return None
-            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
-    return None
-
-
 def _text(value: Any) -> bytes | None:
     if isinstance(value, dict) and "string" in value:
         value = value["string"]
@@ -159,7 +146,7 @@ def _decoded(body: bytes | None, headers: Any) -> bytes | None:
     if not body:
         return body
     try:
-        return decode_body(body, _header(headers, "content-encoding"))
+        return decode_body(body, header(headers, "content-encoding"))
     except InputError:  # a recorder that kept the decoded text beside the original header
         return body
 
@@ -178,7 +165,7 @@ def _answered(source: str, index: int, where: str, req: dict[str, Any], body: by
     resp = resp if isinstance(resp, dict) else {}
     rheaders = resp.get("headers")
     rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
-    usage = from_response(None, _header(rheaders, "content-type"), rbody) if rbody else None
+    usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
     uri = req.get("uri") if isinstance(req.get("uri"), str) else None
     return exchange(source, index, body, url=uri, time=time, usage=usage, status=http_status(resp.get("status")),
                     session=source, where=where, reserialised=reserialised, response_model=response_model(rbody),
@@ -208,7 +195,7 @@ def _vcr(path: Path) -> list[Exchange]:
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
     return _interactions(path, doc["interactions"], lambda inter, resp: http_date_seconds(
-        _header(resp.get("headers") if isinstance(resp, dict) else None, "date")))
+        header(resp.get("headers") if isinstance(resp, dict) else None, "date")))
 
 
 def _ruby_vcr(path: Path) -> list[Exchange]:
@@ -220,7 +207,7 @@ def _ruby_vcr(path: Path) -> list[Exchange]:
     def date_of(inter: dict[str, Any], resp: Any) -> Any:
         at = inter.get("recorded_at")
         return http_date_seconds(at) or iso_seconds(at) or http_date_seconds(
-            _header(resp.get("headers") if isinstance(resp, dict) else None, "date"))
+            header(resp.get("headers") if isinstance(resp, dict) else None, "date"))
     return _interactions(path, doc["http_interactions"], date_of)
 
 
@@ -245,7 +232,7 @@ def _har(path: Path) -> list[Exchange]:
         rbody = _text(content.get("text"))
         if rbody is not None and content.get("encoding") == "base64":
             rbody = _decoded(base64.b64decode(rbody), resp.get("headers"))
-        ctype = _header(resp.get("headers"), "content-type") or content.get("mimeType")
+        ctype = header(resp.get("headers"), "content-type") or content.get("mimeType")
         usage = from_response(None, ctype if isinstance(ctype, str) else None, rbody) if rbody else None
         out.append(exchange(str(path), i, body, url=req.get("url") if isinstance(req.get("url"), str) else None,
                             time=iso_seconds(e.get("startedDateTime")), usage=usage,
@@ -283,7 +270,7 @@ def _jsonl(path: Path) -> list[Exchange]:
             rbody = resp["body_raw"].encode("utf-8", "surrogatepass")
         elif resp.get("body") is not None:
             rbody = json.dumps(resp["body"]).encode()
-        usage = from_response(None, _header(resp.get("headers"), "content-type"), rbody) if rbody else None
+        usage = from_response(None, header(resp.get("headers"), "content-type"), rbody) if rbody else None
         out.append(exchange(str(path), i, body, url=req.get("url") if isinstance(req.get("url"), str) else None,
                             time=iso_seconds(req.get("timestamp")), usage=usage,
                             status=http_status(resp.get("status_code")), session=str(path), where=f"line {i + 1}",
