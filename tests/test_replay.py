@@ -28,7 +28,10 @@ def test_multi_turn_reads_what_the_moved_breakpoint_wrote(shared_real: Path) -> 
 def test_recorded_usage_figures(shared_real: Path) -> None:
     res = R.replay(shared_real / "recorded-usage")
     a = res.summary["anthropic"]
-    assert a["requests"] == 85 and a["estimated_tokens"]  # 12 Bedrock-routed Anthropic bodies since issue 11
+    # 12 Bedrock-routed Anthropic bodies since issue 11; 4 file uploads to Anthropic's API, filed
+    # under Anthropic by their URL and set apart as not generation requests (issue 29)
+    assert a["requests"] == 89 and a["estimated_tokens"]
+    assert a["set_apart"]["not a generation request: multipart upload"] == 4
     assert a["scaled_to_reported_prompt"]["hit_miss_agree"] == 1.0
     # billed ids (calibrated estimate), server-tool requests shown apart
     assert a["hit_miss_agree"] == 1.0 and a["server_tools"] > 0

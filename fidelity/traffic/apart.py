@@ -126,7 +126,7 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
         obj = json.loads(body)  # the standard library's: it reads lone surrogates too
     except (ValueError, RecursionError):
         obj = None
-    dialect, provider, named = route(obj, url, hint) if obj is not None else (None, None, None)
+    dialect, provider, named = route(obj, url, hint)
     skip, apart = decide(obj, body, url, dialect, status, method, headers, reserialised)
     return Exchange(source, index, body, url, dialect, named or model, time, usage, skip=skip, apart=apart,
                     status=status, session=session, where=where, reserialised=reserialised,
