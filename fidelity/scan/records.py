@@ -15,10 +15,11 @@ An envelope ``{"request": {"url", "body", ...}, "response": {...}}`` (the
 shape of claude-trace logs, whose ``response.body_raw`` holds a stream) and a
 bare request body per line are read too. ``.gz`` files are decompressed.
 
-Snapshot folders and the importers' formats (HAR, vcrpy cassettes, DeepSeek
-Harness logs, other JSONL recordings) are converted into this format first
-(:func:`prepare_inputs`), so that one reader and one partition function serve
-them all.
+Recordings (snapshot folders, vcrpy and Ruby VCR cassettes, HAR) are read
+by the one reader every command uses (:mod:`fidelity.traffic.sources`, with
+its set-apart decision) and DeepSeek Harness logs by their importer, then
+written in this format (:func:`prepare_inputs`), so that one reader and one
+partition function serve them all.
 """
 
 from __future__ import annotations
