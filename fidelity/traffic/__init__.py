@@ -13,3 +13,5 @@
 survey read recordings through these modules, so one recording gives one
 set of requests, figures and decisions whichever command reads it.
 """
+
+__all__: list[str] = []
