@@ -205,3 +205,16 @@ def test_a_body_edited_after_recording_is_in_no_figure(tmp_path: Path) -> None:
     rows = replay(tmp_path / "edited.json").rows
     assert [r.note for r in rows] == [NOT_AS_SENT, None]
     assert check([tmp_path / "edited.json"]).apart == {"anthropic": {NOT_AS_SENT: 1}}
+
+
+def test_gemini_openai_compatible_detection_names_gemini_and_counts_with_its_rules(tmp_path: Path) -> None:
+    from fidelity.wire.evidence import detect_request
+
+    url = "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions"
+    body = {"model": "gemini-2.5-flash", "messages": [{"role": "user", "content": "hello there"}]}
+    found = detect_request(body, url=url)
+    assert (found.dialect, found.family, found.conflict) == ("openai-chat", "gemini", None)
+    resp = {"usage": {"prompt_tokens": 4, "completion_tokens": 1}}
+    result = check([_vcrpy(tmp_path / "g.json", [(url, body, resp, 200)])])
+    (row,) = result.rows
+    assert (row.provider, row.dialect, row.estimated) == ("gemini", "openai-chat", True)
