@@ -17,9 +17,13 @@ A row **fails** the gate (exit 1) when
   ``max(max_cost_increase_usd, max_cost_increase_pct% of baseline)``
   (an absolute floor and a relative allowance; the larger one applies, like
   ``math.isclose``'s ``abs_tol`` / ``rel_tol``), or
+* its cost per fork has a price on one side and none on the other (a
+  model that lost its price row would otherwise read as free), or
 * it is in the baseline but no longer measured: missing from the current
-  rows, or skipped (a variant that started raising). A row that goes away on
-  purpose goes away with the baseline: ``fidelity gate --update-baseline``.
+  rows, or skipped (a variant that started raising), or
+* it is measured but not in the baseline (a new row, or a baseline that
+  lacks it). A row that comes or goes on purpose comes or goes with the
+  baseline: ``fidelity gate --update-baseline``.
 
 Bad input or configuration exits 2; otherwise 0. Thresholds live in
 ``pyproject.toml``::
@@ -32,10 +36,9 @@ Bad input or configuration exits 2; otherwise 0. Thresholds live in
     max_cost_increase_pct = 0
     cache_preserving = ["completed-turn", "*fork*"]   # fnmatch on variant or key
 
-Outputs: plain text, GitHub workflow commands (``::error file=...,line=...::``,
-https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands,
-escaped as ``@actions/core``'s ``command.ts`` does) and JUnit XML (the
-schema CI servers read: https://github.com/testmoapp/junitxml).
+This module computes; :mod:`fidelity.gate_output` renders a
+:class:`GateResult` (plain text, GitHub workflow commands, JUnit XML) and
+imports this module, never the other way round.
 """
 
 from __future__ import annotations
@@ -43,14 +46,23 @@ from __future__ import annotations
 import fnmatch
 import math
 import tomllib
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from .errors import InputError
+from .gate_rows import (
+    REPORT_SCHEMA,
+    Row,
+    figure,
+    rows_from_report,
+    rows_from_report_json,
+    rows_from_score,
+    rows_from_snapshots,
+)
 from .jsonio import atomic_write, load
 
 __all__ = [
@@ -68,36 +80,12 @@ __all__ = [
     "rows_from_snapshots",
     "rows_from_score",
     "load_baseline",
+    "baseline_rows",
     "baseline_bytes",
     "write_baseline",
-    "format_text",
-    "format_github",
-    "junit_xml",
 ]
 
 BASELINE_SCHEMA = "fidelity.gate-baseline/1"
-#: the saved report's schema (``fidelity.report._data.SCHEMA``)
-REPORT_SCHEMA = "fidelity.report/1"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One gated figure: a variant on a fixture (or a child snapshot)."""
-
-    key: str
-    variant: str
-    lost_tokens: float
-    usd_per_fork: float | None = None
-    fixture: str | None = None
-    line: int | None = None
-    cache_preserving: bool = False
-    detail: str | None = None
-    #: why the combination could not be measured (``None``: measured)
-    skipped: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items()
-                if k != "cache_preserving" and not (k == "skipped" and v is None)}
 
 
 @dataclass(frozen=True)
@@ -193,7 +181,7 @@ def _allowed(base: float, abs_tol: float, pct: float) -> float:
 
 
 def _fmt_usd(x: float | None) -> str:
-    return "n/a" if x is None else f"${x:.6f}"
+    return "no price" if x is None else f"${x:.6f}"
 
 
 def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresholds) -> GateResult:
@@ -203,26 +191,31 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
     for row in current:
         why = f" ({row.detail})" if row.detail else ""
         old = base.get(row.key)
-        if row.skipped is not None:
-            was_measured = old is not None and old.skipped is None
+        if row.skipped is not None and old is not None:
+            was_measured = old.skipped is None
             message = (f"{row.variant}: skipped now ({row.skipped})" + (
                 f"; the baseline measured {old.lost_tokens:,.0f} lost tokens per fork. If this is on purpose, "
-                "update the baseline (--update-baseline)" if was_measured and old is not None else ""))
+                "update the baseline (--update-baseline)" if was_measured else ""))
             result.findings.append(Finding(row, "skipped", message, was_measured, old))
             continue
-        if th.preserving(row) and row.lost_tokens > 0:
+        if row.skipped is None and th.preserving(row) and row.lost_tokens > 0:
             result.findings.append(Finding(row, "cache_lost", f"{row.variant} is declared cache-preserving but loses "
                                            f"{row.lost_tokens:,.0f} cached tokens per fork{why}", True, old))
             continue
         if old is None:
-            result.findings.append(Finding(row, "new", f"{row.variant}: not in the baseline; loses "
-                                           f"{row.lost_tokens:,.0f} tokens per fork{why}", False))
+            state = f"skipped ({row.skipped})" if row.skipped is not None else (
+                f"loses {row.lost_tokens:,.0f} tokens per fork{why}")
+            result.findings.append(Finding(row, "new", f"{row.variant}: not in the baseline (key {row.key}); {state}; "
+                                           "if this is on purpose, update the baseline (--update-baseline)", True))
             continue
         problems = []
         d_tok = row.lost_tokens - old.lost_tokens
         if d_tok > _allowed(old.lost_tokens, th.max_lost_tokens_increase, th.max_lost_tokens_increase_pct):
             problems.append(f"lost tokens per fork rose {old.lost_tokens:,.0f} → {row.lost_tokens:,.0f} (+{d_tok:,.0f})")
-        if row.usd_per_fork is not None and old.usd_per_fork is not None:
+        if (row.usd_per_fork is None) != (old.usd_per_fork is None):
+            problems.append(f"cost per fork {_fmt_usd(old.usd_per_fork)} in the baseline, "
+                            f"{_fmt_usd(row.usd_per_fork)} now")
+        elif row.usd_per_fork is not None and old.usd_per_fork is not None:
             d_usd = row.usd_per_fork - old.usd_per_fork
             if d_usd > _allowed(old.usd_per_fork, th.max_cost_increase_usd, th.max_cost_increase_pct) + 1e-12:
                 problems.append(f"cost per fork rose {_fmt_usd(old.usd_per_fork)} → {_fmt_usd(row.usd_per_fork)}")
@@ -237,9 +230,10 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
     keys = {r.key for r in current}
     for old in baseline or ():
         if old.key not in keys:
-            result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline but not measured now; "
+            result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline (key {old.key}) but not "
+                                           "measured now; "
                                            "if this is on purpose, update the baseline (--update-baseline)",
-                                           old.skipped is None, old))
+                                           True, old))
     return result
 
 
@@ -261,247 +255,6 @@ def narrow_baseline(baseline: Sequence[Row], *, variants: Sequence[str] | None =
     return out
 
 
-# -- rows from a report or from snapshots --------------------------------------------
-
-_NAME_KEYS = ("variant", "name", "id")
-_LOST_KEYS = ("lost_tokens_per_fork", "lost_tokens", "lost")
-_COST_KEYS = ("usd_per_fork", "cost_per_fork", "per_child", "usd_lost_per_fork", "usd_lost_per_request", "usd_lost")
-_FIXTURE_KEYS = ("fixture", "file", "path", "source", "child_path", "session")
-
-
-def _as_float(v: int | float, key: str) -> float:
-    try:
-        return float(v)
-    except OverflowError:
-        raise InputError(f"{key} is too large a number ({len(str(v))} digits)") from None
-
-
-def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return _as_float(v, k)
-    for nest in ("cache", "cost", "loss", "lost", "per_fork"):
-        sub = obj.get(nest)
-        if isinstance(sub, dict):
-            v = _num_flat(sub, keys)
-            if v is not None:
-                return v
-    return None
-
-
-def _num_flat(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return _as_float(v, k)
-    return None
-
-
-def _str(obj: dict[str, Any], keys: Iterable[str]) -> str | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, str) and v:
-            return v
-    return None
-
-
-def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
-    """Rows from a report JSON result: every object that names a variant and
-    carries a lost-token figure (``lost_tokens`` / ``lost``, directly or under
-    ``cache``), inheriting a ``fixture``/``path`` from an enclosing object.
-    ``cache_preserving`` / ``preserves_cache`` flags are honoured."""
-    if isinstance(obj, dict) and obj.get("schema") == REPORT_SCHEMA:
-        return rows_from_report_json(obj, path=path)
-    rows: list[Row] = []
-
-    def walk(node: Any, fixture: str | None, pointer: str) -> None:
-        if isinstance(node, dict):
-            here = _str(node, _FIXTURE_KEYS) or fixture
-            name = _str(node, _NAME_KEYS)
-            lost = _num(node, _LOST_KEYS)
-            if name is not None and lost is not None:
-                cause = node.get("cause")
-                detail = None
-                if isinstance(cause, dict):
-                    detail = ": ".join(str(x) for x in (cause.get("kind"), cause.get("detail")) if x)
-                elif isinstance(cause, str):
-                    detail = ": ".join(str(x) for x in (cause, node.get("cause_detail")) if x)
-                elif isinstance(node.get("detail"), str):
-                    detail = node["detail"]
-                line = node.get("line") if isinstance(node.get("line"), int) else None
-                dialect = node.get("dialect") if isinstance(node.get("dialect"), str) else None
-                key = "::".join(x for x in (here, name, dialect) if x)
-                rows.append(Row(key=key, variant=name, lost_tokens=lost, usd_per_fork=_num(node, _COST_KEYS),
-                                fixture=here, line=line,
-                                cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
-                                detail=detail))
-                return
-            for k, v in node.items():
-                walk(v, here, f"{pointer}/{k}")
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, fixture, f"{pointer}/{i}")
-
-    try:
-        walk(obj, None, "")
-    except InputError as exc:
-        raise (exc.at(path) if path is not None else exc) from None
-    if not rows:
-        raise InputError("no variant rows found (objects with a variant name and lost tokens)", path=path)
-    seen: set[str] = set()
-    for r in rows:
-        if r.key in seen:
-            raise InputError(f"two rows for {r.key!r}; the gate needs one per fixture and variant", path=path)
-        seen.add(r.key)
-    return rows
-
-
-def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,
-               cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None) -> Row:
-    """One report row as a gated row; the in-process report and the saved
-    report both come through here, so that they key and word rows alike."""
-    detail = (cause or "") + (f": {cause_detail}" if cause_detail else "")
-    if pointer:
-        detail += f" at {pointer}"
-    return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
-               lost_tokens=float(lost), usd_per_fork=None if usd is None else round(usd, 6),
-               fixture=fixture or session, line=None, cache_preserving=cache_preserving, detail=detail or None)
-
-
-def _skipped_row(session: str, variant: str, dialect: str, fixture: str | None, reason: str) -> Row:
-    return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
-               lost_tokens=0.0, fixture=fixture or session, skipped=reason or "skipped")
-
-
-def rows_from_score(result: Any) -> list[Row]:
-    """Rows from a :class:`fidelity.score.Score` (the report's result
-    object): one per session × variant × dialect, cost per fork being the
-    prompt-side cost of one child request (USD rounded to 6 places, as the
-    saved report has it), pointing at the session's file. Combinations the
-    report skipped are rows too, marked ``skipped``."""
-    rows = []
-    by_name = {s.name: s for s in getattr(result, "sessions", ())}
-    for r in result.rows:
-        file = getattr(by_name.get(r.session), "file", None)
-        rows.append(_score_row(r.session, r.variant, r.dialect, r.lost, r.cost.per_child if r.cost else None, file,
-                               bool(r.cache_preserving), r.cause, r.cause_detail, r.pointer))
-    for k in getattr(result, "skipped", ()):
-        rows.append(_skipped_row(k.session, k.variant, k.dialect, getattr(by_name.get(k.session), "file", None),
-                                 k.reason))
-    return rows
-
-
-def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None) -> list[Row]:
-    """Rows from a saved report (``fidelity report`` writes
-    ``reports/fidelity-report.json``, schema ``fidelity.report/1``): the
-    same rows :func:`rows_from_score` gives for the run that wrote it."""
-    def bad(problem: str, pointer: str) -> InputError:
-        return InputError(problem, path=path, pointer=pointer)
-
-    files: dict[str, str] = {}
-    sessions = doc.get("sessions", [])
-    if isinstance(sessions, list):
-        for s in sessions:
-            if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str):
-                files[s["name"]] = s["file"]
-    rows_in, skipped_in = doc.get("rows"), doc.get("skipped", [])
-    if not isinstance(rows_in, list):
-        raise bad("a fidelity.report/1 document needs a \"rows\" array", "/rows")
-    if not isinstance(skipped_in, list):
-        raise bad("\"skipped\" must be an array", "/skipped")
-    rows: list[Row] = []
-    for i, r in enumerate(rows_in):
-        ptr = f"/rows/{i}"
-        if not isinstance(r, dict):
-            raise bad("expected an object", ptr)
-        names = [r.get(k) for k in ("session", "variant", "provider")]
-        if not all(isinstance(x, str) and x for x in names):
-            raise bad("a row needs session, variant and provider strings", ptr)
-        tokens, div, cost = r.get("tokens"), r.get("divergence") or {}, r.get("cost")
-        lost = tokens.get("lost") if isinstance(tokens, dict) else None
-        if isinstance(lost, bool) or not isinstance(lost, (int, float)):
-            raise bad("a row needs a numeric tokens.lost", ptr + "/tokens/lost")
-        usd = cost.get("usd_per_child") if isinstance(cost, dict) else None
-        if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))):
-            raise bad("cost.usd_per_child must be a number", ptr + "/cost/usd_per_child")
-        if not isinstance(div, dict):
-            raise bad("divergence must be an object", ptr + "/divergence")
-        text = {k: div.get(k) if isinstance(div.get(k), str) else None for k in ("cause", "cause_detail", "pointer")}
-        session, variant, dialect = (str(x) for x in names)
-        rows.append(_score_row(session, variant, dialect, _as_float(lost, "tokens.lost"),
-                               None if usd is None else _as_float(usd, "usd_per_child"), files.get(session),
-                               r.get("cache_preserving") is True, text["cause"], text["cause_detail"], text["pointer"]))
-    for i, k in enumerate(skipped_in):
-        names = [k.get(x) if isinstance(k, dict) else None for x in ("session", "variant", "provider")]
-        if not all(isinstance(x, str) and x for x in names):
-            raise bad("a skipped entry needs session, variant and provider strings", f"/skipped/{i}")
-        reason = k.get("reason") if isinstance(k.get("reason"), str) else ""
-        session, variant, provider = (str(x) for x in names)  # strings: checked just above
-        rows.append(_skipped_row(session, variant, provider, files.get(session), reason))
-    if not rows:
-        raise bad("the report holds no rows", "/rows")
-    seen: set[str] = set()
-    for r in rows:
-        if r.key in seen:
-            raise InputError(f"two rows for {r.key!r}; the gate needs one per session, variant and provider", path=path)
-        seen.add(r.key)
-    return rows
-
-
-def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> int:
-    """1-based line in the file holding body byte ``offset``."""
-    head = 1 if is_snapshot else 0
-    if offset is None:
-        return head + 1
-    return head + 1 + body[:offset].count(b"\n")
-
-
-def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
-                        model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
-    """Diff each child request of a snapshot folder against the earlier
-    request its cache reads from (:func:`fidelity.diff.by_cache.pairs_by_cache`); one row per child, keyed by
-    its file name, pointing at the child file and the line of its first
-    divergent byte. A pair fidelity cannot compare (an embeddings call, an
-    unsupported API) is counted in ``skipped_out``, never fatal."""
-    from .diff.by_cache import pairs_by_cache
-    from .diff.folder import Skipped, compare_pair, summary
-    from .diff.views import annotation
-
-    rows = []
-    skipped: list[Skipped] = []
-    base = Path(relative_to) if relative_to is not None else None
-    for pair in pairs_by_cache(folder):  # each child against the request its cache reads from
-        parent, child = pair.parent, pair.child
-        res = compare_pair(parent, child, model=model, prices=prices, lenient=True)
-        if isinstance(res, Skipped):
-            skipped.append(res)
-            continue
-        detail = annotation(res)
-        shown = child.path
-        if base is not None:
-            try:
-                shown = child.path.resolve().relative_to(Path(base).resolve())
-            except ValueError:
-                pass
-        rows.append(Row(
-            key=child.path.name,
-            variant=child.path.name,
-            lost_tokens=float(res.cache.lost),
-            usd_per_fork=res.cost.usd_lost if res.cost else None,
-            fixture=str(shown),
-            line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
-            detail=f"{detail}; parent {parent.path.name} ({pair.how})",
-        ))
-    if skipped_out is not None:
-        skipped_out.extend(skipped)
-    if not rows:
-        note = summary(skipped)
-        raise InputError("no (parent, child) pair of requests in this folder" + (f"; {note}" if note else ""),
-                         path=folder)
-    return rows
-
-
 # -- baselines --------------------------------------------------------------------
 
 
@@ -520,33 +273,84 @@ def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> Non
     atomic_write(path, baseline_bytes(rows, source=source))
 
 
-def load_baseline(path: str | Path) -> list[Row]:
+_BASELINE_KEYS = ("schema", "source", "rows")
+_ROW_KEYS = ("key", "variant", "lost_tokens", "usd_per_fork", "fixture", "line", "detail", "skipped")
+
+
+def _baseline_row(r: Any, bad: Any, ptr: str) -> Row:
+    if not isinstance(r, dict):
+        raise bad("a baseline row must be an object", ptr)
+    unknown = [k for k in r if k not in _ROW_KEYS]
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r} in a baseline row; known: {', '.join(_ROW_KEYS)}", ptr)
+    for k in ("key", "variant"):
+        if not isinstance(r.get(k), str) or not r[k]:
+            raise bad(f"{k} must be a non-empty string", f"{ptr}/{k}")
+    for k in ("fixture", "detail", "skipped"):
+        if r.get(k) is not None and not isinstance(r[k], str):
+            raise bad(f"{k} must be a string or null", f"{ptr}/{k}")
+    line = r.get("line")
+    if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
+        raise bad("line must be a positive integer or null", f"{ptr}/line")
+    if "lost_tokens" not in r:
+        raise bad("a baseline row needs lost_tokens", ptr)
+    try:
+        lost = figure(r["lost_tokens"], optional=False)
+    except ValueError as exc:
+        raise bad(f"lost_tokens must be a finite number >= 0 ({exc}), got {r['lost_tokens']!r}",
+                  f"{ptr}/lost_tokens") from None
+    if "usd_per_fork" not in r:
+        raise bad("a baseline row needs usd_per_fork (null: no price)", ptr)
+    try:
+        usd = figure(r["usd_per_fork"], optional=True)
+    except ValueError as exc:
+        raise bad(f"usd_per_fork must be a finite number >= 0 or null ({exc}), got {r['usd_per_fork']!r}",
+                  f"{ptr}/usd_per_fork") from None
+    assert lost is not None  # not optional
+    return Row(key=r["key"], variant=r["variant"], lost_tokens=lost, usd_per_fork=usd, fixture=r.get("fixture"),
+               line=line, detail=r.get("detail"), skipped=r.get("skipped"))
+
+
+def baseline_rows(doc: Any, *, path: str | Path | None = None) -> list[Row]:
+    """The rows of a baseline document (schema ``fidelity.gate-baseline/1``),
+    validated as strictly as any other input: every member known, figures
+    finite numbers >= 0 (never strings), one row per key, at least one row.
+    A problem raises :class:`InputError` naming the file and JSON pointer."""
+    def bad(problem: str, pointer: str) -> InputError:
+        return InputError(problem, path=path, pointer=pointer)
+
+    if not isinstance(doc, dict):
+        raise bad("a baseline must be a JSON object", "")
+    unknown = [k for k in doc if k not in _BASELINE_KEYS]
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r} in a baseline; known: {', '.join(_BASELINE_KEYS)}", "")
+    if not isinstance(doc.get("source"), str):
+        raise bad("source must be a string", "/source")
+    rows_in = doc.get("rows")
+    if not isinstance(rows_in, list):
+        raise bad("baseline rows must be a list", "/rows")
+    if not rows_in:
+        raise bad("the baseline holds no rows; write it with --update-baseline", "/rows")
+    out: list[Row] = []
+    seen: dict[str, int] = {}
+    for i, r in enumerate(rows_in):
+        row = _baseline_row(r, bad, f"/rows/{i}")
+        if row.key in seen:
+            raise bad(f"a second row for {row.key!r} (the first is /rows/{seen[row.key]}); "
+                      "the gate needs one per key", f"/rows/{i}/key")
+        seen[row.key] = i
+        out.append(row)
+    return out
+
+
+def load_baseline(path: str | Path, *, create_with: str = "fidelity gate --update-baseline") -> list[Row]:
     """Rows of a baseline written by :func:`write_baseline`, or of a saved
     report JSON result. A missing file raises :class:`InputError` that says
-    how to create one."""
+    how to create one (``create_with``: the command to show)."""
     p = Path(path)
     if not p.exists():
-        raise InputError("no baseline; create it with `fidelity gate --update-baseline`", path=p)
+        raise InputError(f"no baseline; create it with `{create_with}`", path=p)
     doc = load(p)
     if isinstance(doc, dict) and doc.get("schema") == BASELINE_SCHEMA:
-        rows = doc.get("rows")
-        if not isinstance(rows, list):
-            raise InputError("baseline rows must be a list", path=p, pointer="/rows")
-        out = []
-        for i, r in enumerate(rows):
-            try:
-                skipped = r.get("skipped")
-                out.append(Row(key=str(r["key"]), variant=str(r["variant"]), lost_tokens=float(r["lost_tokens"]),
-                               usd_per_fork=None if r.get("usd_per_fork") is None else float(r["usd_per_fork"]),
-                               fixture=r.get("fixture"), line=r.get("line"), detail=r.get("detail"),
-                               skipped=None if skipped is None else str(skipped)))
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
-                raise InputError("baseline row needs key, variant and a numeric lost_tokens", path=p,
-                                 pointer=f"/rows/{i}") from None
-        return out
+        return baseline_rows(doc, path=p)
     return rows_from_report(doc, path=p)
-
-
-# -- output: the text, GitHub and JUnit views live in fidelity.gate_output -------------
-
-from .gate_output import format_github, format_text, junit_xml  # noqa: E402  (re-exported views)

@@ -1,33 +1,49 @@
 """The views of a gate result: plain text, GitHub workflow commands, JUnit XML.
 
 Pure functions of a :class:`fidelity.gate.GateResult`; the CLI prints or writes them.
+Data flows one way: :mod:`fidelity.gate` computes and never imports this module.
+
+GitHub workflow commands (``::error file=...,line=...::``):
+https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands,
+escaped as ``@actions/core``'s ``command.ts`` does. JUnit XML: the schema CI
+servers read, https://github.com/testmoapp/junitxml.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING
+from collections import Counter
 
-if TYPE_CHECKING:
-    from .gate import GateResult
+from .gate import GateResult
 
-__all__ = ["format_text", "format_github", "junit_xml"]
+__all__ = ["summary_line", "format_text", "format_github", "junit_xml"]
 
+#: the kinds of finding, in the order the summary counts them
+_KINDS = ("cache_lost", "regression", "new", "removed", "skipped", "improved", "ok")
 _MARK = {"cache_lost": "FAIL", "regression": "FAIL", "new": "new ", "removed": "gone", "skipped": "skip",
          "improved": "ok  ", "ok": "ok  "}
 
 
-def format_text(result: GateResult) -> str:
-    """Plain lines, failures first, and a verdict."""
-    order = sorted(result.findings, key=lambda f: (not f.failed, f.row.key))
+def summary_line(result: GateResult) -> str:
+    """The verdict in one line: failures, rows, and how many of each kind."""
+    n = len(result.failures)
+    kinds = Counter(f.kind for f in result.findings)
+    counts = ", ".join(f"{kinds[k]} {k}" for k in _KINDS if kinds[k])
+    return (f"fidelity gate: {'FAILED' if n else 'passed'} — {n} failure(s), {len(result.findings)} row(s)"
+            + (f" ({counts})" if counts else "")
+            + (f", baseline {result.baseline_path}" if result.baseline_path else ""))
+
+
+def format_text(result: GateResult, *, verbose: bool = False) -> str:
+    """A line per failure (every row when ``verbose``), failures first, then
+    the one-line verdict of :func:`summary_line`."""
+    order = sorted((f for f in result.findings if verbose or f.failed), key=lambda f: (not f.failed, f.row.key))
     lines = []
     for f in order:
         where = f"{f.row.fixture}:{f.row.line}: " if f.failed and f.row.fixture and f.row.line else ""
         mark = "FAIL" if f.failed else _MARK[f.kind]
         lines.append(f"{mark} {where}{f.message}")
-    n = len(result.failures)
-    lines.append(f"fidelity gate: {'FAILED' if n else 'passed'} — {n} failure(s), {len(result.findings)} row(s)"
-                 + (f", baseline {result.baseline_path}" if result.baseline_path else ""))
+    lines.append(summary_line(result))
     return "\n".join(lines) + "\n"
 
 
@@ -39,26 +55,25 @@ def _escape_property(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_github(result: GateResult) -> str:
+def format_github(result: GateResult, *, verbose: bool = False) -> str:
     """GitHub workflow commands: ``::error`` for each failure (pointing at its
-    fixture or snapshot file and line), ``::notice`` for new rows, then the
-    text summary."""
+    fixture or snapshot file and line), then the text view."""
     out = []
     for f in result.findings:
-        if not (f.failed or f.kind == "new"):
+        if not f.failed:
             continue
-        level = "error" if f.failed else "notice"
+        level = "error"
         props = []
         if f.row.fixture:
             props.append(f"file={_escape_property(f.row.fixture)}")
             if f.row.line:
                 props.append(f"line={f.row.line}")
         title = {"cache_lost": "cache-preserving variant lost tokens", "removed": "baseline row not measured",
-                 "skipped": "baseline row skipped"}.get(f.kind) or (
-            "prompt-cache regression" if f.failed else "new gated row")
+                 "skipped": "baseline row skipped", "new": "row not in the baseline"}.get(f.kind) or (
+            "prompt-cache regression")
         props.append(f"title={_escape_property('fidelity: ' + title)}")
         out.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
-    return "\n".join(out) + ("\n" if out else "") + format_text(result)
+    return "\n".join(out) + ("\n" if out else "") + format_text(result, verbose=verbose)
 
 
 def junit_xml(result: GateResult) -> bytes:

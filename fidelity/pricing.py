@@ -39,7 +39,8 @@ from typing import Any
 from . import jsonio, providers
 from .errors import InputError, UnknownName
 
-__all__ = ["Price", "Rates", "PriceTable", "load", "parse_bundled", "parse_litellm", "prompt_cost", "lost_cost"]
+__all__ = ["Price", "Rates", "PriceTable", "load", "parse_bundled", "parse_litellm", "prompt_cost", "lost_cost",
+           "no_price_note"]
 
 
 # A model name's tail that does not change the price: a date, "latest",
@@ -192,6 +193,30 @@ class PriceTable:
         if best is None:
             raise UnknownName(f"model (prices: {self.name})", model, self.models(provider))
         return best
+
+
+#: how many of the provider's priced models a "no price" note names
+_NOTE_MODELS = 6
+
+
+def no_price_note(table: PriceTable, provider: str, model: str) -> str:
+    """The note a result carries for a model the table has no price for: its
+    dollars show "no price", never $0. Whole model names only (at most
+    :data:`_NOTE_MODELS` of the provider's, then how many more), so that no
+    name is ever cut.
+
+    >>> no_price_note(PriceTable("t", "2026-01-01", ()), "acme", "m-1")
+    'no price for acme/m-1 in t (as of 2026-01-01): the table has no acme models; pass --prices FILE (a LiteLLM price map) to price it'
+    """
+    known = [m.split("/", 1)[1] for m in table.models(provider)]
+    if known:
+        shown = ", ".join(known[:_NOTE_MODELS]) + (f" and {len(known) - _NOTE_MODELS} more"
+                                                   if len(known) > _NOTE_MODELS else "")
+        what = f"its {_family(provider)} models: {shown}"
+    else:
+        what = f"the table has no {_family(provider)} models"
+    return (f"no price for {provider}/{model} in {table.name} (as of {table.as_of}): {what}; "
+            "pass --prices FILE (a LiteLLM price map) to price it")
 
 
 def _family(provider: str) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import gate_tampering
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -158,6 +159,31 @@ def test_fresh_seed_structural_mutations(body: bytes, provider: str, variant: st
             rc, err = _cli(["diff", str(p), str(p), "--json"])
             _one_line(rc, err, p)
             assert p.read_bytes() == body  # inputs never modified
+    except BaseException as exc:
+        exc.add_note(f"fidelity fuzz seed: {SEED}; replay with FIDELITY_FUZZ_SEED={SEED}")
+        raise
+
+
+@seed(SEED)
+@settings(derandomize=False, database=None, max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.one_of(gate_tampering.tampered_baselines().map(lambda c: ("baseline", c)),
+                      gate_tampering.tampered_reports().map(lambda c: ("report", c))))
+def test_fresh_seed_tampered_gate_inputs(case: tuple[str, gate_tampering.Tampered]) -> None:
+    """A tampered baseline or saved report (tests/gate_tampering.py) never
+    lets the gate pass a real regression: exit 1, or 2 with one line."""
+    which, tampered = case
+    honest = json.dumps(gate_tampering.honest_baseline()).encode()
+    regressed = json.dumps(gate_tampering.regressed_report(tampered.row)).encode()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            base, now = Path(tmp, "base.json"), Path(tmp, "now.json")
+            base.write_bytes(tampered.data if which == "baseline" else honest)
+            now.write_bytes(regressed if which == "baseline" else tampered.data)
+            rc, err = _cli(["gate", "--report", str(now), "--baseline", str(base), "--config", str(Path(tmp, "x"))])
+            assert rc in (1, 2), (tampered.how, rc, err)
+            if rc == 2:
+                _one_line(rc, err, base if which == "baseline" else now)
     except BaseException as exc:
         exc.add_note(f"fidelity fuzz seed: {SEED}; replay with FIDELITY_FUZZ_SEED={SEED}")
         raise

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fidelity import gate
+from fidelity import gate, gate_output
 from fidelity.capture.snapshot import Snapshot, SnapshotWriter
 from fidelity.cli import main
 from fidelity.errors import InputError
@@ -108,17 +108,18 @@ def test_cost_threshold() -> None:
     assert res.exit_code == 1 and "cost per fork rose $0.010000 → $0.010600" in res.failures[0].message
 
 
-def test_new_rows_pass_but_a_baseline_row_gone_or_skipped_fails() -> None:
+def test_a_row_new_or_gone_or_skipped_fails_naming_its_key() -> None:
     res = gate.evaluate([_row(5, key="new")], [_row(5, key="old")], gate.Thresholds())
-    assert {(f.kind, f.failed) for f in res.findings} == {("new", False), ("removed", True)}
-    assert res.exit_code == 1 and "--update-baseline" in res.failures[0].message
+    assert {(f.kind, f.failed) for f in res.findings} == {("new", True), ("removed", True)}
+    assert res.exit_code == 1 and all("--update-baseline" in f.message for f in res.failures)
+    assert {f.kind: "key " + f.row.key in f.message for f in res.failures} == {"new": True, "removed": True}
     skipped = gate.Row(key="old", variant="v", lost_tokens=0, skipped="builder raised")
     res = gate.evaluate([skipped], [_row(5, key="old")], gate.Thresholds())
     assert res.exit_code == 1 and res.failures[0].kind == "skipped" and "builder raised" in res.failures[0].message
-    # skipped in the baseline too (or never measured): reported, not failed
+    # skipped in the baseline too: reported, not failed; never measured and not in the baseline: new, failed
     assert gate.evaluate([skipped], [skipped], gate.Thresholds()).exit_code == 0
-    assert gate.evaluate([skipped], [], gate.Thresholds()).exit_code == 0
-    junit = ET.fromstring(gate.junit_xml(gate.evaluate([_row(1, key="a")], [_row(1, key="a"), _row(1, key="b")],
+    assert gate.evaluate([skipped], [], gate.Thresholds()).exit_code == 1
+    junit = ET.fromstring(gate_output.junit_xml(gate.evaluate([_row(1, key="a")], [_row(1, key="a"), _row(1, key="b")],
                                                        gate.Thresholds())))
     assert junit.find("testsuite").get("failures") == "1" and len(junit.iter("failure").__next__().text) > 0
 
@@ -152,7 +153,7 @@ def test_report_run_that_drops_a_row_fails_until_the_baseline_is_updated(repo: P
 
 def test_github_escaping() -> None:
     row = gate.Row(key="k", variant="a%b\nc", lost_tokens=9, fixture="dir,x/f:1.json", line=4, cache_preserving=True)
-    text = gate.format_github(gate.evaluate([row], None, gate.Thresholds()))
+    text = gate_output.format_github(gate.evaluate([row], None, gate.Thresholds()))
     first = text.splitlines()[0]
     assert first.startswith("::error file=dir%2Cx/f%3A1.json,line=4,")
     assert "a%25b%0Ac is declared" in first

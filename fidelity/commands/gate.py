@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
-from .. import gate, pricing
+from .. import gate, gate_output, pricing
 from ..jsonio import atomic_write, load
 from . import report
 
@@ -26,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "github"), default=None,
                         help="text, or GitHub workflow commands (default: github when GITHUB_ACTIONS=true)")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="list every row (default: the failures and a one-line summary)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--snapshots", metavar="DIR",
                         help="gate a snapshot folder: each child request diffed against its parent")
@@ -63,6 +66,25 @@ def _run_report(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
     return gate.rows_from_score(report.build_score(args)), "report"
 
 
+#: the options that choose what is gated and against what, as the user spelled them
+_REPEATED = (("snapshots", "--snapshots"), ("report", "--report"), ("model", "--model"), ("fixtures", "--fixtures"),
+             ("providers", "--providers"), ("variants", "--variants"), ("prices", "--prices"),
+             ("baseline", "--baseline"))
+
+
+def update_command(args: argparse.Namespace) -> str:
+    """The command that writes the baseline for the run ``args`` describes:
+    the user's own choice of inputs, with ``--update-baseline``."""
+    words = ["fidelity", "gate"]
+    for attr, flag in _REPEATED:
+        value = getattr(args, attr, None)
+        if value:
+            words += [flag, *(value if isinstance(value, list) else [value])]
+    if getattr(args, "config", "pyproject.toml") != "pyproject.toml":
+        words += ["--config", args.config]
+    return shlex.join([*words, "--update-baseline"])
+
+
 def run(args: argparse.Namespace) -> int:
     th = gate.load_config(args.config)
     baseline_path = args.baseline or th.baseline
@@ -71,15 +93,16 @@ def run(args: argparse.Namespace) -> int:
         gate.write_baseline(baseline_path, rows, source=source)
         print(f"fidelity gate: wrote baseline {baseline_path} ({len(rows)} row(s))")
         return 0
-    baseline = gate.load_baseline(baseline_path)  # missing: InputError, exit 2
+    baseline = gate.load_baseline(baseline_path, create_with=update_command(args))  # missing: exit 2
     if not (args.snapshots or args.report):  # a narrowed report run expects only its own rows
         baseline = gate.narrow_baseline(baseline, variants=args.variants, dialects=args.providers)
     result = gate.evaluate(rows, baseline, th)
     result.baseline_path = str(baseline_path)
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
-    text = gate.format_github(result) if fmt == "github" else gate.format_text(result)
+    view = gate_output.format_github if fmt == "github" else gate_output.format_text
+    text = view(result, verbose=args.verbose)
     # a lone surrogate (from a "\ud800" escape in an input) is shown escaped, not a crash
     sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     if args.junit:
-        atomic_write(args.junit, gate.junit_xml(result))
+        atomic_write(args.junit, gate_output.junit_xml(result))
     return result.exit_code

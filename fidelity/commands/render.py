@@ -1,12 +1,20 @@
-"""``fidelity render --provider P [--profile NAME] REQUEST.json``: the exact wire body bytes.
+"""``fidelity render [--provider P] [--profile NAME] REQUEST.json``: the exact wire body bytes.
 
-Reads a canonical request (see :mod:`fidelity.canonical`), renders it with the
-named dialect and writes the body to stdout with nothing added (no trailing
+Reads a canonical request (see :mod:`fidelity.canonical`; an example is
+``fixtures/request.example.json`` in the source tree), renders it with a
+dialect and writes the body to stdout with nothing added (no trailing
 newline), so that ``fidelity render ... > body.json`` is byte-identical to
-what the official SDK would send. ``--profile`` names the client whose bytes
-to reproduce (:mod:`fidelity.wire.profiles`: ``openai-python<3``,
-``anthropic-stream``, ``gemini-rest``...; default: the dialect's current SDK).
-``--model`` fills in a request whose route names no model.
+what the official SDK would send. The dialect is ``--provider``, else the one
+the request's ``route.provider`` speaks (``deepseek``, ``anthropic``,
+``gemini``...); a provider with several dialects (``openai``: Chat
+Completions and Responses) needs ``--provider``. ``--profile`` names the
+client whose bytes to reproduce (:mod:`fidelity.wire.profiles`:
+``openai-python<3``, ``anthropic-stream``, ``gemini-rest``...; default: the
+dialect's current SDK). ``--model`` fills in a request whose route names no
+model.
+
+A provider wire body (what ``diff`` and ``fork`` read) is not a canonical
+request: render says which dialect the body looks like and what to pass.
 """
 
 from __future__ import annotations
@@ -14,30 +22,78 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from typing import Any
 
-from .. import wire
-from ..canonical import load_request
-from ..errors import InputError
+from .. import providers, wire
+from ..canonical import FORMAT, request_from_obj
+from ..errors import InputError, UnknownName
+from ..jsonio import load
 
-__all__ = ["HELP", "add_arguments", "run"]
+__all__ = ["HELP", "EXAMPLE", "add_arguments", "run", "dialect_for"]
 
-HELP = "Write the exact request body a provider SDK would send for a canonical request"
+#: the canonical request shipped with the source tree (the help names it)
+EXAMPLE = "fixtures/request.example.json"
+
+HELP = (f"Write the exact request body a provider SDK would send for a canonical request: a provider-neutral "
+        f"JSON file that starts {{\"fidelity\": \"{FORMAT}\", \"route\": {{\"provider\": ..., \"model\": ...}}, ...}} "
+        f"(example: {EXAMPLE} in the source tree; the format is documented in fidelity/canonical.py). "
+        "Not a provider wire body: diff and fork read those.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--provider", "-p", required=True, metavar="P",
-                        help="wire dialect name: " + ", ".join(wire.names()))
+    parser.add_argument("--provider", "-p", metavar="P",
+                        help="wire dialect name: " + ", ".join(wire.names())
+                        + " (default: the dialect the request's route.provider speaks, when it speaks one)")
     from ..wire.profiles import profile_names
 
     parser.add_argument("--profile", metavar="NAME",
                         help="client profile: " + ", ".join(profile_names()) + " (default: the current SDK)")
     parser.add_argument("--model", help="model for a request whose route names none")
-    parser.add_argument("request", metavar="REQUEST.json", help="canonical request JSON file")
+    parser.add_argument("request", metavar="REQUEST.json",
+                        help=f"canonical request JSON file (\"fidelity\": \"{FORMAT}\"; example: {EXAMPLE})")
+
+
+def _wire_body_error(obj: Any, path: str) -> InputError | None:
+    """The error for a provider wire body handed to render (``None``: not one)."""
+    if not isinstance(obj, dict) or "fidelity" in obj:
+        return None
+    try:
+        dialect = wire.detect(obj).name
+    except InputError:
+        return None
+    return InputError(f"this is a provider wire body (it looks like {dialect}), not a canonical request; render takes "
+                      f"a canonical request (\"fidelity\": \"{FORMAT}\", example: {EXAMPLE}); to diff or fork this body as it "
+                      f"is, use `fidelity diff` or `fidelity fork --provider {dialect}`", path=path)
+
+
+def dialect_for(route_provider: str, *, path: str | None = None) -> str:
+    """The one dialect a route's provider speaks: the provider's own dialect
+    when it has one of that name (``deepseek``, ``gemini``, ``vllm``), else
+    the only dialect of its routes (``anthropic``); :class:`InputError`
+    saying why when there is none or more than one (``openai``)."""
+    name = route_provider.strip().lower()
+    if name in wire.names():
+        return name
+    try:
+        spoken = sorted({r.dialect for r in providers.get(name).routes})
+    except UnknownName:
+        spoken = []
+    if len(spoken) == 1:
+        return spoken[0]
+    why = (f"route.provider {route_provider!r} speaks {' and '.join(spoken)}" if spoken
+           else f"route.provider {route_provider!r} names no known provider")
+    raise InputError(f"cannot tell which dialect to render: {why}; pass --provider (known: "
+                     f"{', '.join(wire.names())})", path=path, pointer="/route/provider")
 
 
 def run(args: argparse.Namespace) -> int:
-    dialect = wire.get(args.provider)  # UnknownName -> one line, exit 2
-    request = load_request(args.request)
+    given = wire.get(args.provider) if args.provider else None  # UnknownName -> one line, exit 2
+    obj = load(args.request)
+    bad = _wire_body_error(obj, args.request)
+    if bad is not None:
+        raise bad
+    request = request_from_obj(obj, path=args.request)
+    dialect = given or wire.get(dialect_for(request.route.provider, path=args.request))
     if args.model and not request.route.model:
         request = dataclasses.replace(request, route=dataclasses.replace(request.route, model=args.model))
     try:

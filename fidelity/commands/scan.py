@@ -20,9 +20,11 @@ HELP = ("Scan request logs (JSONL request logs, .gz, snapshot folders, HAR, cass
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="request log files or folders")
-    parser.add_argument("--json", action="store_true", help="print the fidelity.scan/1 JSON document")
-    parser.add_argument("--format", choices=("md", "json", "html", "github"),
-                        help="print this view instead of the terminal summary")
+    parser.add_argument("--json", action="store_true",
+                        help="print the fidelity.scan/1 JSON document (as diff, replay and tokens-check do)")
+    # "json" stays a choice of --format only as a deprecated spelling of --json
+    parser.add_argument("--format", choices=("md", "html", "github", "json"), metavar="{md,html,github}",
+                        help="print this view instead of the terminal summary (for JSON: --json)")
     parser.add_argument("--out", metavar="DIR",
                         help="write scan.json, scan.md, scan.html and the example pairs (examples/) here")
     parser.add_argument("--executor", choices=("local", "dask"), default="local",
@@ -81,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise InputError("--workers must be at least 1")
+    if args.format == "json":
+        print("fidelity scan: --format json is deprecated; use --json", file=sys.stderr)
+    elif args.json and args.format:
+        raise InputError(f"--json and --format {args.format}: choose one view")
     prices = pricing.load(args.prices) if args.prices else None
     bar = _Bar()
     try:

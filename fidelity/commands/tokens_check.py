@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import orjson
 from rich.table import Table
 
-from ..tokens.check import check
+from ..errors import InputError
+from ..tokens.check import CheckResult, check
 from ._console import stdout_console
 from .replay import set_apart_table
 
-__all__ = ["HELP", "add_arguments", "run"]
+__all__ = ["HELP", "add_arguments", "run", "nothing_scored"]
 
 HELP = ("Compare fidelity's prompt-token counts with the usage providers billed in recorded traffic "
         "(cassettes, HAR, claude-trace JSONL, snapshot folders): median and p95 relative error per "
@@ -26,8 +29,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--requests", action="store_true", help="also list every request (console output)")
 
 
+def _files(path: Path) -> list[Path]:
+    try:
+        return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    except OSError as exc:  # a folder that cannot be listed
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+
+
+def nothing_scored(paths: Sequence[str], result: CheckResult) -> InputError:
+    """The one-line error for a check that scored no request: what was read
+    and why none of it could be scored. With no request read at all, a file
+    that ``fidelity replay`` refuses (not JSON, a truncated line) is named as
+    replay names it, so that both commands agree on the same input."""
+    where = ", ".join(str(p) for p in paths)
+    if result.skipped:
+        n = sum(result.skipped.values())
+        why = "; ".join(f"{k} ({v})" for k, v in sorted(result.skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        return InputError(f"read {n} recorded request(s) with billed usage, none could be scored: {why}", path=where)
+    from ..replay import read_recordings
+
+    files = 0
+    for p in paths:
+        files += len(_files(Path(p)))
+        read_recordings(p)  # raises the error replay gives for the same input
+    return InputError(f"no recorded request with billed prompt usage in {files} file(s) (tokens-check reads "
+                      "vcrpy and Ruby VCR cassettes, HAR, claude-trace JSONL and snapshot folders)", path=where)
+
+
 def run(args: argparse.Namespace) -> int:
     result = check(args.paths)
+    if not result.rows:
+        raise nothing_scored(args.paths, result)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
         return 0
@@ -37,10 +69,7 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(col, justify="left" if col in ("provider", "kind") else "right")
     for g in result.groups:
         table.add_row(g.provider, g.kind, str(g.n), f"{g.median:.2%}", f"{g.p95:.2%}", "estimated" if g.estimated else "")
-    if result.groups:
-        console.print(table)
-    else:
-        console.print("no request with a reported prompt was scored (see what was set apart below)")
+    console.print(table)
     if args.requests:
         rows = Table(title="requests")
         for col in ("provider", "kind", "model", "billed", "predicted", "error", "where"):

@@ -218,9 +218,9 @@ class Prices:
         if pm not in self.rows:
             try:
                 self.rows[pm] = self.table.lookup(pm[0], pm[1])
-            except UnknownName as exc:  # no price: tokens still count, dollars say null
+            except UnknownName:  # no price: tokens still count, dollars say null
                 self.rows[pm] = None
-                self.notes.append(f"no price for {pm[0]}/{pm[1]}: {str(exc).splitlines()[0][:120]}")
+                self.notes.append(pricing.no_price_note(self.table, pm[0], pm[1]))
         return self.rows[pm]
 
     def lost_nano(self, provider: str, model: str, lost: int, *, prompt: int, time: float | None) -> int | None:

@@ -1,0 +1,322 @@
+"""The gate's rows: one gated figure per (fixture, variant) or child snapshot.
+
+Rows come from the report run in-process (:func:`rows_from_score`), from a
+saved report (``reports/fidelity-report.json``, schema ``fidelity.report/1``:
+:func:`rows_from_report_json`, or any JSON result that names variants and
+lost tokens: :func:`rows_from_report`) or from a snapshot folder
+(:func:`rows_from_snapshots`). Figures are validated where they are read:
+finite numbers >= 0, never strings, one row per key.
+
+:mod:`fidelity.gate` compares these rows with a baseline and imports this
+module; this module imports nothing of the gate's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+__all__ = ["REPORT_SCHEMA", "Row", "figure", "rows_from_report", "rows_from_report_json", "rows_from_score",
+           "rows_from_snapshots"]
+
+#: the saved report's schema (``fidelity.report._data.SCHEMA``)
+REPORT_SCHEMA = "fidelity.report/1"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One gated figure: a variant on a fixture (or a child snapshot)."""
+
+    key: str
+    variant: str
+    lost_tokens: float
+    usd_per_fork: float | None = None
+    fixture: str | None = None
+    line: int | None = None
+    cache_preserving: bool = False
+    detail: str | None = None
+    #: why the combination could not be measured (``None``: measured)
+    skipped: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items()
+                if k != "cache_preserving" and not (k == "skipped" and v is None)}
+
+
+
+def figure(value: Any, *, optional: bool) -> float | None:
+    """A gated figure as a float, or ``None`` when ``value`` is not a finite
+    number >= 0 (a string such as ``"NaN"`` or ``"1e9"`` is not a number)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("not a number")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ValueError("too large a number") from None
+    if not math.isfinite(out) or out < 0:
+        raise ValueError("not a finite number >= 0")
+    return out
+
+
+# -- rows from a report or from snapshots --------------------------------------------
+
+_NAME_KEYS = ("variant", "name", "id")
+_LOST_KEYS = ("lost_tokens_per_fork", "lost_tokens", "lost")
+_COST_KEYS = ("usd_per_fork", "cost_per_fork", "per_child", "usd_lost_per_fork", "usd_lost_per_request", "usd_lost")
+_FIXTURE_KEYS = ("fixture", "file", "path", "source", "child_path", "session")
+
+
+def _as_float(v: int | float, key: str) -> float:
+    try:
+        out = float(v)
+    except OverflowError:
+        raise InputError(f"{key} is too large a number ({len(str(v))} digits)") from None
+    if out < 0:
+        raise InputError(f"{key} must be >= 0, got {v!r}")
+    return out
+
+
+def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return _as_float(v, k)
+    for nest in ("cache", "cost", "loss", "lost", "per_fork"):
+        sub = obj.get(nest)
+        if isinstance(sub, dict):
+            v = _num_flat(sub, keys)
+            if v is not None:
+                return v
+    return None
+
+
+def _num_flat(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return _as_float(v, k)
+    return None
+
+
+def _str(obj: dict[str, Any], keys: Iterable[str]) -> str | None:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
+    """Rows from a report JSON result: every object that names a variant and
+    carries a lost-token figure (``lost_tokens`` / ``lost``, directly or under
+    ``cache``), inheriting a ``fixture``/``path`` from an enclosing object.
+    ``cache_preserving`` / ``preserves_cache`` flags are honoured."""
+    if isinstance(obj, dict) and obj.get("schema") == REPORT_SCHEMA:
+        return rows_from_report_json(obj, path=path)
+    rows: list[Row] = []
+
+    def walk(node: Any, fixture: str | None, pointer: str) -> None:
+        if isinstance(node, dict):
+            here = _str(node, _FIXTURE_KEYS) or fixture
+            name = _str(node, _NAME_KEYS)
+            lost = _num(node, _LOST_KEYS)
+            if name is not None and lost is not None:
+                cause = node.get("cause")
+                detail = None
+                if isinstance(cause, dict):
+                    detail = ": ".join(str(x) for x in (cause.get("kind"), cause.get("detail")) if x)
+                elif isinstance(cause, str):
+                    detail = ": ".join(str(x) for x in (cause, node.get("cause_detail")) if x)
+                elif isinstance(node.get("detail"), str):
+                    detail = node["detail"]
+                line = node.get("line") if isinstance(node.get("line"), int) else None
+                dialect = node.get("dialect") if isinstance(node.get("dialect"), str) else None
+                key = "::".join(x for x in (here, name, dialect) if x)
+                rows.append(Row(key=key, variant=name, lost_tokens=lost, usd_per_fork=_num(node, _COST_KEYS),
+                                fixture=here, line=line,
+                                cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
+                                detail=detail))
+                return
+            for k, v in node.items():
+                walk(v, here, f"{pointer}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, fixture, f"{pointer}/{i}")
+
+    try:
+        walk(obj, None, "")
+    except InputError as exc:
+        raise (exc.at(path) if path is not None else exc) from None
+    if not rows:
+        raise InputError("no variant rows found (objects with a variant name and lost tokens)", path=path)
+    seen: set[str] = set()
+    for r in rows:
+        if r.key in seen:
+            raise InputError(f"two rows for {r.key!r}; the gate needs one per fixture and variant", path=path)
+        seen.add(r.key)
+    return rows
+
+
+def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,
+               cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None) -> Row:
+    """One report row as a gated row; the in-process report and the saved
+    report both come through here, so that they key and word rows alike."""
+    detail = (cause or "") + (f": {cause_detail}" if cause_detail else "")
+    if pointer:
+        detail += f" at {pointer}"
+    return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
+               lost_tokens=float(lost), usd_per_fork=None if usd is None else round(usd, 6),
+               fixture=fixture or session, line=None, cache_preserving=cache_preserving, detail=detail or None)
+
+
+def _skipped_row(session: str, variant: str, dialect: str, fixture: str | None, reason: str) -> Row:
+    return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
+               lost_tokens=0.0, fixture=fixture or session, skipped=reason or "skipped")
+
+
+def rows_from_score(result: Any) -> list[Row]:
+    """Rows from a :class:`fidelity.score.Score` (the report's result
+    object): one per session × variant × dialect, cost per fork being the
+    prompt-side cost of one child request (USD rounded to 6 places, as the
+    saved report has it), pointing at the session's file. Combinations the
+    report skipped are rows too, marked ``skipped``."""
+    rows = []
+    by_name = {s.name: s for s in getattr(result, "sessions", ())}
+    for r in result.rows:
+        file = getattr(by_name.get(r.session), "file", None)
+        rows.append(_score_row(r.session, r.variant, r.dialect, r.lost, r.cost.per_child if r.cost else None, file,
+                               bool(r.cache_preserving), r.cause, r.cause_detail, r.pointer))
+    for k in getattr(result, "skipped", ()):
+        rows.append(_skipped_row(k.session, k.variant, k.dialect, getattr(by_name.get(k.session), "file", None),
+                                 k.reason))
+    return rows
+
+
+def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None) -> list[Row]:
+    """Rows from a saved report (``fidelity report`` writes
+    ``reports/fidelity-report.json``, schema ``fidelity.report/1``): the
+    same rows :func:`rows_from_score` gives for the run that wrote it."""
+    def bad(problem: str, pointer: str) -> InputError:
+        return InputError(problem, path=path, pointer=pointer)
+
+    files: dict[str, str] = {}
+    sessions = doc.get("sessions", [])
+    if isinstance(sessions, list):
+        for s in sessions:
+            if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str):
+                files[s["name"]] = s["file"]
+    rows_in, skipped_in = doc.get("rows"), doc.get("skipped", [])
+    if not isinstance(rows_in, list):
+        raise bad("a fidelity.report/1 document needs a \"rows\" array", "/rows")
+    if not isinstance(skipped_in, list):
+        raise bad("\"skipped\" must be an array", "/skipped")
+    rows: list[Row] = []
+    for i, r in enumerate(rows_in):
+        ptr = f"/rows/{i}"
+        if not isinstance(r, dict):
+            raise bad("expected an object", ptr)
+        names = [r.get(k) for k in ("session", "variant", "provider")]
+        if not all(isinstance(x, str) and x for x in names):
+            raise bad("a row needs session, variant and provider strings", ptr)
+        tokens, div, cost = r.get("tokens"), r.get("divergence") or {}, r.get("cost")
+        lost_in = tokens.get("lost") if isinstance(tokens, dict) else None
+        try:
+            lost = figure(lost_in, optional=False)
+        except ValueError as exc:
+            raise bad(f"tokens.lost must be a finite number >= 0 ({exc}), got {lost_in!r}",
+                      ptr + "/tokens/lost") from None
+        if "cost" not in r:
+            raise bad("a row needs a cost (an object, or null: no price)", ptr)
+        usd: float | None = None
+        if cost is not None:
+            if not isinstance(cost, dict) or "usd_per_child" not in cost:
+                raise bad("cost must be an object with usd_per_child, or null (no price)", ptr + "/cost")
+            try:
+                usd = figure(cost["usd_per_child"], optional=False)
+            except ValueError as exc:
+                raise bad(f"cost.usd_per_child must be a finite number >= 0 ({exc}), got {cost['usd_per_child']!r}",
+                          ptr + "/cost/usd_per_child") from None
+        assert lost is not None  # not optional
+        if not isinstance(div, dict):
+            raise bad("divergence must be an object", ptr + "/divergence")
+        text = {k: div.get(k) if isinstance(div.get(k), str) else None for k in ("cause", "cause_detail", "pointer")}
+        session, variant, dialect = (str(x) for x in names)
+        rows.append(_score_row(session, variant, dialect, lost, usd, files.get(session),
+                               r.get("cache_preserving") is True, text["cause"], text["cause_detail"], text["pointer"]))
+    for i, k in enumerate(skipped_in):
+        names = [k.get(x) if isinstance(k, dict) else None for x in ("session", "variant", "provider")]
+        if not all(isinstance(x, str) and x for x in names):
+            raise bad("a skipped entry needs session, variant and provider strings", f"/skipped/{i}")
+        reason = k.get("reason") if isinstance(k.get("reason"), str) else ""
+        session, variant, provider = (str(x) for x in names)  # strings: checked just above
+        rows.append(_skipped_row(session, variant, provider, files.get(session), reason))
+    if not rows:
+        raise bad("the report holds no rows", "/rows")
+    pointers = [f"/rows/{i}" for i in range(len(rows_in))] + [f"/skipped/{i}" for i in range(len(skipped_in))]
+    seen: dict[str, str] = {}
+    for r, ptr in zip(rows, pointers, strict=True):
+        if r.key in seen:
+            raise bad(f"a second row for {r.key!r} (the first is {seen[r.key]}); the gate needs one per session, "
+                      "variant and provider", ptr)
+        seen[r.key] = ptr
+    return rows
+
+
+def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> int:
+    """1-based line in the file holding body byte ``offset``."""
+    head = 1 if is_snapshot else 0
+    if offset is None:
+        return head + 1
+    return head + 1 + body[:offset].count(b"\n")
+
+
+def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
+                        model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
+    """Diff each child request of a snapshot folder against the earlier
+    request its cache reads from (:func:`fidelity.diff.by_cache.pairs_by_cache`); one row per child, keyed by
+    its file name, pointing at the child file and the line of its first
+    divergent byte. A pair fidelity cannot compare (an embeddings call, an
+    unsupported API) is counted in ``skipped_out``, never fatal."""
+    from .diff.by_cache import pairs_by_cache
+    from .diff.folder import Skipped, compare_pair, summary
+    from .diff.views import annotation
+
+    rows = []
+    skipped: list[Skipped] = []
+    base = Path(relative_to) if relative_to is not None else None
+    for pair in pairs_by_cache(folder):  # each child against the request its cache reads from
+        parent, child = pair.parent, pair.child
+        res = compare_pair(parent, child, model=model, prices=prices, lenient=True)
+        if isinstance(res, Skipped):
+            skipped.append(res)
+            continue
+        detail = annotation(res)
+        shown = child.path
+        if base is not None:
+            try:
+                shown = child.path.resolve().relative_to(Path(base).resolve())
+            except ValueError:
+                pass
+        rows.append(Row(
+            key=child.path.name,
+            variant=child.path.name,
+            lost_tokens=float(res.cache.lost),
+            usd_per_fork=res.cost.usd_lost if res.cost else None,
+            fixture=str(shown),
+            line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
+            detail=f"{detail}; parent {parent.path.name} ({pair.how})",
+        ))
+    if skipped_out is not None:
+        skipped_out.extend(skipped)
+    if not rows:
+        note = summary(skipped)
+        raise InputError("no (parent, child) pair of requests in this folder" + (f"; {note}" if note else ""),
+                         path=folder)
+    return rows
