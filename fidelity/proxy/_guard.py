@@ -100,12 +100,31 @@ class FailureLog:
 
 
 class _Refuse(asyncio.Protocol):
-    """A connection over the cap: answer 503 and close."""
+    """A connection over the cap: answer 503, stop writing, discard what the
+    client still sends and close after a second at most (closing at once,
+    with the client's request unread, would make the kernel send a reset
+    that can destroy the 503 before the client reads it)."""
+
+    LINGER_S = 1.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
         transport.write(_BUSY)
-        transport.close()
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._timer = asyncio.get_running_loop().call_later(self.LINGER_S, transport.abort)
+
+    def data_received(self, data: bytes) -> None:
+        pass  # the request is refused: its bytes are dropped
+
+    def eof_received(self) -> bool:
+        self._timer.cancel()
+        self.transport.close()
+        return False
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._timer.cancel()
 
 
 class _Guarded(asyncio.Protocol):
@@ -151,6 +170,7 @@ class _Guarded(asyncio.Protocol):
         if self.transport is not None:
             self.guard.open.pop(self.transport, None)
         self.transport = None
+        self.guard.count -= 1
         self.inner.connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -181,6 +201,9 @@ class ConnectionGuard:
         self.header_timeout = header_timeout
         self.log = log or FailureLog(lambda s: None)
         self.open: dict[asyncio.Transport, _Guarded] = {}
+        #: connections accepted and not yet lost (asyncio calls the factory for a
+        #: whole batch of accepted sockets before any ``connection_made``)
+        self.count = 0
         self._factory: Callable[[], Any] | None = None
 
     def wrap(self, factory: Callable[[], Any]) -> Callable[[], asyncio.Protocol]:
@@ -190,10 +213,11 @@ class ConnectionGuard:
 
     def _make(self) -> asyncio.Protocol:
         assert self._factory is not None
-        if len(self.open) >= self.max_connections:
-            self.log.note("connection cap", f"{len(self.open)} connections open (--max-connections "
+        if self.count >= self.max_connections:
+            self.log.note("connection cap", f"{self.count} connections open (--max-connections "
                                             f"{self.max_connections}); answered 503 to a new one")
             return _Refuse()
+        self.count += 1
         return _Guarded(self, self._factory())
 
     @contextmanager
