@@ -309,10 +309,10 @@ def test_proxy_and_upstream_agree_on_a_qwen_code_fork(tmp_path):
     child = _store.snapshot.read(QWEN / "child.snapshot")
     with UpstreamThread(parse_script({"defaults": {"text": "done"}})) as up, \
             ProxyThread(up.url, tmp_path / "o") as px:
-        for body in (parent.body, child.body):
+        for n, body in enumerate((parent.body, child.body), 1):
             r = httpx.post(px.url + "/v1/chat/completions", content=body, timeout=60)
             assert r.status_code == 200
-            wait_for(lambda: len(px.lines) == (1 if body is parent.body else 2), 60)
+            wait_for(lambda n=n: len(px.lines) == n, 60)
     line = px.lines[1]
     m = re.search(r"cached predicted ([\d,]+) / reported ([\d,]+)", line)
     assert m, line
@@ -379,6 +379,6 @@ def test_default_connection_cap_follows_the_descriptor_limit(monkeypatch):
     import resource
 
     monkeypatch.setattr(resource, "getrlimit", lambda _: (256, 4096))
-    assert default_max_connections() == 96  # (256 - 64) / 2: two descriptors per proxied request
+    assert default_max_connections() == 80  # (256 - 96) / 2: two descriptors per proxied request
     monkeypatch.setattr(resource, "getrlimit", lambda _: (1 << 20, 1 << 20))
     assert default_max_connections() == 1024

@@ -34,9 +34,12 @@ from typing import Any
 
 __all__ = ["FailureLog", "ConnectionGuard", "default_max_connections"]
 
+#: refused connections allowed to linger at once (to deliver their 503);
+#: past it a refused connection is closed at once
+_REFUSED_LINGERING = 32
 #: descriptors a server needs besides client connections (listening socket,
-#: snapshot writes, the event loop's own, tokenizer files)
-_RESERVED_FDS = 64
+#: snapshot writes, the event loop's own, tokenizer files), refused ones included
+_RESERVED_FDS = 64 + _REFUSED_LINGERING
 
 _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
          b"Content-Length: 44\r\n\r\nfidelity: too many open connections; retry.\n")
@@ -45,7 +48,8 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConne
 def default_max_connections() -> int:
     """Open client connections allowed by default: each proxied request holds
     two descriptors (the client's and the upstream's), so half of what the
-    process may open, less a reserve, and at most 1,024."""
+    process may open less a reserve (96: the server's own and 32 refused
+    connections delivering their 503), and at most 1,024."""
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError):  # pragma: no cover - a platform without limits
@@ -107,24 +111,33 @@ class _Refuse(asyncio.Protocol):
 
     LINGER_S = 1.0
 
+    def __init__(self, guard: ConnectionGuard) -> None:
+        self.guard = guard
+        self._timer: asyncio.TimerHandle | None = None
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         transport.write(_BUSY)
-        if transport.can_write_eof():
-            transport.write_eof()
+        if self.guard.lingering >= _REFUSED_LINGERING or not transport.can_write_eof():
+            transport.abort()  # a flood: the descriptor matters more than the 503
+            return
+        self.guard.lingering += 1
+        transport.write_eof()
         self._timer = asyncio.get_running_loop().call_later(self.LINGER_S, transport.abort)
 
     def data_received(self, data: bytes) -> None:
         pass  # the request is refused: its bytes are dropped
 
     def eof_received(self) -> bool:
-        self._timer.cancel()
         self.transport.close()
         return False
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self.guard.lingering -= 1
 
 
 class _Guarded(asyncio.Protocol):
@@ -204,6 +217,8 @@ class ConnectionGuard:
         #: connections accepted and not yet lost (asyncio calls the factory for a
         #: whole batch of accepted sockets before any ``connection_made``)
         self.count = 0
+        #: refused connections still delivering their 503
+        self.lingering = 0
         self._factory: Callable[[], Any] | None = None
 
     def wrap(self, factory: Callable[[], Any]) -> Callable[[], asyncio.Protocol]:
@@ -216,7 +231,7 @@ class ConnectionGuard:
         if self.count >= self.max_connections:
             self.log.note("connection cap", f"{self.count} connections open (--max-connections "
                                             f"{self.max_connections}); answered 503 to a new one")
-            return _Refuse()
+            return _Refuse(self)
         self.count += 1
         return _Guarded(self, self._factory())
 
