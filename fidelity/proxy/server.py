@@ -148,6 +148,7 @@ class RecordingProxy:
         self._pending: set[asyncio.Future[Any]] = set()
         self._runner: Any = None
         self._session: Any = None
+        self._loop_handler_set = False
         self.port: int | None = None
 
     def _first_seq(self) -> int:
@@ -173,6 +174,7 @@ class RecordingProxy:
         loop = asyncio.get_running_loop()
         if loop.get_exception_handler() is None:  # asyncio's own errors (accept() out of descriptors): one line
             loop.set_exception_handler(self.failures.loop_exception_handler)
+            self._loop_handler_set = True
         app = web.Application(client_max_size=self.max_body)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._session = ClientSession(
@@ -216,6 +218,9 @@ class RecordingProxy:
             self._session = None
         self._intake_pool.shutdown(wait=True)
         self._pool.shutdown(wait=True)
+        if self._loop_handler_set:
+            asyncio.get_running_loop().set_exception_handler(None)
+            self._loop_handler_set = False
         self.failures.flush()
 
     # -- one request ------------------------------------------------------------
