@@ -106,6 +106,29 @@ def test_slowloris_sockets_are_closed_capped_and_logged_once(upstream, tmp_path)
     assert not any("Traceback" in ln for ln in logs)
 
 
+def test_header_deadline_spares_long_replies_and_idle_keepalive(upstream, tmp_path):
+    logs: list[str] = []
+    with ProxyThread(upstream.url, tmp_path / "o", header_timeout=0.5, log=logs.append) as px:
+        with httpx.Client(timeout=30) as c:
+            r = c.post(px.url + "/v1/chat/completions", content=chat("SLOW please"))  # about 2 s of events
+            assert r.text.rstrip().endswith("data: [DONE]")
+            time.sleep(1.0)  # idle on the kept-alive connection: no bytes, no deadline
+            assert c.post(px.url + "/v1/chat/completions", content=chat("again")).status_code == 200
+        assert logs == []
+        # a kept-alive connection that starts a second request and never finishes its headers
+        s = socket.create_connection(("127.0.0.1", px.port))
+        body = chat("raw")
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        s.settimeout(10)
+        got = b""
+        while b"data: [DONE]" not in got:
+            got += s.recv(65536)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        assert closed_by_server(s)
+        s.close()
+    assert len(logs) == 1 and "header timeout" in logs[0]
+
+
 def test_a_client_that_stops_sending_its_body_is_closed(upstream, tmp_path):
     logs: list[str] = []
     with ProxyThread(upstream.url, tmp_path / "o", body_timeout=0.5, log=logs.append) as px:
