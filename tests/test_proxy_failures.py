@@ -140,6 +140,14 @@ def test_a_client_that_stops_sending_its_body_is_closed(upstream, tmp_path):
     assert upstream.received == []  # nothing half-read was forwarded
 
 
+def test_a_body_over_the_limit_is_refused_not_forwarded(upstream, tmp_path):
+    logs: list[str] = []
+    with ProxyThread(upstream.url, tmp_path / "o", max_body=4000, log=logs.append) as px:
+        r = httpx.post(px.url + "/v1/chat/completions", content=chat("big"), timeout=30)  # about 9 kB
+        assert r.status_code == 413 and "over 4,000 bytes" in r.json()["error"]["message"]
+    assert upstream.received == [] and len(logs) == 1 and "body too large" in logs[0]
+
+
 def test_an_abandoned_upload_is_one_line_not_a_traceback(upstream, tmp_path, caplog):
     logs: list[str] = []
     caplog.set_level(logging.DEBUG)

@@ -90,10 +90,6 @@ def _is_stream(content_type: str | None) -> bool:
     return (content_type or "").split(";")[0].strip().lower() == "text/event-stream"
 
 
-class _BodyTimeout(Exception):
-    """The client stopped sending its request body."""
-
-
 class _TooLarge(Exception):
     """The request body is over the size limit."""
 
@@ -229,8 +225,9 @@ class RecordingProxy:
             return await self._proxy(request)
 
     async def _read_body(self, request: Any) -> bytes:
-        """The request body; :class:`_BodyTimeout` when the client pauses
-        longer than ``body_timeout``, :class:`_TooLarge` past ``max_body``."""
+        """The request body; :class:`TimeoutError` when the client sends no
+        byte of it for ``body_timeout`` seconds, :class:`_TooLarge` past
+        ``max_body`` (what ``client_max_size`` did for ``request.read()``)."""
         parts: list[bytes] = []
         size = 0
         loop = asyncio.get_running_loop()
@@ -368,7 +365,7 @@ class RecordingProxy:
             obj: Any = orjson.loads(body)
         except orjson.JSONDecodeError:
             obj = None
-        dialect = request_dialect(target, obj) if obj is not None else snap.provider
+        dialect = request_dialect(target, obj)  # the function the scripted upstream calls too
         if dialect is not None and dialect != snap.provider:
             from .. import wire
 
