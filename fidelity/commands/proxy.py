@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="close a connection that pauses longer while sending a request body (default 60)")
     parser.add_argument("--max-connections", type=int, default=None, metavar="N",
                         help="open client connections; past it a new one gets 503 (default: half the "
-                             "process's open-file limit less 64, at most 1024)")
+                             "process's open-file limit less 96, at most 1024)")
 
 
 def _seconds(text: str) -> float:
