@@ -21,6 +21,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--no-verdict", action="store_true",
                         help="write snapshots only; skip the per-request diff (no tokenizer runs)")
+    parser.add_argument("--header-timeout", type=_seconds, default=30.0, metavar="S",
+                        help="close a connection whose request headers take longer (default 30)")
+    parser.add_argument("--body-timeout", type=_seconds, default=60.0, metavar="S",
+                        help="close a connection that pauses longer while sending a request body (default 60)")
+    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="open client connections; past it a new one gets 503 (default: half the "
+                             "process's open-file limit less 96, at most 1024)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,4 +52,5 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
 
     return serve(args.upstream, args.out, host=args.host, port=args.port, judge_requests=not args.no_verdict,
-                 ready=ready)
+                 ready=ready, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+                 max_connections=args.max_connections)

@@ -15,6 +15,8 @@ for known secrets before the atomic write.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +29,11 @@ except ImportError:  # before it
     from .. import redact as redact  # type: ignore[no-redef]
     from .. import snapshot as snapshot  # type: ignore[no-redef]
 
+from ..errors import FidelityError
 from ..jsonio import atomic_write
 
-__all__ = ["snapshot", "redact", "Snapshot", "Redactor", "from_request", "write_snapshot", "file_bytes"]
+__all__ = ["snapshot", "redact", "Snapshot", "Redactor", "from_request", "write_snapshot", "file_bytes",
+           "check_writable"]
 
 Snapshot = snapshot.Snapshot
 Redactor = redact.Redactor
@@ -52,3 +56,19 @@ def write_snapshot(folder: Path, snap: snapshot.Snapshot, redactor: redact.Redac
     path = folder / snap.filename
     atomic_write(path, data)
     return path
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """Create ``folder`` if needed and write (then remove) a probe file in
+    it, so that a folder the server cannot write into fails at start, with
+    one line, rather than on every request. A real write rather than
+    ``os.access``: the probe meets exactly what the server's writes will
+    (a read-only mount, permissions, a file where the folder goes, quotas)
+    whoever runs it. ``what`` names the files, for the line."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".fidelity-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise FidelityError(f"{folder}: cannot write {what} there ({exc.strerror or exc})") from None

@@ -27,10 +27,8 @@ not written.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -40,10 +38,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
+
 from ..errors import FidelityError
 from ..traffic.usage import Decoder, StreamReader
 from . import _store
+from ._guard import ConnectionGuard, FailureLog
 from ._listen import listen
+from .dialect import request_dialect
 from .parent import ParentIndex, Seen, judge, view_digests
 
 __all__ = ["RecordingProxy", "ProxyError", "serve", "HOP_BY_HOP"]
@@ -68,25 +70,28 @@ class _Stats:
 
 
 def _check_upstream_url(url: str) -> tuple[str, str, int]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ProxyError(f"--upstream {url!r}: expected an http:// or https:// URL")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return parts.scheme, parts.hostname, port
-
-
-def _check_folder(out: Path) -> None:
+    """``(scheme, host, port)`` of an upstream URL; :class:`ProxyError` (one
+    line) for anything else, a malformed host or port included."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".fidelity-probe-", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise ProxyError(f"{out}: cannot write snapshots there ({exc.strerror or exc})") from None
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:  # 'http://[::1' (unclosed bracket), 'http://h:99999' (port out of range)
+        raise ProxyError(f"--upstream {url!r}: not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise ProxyError(f"--upstream {url!r}: expected an http:// or https:// URL")
+    return parts.scheme, host, port or (443 if parts.scheme == "https" else 80)
+
+
+#: seconds an idle kept-alive client connection stays open
+KEEPALIVE_S = 75.0
 
 
 def _is_stream(content_type: str | None) -> bool:
     return (content_type or "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+class _TooLarge(Exception):
+    """The request body is over the size limit."""
 
 
 class RecordingProxy:
@@ -95,25 +100,51 @@ class RecordingProxy:
     ``line``: called with each request's summary line (default: print to
     stdout); ``judge_requests``: run the differ on each (parent, child)
     pair for the summary line (the snapshots are written either way).
+    ``log``: called with each failure line (default: print to stderr), at
+    most one per kind of failure every ``log_interval`` seconds.
+    ``header_timeout``: seconds a client has to send a request's headers;
+    ``body_timeout``: the longest pause allowed while it sends the body;
+    ``max_connections``: open client connections (default: from the
+    process's descriptor limit, :func:`fidelity.proxy._guard.default_max_connections`).
     """
 
     def __init__(self, upstream: str, out: str | Path, *, line: Callable[[str], None] | None = None,
-                 judge_requests: bool = True, index_limit: int = 4096) -> None:
+                 judge_requests: bool = True, index_limit: int = 4096, header_timeout: float = 30.0,
+                 body_timeout: float = 60.0, max_connections: int | None = None,
+                 log: Callable[[str], None] | None = None, log_interval: float = 10.0,
+                 max_body: int = 256 << 20) -> None:
         self.upstream = upstream.rstrip("/")
         _check_upstream_url(self.upstream)
+        if body_timeout <= 0 or header_timeout <= 0:
+            raise ProxyError("timeouts must be positive numbers of seconds")
+        if max_connections is not None and max_connections < 1:
+            raise ProxyError("--max-connections must be at least 1")
         self.out = Path(out)
         self.line = line or (lambda s: print(s, flush=True))
         self.judge_requests = judge_requests
+        self.body_timeout = body_timeout
+        self.max_body = max_body
+        self.failures = FailureLog(log or (lambda s: print(s, file=sys.stderr, flush=True)), interval=log_interval)
+        self.guard = ConnectionGuard(max_connections=max_connections, header_timeout=header_timeout,
+                                     log=self.failures)
         self.redactor = _store.Redactor()
         self.index = ParentIndex(index_limit)
         self.stats = _Stats()
         self._next_seq = self._first_seq()
-        # one worker: snapshot writes and verdicts run off the event loop, in
-        # arrival order, and use one core at most (CPU is shared with the harness)
+        # Two single workers, so that CPU work never runs on the event loop and
+        # each keeps arrival order: "intake" redacts a request, finds its parent
+        # and registers its body (before the reply, so a child that finishes
+        # first still finds it); "finish" writes snapshots and verdicts (one
+        # core at most: the CPU is shared with the harness). A verdict backlog
+        # never delays forwarding: intake does not queue behind it.
+        self._intake_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-proxy-intake")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-proxy")
+        #: redacted bodies of requests whose snapshot is not written yet, by snapshot name
+        self._bodies: dict[str, bytes] = {}
         self._pending: set[asyncio.Future[Any]] = set()
         self._runner: Any = None
         self._session: Any = None
+        self._loop_handler_set = False
         self.port: int | None = None
 
     def _first_seq(self) -> int:
@@ -130,21 +161,29 @@ class RecordingProxy:
         """Check the folder and the upstream, listen; returns the port."""
         from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
-        _check_folder(self.out)
+        try:
+            _store.check_writable(self.out, "snapshots")
+        except FidelityError as exc:
+            raise ProxyError(str(exc)) from None
         if check_upstream:
             await self._probe_upstream()
-        app = web.Application(client_max_size=256 << 20)
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is None:  # asyncio's own errors (accept() out of descriptors): one line
+            loop.set_exception_handler(self.failures.loop_exception_handler)
+            self._loop_handler_set = True
+        app = web.Application(client_max_size=self.max_body)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._session = ClientSession(
-            connector=TCPConnector(limit=512, force_close=False),
+            connector=TCPConnector(limit=self.guard.max_connections, force_close=False),
             auto_decompress=False,
             timeout=ClientTimeout(total=None, sock_connect=30, sock_read=None),
             skip_auto_headers=("User-Agent",),
             cookie_jar=_no_cookies(),
         )
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0,
+                                     keepalive_timeout=KEEPALIVE_S)
         try:
-            self.port = await listen(self._runner, host, port, ProxyError)
+            self.port = await listen(self._runner, host, port, ProxyError, self.guard)
         except ProxyError:
             await self._session.close()
             raise
@@ -173,32 +212,79 @@ class RecordingProxy:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        self._intake_pool.shutdown(wait=True)
         self._pool.shutdown(wait=True)
+        if self._loop_handler_set:
+            asyncio.get_running_loop().set_exception_handler(None)
+            self._loop_handler_set = False
+        self.failures.flush()
 
     # -- one request ------------------------------------------------------------
     async def _handle(self, request: Any) -> Any:
+        with self.guard.active(request.transport):
+            return await self._proxy(request)
+
+    async def _read_body(self, request: Any) -> bytes:
+        """The request body; :class:`TimeoutError` when the client sends no
+        byte of it for ``body_timeout`` seconds, :class:`_TooLarge` past
+        ``max_body`` (what ``client_max_size`` did for ``request.read()``)."""
+        parts: list[bytes] = []
+        size = 0
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(self.body_timeout) as deadline:
+            while True:
+                chunk = await request.content.readany()
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > self.max_body:
+                    raise _TooLarge
+                parts.append(chunk)
+                deadline.reschedule(loop.time() + self.body_timeout)
+        return b"".join(parts)
+
+    async def _body_or_reply(self, request: Any) -> tuple[bytes | None, Any]:
+        """``(body, None)``, or ``(None, reply)`` when the body cannot be read:
+        one failure line per kind, no traceback."""
+        from aiohttp import web
+
+        try:
+            return await self._read_body(request), None
+        except TimeoutError:
+            self.failures.note("body timeout", f"closed a connection that sent no request body bytes for "
+                                               f"{self.body_timeout:g} s ({request.method} {request.path})")
+            if request.transport is not None:
+                request.transport.abort()
+            return None, web.Response(status=408)
+        except _TooLarge:
+            self.failures.note("body too large", f"refused a request body over {self.max_body:,} bytes")
+            return None, web.json_response({"error": {"type": "proxy_error", "message": "fidelity proxy: request "
+                                            f"body over {self.max_body:,} bytes"}}, status=413)
+        except Exception as exc:  # noqa: BLE001 - narrowed just below
+            if not isinstance(exc, (ConnectionError, *_payload_errors())):
+                raise
+            self.failures.note("client abandoned upload", f"the client closed the connection while sending "
+                                                          f"{request.method} {request.path} ({type(exc).__name__})")
+            return None, web.Response(status=400)
+
+    async def _proxy(self, request: Any) -> Any:
         from aiohttp import ClientError, web
 
         started = time.monotonic()
-        body = await request.read()
+        body, refused = await self._body_or_reply(request)
+        if body is None:
+            return refused
         target = self.upstream + request.raw_path
         self.stats.requests += 1
-        snap = None
-        seen: Seen | None = None
-        parent: Seen | None = None
+        loop = asyncio.get_running_loop()
+        intake: asyncio.Future[_Intake] | None = None
         if body:
             seq = self._next_seq
             self._next_seq += 1
-            snap = _store.from_request(method=request.method, url=target, headers=list(request.headers.items()),
-                                       body=body, source="proxy", redactor=self.redactor, seq=seq)
-            snap = _by_path(snap, request.path)
-            generates = not request.path.rstrip("/").endswith("count_tokens")
-            if generates and snap.provider:
-                digests, first = view_digests(snap.provider, body, target)
-                if digests:
-                    seen = Seen(snap.filename, snap.provider, snap.model, _endpoint_key(target), digests, first)
-                    parent = self.index.observe(seen)
-            snap = replace(snap, parent=parent.name if parent else None)
+            intake = loop.run_in_executor(self._intake_pool, self._intake, seq, request.method, target,
+                                          list(request.headers.items()), body, request.path)
+            self._pending.add(intake)
+            intake.add_done_callback(self._pending.discard)
 
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != "host"]
         response_meta: dict[str, Any] = {}
@@ -223,9 +309,16 @@ class RecordingProxy:
                 await resp_out.write_eof()
         except (TimeoutError, ClientError, OSError) as exc:
             self.stats.failed += 1
-            where = "upstream" if resp_out is None or not resp_out.prepared else "stream"
-            response_meta = {**response_meta, "error": f"{where}: {type(exc).__name__}: {exc}"[:300]}
-            if resp_out is None or not resp_out.prepared:
+            sent = resp_out is not None and resp_out.prepared
+            response_meta = {**response_meta, "error": f"{'stream' if sent else 'upstream'}: "
+                                                       f"{type(exc).__name__}: {exc}"[:300]}
+            if sent:
+                # The reply's status and part of its body are out: end the client's
+                # connection the way the upstream ended ours (no chunked terminator,
+                # short of Content-Length), never as a cleanly finished reply.
+                if request.transport is not None:
+                    request.transport.close()  # what was written still reaches the client, then EOF
+            else:
                 resp_out = web.json_response({"error": {"type": "proxy_error", "message": f"fidelity proxy: upstream "
                                                         f"{self.upstream} failed: {type(exc).__name__}"}}, status=502)
         finally:
@@ -233,29 +326,78 @@ class RecordingProxy:
             if usage is not None:
                 response_meta["usage"] = usage
             response_meta["elapsed_s"] = round(time.monotonic() - started, 3)
-            if snap is not None:
-                fut = asyncio.get_running_loop().run_in_executor(
-                    self._pool, self._finish, snap, response_meta, seen, parent, usage, target)
+            if intake is not None:
+                self._after(intake, response_meta, usage, target)
             else:
-                fut = asyncio.get_running_loop().run_in_executor(
+                fut = loop.run_in_executor(
                     self._pool, self.line, f"---- {request.method} {request.path} {response_meta.get('status', 502)} "
                     "(no body, not recorded)")
-            self._pending.add(fut)
-            fut.add_done_callback(self._pending.discard)
+                self._pending.add(fut)
+                fut.add_done_callback(self._pending.discard)
         return resp_out
 
-    def _finish(self, snap: Any, response: dict[str, Any], seen: Seen | None, parent: Seen | None,
-                usage: dict[str, Any] | None, target: str) -> None:
-        """Write the snapshot, then print its line (worker thread)."""
+    def _after(self, intake: asyncio.Future[_Intake], response: dict[str, Any], usage: dict[str, Any] | None,
+               target: str) -> None:
+        """Once the request's intake is done, queue its snapshot and verdict."""
+        loop = asyncio.get_running_loop()
+
+        def queue(done: asyncio.Future[_Intake]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                self.failures.note("snapshot not written", f"could not read a request for its snapshot "
+                                                           f"({done.exception()!r})"[:300])
+                return
+            fut = loop.run_in_executor(self._pool, self._finish, done.result(), response, usage, target)
+            self._pending.add(fut)
+            fut.add_done_callback(self._pending.discard)
+
+        if intake.done():
+            queue(intake)
+        else:
+            intake.add_done_callback(queue)
+
+    def _intake(self, seq: int, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
+                path: str) -> _Intake:
+        """Redact the request, find the earlier request it reads from and
+        register its body (intake worker, in arrival order)."""
+        snap = _store.from_request(method=method, url=target, headers=headers, body=body, source="proxy",
+                                   redactor=self.redactor, seq=seq)
+        try:
+            obj: Any = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            obj = None
+        dialect = request_dialect(target, obj)  # the function the scripted upstream calls too
+        if dialect is not None and dialect != snap.provider:
+            from .. import wire
+
+            snap = replace(snap, provider=dialect, family=wire.get(dialect).provider)
+        seen = parent = None
+        if not path.rstrip("/").endswith("count_tokens") and snap.provider:
+            digests, first = view_digests(snap.provider, snap.body, target)
+            if digests:
+                seen = Seen(snap.filename, snap.provider, snap.model, _endpoint_key(target), digests, first)
+                self._bodies[snap.filename] = snap.body  # before any later request can name it as its parent
+                parent = self.index.observe(seen)
+        snap = replace(snap, parent=parent.name if parent else None)
+        return _Intake(snap, seen, parent)
+
+    def _finish(self, got: _Intake, response: dict[str, Any], usage: dict[str, Any] | None, target: str) -> None:
+        """Write the snapshot, then print its line (finish worker)."""
+        snap = got.snap
         try:
             path = _store.write_snapshot(self.out, snap, self.redactor, response)
             self.stats.written += 1
         except Exception as exc:  # a full disk, a secret that slipped through: say so, keep proxying
             self.line(f"#{snap.seq:04d} NOT WRITTEN: {exc}")
             return
-        text = self._summary(snap, response, seen, parent, usage, target, path)
+        finally:
+            self._bodies.pop(snap.filename, None)  # on disk now (or never): later verdicts read the file
+        text = self._summary(snap, response, got.seen, got.parent, usage, target, path)
         self.stats.lines.append(text)
         self.line(text)
+
+    def _parent_body(self, name: str) -> bytes:
+        body = self._bodies.get(name)
+        return body if body is not None else _store.snapshot.read(self.out / name).body
 
     def _summary(self, snap: Any, response: dict[str, Any], seen: Seen | None, parent: Seen | None,
                  usage: dict[str, Any] | None, target: str, path: Path) -> str:
@@ -269,8 +411,7 @@ class RecordingProxy:
             return f"{head} · reads from nothing earlier (root) · cached predicted 0 / reported {reported}"
         parent_seq = parent.name.split("-", 1)[0]
         try:
-            p_body = _store.snapshot.read(self.out / parent.name).body
-            v = judge(p_body, snap.body, snap.provider, model=snap.model, endpoint=target)
+            v = judge(self._parent_body(parent.name), snap.body, snap.provider, model=snap.model, endpoint=target)
         except Exception as exc:
             return f"{head} · reads #{parent_seq} · no verdict ({exc})"
         cause = v.cause + (f": {v.detail}" if v.detail else "")
@@ -280,23 +421,23 @@ class RecordingProxy:
                 f"cached predicted {v.predicted_cached:,} / reported {reported} · lost {v.lost_tokens:,} tok{usd}{est}")
 
 
-def _by_path(snap: Any, path: str) -> Any:
-    """The API path is stronger evidence than body marks when the host is not
-    a known provider's (a local or third-party endpoint): ``/v1/messages`` is
-    Anthropic Messages even when the body would also pass for DeepSeek."""
-    from .. import wire
-    from .upstream import dialect_of_path
+@dataclass(frozen=True)
+class _Intake:
+    """A request after intake: its redacted snapshot (parent named), what the
+    index remembers of it and the request it reads from."""
 
-    by_path = dialect_of_path(path)
-    if by_path in (None, "anthropic-count") or snap.provider == by_path:
-        return snap
-    known_host = snap.url and urlsplit(snap.url).hostname and any(
-        h in (urlsplit(snap.url).hostname or "") for h in ("openai", "anthropic", "google", "deepseek", "aliyuncs"))
-    if known_host:
-        return snap
-    if by_path == "openai-chat" and snap.provider in ("deepseek", "dashscope", "vllm"):
-        return snap  # OpenAI-compatible dialects share the chat path; the body marks say which
-    return replace(snap, provider=by_path, family=wire.get(by_path).provider)
+    snap: Any
+    seen: Seen | None
+    parent: Seen | None
+
+
+def _payload_errors() -> tuple[type[Exception], ...]:
+    """What reading a request body raises when the client breaks off (a
+    truncated chunked or Content-Length body)."""
+    from aiohttp.http_exceptions import HttpProcessingError
+    from aiohttp.web_protocol import RequestPayloadError
+
+    return (HttpProcessingError, RequestPayloadError)
 
 
 def _endpoint_key(url: str) -> str:
@@ -331,9 +472,11 @@ async def _serve(proxy: RecordingProxy, host: str, port: int, ready: Callable[[i
 
 def serve(upstream: str, out: str | Path, *, host: str = "127.0.0.1", port: int = 8080,
           line: Callable[[str], None] | None = None, judge_requests: bool = True,
-          ready: Callable[[int], None] | None = None) -> int:
-    """Run the proxy until SIGINT/SIGTERM; flush and return 0."""
-    proxy = RecordingProxy(upstream, out, line=line, judge_requests=judge_requests)
+          ready: Callable[[int], None] | None = None, **limits: Any) -> int:
+    """Run the proxy until SIGINT/SIGTERM; flush and return 0. ``limits``:
+    ``header_timeout``, ``body_timeout``, ``max_connections`` (see
+    :class:`RecordingProxy`)."""
+    proxy = RecordingProxy(upstream, out, line=line, judge_requests=judge_requests, **limits)
     code = asyncio.run(_serve(proxy, host, port, ready))
     err = sys.stderr
     print(f"fidelity proxy: {proxy.stats.requests} requests, {proxy.stats.written} snapshots in {proxy.out}"

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,27 +42,14 @@ import orjson
 
 from ..errors import FidelityError
 from ..jsonio import atomic_write
+from . import _store
+from ._guard import ConnectionGuard, FailureLog
 from ._listen import listen
+from .dialect import dialect_of_path, request_dialect
 from .parent import ParentIndex, Seen, judge, prompt_tokens, view_digests
 from .script import Reply, RequestView, Script
 
 __all__ = ["ScriptedUpstream", "Received", "dialect_of_path"]
-
-
-def dialect_of_path(path: str) -> str | None:
-    """The API a request path belongs to (``None``: not one this fake serves)."""
-    p = path.rstrip("/")
-    if p.endswith("/chat/completions"):
-        return "openai-chat"
-    if p.endswith("/responses"):
-        return "openai-responses"
-    if p.endswith("/messages/count_tokens"):
-        return "anthropic-count"
-    if p.endswith("/messages"):
-        return "anthropic-messages"
-    if ":generateContent" in p or ":streamGenerateContent" in p:
-        return "gemini"
-    return None
 
 
 @dataclass(frozen=True)
@@ -91,7 +79,8 @@ class ScriptedUpstream:
     tokenizer runs). ``save``: a folder to write each received body into."""
 
     def __init__(self, script: Script, *, endpoint: str | None = None, usage: str = "predict",
-                 save: str | Path | None = None, keep: int = 1000) -> None:
+                 save: str | Path | None = None, keep: int = 1000, header_timeout: float = 30.0,
+                 max_connections: int | None = None, log: Callable[[str], None] | None = None) -> None:
         if usage not in ("predict", "zero"):
             raise FidelityError(f"usage must be predict or zero, not {usage!r}")
         self.script = script
@@ -103,6 +92,9 @@ class ScriptedUpstream:
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
+        self.failures = FailureLog(log or (lambda s: print(s, file=sys.stderr, flush=True)))
+        self.guard = ConnectionGuard(max_connections=max_connections, header_timeout=header_timeout,
+                                     log=self.failures)
         self._runner: Any = None
         self.port: int | None = None
 
@@ -110,21 +102,26 @@ class ScriptedUpstream:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         from aiohttp import web
 
-        if self.save is not None:
-            self.save.mkdir(parents=True, exist_ok=True)
+        if self.save is not None:  # a folder it cannot write fails here, not as a 500 on every request
+            _store.check_writable(self.save, "request bodies (--save)")
         app = web.Application(client_max_size=256 << 20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
-        self.port = await listen(self._runner, host, port)
+        self.port = await listen(self._runner, host, port, guard=self.guard)
         return self.port
 
     async def close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self.failures.flush()
 
     # -- requests -------------------------------------------------------------
     async def _handle(self, request: Any) -> Any:
+        with self.guard.active(request.transport):
+            return await self._reply(request)
+
+    async def _reply(self, request: Any) -> Any:
         from aiohttp import web
 
         body = await request.read()
@@ -153,6 +150,8 @@ class ScriptedUpstream:
             self._remember(seq, request, body, "count_tokens")
             n = await loop.run_in_executor(None, self._count, body, "anthropic-messages", model)
             return web.json_response({"input_tokens": n})
+        # the cache rules the figures follow: the dialect the proxy files this request under
+        cache_dialect = request_dialect(str(request.url), obj) or kind
         view = RequestView(kind, model, path, body, obj)
         rule, reply = self.script.reply_for(view)
         self._remember(seq, request, body, rule)
@@ -160,7 +159,7 @@ class ScriptedUpstream:
             return web.json_response({"type": "error", "error": {"type": "scripted_error",
                                                                  "message": reply.error or "scripted failure"}},
                                      status=reply.status if reply.status >= 400 else 500)
-        figures = await loop.run_in_executor(None, self._figures, seq, kind, body, model, reply)
+        figures = await loop.run_in_executor(None, self._figures, seq, cache_dialect, body, model, reply)
         stream = reply.stream if reply.stream is not None else _wants_stream(kind, obj, request)
         render = _RENDERERS[kind]
         if stream and kind == "gemini" and request.query.get("alt") != "sse":  # a JSON array of chunks
@@ -185,7 +184,10 @@ class ScriptedUpstream:
     def _remember(self, seq: int, request: Any, body: bytes, rule: str) -> None:
         self.received.append(Received(seq, request.method, request.path_qs, tuple(request.headers.items()), body, rule))
         if self.save is not None and body:
-            atomic_write(self.save / f"{seq:04d}.body", body)
+            try:
+                atomic_write(self.save / f"{seq:04d}.body", body)
+            except OSError as exc:  # the folder went away or filled up after start: say so, keep answering
+                self.failures.note("body not saved", f"{self.save}: {exc.strerror or exc}")
 
     def _count(self, body: bytes, dialect: str, model: str | None) -> int:
         try:
