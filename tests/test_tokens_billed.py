@@ -203,7 +203,7 @@ def test_recorded_figures_hold() -> None:
 @needs_real
 def test_claude_estimate_on_held_out_tests() -> None:
     from fidelity.tokens.fit import held_out, samples
-    from fidelity.tokens.recorded import iter_recorded
+    from fidelity.traffic.sources import reported as iter_recorded
 
     data = [s for root in (REAL / "recorded-usage", REAL / "cassettes") for s in samples(iter_recorded(root))]
     test = [s for s in data if s.provider == "anthropic" and held_out(s.group)]

@@ -78,7 +78,7 @@ def test_body_that_cannot_hold_the_prompt_is_left_out() -> None:
 def test_fit_reproduces_the_committed_claude_constants() -> None:
     from fidelity.tokens.calibrated import CLAUDE_FACTOR
     from fidelity.tokens.framing_estimate import CONSTANTS
-    from fidelity.tokens.recorded import iter_recorded
+    from fidelity.traffic.sources import reported as iter_recorded
 
     data = [s for root in (REAL / "recorded-usage", REAL / "cassettes") for s in F.samples(iter_recorded(root))]
     mine = F.usable(data, "anthropic")

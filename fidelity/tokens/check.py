@@ -1,7 +1,7 @@
 """Predicted prompt tokens against what providers billed, over recorded traffic.
 
-For every recorded request with reported usage (:mod:`.recorded`), predict
-the prompt with :func:`fidelity.tokens.billed.count_prompt` and compare with
+For every recorded request with reported usage
+(:func:`fidelity.traffic.sources.reported`), predict the prompt with :func:`fidelity.tokens.billed.count_prompt` and compare with
 the billed prompt; summarise per provider and kind of request (text, tools,
 schema, image, pdf, audio) as the median and 95th percentile of
 ``|predicted - billed| / billed``.
@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UnknownName
+from ..traffic.exchange import Exchange
+from ..traffic.sources import reported
 from . import for_model as tokens_for_model
 from .billed import count_prompt
-from .recorded import RecordedRequest, iter_recorded
 
 __all__ = ["CheckRow", "CheckGroup", "CheckResult", "check", "check_records", "percentile"]
 
@@ -101,7 +102,7 @@ def _provider_of(family: str | None, dialect: str, model: str) -> str:
     return family or dialect
 
 
-def check_records(records: Iterable[RecordedRequest]) -> CheckResult:
+def check_records(records: Iterable[Exchange]) -> CheckResult:
     rows: list[CheckRow] = []
     skipped: Counter[str] = Counter()
     apart: Counter[tuple[str, str]] = Counter()
@@ -156,7 +157,7 @@ def _groups(rows: Sequence[CheckRow]) -> tuple[CheckGroup, ...]:
 
 def check(paths: Sequence[str | Path]) -> CheckResult:
     """:func:`check_records` over every recording under ``paths``."""
-    def records() -> Iterable[RecordedRequest]:
+    def records() -> Iterable[Exchange]:
         for p in paths:
-            yield from iter_recorded(p)
+            yield from reported(p)
     return check_records(records())

@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FidelityError, InputError
+from ..traffic.exchange import Exchange
+from ..traffic.sources import reported
 from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
 from .framing_estimate import BASE, DOC, MSG, THINK, TOOL, segment_pieces
-from .recorded import RecordedRequest, iter_recorded
 
 __all__ = ["Sample", "samples", "group_of", "held_out", "fit", "predict", "errors", "usable",
            "body_holds_prompt", "leave_one_test_out", "EXCLUDED", "main"]
@@ -98,7 +99,7 @@ def _proxy(name: str) -> Tokenizer:
 _UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1} for p in ("anthropic", "gemini")}
 
 
-def samples(records: Iterable[RecordedRequest], base: str = "o200k_base") -> list[Sample]:
+def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sample]:
     """One :class:`Sample` per Claude or Gemini request; ``proxy`` counts
     the text with the tokenizer called ``base``."""
     from .. import wire
@@ -258,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = _hf_base(args.tokenizer_json) if args.tokenizer_json else args.base
         data: list[Sample] = []
         for root in args.paths:
-            data.extend(samples(iter_recorded(root), base))
+            data.extend(samples(reported(root), base))
     except FidelityError as exc:
         if args.debug:
             raise

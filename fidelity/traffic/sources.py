@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from .apart import exchange
 from .exchange import Exchange, header, http_date_seconds, iso_seconds
 from .usage import decode_body, from_response, http_status, normalise
 
-__all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "READ_KINDS", "response_model"]
+__all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "reported", "READ_KINDS", "response_model"]
 
 #: kinds :func:`read` turns into exchanges (the others are read by their own commands' readers)
 READ_KINDS = ("vcr", "ruby-vcr", "har", "jsonl", "snapshots")
@@ -315,3 +315,10 @@ def read_all(path: str | Path) -> list[list[Exchange]]:
     """Every recording under ``path`` that holds a request (kinds in :data:`READ_KINDS`)."""
     out = [read(s) for s in list_sources(path) if s.kind in READ_KINDS]
     return [r for r in out if r]
+
+
+def reported(path: str | Path) -> Iterator[Exchange]:
+    """Every request under ``path`` whose response reported a prompt, set
+    apart or not (what ``tokens-check`` and the Claude/Gemini fit read)."""
+    for recording in read_all(path):
+        yield from (ex for ex in recording if ex.usage is not None and isinstance(ex.usage.get("prompt"), int))
