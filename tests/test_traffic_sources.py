@@ -218,3 +218,11 @@ def test_gemini_openai_compatible_detection_names_gemini_and_counts_with_its_rul
     result = check([_vcrpy(tmp_path / "g.json", [(url, body, resp, 200)])])
     (row,) = result.rows
     assert (row.provider, row.dialect, row.estimated) == ("gemini", "openai-chat", True)
+
+
+def test_survey_counts_what_the_one_rule_sets_apart(tmp_path: Path) -> None:
+    _vcrpy(tmp_path / "c.json", [(ANTHROPIC, _anthropic([{"type": "web_fetch_20250910", "name": "web_fetch"}]),
+                                  A_USAGE, 200), (ANTHROPIC, _anthropic(), A_USAGE, 500)])
+    got = survey(tmp_path)
+    assert got.requests == 2 and got.set_apart == {"server tools": 1, "failed request (HTTP 500)": 1}
+    assert "left out of replay, scan and tokens-check figures" in "\n".join(got.lines())

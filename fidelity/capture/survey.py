@@ -60,6 +60,8 @@ class Survey:
     detection_failures: list[str] = field(default_factory=list)
     with_usage: int = 0
     conflicts: int = 0
+    #: requests the one rule leaves out of every command's figures, by reason (:mod:`fidelity.traffic.apart`)
+    set_apart: Counter[str] = field(default_factory=Counter)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +87,9 @@ class Survey:
             + (f" ({self.conflicts} with conflicting evidence resolved)" if self.conflicts else ""),
             f"usage reported by the response kept: {self.with_usage}/{self.requests}",
         ]
+        if self.set_apart:
+            out.append("left out of replay, scan and tokens-check figures: " + ", ".join(
+                f"{r} {n}" for r, n in sorted(self.set_apart.items(), key=lambda kv: (-kv[1], kv[0]))))
         out += [f"  failed source: {name}: {why}" for name, why in self.failed]
         out += [f"  round trip: {x}" for x in self.round_trip_failures]
         out += [f"  detection: {x}" for x in self.detection_failures]
@@ -99,7 +104,7 @@ class Survey:
             "stored_as_sent": self.as_sent, "not_stored_as_sent": self.not_as_sent,
             "round_trip": {"ok": self.round_trip_ok, "checked": self.round_trip_checked},
             "detection": {"ok": self.detected_as_url, "url_named": self.url_named, "conflicts": self.conflicts},
-            "with_usage": self.with_usage,
+            "with_usage": self.with_usage, "set_apart": dict(sorted(self.set_apart.items())),
         }
 
 
@@ -194,7 +199,23 @@ def survey(*folders: str | Path, keep: int = 5) -> Survey:
             result.skipped["not model requests"] += unexplained
         for snap in imported.snapshots:
             _check(snap, result, keep)
+        result.set_apart.update(_decisions(path))
     return result
+
+
+def _decisions(path: Path) -> Counter[str]:
+    """What the one rule sets apart in a recording the commands read (the
+    importer's own skips are counted above)."""
+    from ..traffic.sources import READ_KINDS, Source, kind_of, read
+
+    kind = kind_of(path)
+    if kind not in READ_KINDS or kind == "snapshots":
+        return Counter()
+    try:
+        return Counter(ex.set_apart for ex in read(Source(kind, path))
+                       if ex.set_apart is not None and not ex.set_apart.startswith("not a generation request"))
+    except FidelityError:
+        return Counter()
 
 
 def main(argv: list[str] | None = None) -> int:
