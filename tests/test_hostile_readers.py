@@ -1,0 +1,114 @@
+"""Hostile input to the recording readers, import and scan (issue #33):
+YAML alias bombs, malformed URLs, gzip bombs, Ctrl-C during a scan, big
+integers in DeepSeek Harness tool-call arguments. Each test fails on the
+code before its fix; each bad input gives one line naming the file, exit 2
+(or the entry set apart with its reason), never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fidelity.cli import main
+from fidelity.errors import InputError
+from tests.test_hostile_inputs import run_cli
+
+yaml = pytest.importorskip("yaml")
+
+BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _one_line(rc: int, err: str, path: Path, fragment: str) -> None:
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert str(path) in lines[0] and fragment in lines[0], err
+    assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- YAML aliases
+
+
+def alias_bomb(levels: int = 9, fanout: int = 9) -> str:
+    """``levels`` anchors, each a list of ``fanout`` aliases of the one before:
+    ``fanout ** levels`` values once expanded, a few hundred bytes written."""
+    lines = ["a0: &a0 [" + ", ".join(["x"] * fanout) + "]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fanout) + "]")
+    lines.append(f"interactions: [*a{levels - 1}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("command", ["import", "scan", "replay", "tokens-check"])
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path: Path, command: str) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(alias_bomb())
+    assert len(bomb.read_bytes()) < 600
+    argv = [command, str(bomb)] + ([str(tmp_path / "out")] if command == "import" else [])
+    if command == "scan":
+        argv += ["--workers", "1"]
+    rc, err, _ = run_cli(main, argv)
+    _one_line(rc, err, bomb, "alias bomb")
+
+
+def test_a_few_aliases_are_read_as_before(tmp_path: Path) -> None:
+    """A recorder that writes a header block once as an anchor and again as
+    an alias (yaml.dump does, for an object given twice) is read as before."""
+    from fidelity.capture.importers import import_file
+
+    body = json.dumps(BODY)
+    doc = ("interactions:\n"
+           "- request: {method: POST, uri: 'https://api.openai.com/v1/chat/completions',\n"
+           "            headers: &h {Content-Type: [application/json]}, body: '" + body + "'}\n"
+           "  response: {status: {code: 200}, headers: *h, body: {string: '{}'}}\n")
+    src = tmp_path / "c.yaml"
+    src.write_text(doc)
+    imported = import_file(src)
+    assert [s.body for s in imported.snapshots] == [body.encode()]
+
+
+_tree = st.recursive(st.integers(0, 9).map(str), lambda kids: st.lists(kids, max_size=4), max_leaves=20)
+
+
+def _count(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + sum(_count(v) for v in value)
+    if isinstance(value, dict):
+        return 1 + sum(1 + _count(v) for v in value.values())
+    return 1
+
+
+@given(_tree, st.integers(1, 4))
+@settings(max_examples=60)
+def test_measure_counts_the_expanded_tree_without_expanding_it(tree: object, copies: int) -> None:
+    """The node graph's measure equals the size of the tree PyYAML builds
+    once every alias is expanded, whatever the sharing."""
+    from fidelity.capture.importers._yaml import measure
+    from fidelity.jsonio import depth
+
+    text = "a: &a " + json.dumps(tree) + "\nb: [" + ", ".join(["*a"] * copies) + "]\n"
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    distinct, expanded, deep = measure(node)
+    value = yaml.safe_load(text)
+    assert expanded == _count(value)
+    assert deep == depth(value)
+    assert distinct == _count({"a": tree, "b": [0] * copies}) - copies
+
+
+def test_the_bomb_is_measured_as_what_it_would_expand_to() -> None:
+    from fidelity.capture.importers._yaml import load_yaml
+
+    with pytest.raises(InputError) as info:
+        load_yaml(alias_bomb(9, 9).encode(), "b.yaml")
+    sizes = [10]  # a0: the list and its 9 scalars
+    for _ in range(8):
+        sizes.append(1 + 9 * sizes[-1])
+    expanded = 1 + 10 + sum(sizes) + 1 + sizes[-1]  # the root, its 10 keys, a0..a8, interactions: [*a8]
+    assert f"expand 30 nodes to {expanded:,}" in str(info.value)
+    # just below the budget is read: 4 levels of 9 = 6,561 leaves
+    doc = load_yaml(alias_bomb(4, 9).encode(), "b.yaml")
+    assert len(doc["interactions"][0]) == 9
