@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import providers, wire
+from ..capture.redact import url_problem
 from ..capture.usage import http_status
 from ..errors import FidelityError, InputError
 from . import usage as _usage
@@ -94,6 +95,18 @@ def endpoint_of(url: str) -> Any:
         if len(_URL_CACHE) > 4096:
             _URL_CACHE.clear()
     return hit
+
+
+_URL_PROBLEMS: dict[str, str | None] = {}
+
+
+def _url_problem(url: str) -> str | None:
+    """:func:`fidelity.capture.redact.url_problem`, memoised like :func:`endpoint_of`."""
+    if url not in _URL_PROBLEMS:
+        if len(_URL_PROBLEMS) > 4096:
+            _URL_PROBLEMS.clear()
+        _URL_PROBLEMS[url] = url_problem(url)
+    return _URL_PROBLEMS[url]
 
 
 _DAYS: dict[int, str] = {}
@@ -179,6 +192,8 @@ def parse_record(line: bytes) -> Record:
     t, day = _time(obj.get("time", obj.get("timestamp", obj.get("logged_at", env.get("time")))))
     url = env.get("url") or env.get("uri") or obj.get("url")
     url = url if isinstance(url, str) else ""
+    if url and _url_problem(url) is not None:  # set apart, as the importers set such an entry apart
+        raise BadLine("malformed URL", str(_URL_PROBLEMS[url]))
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     dialect = None
     ep = endpoint_of(url) if url else None
@@ -341,7 +356,10 @@ def _imported(path: Path, out: Any, kind: str) -> int:
     for warning in imported.warnings:
         if "skipped" in warning:
             out.write(orjson.dumps({"skipped": warning[:300]}) + b"\n")
-    for _ in range(imported.skipped):
+    # each set-apart entry with its reason (classify's, or a malformed URL); the rest unexplained
+    for reason, count in sorted(imported.reasons.items()):
+        out.writelines([orjson.dumps({"skipped": f"{kind}: {reason}"[:300]}) + b"\n"] * count)
+    for _ in range(imported.skipped - sum(imported.reasons.values())):
         out.write(orjson.dumps({"skipped": f"{kind}: an entry that is not a model request"}) + b"\n")
     return n
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import atomic_write
-from ..redact import Redactor, ensure_clean
+from ..redact import Redactor, ensure_clean, url_problem
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 
 __all__ = ["Imported", "write_imported", "request_body", "looks_like_model_request", "response_usage", "iso_time", "header",
-           "read_source"]
+           "read_source", "unwritable"]
 
 
 @dataclass
@@ -52,10 +52,18 @@ class Imported:
         has_parent: bool = False,
         time: Any = None,
         usage: Any = None,
-    ) -> Snapshot:
+    ) -> Snapshot | None:
         """Redact and append one request; ``where`` locates it in the source.
         ``time`` (ISO 8601 UTC) and ``usage`` (:mod:`fidelity.capture.usage`)
-        go into the snapshot metadata, ``null`` when unknown."""
+        go into the snapshot metadata, ``null`` when unknown. A request whose
+        URL, method or headers cannot be written (a malformed URL, a lone
+        surrogate: :func:`unwritable`) is set apart with its reason and a
+        warning naming ``where``, and ``None`` is returned."""
+        why = unwritable(method, url, headers)
+        if why is not None:
+            self.skip(why)
+            self.warnings.append(f"{where}: set apart: {why}")
+            return None
         kwargs: dict[str, Any] = {"time": time, "usage": usage}
         if has_parent:
             kwargs["parent"] = parent
@@ -88,6 +96,21 @@ class Imported:
                 counts.append(("not model requests", unexplained))
             text += " (" + "; ".join(f"{reason}: {n}" for reason, n in counts) + ")"
         return text
+
+
+def unwritable(method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
+    """Why a request with this method, URL and headers cannot become a
+    snapshot (which is UTF-8 JSON, its URL redacted), or ``None``."""
+    problem = url_problem(url)
+    if problem is not None:
+        return f"malformed URL: {problem}"
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    for text in (method, *(x for pair in pairs for x in pair)):
+        try:
+            str(text).encode("utf-8")
+        except UnicodeEncodeError:
+            return "the method or a header holds a lone surrogate, which is not UTF-8"
+    return None
 
 
 def write_imported(imported: Imported, folder: str | Path) -> list[Path]:

@@ -172,6 +172,8 @@ def read_cassette(path: str | Path) -> Imported:
             time=iso_time(_first(r_headers, "date")),
             usage=None,
         )
+        if snap is None:  # set apart (a malformed URL): the warnings say why
+            continue
         if r_body:
             usage = response_usage(snap.provider, r_headers, r_body)
             out.snapshots[-1] = replace(snap, usage=usage)
