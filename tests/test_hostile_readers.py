@@ -203,3 +203,92 @@ def test_url_problem_and_the_redactor_never_raise_valueerror() -> None:
             Redactor().url(url)
         assert isinstance(info.value, InputError)
         assert SECRET not in str(info.value)
+
+
+# --------------------------------------------------------------------------- gzip bombs
+
+
+def newline_bomb(n: int) -> bytes:
+    """``n`` newlines, gzipped (about 1,000-fold: DEFLATE's ceiling)."""
+    import gzip
+
+    return gzip.compress(b"\n" * n, 9)
+
+
+@pytest.mark.parametrize("name", ["log.jsonl.gz", "r.har.gz", "c.yaml.gz"])
+def test_import_stops_a_gzip_bomb_at_the_size_limit(tmp_path: Path, name: str) -> None:
+    src = tmp_path / name
+    src.write_bytes(newline_bomb(4 << 20))
+    rc, err, _ = run_cli(main, ["import", str(src), str(tmp_path / "out"), "--max-decompressed", "1M"])
+    _one_line(rc, err, src, "decompresses to more than 1 MiB; --max-decompressed raises the limit")
+    # raised, the same file is read (and found to hold no request)
+    rc, err, _ = run_cli(main, ["import", str(src), str(tmp_path / "out"), "--max-decompressed", "8M"])
+    assert "decompresses" not in err
+
+
+def test_import_stops_a_gzip_bomb_at_the_ratio_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fidelity import gzipped
+
+    monkeypatch.setattr(gzipped, "RATIO_FLOOR", 1 << 20)  # judged sooner, so the test stays small
+    src = tmp_path / "log.jsonl.gz"
+    src.write_bytes(newline_bomb(4 << 20))
+    rc, err, _ = run_cli(main, ["import", str(src), str(tmp_path / "out")])
+    _one_line(rc, err, src, "expands more than 1,000-fold")
+    assert "--max-gzip-ratio" in err
+    rc, err, _ = run_cli(main, ["import", str(src), str(tmp_path / "out"), "--max-gzip-ratio", "5000"])
+    assert "fold" not in err
+
+
+def test_scan_stops_a_gzip_bomb_and_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from fidelity import gzipped
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    src = tmp_path / "log.jsonl.gz"
+    src.write_bytes(newline_bomb(4 << 20))
+    monkeypatch.setattr(gzipped, "MAX_DECOMPRESSED", 1 << 20)
+    rc, err, _ = run_cli(main, ["scan", str(src), "--workers", "1"])
+    _one_line(rc, err, src, "decompresses to more than 1 MiB")
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+_members = st.lists(st.binary(max_size=3000), min_size=1, max_size=4)
+
+
+@given(_members, st.integers(1, 70_000))
+@settings(max_examples=40, deadline=None)
+def test_gunzip_reads_concatenated_members_in_any_read_size(members: list[bytes], read_size: int) -> None:
+    import gzip
+    import io
+
+    from fidelity.gzipped import iter_gunzip
+
+    data = b"".join(gzip.compress(m) for m in members)
+    src = io.BytesIO(data)
+    assert b"".join(iter_gunzip(lambda _n: src.read(read_size), "x.gz")) == b"".join(members)
+
+
+@given(st.binary(min_size=1, max_size=2000), st.data())
+@settings(max_examples=40, deadline=None)
+def test_a_cut_gzip_file_is_truncated_not_a_crash(payload: bytes, data: st.DataObject) -> None:
+    import gzip
+
+    from fidelity.gzipped import gunzip
+
+    whole = gzip.compress(payload)
+    cut = data.draw(st.integers(0, len(whole) - 9))  # the 8-byte trailer at least is missing
+    with pytest.raises(InputError) as info:
+        gunzip(whole[:cut], "x.gz")
+    assert str(info.value).startswith("x.gz: ")
+
+
+def test_parse_size() -> None:
+    from fidelity.gzipped import parse_size
+
+    assert [parse_size(t) for t in ("1000", "512M", "4G", "1.5k", "2GiB", "3mb")] == [
+        1000, 512 << 20, 4 << 30, 1536, 2 << 30, 3 << 20]
+    for bad in ("", "x", "-1G", "0", "inf", "1Q"):
+        with pytest.raises(ValueError):
+            parse_size(bad)

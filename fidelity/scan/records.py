@@ -29,7 +29,6 @@ import gzip
 import mmap
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ from .. import providers, wire
 from ..capture.redact import url_problem
 from ..capture.usage import http_status
 from ..errors import FidelityError, InputError
+from ..gzipped import gunzip_file
 from . import usage as _usage
 
 __all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "endpoint_of", "MAX_LINE"]
@@ -471,10 +471,11 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
             if name.endswith(".gz"):
                 target = workdir / f"{i:04d}-{p.name[:-3]}"
                 try:
-                    with gzip.open(p, "rb") as src, open(target, "wb") as dst:
-                        shutil.copyfileobj(src, dst, 1 << 20)
-                except (OSError, EOFError) as exc:
-                    raise InputError(f"cannot decompress: {exc}", path=p) from None
+                    with open(target, "wb") as dst:
+                        gunzip_file(p, dst)  # within the limits: a gzip bomb stops before it fills the disk
+                except BaseException:
+                    target.unlink(missing_ok=True)
+                    raise
                 out.append((target, str(p)))
             else:
                 out.append((p, str(p)))

@@ -145,36 +145,15 @@ def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
     return paths
 
 
-#: decompressed size limit of a ``.gz`` source (a gzip bomb stops here)
-MAX_SOURCE_BYTES = 1 << 31
-
-
 def read_source(path: str | Path) -> bytes:
     """The bytes of a recording, gunzipped when it is a ``.gz`` file (or
-    starts with the gzip magic): ``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``."""
-    import zlib
-
+    starts with the gzip magic): ``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``;
+    a gzip bomb stops at the limits of :mod:`fidelity.gzipped`."""
+    from ...gzipped import gunzip, is_gzip
     from ...jsonio import read_bytes
 
     data = read_bytes(path)
-    if str(path).lower().endswith(".gz") or data[:2] == b"\x1f\x8b":
-        try:
-            d = zlib.decompressobj(47)
-            out = d.decompress(data, MAX_SOURCE_BYTES)
-            if d.unconsumed_tail:
-                raise InputError(f"gzip file expands beyond {MAX_SOURCE_BYTES} bytes", path=path)
-            # concatenated gzip members (gzip -c a b > c.gz)
-            rest = d.unused_data
-            while rest[:2] == b"\x1f\x8b" and len(out) < MAX_SOURCE_BYTES:
-                d = zlib.decompressobj(47)
-                out += d.decompress(rest, MAX_SOURCE_BYTES - len(out))
-                rest = d.unused_data
-            if not d.eof:
-                raise InputError("gzip file is truncated", path=path)
-            return out
-        except zlib.error as exc:
-            raise InputError(f"not valid gzip data: {exc}", path=path) from None
-    return data
+    return gunzip(data, path) if is_gzip(path, data) else data
 
 
 def header(headers: Any, name: str) -> str | None:
