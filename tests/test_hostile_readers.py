@@ -292,3 +292,71 @@ def test_parse_size() -> None:
     for bad in ("", "x", "-1G", "0", "inf", "1Q"):
         with pytest.raises(ValueError):
             parse_size(bad)
+
+
+# --------------------------------------------------------------------------- Ctrl-C during a scan
+
+_BLOCKING_SCAN = """
+import os, sys, time
+from fidelity.scan import partition
+import fidelity.scan as scan_pkg
+from fidelity.cli import main
+
+def blocking_replay(task):
+    # a worker that is busy for as long as the test needs: it says so, then works on
+    open(os.path.join(sys.argv[1], f"busy-{os.getpid()}"), "w").close()
+    while True:
+        time.sleep(0.05)
+
+partition.replay_batch = scan_pkg.replay_batch = blocking_replay
+sys.exit(main(["scan", *sys.argv[2:]]))
+"""
+
+
+def test_ctrl_c_ends_a_scan_with_exit_130_and_removes_its_temporary_files(tmp_path: Path) -> None:
+    """SIGINT to the scan's whole process group (what Ctrl-C in a terminal
+    does) while both workers are busy: the scan ends within seconds, with
+    exit code 130, one line on stderr, no worker left and no
+    ``fidelity-scan-*`` folder left. Before the fix the workers printed
+    KeyboardInterrupt tracebacks and the parent waited for them forever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "log.jsonl"
+    with open(log, "w") as fh:
+        for i in range(40):  # two partitions (two system prompts), so both workers get a task
+            body = {"model": "gpt-4o", "messages": [{"role": "system", "content": f"prompt {i % 2}"},
+                                                    {"role": "user", "content": f"question {i}"}]}
+            fh.write(json.dumps({"time": 1.7e9 + i, "url": GOOD_URL, "session": f"s{i % 2}", "body": body}) + "\n")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", _BLOCKING_SCAN, str(busy), str(log), "--workers", "2"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(busy.iterdir())) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(busy.iterdir())) == 2, proc.communicate(timeout=5)
+        assert [p.name for p in tmp.iterdir() if p.name.startswith("fidelity-scan-")]  # the scan's folder exists
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the scan did not end within 30 s of Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert err.decode().strip() == "fidelity: interrupted", err
+    assert list(tmp.iterdir()) == []
+    for name in busy.iterdir():  # every worker is gone
+        pid = int(name.name.split("-")[1])
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
