@@ -360,3 +360,54 @@ def test_ctrl_c_ends_a_scan_with_exit_130_and_removes_its_temporary_files(tmp_pa
         pid = int(name.name.split("-")[1])
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+# --------------------------------------------------------------------------- exact integers in DSH tool calls
+
+#: integers on both sides of every 64-bit edge, and far beyond
+huge_integers = st.one_of(
+    st.integers(),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64, -(2**64), 10**30, -(10**40)]),
+    st.integers(min_value=2**63 - 3, max_value=2**64 + 3),
+    st.integers(min_value=-(2**64) - 3, max_value=-(2**63) + 3),
+)
+
+_args = st.recursive(huge_integers | st.text(max_size=5) | st.floats(allow_nan=False, allow_infinity=False),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                     max_leaves=8)
+
+
+@given(st.dictionaries(st.text(max_size=5), _args, max_size=4))
+@settings(max_examples=200)
+def test_dsh_tool_arguments_keep_every_integer_exact(args: dict[str, object]) -> None:
+    from fidelity.sources.dsh._messages import tool_arguments
+
+    got = tool_arguments(json.dumps(args))
+    assert got == args
+    assert json.dumps(got) == json.dumps(args)  # same types: an int never comes back as a float
+
+
+def test_a_dsh_session_keeps_an_integer_beyond_64_bits(tmp_path: Path) -> None:
+    """The case ``HYPOTHESIS_PROFILE=explore --hypothesis-seed=1834162459``
+    found in tests/test_sources_dsh.py."""
+    from fidelity.model import ToolCall
+    from fidelity.sources.dsh import read_session, step_messages
+
+    raw = '{"": -9223372036854775809, "big": 18446744073709551616, "ok": 7}'
+    rows = [{"type": "session", "id": "s"},
+            {"type": "turn/start", "data": {"turn": 1}}, {"type": "step/start", "data": {"turn": 1, "step": 1}},
+            {"type": "user/message", "data": {"content": [{"type": "text", "text": "go"}]}, "surfaceOp": "append"},
+            {"type": "assistant/message", "data": {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [
+                {"type": "text", "text": ""}, {"type": "tool-call", "id": "c1", "name": "f", "arguments": raw}]}},
+             "surfaceOp": "append"},
+            {"type": "tool/result", "data": {"turn": 1, "step": 1, "message": {"content": [
+                {"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": "r"}],
+                 "isError": False}]}}, "surfaceOp": "append"},
+            {"type": "step/end", "data": {"turn": 1, "step": 1}},
+            {"type": "step/start", "data": {"turn": 1, "step": 2}}]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    session = read_session(path)
+    calls = [p for m in step_messages(session, 1, 2) for p in m.parts if isinstance(p, ToolCall)]
+    assert dict(calls[0].arguments) == {"": -9223372036854775809, "big": 18446744073709551616, "ok": 7}
+    assert calls[0].arguments_json == raw
