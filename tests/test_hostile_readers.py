@@ -402,3 +402,30 @@ def test_a_dsh_session_keeps_an_integer_beyond_64_bits(tmp_path: Path) -> None:
     calls = [p for m in step_messages(session, 1, 2) for p in m.parts if isinstance(p, ToolCall)]
     assert dict(calls[0].arguments) == {"": -9223372036854775809, "big": 18446744073709551616, "ok": 7}
     assert calls[0].arguments_json == raw
+
+
+def test_a_header_with_a_lone_surrogate_sets_its_entry_apart(tmp_path: Path) -> None:
+    entries = [{"request": {"method": "POST", "url": GOOD_URL, "headers": [{"name": "x-h", "value": v}],
+                            "postData": {"mimeType": "application/json", "text": json.dumps(BODY)}}}
+               for v in ("ok", "a\ud800")]
+    src = tmp_path / "r.har"
+    src.write_text(json.dumps({"log": {"version": "1.2", "entries": entries}}))
+    rc, err, _ = run_cli(main, ["import", str(src), str(tmp_path / "out")])
+    assert rc == 0, err
+    assert "warning: /log/entries/1: set apart: the method or a header holds a lone surrogate" in err
+    assert len(list((tmp_path / "out").iterdir())) == 1
+
+
+def test_a_recording_whose_file_name_is_not_utf8_imports(tmp_path: Path) -> None:
+    """Python keeps a file name's undecodable bytes as lone surrogates; every
+    snapshot names its source file, so the name is escaped, not a crash."""
+    import os
+
+    src = Path(os.fsdecode(bytes(tmp_path) + b"/r\xff.har"))
+    src.write_text(json.dumps({"log": {"version": "1.2", "entries": [
+        {"request": {"method": "POST", "url": GOOD_URL, "headers": [],
+                     "postData": {"mimeType": "application/json", "text": json.dumps(BODY)}}}]}}))
+    rc, err, _ = run_cli(main, ["import", str(src), str(tmp_path / "out")])
+    assert rc == 0, err
+    (snap,) = (tmp_path / "out").iterdir()
+    assert b'"source":"har:r\\\\xff.har#/log/entries/0"' in snap.read_bytes()

@@ -33,6 +33,11 @@ class Imported:
     #: why entries were skipped: reason -> count (:mod:`fidelity.capture.classify`)
     reasons: Counter[str] = field(default_factory=Counter)
 
+    def __post_init__(self) -> None:
+        # the source names the file, whose name may hold bytes that are not
+        # UTF-8 (Python keeps them as lone surrogates): every snapshot repeats it
+        self.source = utf8_text(self.source)
+
     def skip(self, reason: str) -> None:
         """Count one entry that is not a model request, with its reason."""
         self.skipped += 1
@@ -96,6 +101,21 @@ class Imported:
                 counts.append(("not model requests", unexplained))
             text += " (" + "; ".join(f"{reason}: {n}" for reason, n in counts) + ")"
         return text
+
+
+def utf8_text(text: str) -> str:
+    """``text`` as it can be written in UTF-8: a file name's undecodable
+    bytes (``surrogateescape``) as ``\\xff`` escapes, any other lone
+    surrogate as U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def unwritable(method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
