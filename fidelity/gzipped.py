@@ -92,16 +92,18 @@ def is_gzip(path: str | Path, head: bytes) -> bool:
 
 
 def iter_gunzip(read: Callable[[int], bytes], path: str | Path, *, size: int | None = None,
-                ratio: int | None = None) -> Generator[bytes, None, None]:
+                ratio: int | None = None, wbits: int = 47) -> Generator[bytes, None, None]:
     """The decompressed bytes of the gzip stream ``read`` returns (one or
     more concatenated members, as ``gzip -c a b > c.gz`` writes; bytes after
     the last member that are not another member are ignored, as gzip does),
     in pieces of at most 1 MiB. :class:`InputError` naming ``path`` when the
     data is not gzip, is truncated, or passes a limit (the module's defaults
-    unless given)."""
+    unless given). ``wbits`` as for :func:`zlib.decompressobj`: 47 (the
+    default) reads a gzip or zlib header, 15 zlib only, -15 raw DEFLATE
+    (HTTP ``Content-Encoding: deflate`` is either); only gzip has members."""
     size = MAX_DECOMPRESSED if size is None else size
     ratio = MAX_RATIO if ratio is None else ratio
-    d = zlib.decompressobj(47)  # 32 + 15: a gzip (or zlib) header, the largest window
+    d = zlib.decompressobj(wbits)  # 47 = 32 + 15: a gzip (or zlib) header, the largest window
     consumed = produced = 0
     pending = b""
     started = False
@@ -111,9 +113,9 @@ def iter_gunzip(read: Callable[[int], bytes], path: str | Path, *, size: int | N
             if not pending:
                 break
         if d.eof:  # the last member ended: another one, or trailing bytes to ignore
-            if pending[:2] != b"\x1f\x8b" and len(pending) >= 2:
+            if wbits != 47 or (pending[:2] != b"\x1f\x8b" and len(pending) >= 2):
                 break
-            d = zlib.decompressobj(47)
+            d = zlib.decompressobj(wbits)
         started = True
         try:
             out = d.decompress(pending, _OUT)
@@ -135,9 +137,12 @@ def iter_gunzip(read: Callable[[int], bytes], path: str | Path, *, size: int | N
         raise InputError("gzip file is truncated", path=path)
 
 
-def gunzip(data: bytes, path: str | Path) -> bytes:
-    """``data`` (gzip) decompressed whole, within the limits."""
-    return b"".join(iter_gunzip(io.BytesIO(data).read, path))
+def gunzip(data: bytes, path: str | Path, *, wbits: int = 47) -> bytes:
+    """``data`` (gzip; zlib or raw DEFLATE by ``wbits``, as for
+    :func:`iter_gunzip`) decompressed whole, within the limits. A recorded
+    body with a ``Content-Encoding`` is decoded by this too: ``path`` then
+    names the recording."""
+    return b"".join(iter_gunzip(io.BytesIO(data).read, path, wbits=wbits))
 
 
 def gunzip_file(path: str | Path, out: BinaryIO) -> int:

@@ -429,3 +429,17 @@ def test_a_recording_whose_file_name_is_not_utf8_imports(tmp_path: Path) -> None
     assert rc == 0, err
     (snap,) = (tmp_path / "out").iterdir()
     assert b'"source":"har:r\\\\xff.har#/log/entries/0"' in snap.read_bytes()
+
+
+@pytest.mark.parametrize("wbits", [15, -15])
+def test_gunzip_reads_zlib_and_raw_deflate_within_the_limits(wbits: int) -> None:
+    import zlib
+
+    from fidelity import gzipped
+
+    c = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    data = c.compress(b"\n" * (2 << 20)) + c.flush()
+    assert gzipped.gunzip(data, "body", wbits=wbits) == b"\n" * (2 << 20)
+    with gzipped.limits(size=1 << 20), pytest.raises(InputError) as info:
+        gzipped.gunzip(data, "body", wbits=wbits)
+    assert "more than 1 MiB" in str(info.value)
