@@ -90,6 +90,7 @@ def test_measure_counts_the_expanded_tree_without_expanding_it(tree: object, cop
     from fidelity.capture.importers._yaml import measure
     from fidelity.jsonio import depth
 
+    tree = [tree]  # the alias names a collection (a scalar alias is counted where it occurs)
     text = "a: &a " + json.dumps(tree) + "\nb: [" + ", ".join(["*a"] * copies) + "]\n"
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     distinct, expanded, deep = measure(node)

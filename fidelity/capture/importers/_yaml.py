@@ -23,6 +23,7 @@ budget is constructed into Python values:
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -58,47 +59,47 @@ def _loader_class(path: str | Path) -> Any:
     return Loader
 
 
-def _children(node: Any) -> list[Any]:
-    from yaml.nodes import MappingNode, SequenceNode
-
-    if isinstance(node, SequenceNode):
-        return list(node.value)
-    if isinstance(node, MappingNode):
-        return [n for pair in node.value for n in pair]
-    return []
-
-
 def measure(root: Any) -> tuple[int, int, int]:
     """``(distinct nodes, expanded nodes, depth)`` of a composed YAML node
-    graph, each node visited once (iteratively: no recursion limit);
+    graph, each collection visited once (iteratively: no recursion limit);
     ``depth`` is ``MAX_DEPTH + 1`` for a recursive alias. A scalar has depth
     0 and a collection one more than its deepest child, as
-    :func:`fidelity.jsonio.depth` counts parsed values."""
-    from yaml.nodes import CollectionNode
+    :func:`fidelity.jsonio.depth` counts parsed values. Scalars are counted
+    where they occur (an alias of a scalar expands to one value, so sharing
+    one costs nothing); collections are counted once each in ``distinct``
+    and once per occurrence in ``expanded``."""
+    from yaml.nodes import CollectionNode, MappingNode
 
+    if not isinstance(root, CollectionNode):
+        return 1, 1, 0
     size: dict[int, int] = {}
     deep: dict[int, int] = {}
-    open_: set[int] = set()  # the nodes on the current path: meeting one again is a cycle
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    open_: set[int] = set()  # the collections on the current path: meeting one again is a cycle
+    distinct = 0
+    stack: list[tuple[Any, list[Any] | None, int]] = [(root, None, 0)]
     while stack:
-        node, closing = stack.pop()
+        node, kids, scalars = stack.pop()
         nid = id(node)
-        if closing:
-            kids = _children(node)
-            size[nid] = 1 + sum(size[id(k)] for k in kids)
-            deep[nid] = (1 + max((deep[id(k)] for k in kids), default=0)) if isinstance(node, CollectionNode) else 0
+        if kids is not None:  # its children are measured: close it
+            size[nid] = 1 + scalars + sum([size[id(k)] for k in kids])
+            d = deep[nid] = 1 + max([deep[id(k)] for k in kids], default=0)
             open_.discard(nid)
-            if deep[nid] > MAX_DEPTH:
-                return len(size), size[nid], deep[nid]
+            if d > MAX_DEPTH:
+                return distinct, size[nid], d
             continue
         if nid in size:
             continue
         if nid in open_:
-            return len(size), size.get(id(root), 0), MAX_DEPTH + 1
+            return distinct, 0, MAX_DEPTH + 1
         open_.add(nid)
-        stack.append((node, True))
-        stack.extend((k, False) for k in _children(node) if id(k) not in size)
-    return len(size), size[id(root)], deep[id(root)]
+        value = node.value
+        every = list(itertools.chain.from_iterable(value)) if isinstance(node, MappingNode) else value
+        kids = [k for k in every if isinstance(k, CollectionNode)]
+        scalars = len(every) - len(kids)
+        distinct += 1 + scalars
+        stack.append((node, kids, scalars))
+        stack.extend((k, None, 0) for k in kids if id(k) not in size)
+    return distinct, size[id(root)], deep[id(root)]
 
 
 def _compose(data: bytes, loader: Any) -> Any:
