@@ -36,13 +36,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import test_fuzz_inputs
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from fidelity import compose, wire
 from fidelity.cli import main
 from fidelity.errors import FidelityError
-from tests import test_fuzz_inputs
 
 SEED = int(os.environ.get("FIDELITY_FUZZ_SEED") or int.from_bytes(os.urandom(8), "big"))
 EXAMPLES = int(os.environ.get("FIDELITY_FUZZ_EXAMPLES") or 400)

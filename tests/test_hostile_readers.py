@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_fuzz_inputs import huge_integers
+from test_hostile_inputs import run_cli
 
 from fidelity.cli import main
 from fidelity.errors import InputError
-from tests.test_fuzz_inputs import huge_integers
-from tests.test_hostile_inputs import run_cli
 
 yaml = pytest.importorskip("yaml")
 
