@@ -91,7 +91,7 @@ def is_gzip(path: str | Path, head: bytes) -> bool:
     return str(path).lower().endswith(".gz") or head[:2] == b"\x1f\x8b"
 
 
-def iter_gunzip(read: Callable[[int], bytes], path: str | Path, *, size: int | None = None,
+def iter_gunzip(read: Callable[[int], bytes], path: str | Path | None, *, size: int | None = None,
                 ratio: int | None = None, wbits: int = 47) -> Generator[bytes, None, None]:
     """The decompressed bytes of the gzip stream ``read`` returns (one or
     more concatenated members, as ``gzip -c a b > c.gz`` writes; bytes after
@@ -137,11 +137,11 @@ def iter_gunzip(read: Callable[[int], bytes], path: str | Path, *, size: int | N
         raise InputError("gzip file is truncated", path=path)
 
 
-def gunzip(data: bytes, path: str | Path, *, wbits: int = 47) -> bytes:
+def gunzip(data: bytes, path: str | Path | None = None, *, wbits: int = 47) -> bytes:
     """``data`` (gzip; zlib or raw DEFLATE by ``wbits``, as for
     :func:`iter_gunzip`) decompressed whole, within the limits. A recorded
     body with a ``Content-Encoding`` is decoded by this too: ``path`` then
-    names the recording."""
+    names the recording, or is ``None`` where the caller adds it."""
     return b"".join(iter_gunzip(io.BytesIO(data).read, path, wbits=wbits))
 
 
