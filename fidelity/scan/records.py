@@ -192,8 +192,9 @@ def parse_record(line: bytes) -> Record:
     t, day = _time(obj.get("time", obj.get("timestamp", obj.get("logged_at", env.get("time")))))
     url = env.get("url") or env.get("uri") or obj.get("url")
     url = url if isinstance(url, str) else ""
-    if url and _url_problem(url) is not None:  # set apart, as the importers set such an entry apart
-        raise BadLine("malformed URL", str(_URL_PROBLEMS[url]))
+    problem = _url_problem(url) if url else None
+    if problem is not None:  # set apart, as the importers set such an entry apart
+        raise BadLine("malformed URL", problem)
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     dialect = None
     ep = endpoint_of(url) if url else None
