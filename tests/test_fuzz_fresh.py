@@ -16,6 +16,13 @@ examples per run (``FIDELITY_FUZZ_EXAMPLES`` to change), each a few
 in-process CLI calls on bodies under 2 KB (about 20 s on one shared core).
 With the tool-message crash put back, 8 seeds of 8 found it in a trial
 (a member is drawn among about 30, so a few hundred cases meet each).
+
+Four more fresh-seed passes (200 examples each) feed the recording readers
+what byte mutations never build (issue #33; the strategies are in
+``tests/test_fuzz_inputs.py``): nested YAML aliases up to bombs, URLs broken
+in the host, the port or by a lone surrogate, highly compressible ``.gz``
+recordings under a drawn ``--max-decompressed``, and integers beyond 64 bits
+in DeepSeek Harness tool calls.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import gate_tampering
+import test_fuzz_inputs
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -222,3 +230,145 @@ def test_a_system_block_type_that_is_not_a_string_is_no_media() -> None:
     from fidelity.tokens.billed import _media_in
 
     assert _media_in({"type": [], "text": "s"}) is None
+
+
+# --------------------------------------------------------------------------- hostile recordings, fresh seed
+# What byte mutations of valid bodies never reach (issue #33): the
+# strategies live with the other fuzz strategies in tests/test_fuzz_inputs.py.
+# 200 examples each (the least any property runs): they run import and scan,
+# about 20 s together on one shared core.
+
+_FRESH = settings(derandomize=False, database=None, max_examples=200, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_GOOD_URL = "https://api.openai.com/v1/chat/completions"
+_CHAT = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+
+
+def _seeded(test: Any) -> Any:
+    """Name the seed in any failure of ``test``."""
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            test(*args, **kwargs)
+        except BaseException as exc:
+            exc.add_note(f"fidelity fuzz seed: {SEED}; replay with FIDELITY_FUZZ_SEED={SEED}")
+            raise
+    run.__name__, run.__doc__ = test.__name__, test.__doc__
+    return run
+
+
+def _recording(kind: str, urls: list[str], folder: Path) -> Path:
+    if kind == "har":
+        path = folder / "r.har"
+        path.write_text(json.dumps({"log": {"version": "1.2", "entries": [
+            {"request": {"method": "POST", "url": u, "headers": [],
+                         "postData": {"mimeType": "application/json", "text": _CHAT}}} for u in urls]}}))
+    elif kind == "jsonl":
+        path = folder / "r.jsonl"
+        path.write_text("".join(json.dumps({"url": u, "body": _CHAT}) + "\n" for u in urls))
+    else:
+        path = folder / "r.json"
+        path.write_text(json.dumps({"version": 1, "interactions": [
+            {"request": {"method": "POST", "uri": u, "headers": {}, "body": _CHAT},
+             "response": {"status": {"code": 200}, "headers": {}, "body": {"string": "{}"}}} for u in urls]}))
+    return path
+
+
+@seed(SEED)
+@_FRESH
+@given(url=test_fuzz_inputs.malformed_urls(), kind=st.sampled_from(["har", "jsonl", "cassette"]))
+@_seeded
+def test_fresh_seed_malformed_urls(url: str, kind: str) -> None:
+    """A recording with a good request on either side of one with a broken
+    URL: import keeps the good ones and sets the broken one apart with its
+    reason (or imports it, when the URL is in fact fine); scan counts it as a
+    bad line; the credential in the URL is never written."""
+    from fidelity.capture.redact import url_problem
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = _recording(kind, [_GOOD_URL, url, _GOOD_URL], Path(tmp))
+        before = src.read_bytes()
+        rc, err = _cli(["import", str(src), str(Path(tmp, "out"))])
+        assert rc == 0, err
+        written = list(Path(tmp, "out").iterdir())
+        broken = url_problem(url) is not None
+        assert len(written) == (2 if broken else 3), err
+        if broken:
+            assert "set apart: malformed URL" in err, err
+        assert not any(b"sk-fuzzsecret" in p.read_bytes() for p in written)
+        assert "sk-fuzzsecret" not in err
+        rc, err = _cli(["scan", str(src), "--workers", "1", "--top", "1", "--json"])
+        assert rc == 0, err
+        assert src.read_bytes() == before
+
+
+@seed(SEED)
+@_FRESH
+@given(doc=test_fuzz_inputs.alias_heavy_yaml(), command=st.sampled_from(["import", "replay", "tokens-check"]))
+@_seeded
+def test_fresh_seed_alias_heavy_yaml(doc: bytes, command: str) -> None:
+    """Nested aliases anywhere in a cassette: read within the budget, or
+    one line naming the file, before anything walks the expanded tree (a
+    bomb that slipped through would hang here)."""
+    import yaml
+
+    from fidelity.capture.importers._yaml import MAX_ALIAS_NODES, measure
+
+    distinct, expanded, _ = measure(yaml.compose(doc, Loader=yaml.SafeLoader))
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "c.yaml")
+        src.write_bytes(doc)
+        argv = [command, str(src)] + ([str(Path(tmp, "out"))] if command == "import" else [])
+        rc, err = _cli(argv)
+        _one_line(rc, err, src)
+        if expanded - distinct > max(MAX_ALIAS_NODES, distinct):
+            assert rc == 2 and "alias bomb" in err, err
+
+
+@seed(SEED)
+@_FRESH
+@given(bomb=test_fuzz_inputs.gzip_bombs(), cap=st.integers(1 << 16, 4 << 20),
+       name=st.sampled_from(["log.jsonl.gz", "r.har.gz", "c.yaml.gz"]))
+@_seeded
+def test_fresh_seed_gzip_bombs(bomb: tuple[bytes, int], cap: int, name: str) -> None:
+    """A highly compressible ``.gz`` recording under a drawn size limit:
+    past the limit, one line that names the file and the flag; cut short,
+    one line; never a traceback."""
+    data, size = bomb
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, name)
+        src.write_bytes(data)
+        rc, err = _cli(["import", str(src), str(Path(tmp, "out")), "--max-decompressed", str(cap)])
+        _one_line(rc, err, src)
+        if size > cap:
+            assert rc == 2 and "--max-decompressed raises the limit" in err, err
+        elif size >= 0:
+            assert "decompress" not in err and "truncated" not in err, err
+        assert src.read_bytes() == data
+
+
+@seed(SEED)
+@settings(derandomize=False, database=None, max_examples=EXAMPLES, deadline=None)
+@given(args=st.dictionaries(st.text(max_size=4), test_fuzz_inputs.huge_integers, min_size=1, max_size=4))
+@_seeded
+def test_fresh_seed_huge_integers_in_dsh_tool_calls(args: dict[str, int]) -> None:
+    """Integers beyond 64 bits in a DeepSeek Harness tool call come back
+    exact from the session reader (never rounded to a float)."""
+    from fidelity.model import ToolCall
+    from fidelity.sources.dsh import read_session, step_messages
+
+    raw = json.dumps(args)
+    rows = [{"type": "session", "id": "s"}, {"type": "turn/start", "data": {"turn": 1}},
+            {"type": "step/start", "data": {"turn": 1, "step": 1}},
+            {"type": "user/message", "data": {"content": [{"type": "text", "text": "go"}]}, "surfaceOp": "append"},
+            {"type": "assistant/message", "data": {"turn": 1, "step": 1, "message": {"role": "assistant", "content": [
+                {"type": "tool-call", "id": "c1", "name": "f", "arguments": raw}]}}, "surfaceOp": "append"},
+            {"type": "tool/result", "data": {"turn": 1, "step": 1, "message": {"content": [
+                {"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": "r"}],
+                 "isError": False}]}}, "surfaceOp": "append"},
+            {"type": "step/end", "data": {"turn": 1, "step": 1}}, {"type": "step/start", "data": {"turn": 1, "step": 2}}]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "session.jsonl")
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        session = read_session(path)
+    calls = [p for m in step_messages(session, 1, 2) for p in m.parts if isinstance(p, ToolCall)]
+    assert json.dumps(dict(calls[0].arguments)) == raw

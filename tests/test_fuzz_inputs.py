@@ -202,3 +202,96 @@ def test_fuzz_wire_dialects(data: bytes, name: str) -> None:
             fn(data)
         except FidelityError as exc:
             assert "\n" not in str(exc)
+
+
+# --------------------------------------------------------------------------- hostile recordings (issue #33)
+# Reusable strategies for what byte mutations of valid inputs never reach:
+# the fresh-seed pass (tests/test_fuzz_fresh.py) and tests/test_hostile_readers.py
+# draw from them.
+
+#: integers on both sides of every 64-bit edge, and far beyond: orjson
+#: rounds one past 64 bits to a float
+huge_integers = st.one_of(
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64, -(2**64), 10**30, -(10**40)]),
+    st.integers(min_value=2**63 - 3, max_value=2**64 + 3),
+    st.integers(min_value=-(2**64) - 3, max_value=-(2**63) + 3),
+    st.integers(min_value=-(10**60), max_value=10**60),
+)
+
+_HOSTS = ["api.openai.com", "api.anthropic.com", "localhost", "[::1]", "127.0.0.1"]
+#: broken hosts and ports: urlsplit's ValueErrors (bracket checks, NFKC
+#: normalisation), .port's ValueErrors, and a lone surrogate
+_BROKEN = ["[zz::q]", "[::1", "::1]", "[v1.x]", "[::1]x", "[", "]", "host:99999", "host:-1", "host:port",
+           "host:65536", "ho\uff03st", "a\u2100b", "\ud800", "\udfff", "h\ud83dst"]
+
+
+@st.composite
+def malformed_urls(draw: Any) -> str:
+    """A model-request URL broken where parsers trust it, e.g.
+    ``http://[zz::q]/v1/chat/completions``, ``https://api.openai.com:99999/v1/messages``
+    or ``\\ud800https://api.openai.com/v1/chat/completions``; sometimes
+    with a ``?key=`` credential that must never be written."""
+    scheme = draw(st.sampled_from(["http://", "https://", ""]))
+    host = draw(st.sampled_from(_HOSTS))
+    path = draw(st.sampled_from(["/v1/chat/completions", "/v1/messages", "/v1/responses", "/"]))
+    broken = draw(st.sampled_from(_BROKEN))
+    where = draw(st.sampled_from(["host", "port", "before", "path"]))
+    if where == "host":
+        host = broken.replace("host", draw(st.sampled_from(_HOSTS)))
+    elif where == "port":
+        host = host + ":" + draw(st.sampled_from(["99999", "-1", "x", "65536", "1" * 30, ""]))
+    url = scheme + host + path
+    if where == "before":
+        url = broken + url
+    elif where == "path":
+        url = url + broken
+    if draw(st.booleans()):
+        url += "?key=sk-fuzzsecret0123456789"
+    return url
+
+
+@st.composite
+def alias_heavy_yaml(draw: Any) -> bytes:
+    """A vcrpy cassette whose one value is a tree of nested aliases, e.g.
+    ``a1: &a1 [*a0, *a0, *a0]``: ``fanout ** levels`` values once expanded,
+    from 1 (a plain alias) to billions (a bomb), placed where readers walk."""
+    levels = draw(st.integers(1, 12))
+    fanout = draw(st.integers(1, 12))
+    lines = ["x0: &a0 [" + ", ".join(draw(st.sampled_from(["x", "1", "{k: v}", "[]"])) for _ in range(fanout)) + "]"]
+    for i in range(1, levels):
+        lines.append(f"x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fanout) + "]")
+    top = f"*a{levels - 1}"
+    body = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    place = draw(st.sampled_from(["headers", "response", "interactions", "body", "extra"]))
+    headers = f"{{X-A: {top}}}" if place == "headers" else "{}"
+    rbody = top if place == "response" else "{string: '{}'}"
+    rbody_or = f"'{body}'" if place != "body" else top
+    interaction = ("- request: {method: POST, uri: 'https://api.openai.com/v1/chat/completions', "
+                   f"headers: {headers}, body: {rbody_or}}}\n"
+                   f"  response: {{status: {{code: 200}}, headers: {{}}, body: {rbody}}}\n")
+    doc = "\n".join(lines) + "\nversion: 1\n"
+    if place == "interactions":
+        doc += f"interactions: {top}\n"
+    else:
+        doc += "interactions:\n" + interaction
+        if place == "extra":
+            doc += f"extra: {top}\n"
+    return doc.encode()
+
+
+@st.composite
+def gzip_bombs(draw: Any) -> tuple[bytes, int]:
+    """``(gzip data, decompressed size)``: one byte or line repeated (as
+    much as 1,000-fold), maybe as several members, maybe cut short."""
+    import gzip
+
+    unit = draw(st.sampled_from([b"\n", b"\x00", b"{}\n", b'{"model":"gpt-4o"}\n']))
+    count = draw(st.integers(1, (2 << 20) // len(unit)))
+    members = draw(st.integers(1, 3))
+    plain = unit * count
+    data = b"".join(gzip.compress(plain, draw(st.integers(1, 9))) for _ in range(members))
+    size = len(plain) * members
+    if draw(st.integers(0, 4)) == 0:
+        data = data[: draw(st.integers(0, len(data) - 1))]
+        size = -1  # cut short: no size
+    return data, size

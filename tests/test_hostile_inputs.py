@@ -516,21 +516,23 @@ def test_deep_yaml_cassette_message_is_the_same_for_every_pyyaml(tmp_path: Path,
     whichever version is installed: each behaviour is simulated here."""
     import yaml
 
+    from fidelity.capture.importers import _yaml
+
     deep = tmp_path / "deep.yaml"
     deep.write_bytes(b"[" * 10_000 + b"]" * 10_000)
     if behaviour.startswith("refuses"):
-        def load(data: object, Loader: object) -> object:
+        def compose(data: object, loader: object) -> object:
             raise yaml.scanner.ScannerError("while increasing flow level", None, "exceeded maximum nesting depth", None)
-        monkeypatch.setattr(yaml, "load", load)
+        monkeypatch.setattr(_yaml, "_compose", compose)
     elif behaviour.startswith("runs out"):
-        def load(data: object, Loader: object) -> object:
+        def compose(data: object, loader: object) -> object:
             raise RecursionError("maximum recursion depth exceeded")
-        monkeypatch.setattr(yaml, "load", load)
+        monkeypatch.setattr(_yaml, "_compose", compose)
     elif behaviour.startswith("builds"):
-        nested: list = []
+        nested = yaml.nodes.SequenceNode("tag:yaml.org,2002:seq", [])
         for _ in range(10_000):
-            nested = [nested]
-        monkeypatch.setattr(yaml, "load", lambda data, Loader: nested)
+            nested = yaml.nodes.SequenceNode("tag:yaml.org,2002:seq", [nested])
+        monkeypatch.setattr(_yaml, "_compose", lambda data, loader: nested)
     else:
         deep.write_text("&a [*a]\n")
     with pytest.raises(InputError) as info:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
-from ..errors import FidelityError
+from ..errors import FidelityError, InputError
 
 __all__ = [
     "REDACTED",
@@ -40,6 +40,8 @@ __all__ = [
     "is_secret_param",
     "ensure_clean",
     "is_placeholder",
+    "url_problem",
+    "MalformedURL",
 ]
 
 #: what a redacted value becomes (ASCII, no quote or backslash, so it can
@@ -251,8 +253,13 @@ class Redactor:
         return out, red
 
     def url(self, url: str, red: Redaction | None = None) -> str:
-        """The URL with secret query values and userinfo replaced."""
+        """The URL with secret query values and userinfo replaced;
+        :class:`MalformedURL` when it cannot be parsed (its secrets could not
+        be found, so it is never written)."""
         red = red if red is not None else Redaction()
+        problem = url_problem(url)
+        if problem is not None:
+            raise MalformedURL(problem)
         parts = urlsplit(url)
         netloc = parts.netloc
         if "@" in netloc:
@@ -361,6 +368,41 @@ def _secret_string_spans(body: bytes) -> Iterator[tuple[str, int, int, str]]:
         except ValueError:
             value = raw
         yield f"{m.group(1).decode()}@{start}", start, end, value
+
+
+class MalformedURL(InputError):
+    """A request URL that cannot be parsed: ``problem`` says why, without
+    repeating the URL (it may hold a credential that could not be found)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"malformed URL: {problem}")
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be parsed, redacted and written as UTF-8, in a few
+    words that do not quote it; ``None`` when it can. Python's ``urlsplit``
+    refuses a bracketed host that is not an IP address (``http://[zz::q]/``)
+    and unbalanced brackets (``http://[::1/``); ``.port`` refuses a port that
+    is not a number from 0 to 65535; a lone surrogate (``\\ud800``, which
+    JSON escapes can carry) is not UTF-8, so no file can hold it."""
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it holds a lone surrogate, which is not UTF-8"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        text = str(exc)
+        if "Invalid IPv6 URL" in text:
+            return "unbalanced [ ] around the host"
+        if "IPv4 or IPv6" in text:
+            return "the host in [ ] is not an IP address"
+        return "Python's urlsplit cannot parse it"
+    try:
+        _ = parts.port  # parsed on first access
+    except ValueError:
+        return "the port is not a number from 0 to 65535"
+    return None
 
 
 def redact_all(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,14 @@ class Executor:
 
     def close(self) -> None:
         pass
+
+
+def _ignore_sigint() -> None:
+    """A pool worker's initializer: Ctrl-C reaches every process of the
+    terminal's foreground group, and only the parent acts on it (it
+    terminates the pool), so a worker neither prints a traceback nor dies
+    half-way through a task the pool then waits for."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call(packed: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
@@ -75,21 +84,33 @@ class LocalExecutor(Executor):
             gc.collect()
             gc.freeze()
             try:
-                self._pool = ctx.Pool(self.workers)
+                self._pool = ctx.Pool(self.workers, initializer=_ignore_sigint)
             finally:
                 gc.unfreeze()
         out = []
-        for result in self._pool.imap(_call, [(fn, args) for args in items], chunksize=1):
-            out.append(result)
-            if done:
-                done()
+        try:
+            for result in self._pool.imap(_call, [(fn, args) for args in items], chunksize=1):
+                out.append(result)
+                if done:
+                    done()
+        except BaseException:  # Ctrl-C, or a task that failed: the other tasks are not waited for
+            self.terminate()
+            raise
         return out
 
     def close(self) -> None:
+        """Let the workers finish and end them (after a successful map)."""
         if self._pool is not None:
             self._pool.close()
             self._pool.join()
             self._pool = None
+
+    def terminate(self) -> None:
+        """End the workers now, whatever they are doing (Ctrl-C, an error)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.terminate()
+            pool.join()
 
     def restart(self) -> None:
         """A fresh pool at the next map (forked workers inherit what the

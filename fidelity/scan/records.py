@@ -30,7 +30,6 @@ import gzip
 import mmap
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,9 @@ from typing import Any
 import orjson
 
 from .. import wire
+from ..capture.redact import url_problem
 from ..errors import InputError
+from ..gzipped import gunzip_file
 from ..traffic import usage as _usage
 from ..traffic.apart import endpoint_of, route
 from ..traffic.usage import http_status
@@ -81,6 +82,18 @@ class Record:
     detected: bool = False
     #: the response's HTTP status, where logged
     status: int | None = None
+
+
+_URL_PROBLEMS: dict[str, str | None] = {}
+
+
+def _url_problem(url: str) -> str | None:
+    """:func:`fidelity.capture.redact.url_problem`, memoised (a log names few URLs)."""
+    if url not in _URL_PROBLEMS:
+        if len(_URL_PROBLEMS) > 4096:
+            _URL_PROBLEMS.clear()
+        _URL_PROBLEMS[url] = url_problem(url)
+    return _URL_PROBLEMS[url]
 
 
 _DAYS: dict[int, str] = {}
@@ -166,6 +179,9 @@ def parse_record(line: bytes) -> Record:
     t, day = _time(obj.get("time", obj.get("timestamp", obj.get("logged_at", env.get("time")))))
     url = env.get("url") or env.get("uri") or obj.get("url")
     url = url if isinstance(url, str) else ""
+    problem = _url_problem(url) if url else None
+    if problem is not None:  # set apart, as the importers set such an entry apart
+        raise BadLine("malformed URL", problem)
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     # the one routing rule (fidelity.traffic.apart.route): what replay and tokens-check use
     name, provider, model = route(body, url, hint)
@@ -281,7 +297,10 @@ def _imported(path: Path, out: Any, kind: str) -> int:
     for warning in imported.warnings:
         if "skipped" in warning:
             out.write(orjson.dumps({"skipped": warning[:300]}) + b"\n")
-    for _ in range(imported.skipped):
+    # each set-apart entry with its reason (classify's, or a malformed URL); the rest unexplained
+    for reason, count in sorted(imported.reasons.items()):
+        out.writelines([orjson.dumps({"skipped": f"{kind}: {reason}"[:300]}) + b"\n"] * count)
+    for _ in range(imported.skipped - sum(imported.reasons.values())):
         out.write(orjson.dumps({"skipped": f"{kind}: an entry that is not a model request"}) + b"\n")
     return n
 
@@ -398,10 +417,11 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
             if name.endswith(".gz"):
                 target = workdir / f"{i:04d}-{p.name[:-3]}"
                 try:
-                    with gzip.open(p, "rb") as src, open(target, "wb") as dst:
-                        shutil.copyfileobj(src, dst, 1 << 20)
-                except (OSError, EOFError) as exc:
-                    raise InputError(f"cannot decompress: {exc}", path=p) from None
+                    with open(target, "wb") as dst:
+                        gunzip_file(p, dst)  # within the limits: a gzip bomb stops before it fills the disk
+                except BaseException:
+                    target.unlink(missing_ok=True)
+                    raise
                 out.append((target, str(p)))
             else:
                 out.append((p, str(p)))

@@ -31,8 +31,9 @@ from pathlib import Path
 
 from ..._registry import Registry
 from ...errors import InputError, UnknownName
+from ...gzipped import gunzip_head
 from ...jsonio import read_bytes
-from ._base import Imported, read_source, write_imported
+from ._base import Imported, write_imported
 
 __all__ = ["Imported", "import_file", "write_imported", "KINDS", "guess_kind"]
 
@@ -54,7 +55,7 @@ def guess_kind(path: str | Path) -> str:
         return "har"
     if name.endswith((".yaml", ".yml")):
         return "cassette"
-    head = (read_source(p) if p.name.lower().endswith(".gz") else read_bytes(p))[:4096].lstrip()
+    head = (gunzip_head(p, 4096) if p.name.lower().endswith(".gz") else read_bytes(p)[:4096]).lstrip()
     if name.endswith(".jsonl"):
         first = head.split(b"\n", 1)[0]
         if b'"parentSession"' in first or (b'"type":"session"' in first.replace(b" ", b"")):

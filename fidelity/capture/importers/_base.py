@@ -13,11 +13,11 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import atomic_write
-from ..redact import Redactor, ensure_clean
+from ..redact import Redactor, ensure_clean, url_problem
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 
 __all__ = ["Imported", "write_imported", "request_body", "looks_like_model_request", "response_usage", "iso_time", "header",
-           "read_source"]
+           "read_source", "unwritable"]
 
 
 @dataclass
@@ -32,6 +32,11 @@ class Imported:
     redactor: Redactor = field(default_factory=Redactor)
     #: why entries were skipped: reason -> count (:mod:`fidelity.capture.classify`)
     reasons: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        # the source names the file, whose name may hold bytes that are not
+        # UTF-8 (Python keeps them as lone surrogates): every snapshot repeats it
+        self.source = utf8_text(self.source)
 
     def skip(self, reason: str) -> None:
         """Count one entry that is not a model request, with its reason."""
@@ -52,10 +57,18 @@ class Imported:
         has_parent: bool = False,
         time: Any = None,
         usage: Any = None,
-    ) -> Snapshot:
+    ) -> Snapshot | None:
         """Redact and append one request; ``where`` locates it in the source.
         ``time`` (ISO 8601 UTC) and ``usage`` (:mod:`fidelity.traffic.usage`)
-        go into the snapshot metadata, ``null`` when unknown."""
+        go into the snapshot metadata, ``null`` when unknown. A request whose
+        URL, method or headers cannot be written (a malformed URL, a lone
+        surrogate: :func:`unwritable`) is set apart with its reason and a
+        warning naming ``where``, and ``None`` is returned."""
+        why = unwritable(method, url, headers)
+        if why is not None:
+            self.skip(why)
+            self.warnings.append(f"{where}: set apart: {why}")
+            return None
         kwargs: dict[str, Any] = {"time": time, "usage": usage}
         if has_parent:
             kwargs["parent"] = parent
@@ -90,6 +103,36 @@ class Imported:
         return text
 
 
+def utf8_text(text: str) -> str:
+    """``text`` as it can be written in UTF-8: a file name's undecodable
+    bytes (``surrogateescape``) as ``\\xff`` escapes, any other lone
+    surrogate as U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def unwritable(method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
+    """Why a request with this method, URL and headers cannot become a
+    snapshot (which is UTF-8 JSON, its URL redacted), or ``None``."""
+    problem = url_problem(url)
+    if problem is not None:
+        return f"malformed URL: {problem}"
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    for text in (method, *(x for pair in pairs for x in pair)):
+        try:
+            str(text).encode("utf-8")
+        except UnicodeEncodeError:
+            return "the method or a header holds a lone surrogate, which is not UTF-8"
+    return None
+
+
 def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
     """Write the snapshots into ``folder`` (numbering continues after what is
     there), all or nothing: every file is built and checked for known secrets
@@ -122,36 +165,15 @@ def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
     return paths
 
 
-#: decompressed size limit of a ``.gz`` source (a gzip bomb stops here)
-MAX_SOURCE_BYTES = 1 << 31
-
-
 def read_source(path: str | Path) -> bytes:
     """The bytes of a recording, gunzipped when it is a ``.gz`` file (or
-    starts with the gzip magic): ``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``."""
-    import zlib
-
+    starts with the gzip magic): ``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``;
+    a gzip bomb stops at the limits of :mod:`fidelity.gzipped`."""
+    from ...gzipped import gunzip, is_gzip
     from ...jsonio import read_bytes
 
     data = read_bytes(path)
-    if str(path).lower().endswith(".gz") or data[:2] == b"\x1f\x8b":
-        try:
-            d = zlib.decompressobj(47)
-            out = d.decompress(data, MAX_SOURCE_BYTES)
-            if d.unconsumed_tail:
-                raise InputError(f"gzip file expands beyond {MAX_SOURCE_BYTES} bytes", path=path)
-            # concatenated gzip members (gzip -c a b > c.gz)
-            rest = d.unused_data
-            while rest[:2] == b"\x1f\x8b" and len(out) < MAX_SOURCE_BYTES:
-                d = zlib.decompressobj(47)
-                out += d.decompress(rest, MAX_SOURCE_BYTES - len(out))
-                rest = d.unused_data
-            if not d.eof:
-                raise InputError("gzip file is truncated", path=path)
-            return out
-        except zlib.error as exc:
-            raise InputError(f"not valid gzip data: {exc}", path=path) from None
-    return data
+    return gunzip(data, path) if is_gzip(path, data) else data
 
 
 def header(headers: Any, name: str) -> str | None:

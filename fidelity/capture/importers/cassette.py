@@ -23,12 +23,14 @@ so in its warnings and in each snapshot's ``notes`` / ``body_exact``:
 * any ``before_record_request`` hook may have rewritten the body: the
   importer cannot see that, and says so once.
 
-YAML cassettes are read with PyYAML (a dependency, as for vcrpy itself).
-Nesting is refused past :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every
-JSON reader, with one message whatever PyYAML does with deep input: 6.0.3's
+YAML cassettes are read with PyYAML (a dependency, as for vcrpy itself),
+through :func:`fidelity.capture.importers._yaml.load_yaml`: nesting is
+refused past :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every JSON
+reader, with one message whatever PyYAML does with deep input (6.0.3's
 libyaml loader builds it, 6.0.4's refuses it with a ``ScannerError``
-("exceeded maximum nesting depth"), and the pure-Python loader runs out of
-recursion.
+"exceeded maximum nesting depth", the pure-Python loader runs out of
+recursion), and aliases that would expand the document past a budget (an
+alias bomb) are refused before anything walks the expanded tree.
 """
 
 from __future__ import annotations
@@ -39,51 +41,28 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...jsonio import MAX_DEPTH, depth, loads
+from ...jsonio import loads
 from ..classify import classify
 from ._base import Imported, iso_time, read_source, request_body, response_usage
+from ._yaml import load_yaml
 
 __all__ = ["read_cassette", "reserialised_by_vcrpy", "load_cassette"]
 
 _SDK_HINTS = ("openai/python", "anthropic/python", "x-stainless-lang")
 
 
-def _load(path: str | Path) -> Any:
+def load_cassette(path: str | Path) -> Any:
+    """The document of a cassette file (JSON, or YAML through the one guarded
+    loader :func:`~fidelity.capture.importers._yaml.load_yaml`), gunzipped
+    first when it is a ``.gz`` file. Every reader of cassettes calls this."""
     data = read_source(path)
     if data.lstrip()[:1] == b"{":
         return loads(data, path=path)
-    try:
-        import yaml
-    except ImportError:
-        raise InputError("a YAML cassette needs PyYAML (pip install pyyaml)", path=path) from None
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return load_yaml(data, path)
 
-    class Loader(base):  # type: ignore[valid-type,misc]
-        """The safe loader, refusing duplicate keys as every fidelity reader does."""
 
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                if isinstance(key, (str, int, float, bool, bytes)) or key is None:
-                    if key in seen:
-                        raise InputError(f"duplicate key {str(key)[:80]!r} in a YAML mapping: which value wins "
-                                         "is ambiguous; remove one", path=path, line=key_node.start_mark.line + 1)
-                    seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    too_deep = InputError(f"YAML nested more than {MAX_DEPTH} levels deep", path=path)
-    try:
-        doc = yaml.load(data, Loader=Loader)  # safe loader: plain data and !!binary only
-    except yaml.YAMLError as exc:
-        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
-            raise too_deep from None
-        raise InputError(f"not valid YAML: {str(exc).splitlines()[0][:160]}", path=path) from None
-    except RecursionError:
-        raise too_deep from None
-    if depth(doc, MAX_DEPTH) > MAX_DEPTH:
-        raise too_deep
-    return doc
+#: the name the readers outside the importers call
+_load = load_cassette
 
 
 def reserialised_by_vcrpy(body: bytes) -> bool:
@@ -100,7 +79,7 @@ def reserialised_by_vcrpy(body: bytes) -> bool:
 
 def read_cassette(path: str | Path) -> Imported:
     """Every model request of a vcrpy cassette, in interaction order."""
-    doc = _load(path)
+    doc = load_cassette(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
     out = Imported(source=f"cassette:{Path(path).name}")
@@ -193,6 +172,8 @@ def read_cassette(path: str | Path) -> Imported:
             time=iso_time(_first(r_headers, "date")),
             usage=None,
         )
+        if snap is None:  # set apart (a malformed URL): the warnings say why
+            continue
         if r_body:
             usage = response_usage(snap.provider, r_headers, r_body)
             out.snapshots[-1] = replace(snap, usage=usage)

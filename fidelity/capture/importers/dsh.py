@@ -78,6 +78,8 @@ def read_dsh(path: str | Path) -> Imported:
                 **kwargs,
             )
             first = False
+            if snap is None:  # a fixed URL and header: never set apart
+                continue
             step_names[(session.id, step.request_index)] = snap.filename
             last_name[session.id] = snap.filename
     out.warnings.append(_NOTE)

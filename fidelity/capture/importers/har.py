@@ -88,6 +88,8 @@ def read_har(path: str | Path) -> Imported:
             time=iso_time(entry.get("startedDateTime")),
             usage=None,
         )
+        if snap is None:  # set apart (a malformed URL): the warnings say why
+            continue
         usage = _response_usage(snap.provider, entry.get("response"))
         if usage is not None:
             out.snapshots[-1] = replace(snap, usage=usage)

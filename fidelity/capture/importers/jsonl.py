@@ -45,6 +45,7 @@ def read_jsonl(path: str | Path) -> Imported:
         raise InputError("empty file, expected JSON lines", path=path)
     out = Imported(source=f"jsonl:{Path(path).name}")
     names_by_line: dict[int, str] = {}
+    set_apart: set[int] = set()
     for number, raw in enumerate(data.split(b"\n"), start=1):
         line = raw.rstrip(b"\r")
         if not line.strip():
@@ -82,8 +83,10 @@ def read_jsonl(path: str | Path) -> Imported:
         kwargs: dict[str, Any] = {}
         if "parent" in envelope:
             parent = envelope["parent"]
-            if parent is not None and parent not in names_by_line:
+            if parent is not None and parent not in names_by_line and parent not in set_apart:
                 raise InputError(f"parent {parent!r} is not an earlier request line", path=path, line=number)
+            if parent in set_apart:
+                notes = [*notes, f"its parent, line {parent}, was set apart: the snapshot names no parent"]
             kwargs = {"has_parent": True, "parent": names_by_line.get(parent) if parent is not None else None}
         snap = out.add(
             method=str(envelope.get("method") or "POST"),
@@ -97,6 +100,9 @@ def read_jsonl(path: str | Path) -> Imported:
             usage=None,
             **kwargs,
         )
+        if snap is None:  # set apart (a malformed URL): the warnings say why
+            set_apart.add(number)
+            continue
         response = obj.get("response")
         response = response if isinstance(response, dict) else None
         if response is not None:

@@ -5,6 +5,8 @@ Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,30 @@ from ...model import (
 from ._checks import _fail, _obj
 from ._values import _SURFACE_TYPES, Event, Session
 
-__all__ = ["step_messages", "step_reply"]
+__all__ = ["step_messages", "step_reply", "tool_arguments"]
+
+#: 19 digits in a row: an integer that may lie beyond 64 bits
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def tool_arguments(text: str) -> Any:
+    """A tool call's ``arguments`` string parsed, :data:`~fidelity.model.EMPTY`
+    when it is not JSON (the model emitted invalid JSON; the exact string is
+    kept beside it). orjson parses (fast), but it turns an integer beyond
+    64 bits into a float (``-9223372036854775809`` becomes
+    ``-9.223372036854776e+18``); where the text holds a run of 19 digits, the
+    value is parsed again with ``json.loads``, which keeps every integer
+    exact (the package README promises exact integers)."""
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return EMPTY
+    if _LONG_DIGITS.search(text) is not None:
+        try:
+            parsed = json.loads(text)  # orjson accepted it, so it is strict JSON
+        except (ValueError, RecursionError):  # past Python's digit limit or recursion: keep orjson's value
+            pass
+    return parsed
 
 
 def _content(value: Any, what: str, path: Path, line: int) -> tuple[FrozenDict, ...]:
@@ -97,10 +122,7 @@ def _message_of(event: Event, calls: dict[str, str], path: Path) -> list[Message
                 cid, name, args = part.get("id"), part.get("name"), part.get("arguments")
                 if not (isinstance(cid, str) and isinstance(name, str) and isinstance(args, str)):
                     raise _fail("tool-call part needs string id, name and arguments", path, line)
-                try:
-                    parsed = orjson.loads(args)
-                except orjson.JSONDecodeError:
-                    parsed = EMPTY  # the model emitted invalid JSON; the exact string is kept
+                parsed = tool_arguments(args)
                 calls[cid] = name
                 out.append(ToolCall(id=cid, name=name, arguments=parsed, arguments_json=args))
             else:
