@@ -33,6 +33,7 @@ from ..errors import InputError, UnknownName
 from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..wire import Segment
+from ._simulate import simulated
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
@@ -267,11 +268,13 @@ def _compare_views(
         shared = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
         levels = None
     figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
-    outcome = cm.predict([p_prompt] if same_key else [], c_prompt)
+    # the simulator replay and scan run: the parent fed, then the child asked about
+    outcome = simulated(cm, [p_prompt] if same_key else [], c_prompt)
+    read, written = outcome.cache_read or 0, outcome.cache_write or 0
     # what a child that kept the parent's prefix would have read, less the
     # prediction (fidelity.diff.lost: by position, from the first divergence)
-    lost = lost_tokens(cm, p_prompt, c_prompt, outcome.cached, same_key=same_key, shared=shared, levels=levels)
-    cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
+    lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
+    cache_fig = CacheFigures(cm.name, read, written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
