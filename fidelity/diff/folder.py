@@ -57,12 +57,13 @@ def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None 
 
 def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model: str | None = None,
                  prices: Any = None, lenient: bool = False, notes: list[str] | None = None,
-                 endpoint: str | None = None, at: Any = None) -> DiffResult | Skipped:
+                 endpoint: str | None = None, at: Any = None, with_breaks: bool = False) -> DiffResult | Skipped:
     """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests
     (``path, body, meta``). ``lenient``: a pair that cannot be compared is a
     :class:`Skipped` instead of an :class:`InputError`. ``endpoint``: where
     the requests went (default: the parent snapshot's URL), for caches that
-    depend on it. ``at``: when the child is sent (time-of-day prices)."""
+    depend on it. ``at``: when the child is sent (time-of-day prices).
+    ``with_breaks``: list every break (:attr:`DiffResult.breaks`)."""
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
     # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
@@ -101,7 +102,8 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
             parsed.clear()
             return compare(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
                            parent_path=p_name, child_path=c_name,
-                           endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at)
+                           endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at,
+                           with_breaks=with_breaks)
     except InputError as exc:
         if not lenient:
             raise

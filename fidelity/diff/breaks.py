@@ -1,0 +1,454 @@
+"""Every break between a parent and a child, not only the first, and what
+fixing each one saves.
+
+:func:`breaks_of` aligns the two cache views segment by segment, in the
+provider's cache order: the params segment as one, tools by name, system
+blocks and messages by position (a run of equal segments anchors the
+alignment, so a message inserted or removed is one break and the messages
+after it are not breaks of their own). Each divergence is a :class:`Break`:
+where it sits (pointer, cache-view offset), its cause, an excerpt of each
+side, the bytes and tokens involved.
+
+Grouping: tools the child drops are one break, tools it adds another, a
+tool it moves one break; a run of system blocks or messages whose count
+changed (some inserted or removed among edits) is one break; runs of the
+same length pair up position by position, one break per differing pair.
+
+The counterfactual is built, not estimated: for break ``i`` the child with
+breaks ``0..i`` undone (the parent's elements put back in the child's body,
+:func:`fixed_child`) is compared with the parent by
+:func:`fidelity.diff.compare`, the very computation behind the headline
+figure (the cache simulator of replay and scan), and :attr:`Break.kept` is
+its predicted cached tokens. The last break's ``kept`` is what a fully fixed
+child keeps.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING, Any
+
+from .. import pricing, tokens, wire
+from ..errors import InputError
+from ..jsonbytes import element_spans, iter_members, member_spans, split_pointer, value_spans
+from ..wire import Segment
+from .bytediff import excerpt, first_divergence
+from .causes import _tool_name, classify
+
+if TYPE_CHECKING:
+    from ._compare import DiffResult
+
+__all__ = ["Break", "breaks_of", "fixed_child"]
+
+_KIND = {"params": "params_changed", "tools": "tools_changed", "system": "system_changed",
+         "message": "messages_rewritten"}
+
+
+@dataclass(frozen=True)
+class Break:
+    """One divergence of the child from its parent, in cache order.
+
+    ``pointer``: the JSON pointer of the deepest value holding it, in the
+    child's body (in the parent's when the break only removes, ``side``
+    says which); ``offset``: where it sits in the child's cache view;
+    ``parent_bytes``/``child_bytes`` and ``tokens``: what the break covers
+    (tokens of the child's side, of the parent's when the child has none);
+    ``elements``: how many segments the break groups; ``kept``: cached
+    tokens of the child with this break and every one before it fixed
+    (``None`` when that child could not be built); ``usd_saved``: what
+    ``kept`` saves over the child as sent, at the row's price (``None``:
+    no price)."""
+
+    kind: str
+    detail: str
+    segment: str
+    pointer: str
+    side: str
+    offset: int
+    parent_excerpt: str | None
+    child_excerpt: str | None
+    parent_bytes: int
+    child_bytes: int
+    tokens: int
+    elements: int
+    kept: int | None = None
+    usd_saved: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "detail": self.detail, "segment": self.segment, "pointer": self.pointer,
+                "side": self.side, "cache_view_offset": self.offset, "parent_excerpt": self.parent_excerpt,
+                "child_excerpt": self.child_excerpt, "parent_bytes": self.parent_bytes,
+                "child_bytes": self.child_bytes, "tokens": self.tokens, "elements": self.elements,
+                "kept_if_fixed": self.kept,
+                "usd_saved_if_fixed": None if self.usd_saved is None else round(self.usd_saved, 8)}
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One place of the aligned lane: a parent segment, a child segment, or
+    both, and the break that owns it (``None``: the same on both sides)."""
+
+    p: Segment | None
+    c: Segment | None
+    owner: int | None = None
+
+
+def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model: str | None = None,
+              prices: pricing.PriceTable | None = None, endpoint: str | None = None,
+              at: _dt.datetime | None = None, result: DiffResult | None = None) -> list[Break]:
+    """Every break of ``child`` against ``parent``, in cache order, each with
+    what fixing it and the ones before it keeps (see the module docstring).
+    ``result``: the headline comparison of the same pair when the caller has
+    it (else it is computed). Empty when the child only appends or is
+    identical. Bad input raises :class:`InputError`."""
+    from ._compare import _unmarked, _view, compare
+
+    if result is None:
+        result = compare(parent, child, dialect=dialect, model=model, prices=prices, endpoint=endpoint, at=at)
+    d = wire.get(result.dialect)
+    model = result.model
+    p_raw, c_raw = _view(d, parent, None, endpoint), _view(d, child, None, endpoint)
+    p_segs, c_segs = (_unmarked(p_raw), _unmarked(c_raw)) if d.provider == "anthropic" else (p_raw, c_raw)
+    slots, found = _align(p_segs, c_segs)
+    if not found:
+        return []
+    from ..tokens.billed import billing_tokenizer, segment_ids
+
+    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    c_ids = segment_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
+    p_ids = segment_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
+    c_len = {id(s): len(i) for s, i in zip(c_segs, c_ids)}
+    p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
+    offsets: dict[int, int] = {}
+    at_ = 0
+    for seg in c_segs:
+        offsets[id(seg)] = at_
+        at_ += len(seg.data)
+
+    out: list[Break] = []
+    base = result.cache.predicted_cached
+    for i, (kind, detail) in enumerate(found):
+        mine = [s for s in slots if s.owner == i]
+        out.append(_describe(i, kind, detail, mine, slots, child, offsets, at_, c_len, p_len))
+    fixed: list[Break] = []
+    for i, brk in enumerate(out):
+        kept: int | None
+        usd: float | None = None
+        try:
+            body = fixed_child(parent, child, slots, set(range(i + 1)))
+            kept = compare(parent, body, dialect=d.name, model=model, prices=prices, endpoint=endpoint,
+                           at=at).cache.predicted_cached
+        except InputError:
+            kept = None
+        if kept is not None:
+            from ._compare import _cost
+
+            cost, _ = _cost(prices, d.provider, model, max(0, kept - base), result.tokens.child_prompt, at)
+            usd = None if cost is None else cost.usd_lost
+        fixed.append(replace(brk, kept=kept, usd_saved=usd))
+    return fixed
+
+
+# -- alignment -----------------------------------------------------------------
+
+def _lanes(segs: Sequence[Segment]) -> dict[str, list[Segment]]:
+    """Segments by kind, the kinds in the order the cache view gives them."""
+    out: dict[str, list[Segment]] = {}
+    for seg in segs:
+        out.setdefault(seg.kind, []).append(seg)
+    return out
+
+
+def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[_Slot], list[tuple[str, str]]]:
+    """Slots of every lane in cache order and the breaks found ((kind, detail)
+    each; a slot's ``owner`` indexes them)."""
+    p_l, c_l = _lanes(p_segs), _lanes(c_segs)
+    order = list(dict.fromkeys([*c_l, *p_l]))
+    slots: list[_Slot] = []
+    found: list[tuple[str, str]] = []
+    for lane in order:
+        a, b = p_l.get(lane, []), c_l.get(lane, [])
+        if lane == "tools":
+            _align_tools(a, b, slots, found)
+        else:
+            _align_runs(lane, a, b, slots, found)
+    return slots, found
+
+
+def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot],
+                found: list[tuple[str, str]]) -> None:
+    """System blocks, messages, params: equal runs anchor; a replaced run of
+    equal length pairs up (one break per differing pair), one whose length
+    changed is one break. Segments the child adds after the parent's last
+    are appended, not a break."""
+    sm = SequenceMatcher(None, [s.data for s in a], [s.data for s in b], autojunk=False)
+    ops = sm.get_opcodes()
+    for n, (tag, i1, i2, j1, j2) in enumerate(ops):
+        if tag == "equal":
+            slots.extend(_Slot(p, c) for p, c in zip(a[i1:i2], b[j1:j2]))
+        elif tag == "insert" and i1 == len(a) and n == len(ops) - 1:
+            slots.extend(_Slot(None, c) for c in b[j1:j2])  # appended after the parent's last: kept
+        elif tag == "replace" and i2 - i1 == j2 - j1:
+            for p, c in zip(a[i1:i2], b[j1:j2]):
+                found.append((_KIND[lane], _pair_detail(p, c)))
+                slots.append(_Slot(p, c, len(found) - 1))
+        else:
+            found.append((_KIND[lane], _run_detail(lane, i2 - i1, j2 - j1, b[j1] if j1 < j2 else None,
+                                                   a[i1] if i1 < i2 else None)))
+            slots.extend(_Slot(p, None, len(found) - 1) for p in a[i1:i2])
+            slots.extend(_Slot(None, c, len(found) - 1) for c in b[j1:j2])
+
+
+def _run_detail(lane: str, removed: int, added: int, first_c: Segment | None, first_p: Segment | None) -> str:
+    what = {"message": "message", "system": "system section", "params": "params"}.get(lane, lane)
+    where = f" (at {first_c.pointer})" if first_c is not None else (
+        f" (parent's {first_p.pointer})" if first_p is not None else "")
+    if not removed:
+        return f"{what} inserted ×{added}{where}" if added > 1 else f"{what} inserted{where}"
+    if not added:
+        return f"{what} removed ×{removed}{where}" if removed > 1 else f"{what} removed{where}"
+    return f"{removed} {what}(s) replaced by {added}{where}"
+
+
+def _pair_detail(p: Segment, c: Segment) -> str:
+    cause = classify([replace(p, index=0)], [replace(c, index=0)], 0)
+    return cause.detail or "changed"
+
+
+def _align_tools(a: list[Segment], b: list[Segment], slots: list[_Slot], found: list[tuple[str, str]]) -> None:
+    """Tools by name: the ones the child drops are one break, the ones it
+    adds another, each tool it moves one; a tool kept in place whose bytes
+    differ is a break of its own."""
+    def key(s: Segment) -> Any:
+        name = _tool_name(s.data)
+        return name if name is not None else s.data
+
+    ka, kb = [key(s) for s in a], [key(s) for s in b]
+    sm = SequenceMatcher(None, ka, kb, autojunk=False)
+    start = len(slots)
+    removed: list[_Slot] = []
+    added: list[_Slot] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            for p, c in zip(a[i1:i2], b[j1:j2]):
+                slot = _Slot(p, c)
+                if p.data != c.data:
+                    found.append(("tools_changed", _pair_detail(p, c)))
+                    slot.owner = len(found) - 1
+                slots.append(slot)
+            continue
+        for p in a[i1:i2]:
+            slots.append(_Slot(p, None))
+            removed.append(slots[-1])
+        for c in b[j1:j2]:
+            slots.append(_Slot(None, c))
+            added.append(slots[-1])
+    moved = set(map(key, (s.p for s in removed if s.p))) & set(map(key, (s.c for s in added if s.c)))
+    groups: list[tuple[str, list[_Slot]]] = []
+    gone = [s for s in removed if s.p is not None and key(s.p) not in moved]
+    new = [s for s in added if s.c is not None and key(s.c) not in moved]
+    if gone:
+        groups.append(("tool removed: " + ", ".join(sorted(str(key(s.p)) for s in gone if s.p)), gone))
+    if new:
+        groups.append(("tool added: " + ", ".join(str(key(s.c)) for s in new if s.c), new))
+    for name in sorted(moved, key=str):
+        both = [s for s in removed + added if (s.p is not None and key(s.p) == name)
+                or (s.c is not None and key(s.c) == name)]
+        groups.append((f"tool moved: {name}", both))
+    # in cache order: the first slot each group owns
+    lane = slots[start:]
+    place = {id(s): n for n, s in enumerate(lane)}
+    groups.sort(key=lambda g: min(place[id(s)] for s in g[1]))
+    for detail, members in groups:
+        found.append(("tools_changed", detail))
+        for s in members:
+            s.owner = len(found) - 1
+    _renumber(slots, found, start)
+
+
+def _renumber(slots: list[_Slot], found: list[tuple[str, str]], start: int) -> None:
+    """Number a lane's breaks in cache order (first slot each owns)."""
+    first: dict[int, int] = {}
+    for pos, s in enumerate(slots[start:]):
+        if s.owner is not None and s.owner not in first:
+            first[s.owner] = pos
+    lane_ids = sorted(first, key=first.__getitem__)
+    if not lane_ids:
+        return
+    low = min(lane_ids)
+    mapping = {old: low + n for n, old in enumerate(lane_ids)}
+    reordered = [found[old] for old in lane_ids]
+    found[low : low + len(reordered)] = reordered
+    for s in slots[start:]:
+        if s.owner is not None:
+            s.owner = mapping[s.owner]
+
+
+# -- description -------------------------------------------------------------------
+
+def _describe(i: int, kind: str, detail: str, mine: list[_Slot], slots: list[_Slot], child: bytes,
+              offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
+    from ._compare import _body_offset
+    from .locate import pointer_at
+
+    cs = [s.c for s in mine if s.c is not None]
+    ps = [s.p for s in mine if s.p is not None]
+    first = mine[0]
+    segment = (cs or ps)[0].kind
+    if first.p is not None and first.c is not None:
+        inner = first_divergence(first.p.data, first.c.data) or 0
+        off = offsets[id(first.c)] + inner
+        body_at = _body_offset(child, first.c, inner)
+        pointer = pointer_at(child, body_at) if body_at < len(child) else first.c.pointer
+        p_ex, c_ex, side = excerpt(first.p.data, inner), excerpt(first.c.data, inner), "child"
+    elif cs:
+        off, pointer, side = offsets[id(cs[0])], cs[0].pointer, "child"
+        p_ex, c_ex = None, excerpt(cs[0].data, 0)
+    else:
+        # removed only: where the child goes on after the parent's segment
+        pos = next(n for n, s in enumerate(slots) if s is first)
+        nxt = next((s.c for s in slots[pos:] if s.c is not None), None)
+        off = offsets[id(nxt)] + (first_divergence(ps[0].data, nxt.data) or 0) if nxt is not None else end
+        pointer, side = ps[0].pointer, "parent"
+        p_ex, c_ex = excerpt(ps[0].data, 0), None
+    toks = sum(c_len[id(s)] for s in cs) if cs else sum(p_len[id(s)] for s in ps)
+    return Break(kind, detail, segment, pointer, side, off, p_ex, c_ex, sum(len(s.data) for s in ps),
+                 sum(len(s.data) for s in cs), toks, max(len(cs), len(ps)))
+
+
+# -- the partly fixed child ----------------------------------------------------------
+
+def fixed_child(parent: bytes, child: bytes, slots: Sequence[_Slot], fixed: set[int]) -> bytes:
+    """The child's body with the breaks in ``fixed`` undone: each slot they
+    own takes the parent's element (or none) as the parent sends it (with
+    its ``cache_control`` markers); every other byte is the child's."""
+    touched = [s for s in slots if s.owner in fixed]
+    if not touched:
+        return child
+    body = child
+    params = next((s for s in touched if _one(s).kind == "params"), None)
+    if params is not None:  # member by member: the parent's value, or none
+        body = _fix_params(parent, body, params)
+    # arrays (tools, system blocks, messages) and single values (a string system prompt)
+    arrays: dict[str, list[bytes]] = {}
+    covered: dict[str, set[int]] = {}
+    singles: dict[str, bytes | None] = {}
+    changed: set[str] = set()
+    for s in slots:
+        one = _one(s)
+        if one.kind == "params":
+            continue
+        container, index = _container(one.pointer)
+        if s.owner in fixed:
+            changed.add(container)
+        if s.c is not None:
+            c_index = _container(s.c.pointer)[1]
+            if c_index is not None:
+                covered.setdefault(container, set()).add(c_index)
+        take = (parent, s.p) if s.owner in fixed else (child, s.c)
+        if index is not None:
+            elems = arrays.setdefault(container, [])
+            if take[1] is not None:
+                elems.append(_value(take[0], take[1].pointer))
+        else:
+            singles[container] = None if take[1] is None else _value(take[0], take[1].pointer)
+    for container in sorted(changed):
+        if container in arrays:
+            body = _set_array(body, container, arrays[container], covered.get(container, set()))
+        else:
+            body = _set_value(body, container, singles.get(container))
+    return body
+
+
+def _one(s: _Slot) -> Segment:
+    one = s.p if s.p is not None else s.c
+    assert one is not None
+    return one
+
+
+def _container(ptr: str) -> tuple[str, int | None]:
+    """``("/tools", 3)`` for ``/tools/3``; ``("/system", None)`` for a single value."""
+    from ..jsonbytes import pointer
+
+    parts = split_pointer(ptr)
+    if parts and parts[-1].isdigit():
+        return pointer(*parts[:-1]), int(parts[-1])
+    return ptr, None
+
+
+def _value(body: bytes, ptr: str) -> bytes:
+    span = value_spans(body, [ptr]).get(ptr)
+    if span is None:
+        raise InputError("no value at this pointer", pointer=ptr)
+    return body[span[0] : span[1]]
+
+
+def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int]) -> bytes:
+    """``body`` with the array at ``ptr`` holding ``elems``; the child's
+    elements no segment covers (Claude Code's billing block) keep their
+    place at the start or the end."""
+    span = value_spans(body, [ptr]).get(ptr)
+    if span is None:
+        return _set_value(body, ptr, b"[" + b",".join(elems) + b"]")
+    spans = element_spans(body, ptr)
+    low = min(covered) if covered else len(spans)
+    lead = [body[a:b] for k, (a, b) in enumerate(spans) if k not in covered and k < low]
+    tail = [body[a:b] for k, (a, b) in enumerate(spans) if k not in covered and k > low]
+    sep = body[spans[0][1] : spans[1][0]] if len(spans) > 1 else b","
+    opener = body[span[0] : spans[0][0]] if spans else b"["
+    closer = body[spans[-1][1] : span[1]] if spans else b"]"
+    return body[: span[0]] + opener + sep.join([*lead, *elems, *tail]) + closer + body[span[1] :]
+
+
+def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
+    """``body`` with the value at ``ptr`` replaced (``None``: its member
+    removed); a top-level member the body lacks is added at its end."""
+    span = value_spans(body, [ptr]).get(ptr)
+    parts = split_pointer(ptr)
+    if span is not None and value is not None:
+        return body[: span[0]] + value + body[span[1] :]
+    if len(parts) != 1:
+        raise InputError("cannot rebuild the child: a nested value is missing", pointer=ptr)
+    return _set_member(body, parts[0], value)
+
+
+def _set_member(body: bytes, key: str, value: bytes | None) -> bytes:
+    import orjson
+
+    members = member_spans(body)
+    for n, m in enumerate(members):
+        if m.key != key:
+            continue
+        if value is not None:
+            return body[: m.value_start] + value + body[m.end :]
+        if n + 1 < len(members):  # drop it and the comma after it
+            return body[: m.start] + body[members[n + 1].start :]
+        if n:  # the last: drop the comma before it
+            return body[: members[n - 1].end] + body[m.end :]
+        return body[: m.start] + body[m.end :]
+    if value is None:
+        return body
+    end = body.rstrip().rfind(b"}")
+    comma = b"," if members else b""
+    return body[:end] + comma + orjson.dumps(key) + b":" + value + body[end:]
+
+
+def _fix_params(parent: bytes, body: bytes, slot: _Slot | None) -> bytes:
+    """``body`` with each cache-key member of the params segment as the parent sends it."""
+    if slot is None:
+        return body
+    keys: dict[str, None] = {}
+    for seg in (slot.p, slot.c):
+        if seg is not None:
+            wrapped = b"{" + seg.data + b"}"
+            try:
+                keys.update(dict.fromkeys(m.key for m in iter_members(wrapped, 0)))
+            except InputError:
+                continue
+    p_members = {m.key: parent[m.value_start : m.end] for m in member_spans(parent)}
+    for key in keys:
+        body = _set_member(body, key, p_members.get(key))
+    return body
