@@ -12,7 +12,9 @@ side, the bytes and tokens involved.
 Grouping: tools the child drops are one break, tools it adds another, a
 tool it moves one break; a run of system blocks or messages whose count
 changed (some inserted or removed among edits) is one break; runs of the
-same length pair up position by position, one break per differing pair.
+same length pair up position by position, one break per differing pair,
+and so does a run at the parent's end, the child's segments beyond it
+being appended (no break).
 
 The counterfactual is built, not estimated: for break ``i`` the child with
 breaks ``0..i`` undone (the parent's elements put back in the child's body,
@@ -191,10 +193,12 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot
             slots.extend(_Slot(p, c) for p, c in zip(a[i1:i2], b[j1:j2]))
         elif tag == "insert" and i1 == len(a) and n == len(ops) - 1:
             slots.extend(_Slot(None, c) for c in b[j1:j2])  # appended after the parent's last: kept
-        elif tag == "replace" and i2 - i1 == j2 - j1:
+        elif tag == "replace" and (i2 - i1 == j2 - j1 or (i2 == len(a) and j2 - j1 > i2 - i1)):
+            # the same count pairs up; at the parent's end, what the child has beyond it is appended
             for p, c in zip(a[i1:i2], b[j1:j2]):
                 found.append((_KIND[lane], _pair_detail(p, c)))
                 slots.append(_Slot(p, c, len(found) - 1))
+            slots.extend(_Slot(None, c) for c in b[j1 + (i2 - i1) : j2])
         else:
             found.append((_KIND[lane], _run_detail(lane, i2 - i1, j2 - j1, b[j1] if j1 < j2 else None,
                                                    a[i1] if i1 < i2 else None)))

@@ -1,0 +1,213 @@
+"""Every break of a child, not only the first (`fidelity.diff.breaks`).
+
+Properties: a child made from a parent by k independent edits in distinct
+segments has exactly k breaks, in cache order; each break's "kept if fixed"
+is what `compare` reports for the child with that edit and the ones before
+it undone (built here, independently of the differ's own rebuild); an
+append-only child has none. The real harness fixtures (Qwen Code 0.24.4's
+fork, Claude Code 2.1.197's fork) are listed break by break.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fidelity import wire
+from fidelity.capture import snapshot
+from fidelity.diff import breaks_of, compare
+from fidelity.jsonbytes import element_spans, value_spans
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "harness"
+QWEN = FIXTURES / "qwen-code-0.24.4"
+CLAUDE = FIXTURES / "claude-code-2.1.197"
+
+_WORDS = ["cache", "prefix", "token", "agent", "fork", "child", "parent", "tool", "schema", "byte", "model",
+          "reply", "request", "segment", "history", "system", "message", "price", "budget", "window"]
+
+
+def _text(seed: int, words: int) -> str:
+    return " ".join(_WORDS[(seed * 7 + i * 13 + i * i) % len(_WORDS)] for i in range(words))
+
+
+def _parent(n_tools: int, n_msgs: int) -> dict:
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": _text(i, 40),
+                                               "parameters": {"type": "object", "properties": {}}}}
+             for i in range(n_tools)]
+    msgs = [{"role": "system", "content": _text(99, 1200)}]
+    msgs += [{"role": "user" if i % 2 == 0 else "assistant", "content": _text(200 + i, 150)} for i in range(n_msgs)]
+    return {"model": "gpt-4o", "messages": msgs, "tools": tools}
+
+
+def _units(body: dict) -> list[tuple[str, int]]:
+    """Every segment an edit can change: ("tools", i) and ("messages", i)."""
+    return [("tools", i) for i in range(len(body["tools"]))] + [("messages", i) for i in range(len(body["messages"]))]
+
+
+def _edit(body: dict, unit: tuple[str, int], n: int) -> None:
+    where, i = unit
+    if where == "tools":
+        body["tools"][i]["function"]["description"] += f" edited {n}"
+    else:
+        body["messages"][i]["content"] += f" edited {n}"
+
+
+def _undo(parent: dict, body: dict, unit: tuple[str, int]) -> None:
+    where, i = unit
+    body[where][i] = json.loads(json.dumps(parent[where][i]))
+
+
+def _cache_rank(body: bytes, unit: tuple[str, int]) -> int:
+    ptr = f"/{unit[0]}/{unit[1]}"
+    return next(n for n, s in enumerate(wire.get("openai-chat").cache_view(body)) if s.pointer == ptr)
+
+
+@st.composite
+def edited_children(draw):
+    """``(parent dict, child dict, edits in cache order)``: k edits, each
+    in its own segment, and maybe a reply and a turn appended."""
+    n_tools, n_msgs = draw(st.integers(2, 4)), draw(st.integers(2, 5))
+    parent = _parent(n_tools, n_msgs)
+    units = draw(st.lists(st.sampled_from(_units(parent)), min_size=1, max_size=3, unique=True))
+    child = json.loads(json.dumps(parent))
+    for n, unit in enumerate(units):
+        _edit(child, unit, n)
+    if draw(st.booleans()):
+        child["messages"] += [{"role": "assistant", "content": "a reply"}, {"role": "user", "content": "go on"}]
+    body = orjson.dumps(child)
+    return parent, child, sorted(units, key=lambda u: _cache_rank(body, u))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edited_children())
+def test_k_edits_give_k_breaks_in_cache_order_each_kept_as_diff_reports(case):
+    parent, child, edits = case
+    p_body, c_body = orjson.dumps(parent), orjson.dumps(child)
+    found = breaks_of(p_body, c_body)
+    assert len(found) == len(edits), [b.detail for b in found]
+    undone = json.loads(json.dumps(child))
+    for brk, unit in zip(found, edits):
+        ptr = f"/{unit[0]}/{unit[1]}"
+        assert brk.pointer == ptr or brk.pointer.startswith(ptr + "/"), (brk.pointer, ptr)
+        _undo(parent, undone, unit)
+        assert brk.kept == compare(p_body, orjson.dumps(undone)).cache.predicted_cached
+    offsets = [b.offset for b in found]
+    assert offsets == sorted(offsets)
+    # the fully fixed child only appends: it keeps the parent's whole cacheable prefix
+    full = compare(p_body, orjson.dumps(undone))
+    assert full.cause.kind in ("identical", "appended_only") and found[-1].kept == full.cache.predicted_cached
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(2, 4), st.integers(2, 5), st.integers(0, 3))
+def test_an_append_only_child_has_no_break(n_tools, n_msgs, more):
+    parent = _parent(n_tools, n_msgs)
+    child = json.loads(json.dumps(parent))
+    child["messages"] += [{"role": "user", "content": f"turn {i}"} for i in range(more)]
+    assert breaks_of(orjson.dumps(parent), orjson.dumps(child)) == []
+
+
+def test_an_inserted_message_is_one_break_not_one_per_later_message():
+    parent = _parent(2, 5)
+    child = json.loads(json.dumps(parent))
+    child["messages"].insert(2, {"role": "user", "content": "a stray reminder"})
+    p_body, c_body = orjson.dumps(parent), orjson.dumps(child)
+    found = breaks_of(p_body, c_body)
+    assert [b.kind for b in found] == ["messages_rewritten"] and "inserted" in found[0].detail
+    assert found[0].pointer == "/messages/2" and found[0].parent_bytes == 0
+    assert found[0].kept == compare(p_body, p_body).cache.predicted_cached
+
+
+def test_a_removed_tool_and_an_edited_message_are_two_breaks():
+    parent = _parent(3, 4)
+    child = json.loads(json.dumps(parent))
+    del child["tools"][1]
+    child["messages"][3]["content"] += " edited"
+    found = breaks_of(orjson.dumps(parent), orjson.dumps(child))
+    assert [b.kind for b in found] == ["tools_changed", "messages_rewritten"]
+    assert found[0].detail == "tool removed: tool_1" and found[0].side == "parent"
+    assert found[1].pointer == "/messages/3/content"
+    assert found[0].kept is not None and found[1].kept is not None and found[1].kept > found[0].kept
+
+
+# -- the real harness fixtures ------------------------------------------------------
+
+def _bodies(folder: Path) -> tuple[bytes, bytes, str]:
+    p, meta = snapshot.load_body(folder / "parent.snapshot")
+    c, _ = snapshot.load_body(folder / "child.snapshot")
+    return p, c, meta.provider
+
+
+def _at(body: bytes, ptr: str) -> bytes:
+    a, b = value_spans(body, [ptr])[ptr]
+    return body[a:b]
+
+
+def _splice(body: bytes, ptr: str, new: bytes) -> bytes:
+    a, b = value_spans(body, [ptr])[ptr]
+    return body[:a] + new + body[b:]
+
+
+def _qwen_parent_next(parent: bytes, child: bytes) -> bytes:
+    """The parent's next request as the fixture's parent would send it: its
+    own messages, then the ``agent`` call with the arguments the scripted
+    model gave (tests/harness/test_qwen_code.py) and a tool result of its
+    own. The fixture records the fork request and the child only, so this
+    turn is built from the child's bytes with those two values put back."""
+    spans = element_spans(child, "/messages")
+    call, result = (child[a:b] for a, b in spans[2:4])
+    args = orjson.dumps(orjson.dumps({"subagent_type": "fork", "description": "count files",
+                                      "prompt": "Count the files in this folder and report the number."}).decode())
+    call = call.replace(b'"arguments":"{}"', b'"arguments":' + args)
+    result = result.replace(b"processing in background", b"agent fork-1 is running; its result will follow")
+    end = value_spans(parent, ["/messages"])["/messages"][1] - 1
+    return parent[:end] + b"," + call + b"," + result + parent[end:]
+
+
+def test_qwen_code_fork_lists_the_tools_break_with_what_restoring_them_keeps():
+    parent, child, dialect = _bodies(QWEN)
+    found = breaks_of(parent, child, dialect=dialect)
+    assert len(found) == 1
+    brk = found[0]
+    assert brk.kind == "tools_changed" and brk.detail == "tool removed: agent, get_goal, list_agents, update_goal"
+    assert brk.elements == 4 and brk.child_bytes == 0 and brk.tokens > 0
+    restored = _splice(child, "/tools", _at(parent, "/tools"))
+    fixed = compare(parent, restored, dialect=dialect)
+    assert fixed.cause.kind == "appended_only"
+    assert brk.kept == fixed.cache.predicted_cached == fixed.tokens.parent_prompt
+    headline = compare(parent, child, dialect=dialect)
+    assert brk.kept > headline.cache.predicted_cached
+
+
+def test_qwen_code_fork_against_the_parents_next_turn_lists_every_rewrite():
+    parent, child, dialect = _bodies(QWEN)
+    nxt = _qwen_parent_next(parent, child)
+    found = breaks_of(nxt, child, dialect=dialect)
+    assert [b.kind for b in found] == ["tools_changed", "messages_rewritten", "messages_rewritten"]
+    assert found[0].detail.startswith("tool removed: agent, get_goal, list_agents, update_goal")
+    assert found[1].pointer == "/messages/2/tool_calls/0/function/arguments"
+    assert found[2].pointer.startswith("/messages/3/content")
+    kept = [b.kept for b in found]
+    assert all(k is not None for k in kept) and kept == sorted(kept) and kept[0] < kept[-1]
+    # the fully fixed child, built by hand: the parent's tools and its two messages put back
+    fixed = _splice(child, "/tools", _at(nxt, "/tools"))
+    for i in (2, 3):
+        fixed = _splice(fixed, f"/messages/{i}", _at(nxt, f"/messages/{i}"))
+    by_hand = compare(nxt, fixed, dialect=dialect)
+    assert by_hand.cause.kind == "appended_only"
+    assert kept[-1] == by_hand.cache.predicted_cached
+    assert kept[-1] > compare(nxt, child, dialect=dialect).cache.predicted_cached
+
+
+def test_claude_code_fork_has_no_break_on_anthropics_api_and_one_on_a_third_party_cache():
+    parent, child, dialect = _bodies(CLAUDE)
+    assert breaks_of(parent, child, dialect=dialect) == []
+    third = "http://127.0.0.1:8080/v1/messages"
+    found = breaks_of(parent, child, dialect=dialect, endpoint=third)
+    assert len(found) == 1 and found[0].kind == "system_changed" and found[0].pointer == "/system/0/text"
+    fixed = _splice(child, "/system/0", _at(parent, "/system/0"))
+    assert found[0].kept == compare(parent, fixed, dialect=dialect, endpoint=third).cache.predicted_cached > 0
