@@ -211,3 +211,71 @@ def test_claude_code_fork_has_no_break_on_anthropics_api_and_one_on_a_third_part
     assert len(found) == 1 and found[0].kind == "system_changed" and found[0].pointer == "/system/0/text"
     fixed = _splice(child, "/system/0", _at(parent, "/system/0"))
     assert found[0].kept == compare(parent, fixed, dialect=dialect, endpoint=third).cache.predicted_cached > 0
+
+
+# -- `fidelity diff` itself (issues #30 and #33) --------------------------------------
+
+def _diff(capsys, *args: str) -> str:
+    from fidelity import cli
+
+    assert cli.main(["diff", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_diff_lists_every_break_and_pads_no_line_when_piped(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = _diff(capsys, str(QWEN / "parent.snapshot"), str(QWEN / "child.snapshot"))
+    assert out and not [line for line in out.splitlines() if line.endswith(" ")]
+    assert "breaks (1, in cache order" in out
+    assert "1. tools_changed: tool removed: agent, get_goal, list_agents, update_goal" in out
+    assert "fully fixed child keeps" in out
+
+
+def test_diff_json_lists_the_breaks_and_says_why_the_raw_byte_is_another(capsys):
+    doc = json.loads(_diff(capsys, str(QWEN / "parent.snapshot"), str(QWEN / "child.snapshot"), "--json"))
+    assert [b["kind"] for b in doc["breaks"]] == ["tools_changed"]
+    brk = doc["breaks"][0]
+    assert brk["kept_if_fixed"] > doc["cache"]["predicted_cached"] and brk["side"] == "parent"
+    # raw 38398 vs cache view 28497: the child's messages array grows in body order, which
+    # the cache reads after the tools
+    assert doc["raw"]["first_divergent_byte"] != doc["cache_view"]["first_divergent_byte"]
+    assert doc["raw"]["pointer"] == "/messages" and "after where it parts" in doc["raw"]["note"]
+    # the tool removal's deepdiff names the tools, not a schema path of two unrelated tools
+    assert doc["cause"]["deepdiff"] == {"dictionary_item_removed": [
+        "root['agent']", "root['get_goal']", "root['list_agents']", "root['update_goal']"]}
+
+
+def test_segment_is_named_after_its_pointer(capsys, tmp_path):
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": "You are terse. " * 200},
+                                            {"role": "user", "content": "one"},
+                                            {"role": "assistant", "content": "two"},
+                                            {"role": "user", "content": "three"}]}
+    child = json.loads(json.dumps(body))
+    child["messages"][3]["content"] = "three, edited"
+    p, c = tmp_path / "p.json", tmp_path / "c.json"
+    p.write_bytes(orjson.dumps(body))
+    c.write_bytes(orjson.dumps(child))
+    out = _diff(capsys, str(p), str(c))
+    assert "segment messages[3], pointer '/messages/3/content'" in out
+    doc = json.loads(_diff(capsys, str(p), str(c), "--json"))
+    assert doc["cache_view"]["segment"]["name"] == "messages[3]"
+    assert doc["breaks"][0]["pointer"] == "/messages/3/content"
+
+
+def test_diff_and_scan_agree_on_the_claude_code_fork_folder():
+    """One simulator, one figure: ``fidelity diff FOLDER`` and ``fidelity scan``
+    read the same tokens for the child (Anthropic's API does not key on
+    Claude Code's billing block, and the snapshots' loopback URL names no
+    provider)."""
+    from fidelity.capture.snapshot import Loaded
+    from fidelity.diff.folder import compare_pair
+    from fidelity.scan import scan
+
+    (p_body, p_meta), (c_body, c_meta) = (snapshot.load_body(CLAUDE / n) for n in ("parent.snapshot",
+                                                                                 "child.snapshot"))
+    res = compare_pair(Loaded(CLAUDE / "parent.snapshot", p_body, p_meta),
+                       Loaded(CLAUDE / "child.snapshot", c_body, c_meta))
+    totals = scan([CLAUDE], workers=1)["totals"]
+    assert totals["requests"] == 2 and totals["read_tokens"] > 0
+    assert res.cache.predicted_cached == totals["read_tokens"]  # the parent reads nothing
+    assert res.cache.lost == totals["lost_tokens"] == 0
