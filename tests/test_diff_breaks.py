@@ -190,6 +190,7 @@ def test_qwen_code_fork_against_the_parents_next_turn_lists_every_rewrite():
     assert [b.kind for b in found] == ["tools_changed", "messages_rewritten", "messages_rewritten"]
     assert found[0].detail.startswith("tool removed: agent, get_goal, list_agents, update_goal")
     assert found[1].pointer == "/messages/2/tool_calls/0/function/arguments"
+    assert found[1].detail.startswith("tool-call arguments rewritten")
     assert found[2].pointer.startswith("/messages/3/content")
     kept = [b.kept for b in found]
     assert all(k is not None for k in kept) and kept == sorted(kept) and kept[0] < kept[-1]

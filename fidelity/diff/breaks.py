@@ -9,8 +9,8 @@ after it are not breaks of their own). Each divergence is a :class:`Break`:
 where it sits (pointer, cache-view offset), its cause, an excerpt of each
 side, the bytes and tokens involved.
 
-Grouping: tools the child drops are one break, tools it adds another, a
-tool it moves one break; a run of system blocks or messages whose count
+Grouping: tools the child drops are one break, tools it adds another, the
+tools it moves one break (a reorder); a run of system blocks or messages whose count
 changed (some inserted or removed among edits) is one break; runs of the
 same length pair up position by position, one break per differing pair,
 and so does a run at the parent's end, the child's segments beyond it
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import pricing, tokens, wire
 from ..errors import InputError
-from ..jsonbytes import element_spans, iter_members, member_spans, split_pointer, value_spans
+from ..jsonbytes import element_spans, iter_members, member_spans, scan_memo, split_pointer, value_spans
 from ..wire import Segment
 from .bytediff import excerpt, first_divergence
 from .causes import _tool_name, classify
@@ -140,7 +140,8 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         kept: int | None
         usd: float | None = None
         try:
-            body = fixed_child(parent, child, slots, set(range(i + 1)))
+            with scan_memo():  # each array of the two bodies scanned once per rebuild
+                body = fixed_child(parent, child, slots, set(range(i + 1)))
             kept = compare(parent, body, dialect=d.name, model=model, prices=prices, endpoint=endpoint,
                            at=at).cache.predicted_cached
         except InputError:
@@ -224,7 +225,7 @@ def _pair_detail(p: Segment, c: Segment) -> str:
 
 def _align_tools(a: list[Segment], b: list[Segment], slots: list[_Slot], found: list[tuple[str, str]]) -> None:
     """Tools by name: the ones the child drops are one break, the ones it
-    adds another, each tool it moves one; a tool kept in place whose bytes
+    adds another, the ones it moves one; a tool kept in place whose bytes
     differ is a break of its own."""
     def key(s: Segment) -> Any:
         name = _tool_name(s.data)
@@ -258,10 +259,11 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[_Slot], found: 
         groups.append(("tool removed: " + ", ".join(sorted(str(key(s.p)) for s in gone if s.p)), gone))
     if new:
         groups.append(("tool added: " + ", ".join(str(key(s.c)) for s in new if s.c), new))
-    for name in sorted(moved, key=str):
-        both = [s for s in removed + added if (s.p is not None and key(s.p) == name)
-                or (s.c is not None and key(s.c) == name)]
-        groups.append((f"tool moved: {name}", both))
+    if moved:  # one reorder, one fix: the parent's order put back
+        both = [s for s in removed + added if (s.p is not None and key(s.p) in moved)
+                or (s.c is not None and key(s.c) in moved)]
+        names = [str(key(s.c)) for s in added if s.c is not None and key(s.c) in moved]
+        groups.append((("tool moved: " if len(names) == 1 else "tools reordered: ") + ", ".join(names), both))
     # in cache order: the first slot each group owns
     lane = slots[start:]
     place = {id(s): n for n, s in enumerate(lane)}
@@ -318,6 +320,9 @@ def _describe(i: int, kind: str, detail: str, mine: list[_Slot], slots: list[_Sl
         off = offsets[id(nxt)] + (first_divergence(ps[0].data, nxt.data) or 0) if nxt is not None else end
         pointer, side = ps[0].pointer, "parent"
         p_ex, c_ex = excerpt(ps[0].data, 0), None
+    if kind == "messages_rewritten" and detail.startswith("text edited") and (
+            pointer.endswith("/function/arguments") or "/input/" in pointer or pointer.endswith("/input")):
+        detail = f"tool-call arguments rewritten (at {pointer})"  # the call's id and name kept
     toks = sum(c_len[id(s)] for s in cs) if cs else sum(p_len[id(s)] for s in ps)
     return Break(kind, detail, segment, pointer, side, off, p_ex, c_ex, sum(len(s.data) for s in ps),
                  sum(len(s.data) for s in cs), toks, max(len(cs), len(ps)))

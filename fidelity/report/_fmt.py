@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tokens", "usd", "where", "provenance"]
+__all__ = ["tokens", "usd", "where", "provenance", "fixes", "session_summary"]
 
 
 def tokens(n: int | None) -> str:
@@ -23,7 +23,8 @@ def where(row: dict[str, Any]) -> str:
     if d["first_divergent_byte"] is None:
         return "identical"
     seg = d["segment"]
-    return f"byte {d['first_divergent_byte']:,} in {seg['kind']}[{seg['index']}]"
+    name = seg.get("name") or f"{seg['kind']}[{seg['index']}]"
+    return f"byte {d['first_divergent_byte']:,} in {name}"
 
 
 def provenance(data: dict[str, Any]) -> list[str]:
@@ -34,4 +35,30 @@ def provenance(data: dict[str, Any]) -> list[str]:
         kind = "estimate" if p.get("estimated") else "real tokenizer"
         out.append(f"{p['provider']}: model {p['model']} (route change: {p['alt_model']}), "
                    f"tokens {tok} ({kind}), cache model {p.get('cache_model', '?')}")
+    return out
+
+
+def fixes(row: dict[str, Any]) -> list[str]:
+    """A report row's fix list, one line per break in cache order: the
+    cause, where it sits and the tokens the child keeps with it and every
+    break above it fixed (empty without a break)."""
+    out = []
+    for b in row.get("breaks") or ():
+        kept = "–" if b["kept_if_fixed"] is None else f"{b['kept_if_fixed']:,}"
+        out.append(f"{b['detail']} at {b['pointer']} → keeps {kept}")
+    return out
+
+
+def session_summary(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per session: combinations scored, rows losing tokens, declared
+    cache-preserving rows losing tokens, rows missing their expectation and
+    the tokens lost in all (the report's summary table)."""
+    out = []
+    for sess in data["sessions"]:
+        rows = [r for r in data["rows"] if r["session"] == sess["name"]]
+        out.append({"session": sess["name"], "rows": len(rows),
+                    "losing": sum(1 for r in rows if r["tokens"]["lost"] > 0),
+                    "preserving_losing": sum(1 for r in rows if r["cache_preserving"] and r["tokens"]["lost"] > 0),
+                    "missing": sum(1 for r in rows if not r["meets_expectation"]),
+                    "lost": sum(r["tokens"]["lost"] for r in rows)})
     return out
