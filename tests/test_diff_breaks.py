@@ -280,3 +280,67 @@ def test_diff_and_scan_agree_on_the_claude_code_fork_folder():
     assert totals["requests"] == 2 and totals["read_tokens"] > 0
     assert res.cache.predicted_cached == totals["read_tokens"]  # the parent reads nothing
     assert res.cache.lost == totals["lost_tokens"] == 0
+
+
+# -- other dialects: the fixed child is built in each body's own shape ---------------------
+
+_LONG = "You are careful and terse. " * 300
+
+
+def _anthropic() -> dict:
+    return {"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "tools": [{"name": f"t{i}", "description": "d" * 200, "input_schema": {"type": "object"}} for i in range(3)],
+            "system": [{"type": "text", "text": _LONG, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "hi " * 300}, {"role": "assistant", "content": "ok"},
+                         {"role": "user", "content": [{"type": "text", "text": "go",
+                                                       "cache_control": {"type": "ephemeral"}}]}]}
+
+
+def test_anthropic_moved_marker_is_no_break_and_each_fix_keeps_what_diff_reports():
+    parent = _anthropic()
+    moved = json.loads(json.dumps(parent))
+    moved["messages"][2]["content"][0].pop("cache_control")
+    moved["messages"].append({"role": "user", "content": [{"type": "text", "text": "more",
+                                                           "cache_control": {"type": "ephemeral"}}]})
+    p_body = orjson.dumps(parent)
+    assert breaks_of(p_body, orjson.dumps(moved)) == []  # the cache keys on content, not on markers
+    child = json.loads(json.dumps(moved))
+    child["tools"].insert(1, {"name": "report", "description": "r", "input_schema": {"type": "object"}})
+    child["messages"][1]["content"] = "okay"
+    found = breaks_of(p_body, orjson.dumps(child))
+    assert [(b.kind, b.detail) for b in found] == [("tools_changed", "tool added: report"),
+                                                   ("messages_rewritten", "text edited (at /messages/1)")]
+    undone = json.loads(json.dumps(child))
+    del undone["tools"][1]
+    assert found[0].kept == compare(p_body, orjson.dumps(undone)).cache.predicted_cached
+    undone["messages"][1]["content"] = "ok"
+    assert found[1].kept == compare(p_body, orjson.dumps(undone)).cache.predicted_cached > found[0].kept
+
+
+def test_a_tool_reorder_is_one_break():
+    parent = _anthropic()
+    child = json.loads(json.dumps(parent))
+    child["tools"].reverse()
+    found = breaks_of(orjson.dumps(parent), orjson.dumps(child))
+    assert len(found) == 1 and found[0].detail.startswith("tools reordered: ")
+    assert found[0].kept == compare(orjson.dumps(parent), orjson.dumps(parent)).cache.predicted_cached
+
+
+def test_a_string_system_prompt_and_a_gemini_body_are_rebuilt():
+    parent = _anthropic()
+    child = json.loads(json.dumps(parent))
+    child["system"] = "a string system prompt"
+    found = breaks_of(orjson.dumps(parent), orjson.dumps(child))
+    assert [b.pointer for b in found] == ["/system"]
+    assert found[0].kept == compare(orjson.dumps(parent), orjson.dumps(parent)).cache.predicted_cached
+    gem = {"systemInstruction": {"parts": [{"text": _LONG * 2}]},
+           "tools": [{"functionDeclarations": [{"name": f"f{i}", "description": "x" * 100} for i in range(3)]}],
+           "contents": [{"role": "user", "parts": [{"text": "hello " * 1300}]}, {"role": "model", "parts": [{"text": "hi"}]}]}
+    g_child = json.loads(json.dumps(gem))
+    g_child["tools"][0]["functionDeclarations"][1]["description"] = "changed"
+    g_child["contents"][1]["parts"][0]["text"] = "hey"
+    p_body = orjson.dumps(gem)
+    found = breaks_of(p_body, orjson.dumps(g_child), model="gemini-2.5-flash")
+    assert [b.pointer for b in found] == ["/tools/0/functionDeclarations/1/description", "/contents/1/parts/0/text"]
+    whole = compare(p_body, p_body, model="gemini-2.5-flash").cache.predicted_cached
+    assert whole > 0 and found[-1].kept == whole

@@ -28,6 +28,7 @@ child keeps.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
     from ._compare import DiffResult
 
 __all__ = ["Break", "breaks_of", "fixed_child"]
+
+#: where a tool call's arguments sit: Chat ``function.arguments``, a Responses
+#: ``function_call`` item's ``arguments``, an Anthropic ``tool_use`` block's ``input``
+_ARGUMENTS = re.compile(r"(/function/arguments|^/input/\d+/arguments|/content/\d+/input(/.*)?)$")
 
 _KIND = {"params": "params_changed", "tools": "tools_changed", "system": "system_changed",
          "message": "messages_rewritten"}
@@ -320,8 +325,7 @@ def _describe(i: int, kind: str, detail: str, mine: list[_Slot], slots: list[_Sl
         off = offsets[id(nxt)] + (first_divergence(ps[0].data, nxt.data) or 0) if nxt is not None else end
         pointer, side = ps[0].pointer, "parent"
         p_ex, c_ex = excerpt(ps[0].data, 0), None
-    if kind == "messages_rewritten" and detail.startswith("text edited") and (
-            pointer.endswith("/function/arguments") or "/input/" in pointer or pointer.endswith("/input")):
+    if kind == "messages_rewritten" and detail.startswith("text edited") and _ARGUMENTS.search(pointer):
         detail = f"tool-call arguments rewritten (at {pointer})"  # the call's id and name kept
     toks = sum(c_len[id(s)] for s in cs) if cs else sum(p_len[id(s)] for s in ps)
     return Break(kind, detail, segment, pointer, side, off, p_ex, c_ex, sum(len(s.data) for s in ps),
