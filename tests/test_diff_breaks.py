@@ -344,3 +344,18 @@ def test_a_string_system_prompt_and_a_gemini_body_are_rebuilt():
     assert [b.pointer for b in found] == ["/tools/0/functionDeclarations/1/description", "/contents/1/parts/0/text"]
     whole = compare(p_body, p_body, model="gemini-2.5-flash").cache.predicted_cached
     assert whole > 0 and found[-1].kept == whole
+
+
+def test_a_child_editing_every_message_builds_a_bounded_number_of_counterfactuals(monkeypatch):
+    from fidelity.diff import breaks as breaks_mod
+
+    monkeypatch.setattr(breaks_mod, "MAX_BUILT", 2)
+    parent = _parent(2, 6)
+    child = json.loads(json.dumps(parent))
+    for i in range(1, 7):
+        child["messages"][i]["content"] += " edited"
+    p_body = orjson.dumps(parent)
+    found = breaks_of(p_body, orjson.dumps(child))
+    assert len(found) == 6
+    assert [b.kept is None for b in found] == [False, False, True, True, True, False]
+    assert found[-1].kept == compare(p_body, p_body).cache.predicted_cached

@@ -44,7 +44,10 @@ from .causes import _tool_name, classify
 if TYPE_CHECKING:
     from ._compare import DiffResult
 
-__all__ = ["Break", "breaks_of", "fixed_child"]
+__all__ = ["Break", "breaks_of", "fixed_child", "MAX_BUILT"]
+
+#: breaks whose counterfactual child is built and compared (the last one always is)
+MAX_BUILT = 32
 
 #: where a tool call's arguments sit: Chat ``function.arguments``, a Responses
 #: ``function_call`` item's ``arguments``, an Anthropic ``tool_use`` block's ``input``
@@ -65,7 +68,8 @@ class Break:
     (tokens of the child's side, of the parent's when the child has none);
     ``elements``: how many segments the break groups; ``kept``: cached
     tokens of the child with this break and every one before it fixed
-    (``None`` when that child could not be built); ``usd_saved``: what
+    (``None`` when that child could not be built, or for a break past the
+    first :data:`MAX_BUILT` other than the last); ``usd_saved``: what
     ``kept`` saves over the child as sent, at the row's price (``None``:
     no price)."""
 
@@ -137,13 +141,20 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
 
     out: list[Break] = []
     base = result.cache.predicted_cached
+    # each counterfactual is a whole comparison: the first MAX_BUILT breaks and
+    # the last (the fully fixed child) get one, so a child that edits every
+    # message of a long history costs a bounded number of them
+    built = set(range(min(len(found), MAX_BUILT))) | {len(found) - 1}
     for i, (kind, detail) in enumerate(found):
         mine = [s for s in slots if s.owner == i]
         out.append(_describe(i, kind, detail, mine, slots, child, offsets, at_, c_len, p_len))
     fixed: list[Break] = []
     for i, brk in enumerate(out):
-        kept: int | None
+        kept: int | None = None
         usd: float | None = None
+        if i not in built:
+            fixed.append(brk)
+            continue
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
                 body = fixed_child(parent, child, slots, set(range(i + 1)))
