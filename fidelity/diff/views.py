@@ -224,7 +224,7 @@ def break_lines(result: DiffResult) -> list[str]:
 
 def _kept(b: Any, read: int) -> str:
     if b.kept is None:
-        return "unknown (the fixed child could not be built)"
+        return "not computed (past the first breaks, or the fixed child could not be built)"
     usd = f", ${b.usd_saved:.6f} saved per child request" if b.usd_saved is not None else ""
     return f"{b.kept:,} cached tokens (+{max(0, b.kept - read):,}{usd})"
 
