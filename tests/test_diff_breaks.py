@@ -17,7 +17,6 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fidelity import wire
 from fidelity.capture import snapshot
 from fidelity.diff import breaks_of, compare
 from fidelity.jsonbytes import element_spans, value_spans
@@ -43,62 +42,81 @@ def _parent(n_tools: int, n_msgs: int) -> dict:
     return {"model": "gpt-4o", "messages": msgs, "tools": tools}
 
 
-def _units(body: dict) -> list[tuple[str, int]]:
-    """Every segment an edit can change: ("tools", i) and ("messages", i)."""
-    return [("tools", i) for i in range(len(body["tools"]))] + [("messages", i) for i in range(len(body["messages"]))]
+def _make(parent: dict, edits: list[tuple[str, int]], extra: bool) -> dict:
+    """The parent with ``edits`` applied: ``("tool", i)`` edits tool i's
+    description, ``("drop", i)`` removes tool i, ``("message", i)`` edits
+    message i (0 is the system prompt), ``("insert", i)`` puts a message
+    before message i; ``extra``: a reply and a turn appended."""
+    on = set(edits)
+    tools = []
+    for i, t in enumerate(parent["tools"]):
+        if ("drop", i) in on:
+            continue
+        t = json.loads(json.dumps(t))
+        if ("tool", i) in on:
+            t["function"]["description"] += " edited"
+        tools.append(t)
+    msgs = []
+    for i, m in enumerate(parent["messages"]):
+        if ("insert", i) in on:
+            msgs.append({"role": "user", "content": f"a stray reminder {i}"})
+        m = dict(m)
+        if ("message", i) in on:
+            m["content"] += " edited"
+        msgs.append(m)
+    if extra:
+        msgs += [{"role": "assistant", "content": "a reply"}, {"role": "user", "content": "go on"}]
+    return {"model": parent["model"], "messages": msgs, "tools": tools}
 
 
-def _edit(body: dict, unit: tuple[str, int], n: int) -> None:
-    where, i = unit
-    if where == "tools":
-        body["tools"][i]["function"]["description"] += f" edited {n}"
-    else:
-        body["messages"][i]["content"] += f" edited {n}"
+def _rank(edit: tuple[str, int]) -> tuple[int, int, int]:
+    """Cache order of an edit (OpenAI Chat: tools, then the system prompt and the messages)."""
+    what, i = edit
+    return (0 if what in ("tool", "drop") else 1, i, 0 if what == "insert" else 1)
 
 
-def _undo(parent: dict, body: dict, unit: tuple[str, int]) -> None:
-    where, i = unit
-    body[where][i] = json.loads(json.dumps(parent[where][i]))
-
-
-def _cache_rank(body: bytes, unit: tuple[str, int]) -> int:
-    ptr = f"/{unit[0]}/{unit[1]}"
-    return next(n for n, s in enumerate(wire.get("openai-chat").cache_view(body)) if s.pointer == ptr)
+def _independent(edits: list[tuple[str, int]]) -> bool:
+    """No two edits touch one segment or neighbouring messages (an insert
+    next to an edited message is one replaced run: one break, by design)."""
+    tools = [i for w, i in edits if w in ("tool", "drop")]
+    edited = {i for w, i in edits if w == "message"}
+    inserts = [i for w, i in edits if w == "insert"]
+    return (len(tools) == len(set(tools)) and sum(w == "drop" for w, _ in edits) <= 1
+            and len(inserts) == len(set(inserts)) and all(i not in edited and i - 1 not in edited for i in inserts)
+            and all(abs(a - b) > 1 for n, a in enumerate(inserts) for b in inserts[n + 1 :]))
 
 
 @st.composite
 def edited_children(draw):
-    """``(parent dict, child dict, edits in cache order)``: k edits, each
-    in its own segment, and maybe a reply and a turn appended."""
+    """``(parent, edits in cache order, extra)``: k independent edits of
+    distinct segments (tool descriptions, a dropped tool, messages, inserted
+    messages), and maybe a reply and a turn appended."""
     n_tools, n_msgs = draw(st.integers(2, 4)), draw(st.integers(2, 5))
     parent = _parent(n_tools, n_msgs)
-    units = draw(st.lists(st.sampled_from(_units(parent)), min_size=1, max_size=3, unique=True))
-    child = json.loads(json.dumps(parent))
-    for n, unit in enumerate(units):
-        _edit(child, unit, n)
-    if draw(st.booleans()):
-        child["messages"] += [{"role": "assistant", "content": "a reply"}, {"role": "user", "content": "go on"}]
-    body = orjson.dumps(child)
-    return parent, child, sorted(units, key=lambda u: _cache_rank(body, u))
+    choices = ([("tool", i) for i in range(n_tools)] + [("drop", i) for i in range(n_tools)]
+               + [("message", i) for i in range(n_msgs + 1)] + [("insert", i) for i in range(1, n_msgs + 1)])
+    edits = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3, unique=True).filter(_independent))
+    return parent, sorted(edits, key=_rank), draw(st.booleans())
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(edited_children())
 def test_k_edits_give_k_breaks_in_cache_order_each_kept_as_diff_reports(case):
-    parent, child, edits = case
-    p_body, c_body = orjson.dumps(parent), orjson.dumps(child)
+    parent, edits, extra = case
+    p_body, c_body = orjson.dumps(parent), orjson.dumps(_make(parent, edits, extra))
     found = breaks_of(p_body, c_body)
-    assert len(found) == len(edits), [b.detail for b in found]
-    undone = json.loads(json.dumps(child))
-    for brk, unit in zip(found, edits):
-        ptr = f"/{unit[0]}/{unit[1]}"
-        assert brk.pointer == ptr or brk.pointer.startswith(ptr + "/"), (brk.pointer, ptr)
-        _undo(parent, undone, unit)
-        assert brk.kept == compare(p_body, orjson.dumps(undone)).cache.predicted_cached
+    assert len(found) == len(edits), ([b.detail for b in found], edits)
+    for n, (brk, (what, i)) in enumerate(zip(found, edits)):
+        where = "tools" if what in ("tool", "drop") else "messages"
+        assert brk.kind == ("tools_changed" if where == "tools" else
+                            "system_changed" if (what, i) == ("message", 0) else "messages_rewritten"), brk
+        assert brk.pointer.startswith(f"/{where}/"), brk
+        undone = orjson.dumps(_make(parent, edits[n + 1 :], extra))
+        assert brk.kept == compare(p_body, undone).cache.predicted_cached
     offsets = [b.offset for b in found]
     assert offsets == sorted(offsets)
     # the fully fixed child only appends: it keeps the parent's whole cacheable prefix
-    full = compare(p_body, orjson.dumps(undone))
+    full = compare(p_body, orjson.dumps(_make(parent, [], extra)))
     assert full.cause.kind in ("identical", "appended_only") and found[-1].kept == full.cache.predicted_cached
 
 
