@@ -94,3 +94,14 @@ def test_every_row_shows_its_fix_list_in_html_and_markdown(report):
     order = [r for r in data["rows"] if r["variant"] == "defect-tool-order"]
     assert order and all(sum(b["detail"].startswith(("tools reordered", "tool moved")) for b in r["breaks"]) == 1
                          for r in order)
+
+
+def test_report_segments_are_named_after_their_pointer():
+    # a Chat body's system prompt is messages[0]: message segment 108 sits at /messages/109
+    row = {"divergence": {"first_divergent_byte": 99487, "segment": {"kind": "message", "index": 108},
+                          "pointer": "/messages/109/content"}}
+    assert _fmt.where(row) == "byte 99,487 in messages[109]"
+    row["divergence"].update(segment={"kind": "system", "index": 0}, pointer="/messages/0/content/12")
+    assert _fmt.where(row) == "byte 99,487 in messages[0] (system)"
+    row["divergence"].update(segment={"kind": "tools", "index": 3}, pointer="/tools/0/functionDeclarations/3/name")
+    assert _fmt.where(row) == "byte 99,487 in tools[3]"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tokens", "usd", "where", "provenance", "fixes", "session_summary"]
+__all__ = ["tokens", "usd", "where", "segment_name", "provenance", "fixes", "session_summary"]
 
 
 def tokens(n: int | None) -> str:
@@ -23,8 +23,24 @@ def where(row: dict[str, Any]) -> str:
     if d["first_divergent_byte"] is None:
         return "identical"
     seg = d["segment"]
-    name = seg.get("name") or f"{seg['kind']}[{seg['index']}]"
-    return f"byte {d['first_divergent_byte']:,} in {name}"
+    return f"byte {d['first_divergent_byte']:,} in {segment_name(seg, d.get('pointer'))}"
+
+
+def segment_name(seg: dict[str, Any], pointer: str | None) -> str:
+    """A segment named after where it sits in the body (``messages[3]`` for
+    ``/messages/3/content``; ``params`` for the params segment), so that the
+    name and the pointer never disagree on an index; ``kind[index]`` when
+    the pointer does not say."""
+    if seg["kind"] == "params":
+        return "params"
+    if seg["kind"] == "tools":  # a tool's index is its place in the tool list (Gemini's declarations too)
+        return f"tools[{seg['index']}]"
+    parts = (pointer or "").split("/")
+    if len(parts) >= 3 and parts[2].isdigit():
+        name = f"{parts[1]}[{parts[2]}]"
+        head = parts[1].rstrip("s")
+        return name if head == seg["kind"].rstrip("s") else f"{name} ({seg['kind']})"
+    return f"{seg['kind']}[{seg['index']}]"
 
 
 def provenance(data: dict[str, Any]) -> list[str]:
