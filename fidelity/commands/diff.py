@@ -54,7 +54,7 @@ def _time(text: str) -> dt.datetime:
 
 
 def run(args: argparse.Namespace) -> int:
-    prices = pricing.load(args.prices) if args.prices else None
+    prices = pricing.load(args.prices)  # the bundled table without --prices: loaded once for every pair
     folder = args.child is None
     skipped: list[Skipped] = []
     notes: list[str] = []

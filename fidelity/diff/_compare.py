@@ -182,7 +182,7 @@ def compare(
         return result
     from .breaks import breaks_of
 
-    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result)
+    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs))
     return replace(result, breaks=tuple(found))
 
 

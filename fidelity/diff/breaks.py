@@ -109,19 +109,23 @@ class _Slot:
 
 def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model: str | None = None,
               prices: pricing.PriceTable | None = None, endpoint: str | None = None,
-              at: _dt.datetime | None = None, result: DiffResult | None = None) -> list[Break]:
+              at: _dt.datetime | None = None, result: DiffResult | None = None,
+              views: tuple[Sequence[Segment], Sequence[Segment]] | None = None) -> list[Break]:
     """Every break of ``child`` against ``parent``, in cache order, each with
     what fixing it and the ones before it keeps (see the module docstring).
     ``result``: the headline comparison of the same pair when the caller has
-    it (else it is computed). Empty when the child only appends or is
+    it (else it is computed); ``views``: the two cache views it was computed
+    from (else they are cut again). Empty when the child only appends or is
     identical. Bad input raises :class:`InputError`."""
-    from ._compare import _unmarked, _view, compare
+    from ._compare import _compare_views, _unmarked, _view, compare
 
+    if prices is None:
+        prices = pricing.load()  # once for every counterfactual
     if result is None:
         result = compare(parent, child, dialect=dialect, model=model, prices=prices, endpoint=endpoint, at=at)
     d = wire.get(result.dialect)
     model = result.model
-    p_raw, c_raw = _view(d, parent, None, endpoint), _view(d, child, None, endpoint)
+    p_raw, c_raw = views if views is not None else (_view(d, parent, None, endpoint), _view(d, child, None, endpoint))
     p_segs, c_segs = (_unmarked(p_raw), _unmarked(c_raw)) if d.provider == "anthropic" else (p_raw, c_raw)
     slots, found = _align(p_segs, c_segs)
     if not found:
@@ -145,9 +149,12 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     # the last (the fully fixed child) get one, so a child that edits every
     # message of a long history costs a bounded number of them
     built = set(range(min(len(found), MAX_BUILT))) | {len(found) - 1}
+    owned: dict[int, list[_Slot]] = {}
+    for s in slots:
+        if s.owner is not None:
+            owned.setdefault(s.owner, []).append(s)
     for i, (kind, detail) in enumerate(found):
-        mine = [s for s in slots if s.owner == i]
-        out.append(_describe(i, kind, detail, mine, slots, child, offsets, at_, c_len, p_len))
+        out.append(_describe(kind, detail, owned[i], slots, child, offsets, at_, c_len, p_len))
     fixed: list[Break] = []
     for i, brk in enumerate(out):
         kept: int | None = None
@@ -158,8 +165,9 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
                 body = fixed_child(parent, child, slots, set(range(i + 1)))
-            kept = compare(parent, body, dialect=d.name, model=model, prices=prices, endpoint=endpoint,
-                           at=at).cache.predicted_cached
+            # compare(parent, body)'s own steps, the parent's cache view cut once for all
+            kept = _compare_views(d, model, parent, body, p_raw, _view(d, body, None, endpoint), prices,
+                                  endpoint=endpoint, at=at).cache.predicted_cached
         except InputError:
             kept = None
         if kept is not None:
@@ -311,7 +319,7 @@ def _renumber(slots: list[_Slot], found: list[tuple[str, str]], start: int) -> N
 
 # -- description -------------------------------------------------------------------
 
-def _describe(i: int, kind: str, detail: str, mine: list[_Slot], slots: list[_Slot], child: bytes,
+def _describe(kind: str, detail: str, mine: list[_Slot], slots: list[_Slot], child: bytes,
               offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
     from ._compare import _body_offset
     from .locate import pointer_at
@@ -358,6 +366,7 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[_Slot], fixed: set[
         body = _fix_params(parent, body, params)
     # arrays (tools, system blocks, messages) and single values (a string system prompt)
     arrays: dict[str, list[bytes]] = {}
+    spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # each array of each body walked once
     covered: dict[str, set[int]] = {}
     singles: dict[str, bytes | None] = {}
     changed: set[str] = set()
@@ -372,13 +381,13 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[_Slot], fixed: set[
             c_index = _container(s.c.pointer)[1]
             if c_index is not None:
                 covered.setdefault(container, set()).add(c_index)
-        take = (parent, s.p) if s.owner in fixed else (child, s.c)
+        body_of, seg = (parent, s.p) if s.owner in fixed else (child, s.c)
         if index is not None:
             elems = arrays.setdefault(container, [])
-            if take[1] is not None:
-                elems.append(_value(take[0], take[1].pointer))
+            if seg is not None:
+                elems.append(_element(body_of, seg.pointer, spans))
         else:
-            singles[container] = None if take[1] is None else _value(take[0], take[1].pointer)
+            singles[container] = None if seg is None else _value(body_of, seg.pointer)
     for container in sorted(changed):
         if container in arrays:
             body = _set_array(body, container, arrays[container], covered.get(container, set()))
@@ -401,6 +410,20 @@ def _container(ptr: str) -> tuple[str, int | None]:
     if parts and parts[-1].isdigit():
         return pointer(*parts[:-1]), int(parts[-1])
     return ptr, None
+
+
+def _element(body: bytes, ptr: str, spans: dict[tuple[int, str], list[tuple[int, int]]]) -> bytes:
+    """The bytes of array element ``ptr`` (``/messages/3``), its array's
+    element spans found once per body and kept in ``spans``."""
+    container, index = _container(ptr)
+    key = (id(body), container)
+    found = spans.get(key)
+    if found is None:
+        found = spans[key] = element_spans(body, container)
+    if index is None or index >= len(found):
+        raise InputError("no value at this pointer", pointer=ptr)
+    a, b = found[index]
+    return body[a:b]
 
 
 def _value(body: bytes, ptr: str) -> bytes:
