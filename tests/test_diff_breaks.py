@@ -377,3 +377,23 @@ def test_a_child_editing_every_message_builds_a_bounded_number_of_counterfactual
     assert len(found) == 6
     assert [b.kept is None for b in found] == [False, False, True, True, True, False]
     assert found[-1].kept == compare(p_body, p_body).cache.predicted_cached
+
+
+def _chat_with_call(call_id: str, result: str) -> dict:
+    return {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "You are terse. " * 400}, {"role": "user", "content": "do it " * 100},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": result}, {"role": "user", "content": "next " * 50}]}
+
+
+def test_a_renamed_tool_call_id_is_one_break_with_the_result_that_answers_it():
+    parent = _chat_with_call("call_1", "a b c")
+    p_body = orjson.dumps(parent)
+    found = breaks_of(p_body, orjson.dumps(_chat_with_call("call_X", "a b c")))
+    assert len(found) == 1 and found[0].elements == 2
+    assert found[0].detail == "tool-call id renamed: call_1 → call_X (at /messages/2)"
+    assert found[0].kept == compare(p_body, p_body).cache.predicted_cached
+    # a result that also changes its text has a change of its own: two breaks
+    found = breaks_of(p_body, orjson.dumps(_chat_with_call("call_X", "a b c d")))
+    assert [b.pointer.split("/")[:3] for b in found] == [["", "messages", "2"], ["", "messages", "3"]]

@@ -10,7 +10,9 @@ where it sits (pointer, cache-view offset), its cause, an excerpt of each
 side, the bytes and tokens involved.
 
 Grouping: tools the child drops are one break, tools it adds another, the
-tools it moves one break (a reorder); a run of system blocks or messages whose count
+tools it moves one break (a reorder); a message that differs only by the
+tool-call ids an earlier break renamed (the tool result answering a renamed
+call) joins that break; a run of system blocks or messages whose count
 changed (some inserted or removed among edits) is one break; runs of the
 same length pair up position by position, one break per differing pair,
 and so does a run at the parent's end, the child's segments beyond it
@@ -33,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from .. import pricing, tokens, wire
 from ..errors import InputError
@@ -213,6 +217,7 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot
     are appended, not a break."""
     sm = SequenceMatcher(None, [s.data for s in a], [s.data for s in b], autojunk=False)
     ops = sm.get_opcodes()
+    renamed: dict[str, tuple[str, int]] = {}  # tool-call id the child renamed -> (its new id, the break)
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
         if tag == "equal":
             slots.extend(_Slot(p, c) for p, c in zip(a[i1:i2], b[j1:j2]))
@@ -221,14 +226,89 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot
         elif tag == "replace" and (i2 - i1 == j2 - j1 or (i2 == len(a) and j2 - j1 > i2 - i1)):
             # the same count pairs up; at the parent's end, what the child has beyond it is appended
             for p, c in zip(a[i1:i2], b[j1:j2]):
-                found.append((_KIND[lane], _pair_detail(p, c)))
-                slots.append(_Slot(p, c, len(found) - 1))
+                owner = _renamed_only(p, c, renamed) if lane == "message" else None
+                if owner is None:
+                    found.append((_KIND[lane], _pair_detail(p, c)))
+                    owner = len(found) - 1
+                    if lane == "message" and _note_renames(p, c, owner, renamed):
+                        found[owner] = (found[owner][0], f"tool-call id renamed: {_renames(p, c)} (at {c.pointer})")
+                slots.append(_Slot(p, c, owner))
             slots.extend(_Slot(None, c) for c in b[j1 + (i2 - i1) : j2])
         else:
             found.append((_KIND[lane], _run_detail(lane, i2 - i1, j2 - j1, b[j1] if j1 < j2 else None,
                                                    a[i1] if i1 < i2 else None)))
             slots.extend(_Slot(p, None, len(found) - 1) for p in a[i1:i2])
             slots.extend(_Slot(None, c, len(found) - 1) for c in b[j1:j2])
+
+
+def _call_ids(value: Any) -> list[str]:
+    """The tool-call ids a message defines, in order: Chat ``tool_calls[].id``,
+    Anthropic ``tool_use`` blocks' ``id``, a Responses ``function_call``
+    item's ``call_id``."""
+    out: list[str] = []
+    if not isinstance(value, dict):
+        return out
+    for call in value.get("tool_calls") or ():
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            out.append(call["id"])
+    if value.get("type") == "function_call" and isinstance(value.get("call_id"), str):
+        out.append(value["call_id"])
+    content = value.get("content")
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+            out.append(block["id"])
+    return out
+
+
+def _with_ids(value: Any, ids: dict[str, str]) -> Any:
+    """``value`` with every string that is a key of ``ids`` replaced by its value."""
+    if isinstance(value, str):
+        return ids.get(value, value)
+    if isinstance(value, list):
+        return [_with_ids(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_ids(v, ids) for k, v in value.items()}
+    return value
+
+
+def _note_renames(p: Segment, c: Segment, owner: int, renamed: dict[str, tuple[str, int]]) -> bool:
+    """Record the tool-call ids a changed message renames (same count,
+    another id); True when the renames are the message's only change."""
+    va, vb = _loads(p.data), _loads(c.data)
+    a, b = _call_ids(va), _call_ids(vb)
+    if len(a) != len(b):
+        return False
+    ids = {x: y for x, y in zip(a, b) if x != y}
+    renamed.update({x: (y, owner) for x, y in ids.items()})
+    return bool(ids) and _with_ids(va, ids) == vb
+
+
+def _renames(p: Segment, c: Segment) -> str:
+    a, b = _call_ids(_loads(p.data)), _call_ids(_loads(c.data))
+    return ", ".join(f"{x} → {y}" for x, y in zip(a, b) if x != y)
+
+
+def _renamed_only(p: Segment, c: Segment, renamed: dict[str, tuple[str, int]]) -> int | None:
+    """The earlier break a changed message belongs to when it differs from
+    the parent's only by tool-call ids that break renamed (the tool result
+    answering a renamed call): ``None`` when it has a change of its own."""
+    if not renamed:
+        return None
+    va, vb = _loads(p.data), _loads(c.data)
+    if va is None or vb is None:
+        return None
+    used = {old: new for old, (new, _) in renamed.items()}
+    if _with_ids(va, used) != vb:
+        return None
+    text = p.data.decode("utf-8", "replace")
+    return min((owner for old, (_, owner) in renamed.items() if old in text), default=None)
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _run_detail(lane: str, removed: int, added: int, first_c: Segment | None, first_p: Segment | None) -> str:
