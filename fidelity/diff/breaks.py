@@ -40,8 +40,9 @@ import orjson
 
 from .. import pricing, tokens, wire
 from ..errors import InputError
-from ..jsonbytes import element_spans, iter_members, member_spans, scan_memo, split_pointer, value_spans
+from ..jsonbytes import scan_memo
 from ..wire import Segment
+from ._rebuild import Slot, fixed_child
 from .bytediff import excerpt, first_divergence
 from .causes import _tool_name, classify
 
@@ -101,16 +102,6 @@ class Break:
                 "usd_saved_if_fixed": None if self.usd_saved is None else round(self.usd_saved, 8)}
 
 
-@dataclass(eq=False)
-class _Slot:
-    """One place of the aligned lane: a parent segment, a child segment, or
-    both, and the break that owns it (``None``: the same on both sides)."""
-
-    p: Segment | None
-    c: Segment | None
-    owner: int | None = None
-
-
 def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model: str | None = None,
               prices: pricing.PriceTable | None = None, endpoint: str | None = None,
               at: _dt.datetime | None = None, result: DiffResult | None = None,
@@ -153,7 +144,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     # the last (the fully fixed child) get one, so a child that edits every
     # message of a long history costs a bounded number of them
     built = set(range(min(len(found), MAX_BUILT))) | {len(found) - 1}
-    owned: dict[int, list[_Slot]] = {}
+    owned: dict[int, list[Slot]] = {}
     for s in slots:
         if s.owner is not None:
             owned.setdefault(s.owner, []).append(s)
@@ -193,12 +184,12 @@ def _lanes(segs: Sequence[Segment]) -> dict[str, list[Segment]]:
     return out
 
 
-def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[_Slot], list[tuple[str, str]]]:
+def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[Slot], list[tuple[str, str]]]:
     """Slots of every lane in cache order and the breaks found ((kind, detail)
     each; a slot's ``owner`` indexes them)."""
     p_l, c_l = _lanes(p_segs), _lanes(c_segs)
     order = list(dict.fromkeys([*c_l, *p_l]))
-    slots: list[_Slot] = []
+    slots: list[Slot] = []
     found: list[tuple[str, str]] = []
     for lane in order:
         a, b = p_l.get(lane, []), c_l.get(lane, [])
@@ -209,7 +200,7 @@ def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[_
     return slots, found
 
 
-def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot],
+def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[Slot],
                 found: list[tuple[str, str]]) -> None:
     """System blocks, messages, params: equal runs anchor; a replaced run of
     equal length pairs up (one break per differing pair), one whose length
@@ -220,9 +211,9 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot
     renamed: dict[str, tuple[str, int]] = {}  # tool-call id the child renamed -> (its new id, the break)
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
         if tag == "equal":
-            slots.extend(_Slot(p, c) for p, c in zip(a[i1:i2], b[j1:j2]))
+            slots.extend(Slot(p, c) for p, c in zip(a[i1:i2], b[j1:j2]))
         elif tag == "insert" and i1 == len(a) and n == len(ops) - 1:
-            slots.extend(_Slot(None, c) for c in b[j1:j2])  # appended after the parent's last: kept
+            slots.extend(Slot(None, c) for c in b[j1:j2])  # appended after the parent's last: kept
         elif tag == "replace" and (i2 - i1 == j2 - j1 or (i2 == len(a) and j2 - j1 > i2 - i1)):
             # the same count pairs up; at the parent's end, what the child has beyond it is appended
             for p, c in zip(a[i1:i2], b[j1:j2]):
@@ -232,13 +223,13 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[_Slot
                     owner = len(found) - 1
                     if lane == "message" and _note_renames(p, c, owner, renamed):
                         found[owner] = (found[owner][0], f"tool-call id renamed: {_renames(p, c)} (at {c.pointer})")
-                slots.append(_Slot(p, c, owner))
-            slots.extend(_Slot(None, c) for c in b[j1 + (i2 - i1) : j2])
+                slots.append(Slot(p, c, owner))
+            slots.extend(Slot(None, c) for c in b[j1 + (i2 - i1) : j2])
         else:
             found.append((_KIND[lane], _run_detail(lane, i2 - i1, j2 - j1, b[j1] if j1 < j2 else None,
                                                    a[i1] if i1 < i2 else None)))
-            slots.extend(_Slot(p, None, len(found) - 1) for p in a[i1:i2])
-            slots.extend(_Slot(None, c, len(found) - 1) for c in b[j1:j2])
+            slots.extend(Slot(p, None, len(found) - 1) for p in a[i1:i2])
+            slots.extend(Slot(None, c, len(found) - 1) for c in b[j1:j2])
 
 
 def _call_ids(value: Any) -> list[str]:
@@ -327,7 +318,7 @@ def _pair_detail(p: Segment, c: Segment) -> str:
     return cause.detail or "changed"
 
 
-def _align_tools(a: list[Segment], b: list[Segment], slots: list[_Slot], found: list[tuple[str, str]]) -> None:
+def _align_tools(a: list[Segment], b: list[Segment], slots: list[Slot], found: list[tuple[str, str]]) -> None:
     """Tools by name: the ones the child drops are one break, the ones it
     adds another, the ones it moves one; a tool kept in place whose bytes
     differ is a break of its own."""
@@ -338,25 +329,25 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[_Slot], found: 
     ka, kb = [key(s) for s in a], [key(s) for s in b]
     sm = SequenceMatcher(None, ka, kb, autojunk=False)
     start = len(slots)
-    removed: list[_Slot] = []
-    added: list[_Slot] = []
+    removed: list[Slot] = []
+    added: list[Slot] = []
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             for p, c in zip(a[i1:i2], b[j1:j2]):
-                slot = _Slot(p, c)
+                slot = Slot(p, c)
                 if p.data != c.data:
                     found.append(("tools_changed", _pair_detail(p, c)))
                     slot.owner = len(found) - 1
                 slots.append(slot)
             continue
         for p in a[i1:i2]:
-            slots.append(_Slot(p, None))
+            slots.append(Slot(p, None))
             removed.append(slots[-1])
         for c in b[j1:j2]:
-            slots.append(_Slot(None, c))
+            slots.append(Slot(None, c))
             added.append(slots[-1])
     moved = set(map(key, (s.p for s in removed if s.p))) & set(map(key, (s.c for s in added if s.c)))
-    groups: list[tuple[str, list[_Slot]]] = []
+    groups: list[tuple[str, list[Slot]]] = []
     gone = [s for s in removed if s.p is not None and key(s.p) not in moved]
     new = [s for s in added if s.c is not None and key(s.c) not in moved]
     if gone:
@@ -379,7 +370,7 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[_Slot], found: 
     _renumber(slots, found, start)
 
 
-def _renumber(slots: list[_Slot], found: list[tuple[str, str]], start: int) -> None:
+def _renumber(slots: list[Slot], found: list[tuple[str, str]], start: int) -> None:
     """Number a lane's breaks in cache order (first slot each owns)."""
     first: dict[int, int] = {}
     for pos, s in enumerate(slots[start:]):
@@ -399,7 +390,7 @@ def _renumber(slots: list[_Slot], found: list[tuple[str, str]], start: int) -> N
 
 # -- description -------------------------------------------------------------------
 
-def _describe(kind: str, detail: str, mine: list[_Slot], slots: list[_Slot], child: bytes,
+def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child: bytes,
               offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
     from ._compare import _body_offset
     from .locate import pointer_at
@@ -429,153 +420,3 @@ def _describe(kind: str, detail: str, mine: list[_Slot], slots: list[_Slot], chi
     toks = sum(c_len[id(s)] for s in cs) if cs else sum(p_len[id(s)] for s in ps)
     return Break(kind, detail, segment, pointer, side, off, p_ex, c_ex, sum(len(s.data) for s in ps),
                  sum(len(s.data) for s in cs), toks, max(len(cs), len(ps)))
-
-
-# -- the partly fixed child ----------------------------------------------------------
-
-def fixed_child(parent: bytes, child: bytes, slots: Sequence[_Slot], fixed: set[int]) -> bytes:
-    """The child's body with the breaks in ``fixed`` undone: each slot they
-    own takes the parent's element (or none) as the parent sends it (with
-    its ``cache_control`` markers); every other byte is the child's."""
-    touched = [s for s in slots if s.owner in fixed]
-    if not touched:
-        return child
-    body = child
-    params = next((s for s in touched if _one(s).kind == "params"), None)
-    if params is not None:  # member by member: the parent's value, or none
-        body = _fix_params(parent, body, params)
-    # arrays (tools, system blocks, messages) and single values (a string system prompt)
-    arrays: dict[str, list[bytes]] = {}
-    spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # each array of each body walked once
-    covered: dict[str, set[int]] = {}
-    singles: dict[str, bytes | None] = {}
-    changed: set[str] = set()
-    for s in slots:
-        one = _one(s)
-        if one.kind == "params":
-            continue
-        container, index = _container(one.pointer)
-        if s.owner in fixed:
-            changed.add(container)
-        if s.c is not None:
-            c_index = _container(s.c.pointer)[1]
-            if c_index is not None:
-                covered.setdefault(container, set()).add(c_index)
-        body_of, seg = (parent, s.p) if s.owner in fixed else (child, s.c)
-        if index is not None:
-            elems = arrays.setdefault(container, [])
-            if seg is not None:
-                elems.append(_element(body_of, seg.pointer, spans))
-        else:
-            singles[container] = None if seg is None else _value(body_of, seg.pointer)
-    for container in sorted(changed):
-        if container in arrays:
-            body = _set_array(body, container, arrays[container], covered.get(container, set()))
-        else:
-            body = _set_value(body, container, singles.get(container))
-    return body
-
-
-def _one(s: _Slot) -> Segment:
-    one = s.p if s.p is not None else s.c
-    assert one is not None
-    return one
-
-
-def _container(ptr: str) -> tuple[str, int | None]:
-    """``("/tools", 3)`` for ``/tools/3``; ``("/system", None)`` for a single value."""
-    from ..jsonbytes import pointer
-
-    parts = split_pointer(ptr)
-    if parts and parts[-1].isdigit():
-        return pointer(*parts[:-1]), int(parts[-1])
-    return ptr, None
-
-
-def _element(body: bytes, ptr: str, spans: dict[tuple[int, str], list[tuple[int, int]]]) -> bytes:
-    """The bytes of array element ``ptr`` (``/messages/3``), its array's
-    element spans found once per body and kept in ``spans``."""
-    container, index = _container(ptr)
-    key = (id(body), container)
-    found = spans.get(key)
-    if found is None:
-        found = spans[key] = element_spans(body, container)
-    if index is None or index >= len(found):
-        raise InputError("no value at this pointer", pointer=ptr)
-    a, b = found[index]
-    return body[a:b]
-
-
-def _value(body: bytes, ptr: str) -> bytes:
-    span = value_spans(body, [ptr]).get(ptr)
-    if span is None:
-        raise InputError("no value at this pointer", pointer=ptr)
-    return body[span[0] : span[1]]
-
-
-def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int]) -> bytes:
-    """``body`` with the array at ``ptr`` holding ``elems``; the child's
-    elements no segment covers (Claude Code's billing block) keep their
-    place at the start or the end."""
-    span = value_spans(body, [ptr]).get(ptr)
-    if span is None:
-        return _set_value(body, ptr, b"[" + b",".join(elems) + b"]")
-    spans = element_spans(body, ptr)
-    low = min(covered) if covered else len(spans)
-    lead = [body[a:b] for k, (a, b) in enumerate(spans) if k not in covered and k < low]
-    tail = [body[a:b] for k, (a, b) in enumerate(spans) if k not in covered and k > low]
-    sep = body[spans[0][1] : spans[1][0]] if len(spans) > 1 else b","
-    opener = body[span[0] : spans[0][0]] if spans else b"["
-    closer = body[spans[-1][1] : span[1]] if spans else b"]"
-    return body[: span[0]] + opener + sep.join([*lead, *elems, *tail]) + closer + body[span[1] :]
-
-
-def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
-    """``body`` with the value at ``ptr`` replaced (``None``: its member
-    removed); a top-level member the body lacks is added at its end."""
-    span = value_spans(body, [ptr]).get(ptr)
-    parts = split_pointer(ptr)
-    if span is not None and value is not None:
-        return body[: span[0]] + value + body[span[1] :]
-    if len(parts) != 1:
-        raise InputError("cannot rebuild the child: a nested value is missing", pointer=ptr)
-    return _set_member(body, parts[0], value)
-
-
-def _set_member(body: bytes, key: str, value: bytes | None) -> bytes:
-    import orjson
-
-    members = member_spans(body)
-    for n, m in enumerate(members):
-        if m.key != key:
-            continue
-        if value is not None:
-            return body[: m.value_start] + value + body[m.end :]
-        if n + 1 < len(members):  # drop it and the comma after it
-            return body[: m.start] + body[members[n + 1].start :]
-        if n:  # the last: drop the comma before it
-            return body[: members[n - 1].end] + body[m.end :]
-        return body[: m.start] + body[m.end :]
-    if value is None:
-        return body
-    end = body.rstrip().rfind(b"}")
-    comma = b"," if members else b""
-    return body[:end] + comma + orjson.dumps(key) + b":" + value + body[end:]
-
-
-def _fix_params(parent: bytes, body: bytes, slot: _Slot | None) -> bytes:
-    """``body`` with each cache-key member of the params segment as the parent sends it."""
-    if slot is None:
-        return body
-    keys: dict[str, None] = {}
-    for seg in (slot.p, slot.c):
-        if seg is not None:
-            wrapped = b"{" + seg.data + b"}"
-            try:
-                keys.update(dict.fromkeys(m.key for m in iter_members(wrapped, 0)))
-            except InputError:
-                continue
-    p_members = {m.key: parent[m.value_start : m.end] for m in member_spans(parent)}
-    for key in keys:
-        body = _set_member(body, key, p_members.get(key))
-    return body

@@ -1,0 +1,180 @@
+"""The partly fixed child: the child's body with some breaks undone.
+
+:func:`fixed_child` takes the aligned lanes of :mod:`fidelity.diff.breaks`
+(each :class:`Slot` a parent segment, a child segment or both, and the break
+that owns it) and rebuilds the child's bytes: every slot a fixed break owns
+takes the parent's element as the parent sent it (with its ``cache_control``
+markers) or none, every other byte stays the child's. Arrays (tools, system
+blocks, messages, Gemini's declarations) are rebuilt with the child's own
+separators; a single value (a string system prompt, ``instructions``) is
+replaced, added or removed; the params segment's members are set to the
+parent's, member by member. The result is a body like any other: the differ
+compares it with the parent the way it compares the child.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from ..errors import InputError
+from ..jsonbytes import element_spans, iter_members, member_spans, pointer, split_pointer, value_spans
+from ..wire import Segment
+
+__all__ = ["Slot", "fixed_child"]
+
+
+@dataclass(eq=False)
+class Slot:
+    """One place of the aligned lane: a parent segment, a child segment, or
+    both, and the break that owns it (``None``: the same on both sides)."""
+
+    p: Segment | None
+    c: Segment | None
+    owner: int | None = None
+
+
+def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[int]) -> bytes:
+    """The child's body with the breaks in ``fixed`` undone: each slot they
+    own takes the parent's element (or none) as the parent sends it (with
+    its ``cache_control`` markers); every other byte is the child's."""
+    touched = [s for s in slots if s.owner in fixed]
+    if not touched:
+        return child
+    body = child
+    params = next((s for s in touched if _one(s).kind == "params"), None)
+    if params is not None:  # member by member: the parent's value, or none
+        body = _fix_params(parent, body, params)
+    # arrays (tools, system blocks, messages) and single values (a string system prompt)
+    arrays: dict[str, list[bytes]] = {}
+    spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # each array of each body walked once
+    covered: dict[str, set[int]] = {}
+    singles: dict[str, bytes | None] = {}
+    changed: set[str] = set()
+    for s in slots:
+        one = _one(s)
+        if one.kind == "params":
+            continue
+        container, index = _container(one.pointer)
+        if s.owner in fixed:
+            changed.add(container)
+        if s.c is not None:
+            c_index = _container(s.c.pointer)[1]
+            if c_index is not None:
+                covered.setdefault(container, set()).add(c_index)
+        body_of, seg = (parent, s.p) if s.owner in fixed else (child, s.c)
+        if index is not None:
+            elems = arrays.setdefault(container, [])
+            if seg is not None:
+                elems.append(_element(body_of, seg.pointer, spans))
+        else:
+            singles[container] = None if seg is None else _value(body_of, seg.pointer)
+    for container in sorted(changed):
+        if container in arrays:
+            body = _set_array(body, container, arrays[container], covered.get(container, set()))
+        else:
+            body = _set_value(body, container, singles.get(container))
+    return body
+
+
+def _one(s: Slot) -> Segment:
+    one = s.p if s.p is not None else s.c
+    assert one is not None
+    return one
+
+
+def _container(ptr: str) -> tuple[str, int | None]:
+    """``("/tools", 3)`` for ``/tools/3``; ``("/system", None)`` for a single value."""
+    parts = split_pointer(ptr)
+    if parts and parts[-1].isdigit():
+        return pointer(*parts[:-1]), int(parts[-1])
+    return ptr, None
+
+
+def _element(body: bytes, ptr: str, spans: dict[tuple[int, str], list[tuple[int, int]]]) -> bytes:
+    """The bytes of array element ``ptr`` (``/messages/3``), its array's
+    element spans found once per body and kept in ``spans``."""
+    container, index = _container(ptr)
+    key = (id(body), container)
+    found = spans.get(key)
+    if found is None:
+        found = spans[key] = element_spans(body, container)
+    if index is None or index >= len(found):
+        raise InputError("no value at this pointer", pointer=ptr)
+    a, b = found[index]
+    return body[a:b]
+
+
+def _value(body: bytes, ptr: str) -> bytes:
+    span = value_spans(body, [ptr]).get(ptr)
+    if span is None:
+        raise InputError("no value at this pointer", pointer=ptr)
+    return body[span[0] : span[1]]
+
+
+def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int]) -> bytes:
+    """``body`` with the array at ``ptr`` holding ``elems``; the child's
+    elements no segment covers (Claude Code's billing block) keep their
+    place at the start or the end."""
+    span = value_spans(body, [ptr]).get(ptr)
+    if span is None:
+        return _set_value(body, ptr, b"[" + b",".join(elems) + b"]")
+    spans = element_spans(body, ptr)
+    low = min(covered) if covered else len(spans)
+    lead = [body[a:b] for k, (a, b) in enumerate(spans) if k not in covered and k < low]
+    tail = [body[a:b] for k, (a, b) in enumerate(spans) if k not in covered and k > low]
+    sep = body[spans[0][1] : spans[1][0]] if len(spans) > 1 else b","
+    opener = body[span[0] : spans[0][0]] if spans else b"["
+    closer = body[spans[-1][1] : span[1]] if spans else b"]"
+    return body[: span[0]] + opener + sep.join([*lead, *elems, *tail]) + closer + body[span[1] :]
+
+
+def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
+    """``body`` with the value at ``ptr`` replaced (``None``: its member
+    removed); a top-level member the body lacks is added at its end."""
+    span = value_spans(body, [ptr]).get(ptr)
+    parts = split_pointer(ptr)
+    if span is not None and value is not None:
+        return body[: span[0]] + value + body[span[1] :]
+    if len(parts) != 1:
+        raise InputError("cannot rebuild the child: a nested value is missing", pointer=ptr)
+    return _set_member(body, parts[0], value)
+
+
+def _set_member(body: bytes, key: str, value: bytes | None) -> bytes:
+    members = member_spans(body)
+    for n, m in enumerate(members):
+        if m.key != key:
+            continue
+        if value is not None:
+            return body[: m.value_start] + value + body[m.end :]
+        if n + 1 < len(members):  # drop it and the comma after it
+            return body[: m.start] + body[members[n + 1].start :]
+        if n:  # the last: drop the comma before it
+            return body[: members[n - 1].end] + body[m.end :]
+        return body[: m.start] + body[m.end :]
+    if value is None:
+        return body
+    end = body.rstrip().rfind(b"}")
+    comma = b"," if members else b""
+    return body[:end] + comma + orjson.dumps(key) + b":" + value + body[end:]
+
+
+def _fix_params(parent: bytes, body: bytes, slot: Slot | None) -> bytes:
+    """``body`` with each cache-key member of the params segment as the parent sends it."""
+    if slot is None:
+        return body
+    keys: dict[str, None] = {}
+    for seg in (slot.p, slot.c):
+        if seg is not None:
+            wrapped = b"{" + seg.data + b"}"
+            try:
+                keys.update(dict.fromkeys(m.key for m in iter_members(wrapped, 0)))
+            except InputError:
+                continue
+    p_members = {m.key: parent[m.value_start : m.end] for m in member_spans(parent)}
+    for key in keys:
+        body = _set_member(body, key, p_members.get(key))
+    return body
