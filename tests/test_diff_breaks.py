@@ -17,6 +17,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fidelity import wire
 from fidelity.capture import snapshot
 from fidelity.diff import breaks_of, compare
 from fidelity.jsonbytes import element_spans, value_spans
@@ -397,3 +398,45 @@ def test_a_renamed_tool_call_id_is_one_break_with_the_result_that_answers_it():
     # a result that also changes its text has a change of its own: two breaks
     found = breaks_of(p_body, orjson.dumps(_chat_with_call("call_X", "a b c d")))
     assert [b.pointer.split("/")[:3] for b in found] == [["", "messages", "2"], ["", "messages", "3"]]
+
+
+_NAMES = st.sampled_from(["ls", "cat", "grep", "edit"])
+_TEXT = st.text(alphabet="ab \"\\é\n", max_size=12)
+
+
+@st.composite
+def chat_bodies(draw):
+    """Small Chat bodies: tools whose names may repeat, messages of any
+    role, assistant tool calls whose ids may repeat."""
+    tools = [{"type": "function", "function": {"name": draw(_NAMES), "description": draw(_TEXT)}}
+             for _ in range(draw(st.integers(0, 4)))]
+    msgs = [{"role": "system", "content": draw(_TEXT)}]
+    for _ in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()):
+            msgs.append({"role": draw(st.sampled_from(["user", "assistant"])), "content": draw(_TEXT)})
+        else:
+            cid = draw(st.sampled_from(["c1", "c2"]))
+            msgs.append({"role": "assistant", "content": None,
+                         "tool_calls": [{"id": cid, "type": "function",
+                                         "function": {"name": draw(_NAMES), "arguments": draw(_TEXT)}}]})
+            msgs.append({"role": "tool", "tool_call_id": cid, "content": draw(_TEXT)})
+    body = {"model": "gpt-4o", "messages": msgs}
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+@settings(max_examples=60, deadline=None)
+@given(chat_bodies(), chat_bodies())
+def test_fixing_every_break_leaves_a_child_that_only_appends(parent, child):
+    from fidelity.diff._rebuild import fixed_child
+    from fidelity.diff.breaks import _align
+
+    p_body, c_body = orjson.dumps(parent), orjson.dumps(child)
+    found = breaks_of(p_body, c_body)
+    assert (found == []) == (compare(p_body, c_body).cause.kind in ("identical", "appended_only"))
+    view = wire.get("openai-chat")
+    slots, groups = _align(view.cache_view(p_body), view.cache_view(c_body))
+    assert len(groups) == len(found)
+    fixed = compare(p_body, fixed_child(p_body, c_body, slots, set(range(len(groups)))))
+    assert fixed.cause.kind in ("identical", "appended_only"), (fixed.cause, [b.detail for b in found])
