@@ -440,3 +440,52 @@ def test_fixing_every_break_leaves_a_child_that_only_appends(parent, child):
     assert len(groups) == len(found)
     fixed = compare(p_body, fixed_child(p_body, c_body, slots, set(range(len(groups)))))
     assert fixed.cause.kind in ("identical", "appended_only"), (fixed.cause, [b.detail for b in found])
+
+
+_CC = st.sampled_from([None, {"type": "ephemeral"}])
+
+
+@st.composite
+def anthropic_bodies(draw):
+    """Small Messages bodies: repeated tool names, a string or block system
+    prompt, string or block contents, markers here and there."""
+    def block(text):
+        b = {"type": "text", "text": text}
+        cc = draw(_CC)
+        if cc:
+            b["cache_control"] = cc
+        return b
+
+    body: dict = {"model": "claude-sonnet-4-5", "max_tokens": 10}
+    if draw(st.booleans()):
+        body["tools"] = [{"name": draw(_NAMES), "description": draw(_TEXT), "input_schema": {"type": "object"}}
+                         for _ in range(draw(st.integers(1, 3)))]
+    if draw(st.booleans()):
+        body["system"] = draw(st.one_of(_TEXT, st.lists(_TEXT.map(block), min_size=1, max_size=3)))
+    body["messages"] = [{"role": "user" if i % 2 == 0 else "assistant",
+                         "content": draw(st.one_of(_TEXT, st.lists(_TEXT.map(block), min_size=1, max_size=3)))}
+                        for i in range(draw(st.integers(1, 4)))]
+    return body
+
+
+@settings(max_examples=60, deadline=None)
+@given(anthropic_bodies(), anthropic_bodies())
+def test_fixing_every_break_of_an_anthropic_child_leaves_one_that_only_appends(parent, child):
+    from fidelity.diff._compare import _unmarked
+    from fidelity.diff._rebuild import fixed_child
+    from fidelity.diff.breaks import _align
+    from fidelity.errors import InputError
+
+    p_body, c_body = orjson.dumps(parent), orjson.dumps(child)
+    try:
+        breaks_of(p_body, c_body, dialect="anthropic-messages")
+    except InputError:  # more than 4 breakpoints: Anthropic refuses the child itself
+        return
+    view = wire.get("anthropic-messages")
+    slots, groups = _align(_unmarked(view.cache_view(p_body)), _unmarked(view.cache_view(c_body)))
+    try:
+        fixed = compare(p_body, fixed_child(p_body, c_body, slots, set(range(len(groups)))),
+                        dialect="anthropic-messages")
+    except InputError:  # the parent's markers put back beside the child's: more than 4
+        return
+    assert fixed.cause.kind in ("identical", "appended_only"), fixed.cause

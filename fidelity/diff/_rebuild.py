@@ -51,13 +51,13 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[i
     arrays: dict[str, list[bytes]] = {}
     spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # each array of each body walked once
     covered: dict[str, set[int]] = {}
-    singles: dict[str, bytes | None] = {}
+    singles: dict[str, bytes] = {}
     changed: set[str] = set()
     for s in slots:
         one = _one(s)
         if one.kind == "params":
             continue
-        container, index = _container(one.pointer)
+        container = _container(one.pointer)[0]
         if s.owner in fixed:
             changed.add(container)
         if s.c is not None:
@@ -65,17 +65,20 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[i
             if c_index is not None:
                 covered.setdefault(container, set()).add(c_index)
         body_of, seg = (parent, s.p) if s.owner in fixed else (child, s.c)
-        if index is not None:
-            elems = arrays.setdefault(container, [])
-            if seg is not None:
-                elems.append(_element(body_of, seg.pointer, spans))
+        if seg is None:
+            continue
+        # the shape the chosen segments give (a string system prompt or a list of blocks)
+        if _container(seg.pointer)[1] is not None:
+            arrays.setdefault(container, []).append(_element(body_of, seg.pointer, spans))
         else:
-            singles[container] = None if seg is None else _value(body_of, seg.pointer)
+            singles[container] = _value(body_of, seg.pointer)
     for container in sorted(changed):
-        if container in arrays:
-            body = _set_array(body, container, arrays[container], covered.get(container, set()))
-        else:
-            body = _set_value(body, container, singles.get(container))
+        if container in singles:
+            body = _set_value(body, container, singles[container])
+        elif container in arrays or container in covered:
+            body = _set_array(body, container, arrays.get(container, []), covered.get(container, set()))
+        else:  # nothing chosen there: the member goes
+            body = _set_value(body, container, None)
     return body
 
 

@@ -191,30 +191,33 @@ def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[S
     order = list(dict.fromkeys([*c_l, *p_l]))
     slots: list[Slot] = []
     found: list[tuple[str, str]] = []
-    for lane in order:
+    for k, lane in enumerate(order):
         a, b = p_l.get(lane, []), c_l.get(lane, [])
         if lane == "tools":
             _align_tools(a, b, slots, found)
         else:
-            _align_runs(lane, a, b, slots, found)
+            # segments past the parent's last one are appended only in the parent's last lane
+            tail = not any(p_l.get(later) for later in order[k + 1 :])
+            _align_runs(lane, a, b, slots, found, tail)
     return slots, found
 
 
 def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[Slot],
-                found: list[tuple[str, str]]) -> None:
+                found: list[tuple[str, str]], tail: bool = True) -> None:
     """System blocks, messages, params: equal runs anchor; a replaced run of
     equal length pairs up (one break per differing pair), one whose length
-    changed is one break. Segments the child adds after the parent's last
-    are appended, not a break."""
+    changed is one break. In the ``tail`` lane (no parent segment after it)
+    segments the child adds after the parent's last are appended, not a
+    break."""
     sm = SequenceMatcher(None, [s.data for s in a], [s.data for s in b], autojunk=False)
     ops = sm.get_opcodes()
     renamed: dict[str, tuple[str, int]] = {}  # tool-call id the child renamed -> (its new id, the break)
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
         if tag == "equal":
             slots.extend(Slot(p, c) for p, c in zip(a[i1:i2], b[j1:j2]))
-        elif tag == "insert" and i1 == len(a) and n == len(ops) - 1:
+        elif tag == "insert" and tail and i1 == len(a) and n == len(ops) - 1:
             slots.extend(Slot(None, c) for c in b[j1:j2])  # appended after the parent's last: kept
-        elif tag == "replace" and (i2 - i1 == j2 - j1 or (i2 == len(a) and j2 - j1 > i2 - i1)):
+        elif tag == "replace" and (i2 - i1 == j2 - j1 or (tail and i2 == len(a) and j2 - j1 > i2 - i1)):
             # the same count pairs up; at the parent's end, what the child has beyond it is appended
             for p, c in zip(a[i1:i2], b[j1:j2]):
                 owner = _renamed_only(p, c, renamed) if lane == "message" else None
