@@ -489,3 +489,53 @@ def test_fixing_every_break_of_an_anthropic_child_leaves_one_that_only_appends(p
     except InputError:  # the parent's markers put back beside the child's: more than 4
         return
     assert fixed.cause.kind in ("identical", "appended_only"), fixed.cause
+
+
+@st.composite
+def gemini_bodies(draw):
+    body: dict = {"contents": [{"role": "user" if i % 2 == 0 else "model",
+                                "parts": [{"text": draw(_TEXT)} for _ in range(draw(st.integers(1, 2)))]}
+                               for i in range(draw(st.integers(1, 4)))]}
+    if draw(st.booleans()):
+        body["systemInstruction"] = {"parts": [{"text": draw(_TEXT)}]}
+    if draw(st.booleans()):
+        body["tools"] = [{"functionDeclarations": [{"name": draw(_NAMES), "description": draw(_TEXT)}
+                                                   for _ in range(draw(st.integers(1, 3)))]}]
+    return body
+
+
+@st.composite
+def responses_bodies(draw):
+    body: dict = {"model": "gpt-4o", "input": [{"role": draw(st.sampled_from(["user", "assistant"])),
+                                                "content": draw(_TEXT)} for _ in range(draw(st.integers(1, 4)))]}
+    if draw(st.booleans()):
+        body["instructions"] = draw(_TEXT)
+    if draw(st.booleans()):
+        body["tools"] = [{"type": "function", "name": draw(_NAMES), "parameters": {}}
+                         for _ in range(draw(st.integers(1, 3)))]
+    return body
+
+
+def _fully_fixed_only_appends(dialect: str, parent: dict, child: dict, model: str | None = None) -> None:
+    from fidelity.diff._rebuild import fixed_child
+    from fidelity.diff.breaks import _align
+
+    p_body, c_body = orjson.dumps(parent), orjson.dumps(child)
+    found = breaks_of(p_body, c_body, dialect=dialect, model=model)
+    view = wire.get(dialect)
+    slots, groups = _align(view.cache_view(p_body), view.cache_view(c_body))
+    assert len(groups) == len(found)
+    fixed = compare(p_body, fixed_child(p_body, c_body, slots, set(range(len(groups)))), dialect=dialect, model=model)
+    assert fixed.cause.kind in ("identical", "appended_only"), fixed.cause
+
+
+@settings(max_examples=40, deadline=None)
+@given(gemini_bodies(), gemini_bodies())
+def test_fixing_every_break_of_a_gemini_child_builds_missing_containers(parent, child):
+    _fully_fixed_only_appends("gemini", parent, child, "gemini-2.5-flash")
+
+
+@settings(max_examples=40, deadline=None)
+@given(responses_bodies(), responses_bodies())
+def test_fixing_every_break_of_a_responses_child_leaves_one_that_only_appends(parent, child):
+    _fully_fixed_only_appends("openai-responses", parent, child)

@@ -136,18 +136,44 @@ def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int]) -> 
 
 def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
     """``body`` with the value at ``ptr`` replaced (``None``: its member
-    removed); a top-level member the body lacks is added at its end."""
+    removed); a member the body lacks is added to the deepest object on the
+    way that exists, with the objects between built around it
+    (``systemInstruction`` for a Gemini child without one)."""
     span = value_spans(body, [ptr]).get(ptr)
     parts = split_pointer(ptr)
     if span is not None and value is not None:
         return body[: span[0]] + value + body[span[1] :]
-    if len(parts) != 1:
-        raise InputError("cannot rebuild the child: a nested value is missing", pointer=ptr)
-    return _set_member(body, parts[0], value)
+    if not parts:
+        raise InputError("cannot rebuild the child: no body", pointer=ptr)
+    if value is None:
+        return _set_member(body, pointer(*parts[:-1]), parts[-1], None) if span is not None else body
+    k = len(parts) - 1
+    while k and pointer(*parts[:k]) not in value_spans(body, [pointer(*parts[:k])]):
+        k -= 1
+    for key in reversed(parts[k + 1 :]):  # the missing containers between, innermost first
+        if key == "0":
+            value = b"[" + value + b"]"
+        elif key.isdigit():
+            raise InputError("cannot rebuild the child: an array on the way is too short", pointer=ptr)
+        else:
+            value = b"{" + orjson.dumps(key) + b":" + value + b"}"
+    where = pointer(*parts[:k])
+    if parts[k].isdigit():  # a new last element of an array that exists
+        spans = element_spans(body, where)
+        if int(parts[k]) != len(spans):
+            raise InputError("cannot rebuild the child: an array on the way is too short", pointer=ptr)
+        at = value_spans(body, [where])[where][1] - 1
+        return body[:at] + (b"," if spans else b"") + value + body[at:]
+    return _set_member(body, where, parts[k], value)
 
 
-def _set_member(body: bytes, key: str, value: bytes | None) -> bytes:
-    members = member_spans(body)
+def _set_member(body: bytes, obj: str, key: str, value: bytes | None) -> bytes:
+    """``body`` with member ``key`` of the object at ``obj`` set to ``value``
+    (added at the object's end when absent; ``None``: removed with its comma)."""
+    span = value_spans(body, [obj]).get(obj)
+    if span is None or body[span[0] : span[0] + 1] != b"{":
+        raise InputError("cannot rebuild the child: not an object", pointer=obj)
+    members = member_spans(body, obj)
     for n, m in enumerate(members):
         if m.key != key:
             continue
@@ -160,7 +186,7 @@ def _set_member(body: bytes, key: str, value: bytes | None) -> bytes:
         return body[: m.start] + body[m.end :]
     if value is None:
         return body
-    end = body.rstrip().rfind(b"}")
+    end = span[0] + body[span[0] : span[1]].rfind(b"}")
     comma = b"," if members else b""
     return body[:end] + comma + orjson.dumps(key) + b":" + value + body[end:]
 
@@ -179,5 +205,5 @@ def _fix_params(parent: bytes, body: bytes, slot: Slot | None) -> bytes:
                 continue
     p_members = {m.key: parent[m.value_start : m.end] for m in member_spans(parent)}
     for key in keys:
-        body = _set_member(body, key, p_members.get(key))
+        body = _set_member(body, "", key, p_members.get(key))
     return body
