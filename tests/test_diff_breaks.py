@@ -100,7 +100,7 @@ def edited_children(draw):
     return parent, sorted(edits, key=_rank), draw(st.booleans())
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(edited_children())
 def test_k_edits_give_k_breaks_in_cache_order_each_kept_as_diff_reports(case):
     parent, edits, extra = case
@@ -121,7 +121,7 @@ def test_k_edits_give_k_breaks_in_cache_order_each_kept_as_diff_reports(case):
     assert full.cause.kind in ("identical", "appended_only") and found[-1].kept == full.cache.predicted_cached
 
 
-@settings(max_examples=10, deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 4), st.integers(2, 5), st.integers(0, 3))
 def test_an_append_only_child_has_no_break(n_tools, n_msgs, more):
     parent = _parent(n_tools, n_msgs)
@@ -426,7 +426,7 @@ def chat_bodies(draw):
     return body
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chat_bodies(), chat_bodies())
 def test_fixing_every_break_leaves_a_child_that_only_appends(parent, child):
     from fidelity.diff._rebuild import fixed_child
@@ -468,7 +468,7 @@ def anthropic_bodies(draw):
     return body
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(anthropic_bodies(), anthropic_bodies())
 def test_fixing_every_break_of_an_anthropic_child_leaves_one_that_only_appends(parent, child):
     from fidelity.diff._compare import _unmarked
@@ -529,13 +529,13 @@ def _fully_fixed_only_appends(dialect: str, parent: dict, child: dict, model: st
     assert fixed.cause.kind in ("identical", "appended_only"), fixed.cause
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gemini_bodies(), gemini_bodies())
 def test_fixing_every_break_of_a_gemini_child_builds_missing_containers(parent, child):
     _fully_fixed_only_appends("gemini", parent, child, "gemini-2.5-flash")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(responses_bodies(), responses_bodies())
 def test_fixing_every_break_of_a_responses_child_leaves_one_that_only_appends(parent, child):
     _fully_fixed_only_appends("openai-responses", parent, child)
