@@ -70,8 +70,7 @@ def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
             # the tool lists by name: the first tools of each side are different tools
             # whose schemas have nothing to compare
             # (name -> position: deepdiff names the tools added, removed or moved)
-            pair = tuple(orjson.dumps({str(_tool_name(s.data)): n for n, s in enumerate(x for x in side
-                                                                                      if x.kind == "tools")})
+            pair = tuple(orjson.dumps({str(_tool_name(side[i].data)): n for n, i in enumerate(_at(side, "tools"))})
                          for side in (p, c))  # type: ignore[assignment]
         return Cause("tools_changed", detail, pair)
     if kind == "system":
