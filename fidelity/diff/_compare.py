@@ -485,11 +485,22 @@ def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes,
     from ..cache.prompts import cache_prompt
 
     def prompt(body: bytes, time: float) -> cache_models.PromptTokens:
-        req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
+        key = (d.name, model, endpoint, body)
+        req = _PROMPTS.get(key)
+        if req is None:
+            req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
+            if len(_PROMPTS) >= 4:
+                _PROMPTS.pop(next(iter(_PROMPTS)))  # oldest first
+            _PROMPTS[key] = req
         return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
 
     same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
     return prompt(parent, 0.0), prompt(child, 1.0), same
+
+
+#: the last few bodies' Anthropic prompts: one parent against its children and
+#: against each partly fixed child (fidelity.diff.breaks) is built once
+_PROMPTS: dict[tuple[str, str, str | None, bytes], Any] = {}
 
 
 def _params(segs: Sequence[Segment]) -> dict[str, Any]:

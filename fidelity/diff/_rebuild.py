@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import orjson
 
@@ -36,10 +37,13 @@ class Slot:
     owner: int | None = None
 
 
-def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[int]) -> bytes:
+def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[int],
+                spans: dict[tuple[int, str], list[tuple[int, int]]] | None = None) -> bytes:
     """The child's body with the breaks in ``fixed`` undone: each slot they
     own takes the parent's element (or none) as the parent sends it (with
-    its ``cache_control`` markers); every other byte is the child's."""
+    its ``cache_control`` markers); every other byte is the child's.
+    ``spans``: the element spans of the parent's and the child's arrays,
+    kept by a caller that rebuilds the same pair again."""
     touched = [s for s in slots if s.owner in fixed]
     if not touched:
         return child
@@ -49,7 +53,8 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[i
         body = _fix_params(parent, body, params)
     # arrays (tools, system blocks, messages) and single values (a string system prompt)
     arrays: dict[str, list[bytes]] = {}
-    spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # each array of each body walked once
+    # each array of the parent and the child walked once (across rebuilds when the caller keeps ``spans``)
+    spans = {} if spans is None else spans
     covered: dict[str, set[int]] = {}
     singles: dict[str, bytes] = {}
     changed: set[str] = set()
@@ -88,6 +93,7 @@ def _one(s: Slot) -> Segment:
     return one
 
 
+@lru_cache(maxsize=65536)
 def _container(ptr: str) -> tuple[str, int | None]:
     """``("/tools", 3)`` for ``/tools/3``; ``("/system", None)`` for a single value."""
     parts = split_pointer(ptr)

@@ -151,6 +151,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     for i, (kind, detail) in enumerate(found):
         out.append(_describe(kind, detail, owned[i], slots, child, offsets, at_, c_len, p_len))
     fixed: list[Break] = []
+    spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # the two bodies' arrays, for every rebuild
     for i, brk in enumerate(out):
         kept: int | None = None
         usd: float | None = None
@@ -159,7 +160,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
             continue
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
-                body = fixed_child(parent, child, slots, set(range(i + 1)))
+                body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
             # compare(parent, body)'s own steps, the parent's cache view cut once for all
             kept = _compare_views(d, model, parent, body, p_raw, _view(d, body, None, endpoint), prices,
                                   endpoint=endpoint, at=at).cache.predicted_cached
