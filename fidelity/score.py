@@ -116,6 +116,9 @@ class Row:
     meets_expectation: bool
     cache_preserving: bool
     siblings: tuple[SiblingFigures, ...] = ()
+    #: every break of the child in cache order with what fixing it keeps
+    #: (:func:`fidelity.diff.breaks_of` on the rendered pair)
+    breaks: tuple[differ.Break, ...] = ()
 
     @property
     def region(self) -> str | None:
@@ -250,6 +253,7 @@ class _Scorer:
         self.by_name = {v.name: v for v in variants}
 
         self._memo: dict[tuple[str, str, bytes, bytes], DiffResult] = {}
+        self._breaks: dict[tuple[str, str, bytes, bytes], tuple[differ.Break, ...]] = {}
         self._states: dict[tuple[str, str, str, str], tuple[Simulator, float, Route]] = {}
         self._predictions: dict[tuple[int, Route, bytes], Prediction] = {}
 
@@ -300,6 +304,17 @@ class _Scorer:
             hit = self._memo[key] = differ.compare_requests(parent, child, dialect, prices=self.prices)
         return hit
 
+    def breaks(self, parent: Request, child: Request, dialect: str, result: DiffResult) -> tuple[differ.Break, ...]:
+        """:func:`fidelity.diff.breaks_of` on the rendered pair, memoised like :meth:`compare`."""
+        d = wire.get(dialect)
+        p_body, c_body = d.render(parent), d.render(child)
+        key = (dialect, child.route.model, p_body, c_body)
+        hit = self._breaks.get(key)
+        if hit is None:
+            hit = self._breaks[key] = tuple(differ.breaks_of(p_body, c_body, dialect=dialect, model=child.route.model,
+                                                             prices=self.prices, result=result))
+        return hit
+
     def row(self, session: Session, variant: Variant, setup: ProviderSetup) -> Row:
         d = wire.get(setup.dialect)
         history = replace(session.history, route=Route(d.provider, setup.model))
@@ -311,6 +326,7 @@ class _Scorer:
                          for c in variant.children(history, directives, context))
         child = children[0]
         result = self.compare(parent, child, setup.dialect)
+        fixes = self.breaks(parent, child, setup.dialect, result)
 
         base = variant.base(history, directives[0])
         n = _inherited_messages(base, history)
@@ -361,7 +377,7 @@ class _Scorer:
             pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
             regions=layout(child, setup.dialect, result.model), cost=cost, note=note,
             expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result, inheritable),
-            cache_preserving=variant.cache_preserving, siblings=tuple(siblings),
+            cache_preserving=variant.cache_preserving, siblings=tuple(siblings), breaks=fixes,
         )
 
 

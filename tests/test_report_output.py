@@ -173,7 +173,7 @@ def test_report_has_real_harness_rows(tmp_path):
     html = (out / "fidelity-report.html").read_text()
     for h in data["harness"]:
         assert h["provider"] in md and h["provider"] in html
-    assert "| qwen-code | 0.24.4 |" in md and "<td>0.24.4</td>" in html
+    assert "| qwen-code | 0.24.4 |" in md and "<td class=\"t\">0.24.4</td>" in html
     assert cli.main(["report", "--providers", "deepseek", "--variants", "one-shot-fork", "--out", str(out),
                      "--quiet", "--harness", "none"]) == 0
     assert orjson.loads((out / "fidelity-report.json").read_bytes())["harness"] == []

@@ -54,7 +54,7 @@ def _time(text: str) -> dt.datetime:
 
 
 def run(args: argparse.Namespace) -> int:
-    prices = pricing.load(args.prices) if args.prices else None
+    prices = pricing.load(args.prices)  # the bundled table without --prices: loaded once for every pair
     folder = args.child is None
     skipped: list[Skipped] = []
     notes: list[str] = []
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     def results() -> Iterator[DiffResult]:
         for parent, child, how in _pairs(args):
             res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,
-                               lenient=folder, notes=notes, endpoint=args.endpoint, at=args.at)
+                               lenient=folder, notes=notes, endpoint=args.endpoint, at=args.at, with_breaks=True)
             # where URL, metadata and body disagreed: which dialect was chosen and why
             for note in dict.fromkeys(notes):
                 print(f"fidelity diff: note: {note}", file=sys.stderr)
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     # rich types ``file`` as a nominal IO[str]; _Escaping is a duck-typed text stream
     console = StdoutConsole(file=_Escaping(sys.stdout))  # type: ignore[arg-type]
-    if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line
-        console = StdoutConsole(file=_Escaping(sys.stdout), width=200)  # type: ignore[arg-type]
+    if not console.is_terminal:  # a log or a pipe: room for the excerpts on one line, no padding
+        console = StdoutConsole(file=_Unpadded(_Escaping(sys.stdout)), width=200)  # type: ignore[arg-type]
     shown = 0
     for result in _progress(results(), args):
         if args.child is None:
@@ -136,6 +136,32 @@ class _Escaping:
     def write(self, text: str) -> int:
         written: int = self._stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
         return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Unpadded:
+    """A text stream that drops the trailing spaces rich pads each line of
+    a table with to the console's width: a log or a pipe gets lines as long
+    as their text (the terminal keeps rich's own output)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._line + text).split("\n")
+        self._line = lines.pop()
+        if lines:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:
+            self._stream.write(self._line.rstrip(" "))
+            self._line = ""
+        self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

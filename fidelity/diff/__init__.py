@@ -6,7 +6,10 @@ console/plain-text views live in :mod:`fidelity.diff.views`.
 
 Submodules: :mod:`~fidelity.diff.bytediff` (first divergent byte),
 :mod:`~fidelity.diff.locate` (JSON pointer of a byte offset),
-:mod:`~fidelity.diff.causes` (what kind of change broke the prefix).
+:mod:`~fidelity.diff.causes` (what kind of change broke the prefix),
+:mod:`~fidelity.diff.breaks` (every break, and what fixing each keeps:
+``breaks_of(parent, child) -> list[Break]``, for the proxy, gate and scan
+to call).
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from ._compare import (
     prompt_token_ids,
     shared_tokens,
 )
+from .breaks import Break, breaks_of
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
 
 __all__ = [
     "SCHEMA",
+    "Break",
+    "breaks_of",
     "CacheFigures",
     "Cause",
     "CostFigures",

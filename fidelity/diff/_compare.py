@@ -22,8 +22,8 @@ from __future__ import annotations
 import datetime as _dt
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -34,10 +34,14 @@ from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
+from ._simulate import simulated
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
 from .lost import lost_tokens
+
+if TYPE_CHECKING:
+    from .breaks import Break
 
 __all__ = [
     "SCHEMA",
@@ -73,6 +77,15 @@ class ViewDiff:
     child_excerpt: str | None
     parent_segments: int
     child_segments: int
+    #: the pointer of the first differing segment itself (``/messages/3``;
+    #: ``""`` for params): the segment is named after it
+    segment_pointer: str | None = None
+    #: the JSON pointer of the first raw divergent byte, in the child's body
+    #: (the parent's when the child ends there)
+    raw_pointer: str | None = None
+    #: why the raw first divergent byte is not the cache view's (``None``:
+    #: both name the same place)
+    raw_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,9 @@ class DiffResult:
     cache: CacheFigures
     cost: CostFigures | None
     cost_note: str | None = None
+    #: every break in cache order with what fixing it keeps
+    #: (:func:`fidelity.diff.breaks.breaks_of`); ``None`` when not asked for
+    breaks: tuple[Break, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The stable, documented JSON schema (``fidelity.diff/1``): :func:`fidelity.diff.views.to_json`."""
@@ -134,12 +150,15 @@ def compare(
     child_path: str | None = None,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    with_breaks: bool = False,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
     not given). ``endpoint``: the URL both went to, for dialects whose cache
     view depends on it (``None``: the provider's own API). ``at``: when the
     child is sent, for prices that depend on the time of day (``None``: the
-    peak rate). Bad input raises :class:`InputError` naming the file."""
+    peak rate). ``with_breaks``: list every break and what fixing it keeps
+    (:attr:`DiffResult.breaks`). Bad input raises :class:`InputError` naming
+    the file."""
     parent_obj = jsonio.loads(parent, path=parent_path)
     child_obj = jsonio.loads(child, path=child_path)
     if dialect is not None:
@@ -159,7 +178,13 @@ def compare(
         with jsonio.parsed_once(child, child_obj):
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
-        return _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at)
+        result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at)
+    if not with_breaks:
+        return result
+    from .breaks import breaks_of
+
+    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs))
+    return replace(result, breaks=tuple(found))
 
 
 def compare_requests(
@@ -233,6 +258,10 @@ def _compare_views(
         else:
             note = None
     view = _locate_view(parent, child, p_segs, c_segs, split)
+    if raw_at is not None:
+        side = child if raw_at < len(child) else parent
+        raw_ptr = pointer_at(side, raw_at) if raw_at < len(side) else None
+        view = replace(view, raw_pointer=raw_ptr, raw_note=_raw_why(raw_ptr, p_segs, c_segs, split, view.pointer))
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
     if note:
         cause = Cause(cause.kind, f"{cause.detail}; also {note}" if cause.detail else note, cause.segments)
@@ -268,11 +297,13 @@ def _compare_views(
         shared = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
         levels = None
     figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
-    outcome = cm.predict([p_prompt] if same_key else [], c_prompt)
+    # the simulator replay and scan run: the parent fed, then the child asked about
+    outcome = simulated(cm, [p_prompt] if same_key else [], c_prompt)
+    read, written = outcome.cache_read or 0, outcome.cache_write or 0
     # what a child that kept the parent's prefix would have read, less the
     # prediction (fidelity.diff.lost: by position, from the first divergence)
-    lost = lost_tokens(cm, p_prompt, c_prompt, outcome.cached, same_key=same_key, shared=shared, levels=levels)
-    cache_fig = CacheFigures(cm.name, outcome.cached, outcome.written, lost)
+    lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
+    cache_fig = CacheFigures(cm.name, read, written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
@@ -337,7 +368,38 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
         excerpt(parent, p_at),
         excerpt(child, c_at),
         *counts,
+        seg.pointer,
     )
+
+
+def _raw_why(raw_ptr: str | None, p_segs: Sequence[Segment], c_segs: Sequence[Segment],
+             split: int | None, view_ptr: str | None) -> str | None:
+    """Why the bodies' first raw divergent byte (at ``raw_ptr``) is not where
+    the cache views part (``None`` when it is the same place)."""
+    if raw_ptr is None:
+        return "one body is a byte prefix of the other"
+    if view_ptr is not None and (raw_ptr == view_ptr or raw_ptr.startswith(view_ptr + "/")
+                                 or view_ptr.startswith(raw_ptr + "/")):
+        return None
+    top = raw_ptr.split("/")[1] if raw_ptr.count("/") else ""
+    for segs, other in ((c_segs, p_segs), (p_segs, c_segs)):
+        theirs = {seg.pointer: seg.data for seg in other}
+        for i, seg in enumerate(segs):
+            if seg.pointer == "" and seg.kind == "params":
+                held = f'"{top}"'.encode() in seg.data
+            else:
+                held = raw_ptr == seg.pointer or raw_ptr.startswith(seg.pointer + "/")
+            # the raw bytes part where an array grows or shrinks: its first element that differs
+            within = seg.pointer.startswith(raw_ptr + "/") and theirs.get(seg.pointer) != seg.data
+            if not (held or within):
+                continue
+            if split is None or i < split:
+                return (f"the raw bodies part at {raw_ptr!r}, which the cache view reads as the same on both "
+                        "sides (it leaves out cache_control markers and reads top-level keys in the cache's order)")
+            return (f"the raw bodies part at {raw_ptr!r}, which the cache view reads after where it parts "
+                    "(it orders the body as the provider's cache reads it)")
+    return (f"the raw bodies part at {raw_ptr!r}, which the cache view leaves out "
+            "(the provider's cache does not key on it)")
 
 
 def _view_end(body: bytes, segs: Sequence[Segment]) -> int:
@@ -408,11 +470,22 @@ def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes,
     from ..cache.prompts import cache_prompt
 
     def prompt(body: bytes, time: float) -> cache_models.PromptTokens:
-        req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
+        key = (d.name, model, endpoint, body)
+        req = _PROMPTS.get(key)
+        if req is None:
+            req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
+            if len(_PROMPTS) >= 4:
+                _PROMPTS.pop(next(iter(_PROMPTS)))  # oldest first
+            _PROMPTS[key] = req
         return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
 
     same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
     return prompt(parent, 0.0), prompt(child, 1.0), same
+
+
+#: the last few bodies' Anthropic prompts: one parent against its children and
+#: against each partly fixed child (fidelity.diff.breaks) is built once
+_PROMPTS: dict[tuple[str, str, str | None, bytes], Any] = {}
 
 
 def _params(segs: Sequence[Segment]) -> dict[str, Any]:

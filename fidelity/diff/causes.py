@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import orjson
+
 from ..wire import Segment
 from .bytediff import first_divergence
 
@@ -63,7 +65,14 @@ def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
     if kind == "params":
         return Cause("params_changed", _params_detail(a.data, b.data), pair)
     if kind == "tools":
-        return Cause("tools_changed", _tools_detail(p, c, split), pair)
+        detail = _tools_detail(p, c, split)
+        if detail.startswith(("tool added", "tool removed", "tools replaced", "tools reordered")):
+            # the tool lists by name: the first tools of each side are different tools
+            # whose schemas have nothing to compare
+            # (name -> position: deepdiff names the tools added, removed or moved)
+            pair = tuple(orjson.dumps({str(_tool_name(side[i].data)): n for n, i in enumerate(_at(side, "tools"))})
+                         for side in (p, c))  # type: ignore[assignment]
+        return Cause("tools_changed", detail, pair)
     if kind == "system":
         return Cause("system_changed", _text_detail(p, c, split, "system"), pair)
     return Cause("messages_rewritten", _message_detail(p, c, split), pair)
@@ -270,8 +279,12 @@ def _deepdiff(a: bytes, b: bytes) -> dict[str, Any] | None:
     diff = DeepDiff(va, vb, verbose_level=0)
     out: dict[str, Any] = {}
     for key, value in diff.to_dict().items():
-        paths = sorted(value) if isinstance(value, (set, frozenset, list)) else sorted(value.keys()) \
-            if isinstance(value, dict) else [str(value)]
+        if isinstance(value, dict):
+            paths = sorted(value.keys())
+        elif isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            paths = [str(value)]
+        else:  # a set, a list, or deepdiff's own SetOrdered
+            paths = sorted(map(str, value))
         out[key] = [str(x) for x in paths[:5]] + ([f"... {len(paths) - 5} more"] if len(paths) > 5 else [])
     return out or None
 

@@ -25,7 +25,7 @@ from ..capture.classify import classify
 from ..errors import InputError
 from ._compare import DiffResult, compare
 
-__all__ = ["Skipped", "compare_pair", "summary", "describe_request"]
+__all__ = ["Skipped", "compare_pair", "summary", "describe_request", "placed_url"]
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,13 @@ def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None 
 
 def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model: str | None = None,
                  prices: Any = None, lenient: bool = False, notes: list[str] | None = None,
-                 endpoint: str | None = None, at: Any = None) -> DiffResult | Skipped:
+                 endpoint: str | None = None, at: Any = None, with_breaks: bool = False) -> DiffResult | Skipped:
     """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests
     (``path, body, meta``). ``lenient``: a pair that cannot be compared is a
     :class:`Skipped` instead of an :class:`InputError`. ``endpoint``: where
     the requests went (default: the parent snapshot's URL), for caches that
-    depend on it. ``at``: when the child is sent (time-of-day prices)."""
+    depend on it. ``at``: when the child is sent (time-of-day prices).
+    ``with_breaks``: list every break (:attr:`DiffResult.breaks`)."""
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
     # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
@@ -101,11 +102,27 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
             parsed.clear()
             return compare(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
                            parent_path=p_name, child_path=c_name,
-                           endpoint=endpoint or getattr(parent.meta, "url", None), at=at)
+                           endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at,
+                           with_breaks=with_breaks)
     except InputError as exc:
         if not lenient:
             raise
         return Skipped(p_name, c_name, exc.problem)
+
+
+def placed_url(url: str | None) -> str | None:
+    """A snapshot's URL when its host names a provider fidelity knows (its
+    API or a third-party one, :func:`fidelity.providers.from_url`), else ``None``:
+    the dialect's own API. A URL no route matches (a recording made against
+    a local stand-in, an unknown gateway) says nothing about whose cache
+    served the request, and ``fidelity scan`` reads such a request as sent
+    to the provider's own API: ``diff`` does the same, so both name one
+    figure for one folder. ``--endpoint`` names a third-party cache."""
+    from .. import providers
+
+    found = providers.from_url(url) if url else None
+    # a route matched by its path alone (``/v1/messages`` on any host) does not place the host
+    return url if found is not None and found.rule.startswith("host ") else None
 
 
 def _given(body: bytes, value: Any, *, once: bool = False) -> AbstractContextManager[None]:

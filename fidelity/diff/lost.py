@@ -78,6 +78,7 @@ def lost_tokens(cm: CacheModel, parent: PromptTokens, child: PromptTokens, read:
     the token offsets where each cache level starts, in the parent and in
     the child (ascending; ``None``: one level from offset 0)."""
     from ..cache._breakpoints import BreakpointCache
+    from ._simulate import simulated
 
     if not isinstance(cm, BreakpointCache):
         n = min(len(parent.tokens), len(child.tokens))
@@ -85,7 +86,7 @@ def lost_tokens(cm: CacheModel, parent: PromptTokens, child: PromptTokens, read:
             return 0
         # a parent holding the child's own first n tokens: a matched prefix
         matched = cache_models.PromptTokens(child.tokens[:n], 0.0)
-        ideal = cm.predict([matched], child).cached
+        ideal = simulated(cm, [matched], child).cache_read or 0
         return max(0, ideal - read)
     entries = parent_entries(cm, parent)
     if not entries:

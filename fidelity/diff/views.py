@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ._compare import DiffResult
 
-__all__ = ["SCHEMA", "to_json", "headline", "fields", "console", "text_lines", "annotation"]
+__all__ = ["SCHEMA", "to_json", "headline", "fields", "console", "text_lines", "annotation", "segment_name",
+           "break_lines"]
 
 SCHEMA = "fidelity.diff/1"
 
@@ -65,11 +66,14 @@ def to_json(result: DiffResult) -> dict[str, Any]:
             "first_divergent_byte": result.raw.first_divergent_byte,
             "parent_bytes": result.raw.parent_size,
             "child_bytes": result.raw.child_size,
+            "pointer": view.raw_pointer,
+            "note": raw_note(result),
         },
         "cache_view": {
             "identical": view.first_divergent_byte is None,
             "first_divergent_byte": view.first_divergent_byte,
-            "segment": None if view.segment is None else {"kind": view.segment[0], "index": view.segment[1]},
+            "segment": None if view.segment is None else {"kind": view.segment[0], "index": view.segment[1],
+                                                          "name": segment_name(result)},
             "pointer": view.pointer,
             "parent_excerpt": view.parent_excerpt,
             "child_excerpt": view.child_excerpt,
@@ -92,7 +96,40 @@ def to_json(result: DiffResult) -> dict[str, Any]:
         },
         "cost": cost,
         "cost_note": result.cost_note,
+        "breaks": None if result.breaks is None else [b.to_json() for b in result.breaks],
     }
+
+
+def segment_name(result: DiffResult) -> str | None:
+    """The first differing segment named after where it sits in the body
+    (``messages[3]``, ``tools[0]``, ``system``, ``params``), with its kind
+    when the body's array holds other kinds too (``messages[0] (system)``):
+    the name and the pointer never disagree on an index."""
+    view = result.view
+    if view.segment is None:
+        return None
+    kind, index = view.segment
+    ptr = view.segment_pointer
+    if ptr is None:
+        return f"{kind}[{index}]"
+    if ptr == "":
+        return "params"
+    from ..jsonbytes import split_pointer
+
+    parts = split_pointer(ptr)
+    if parts[-1].isdigit():
+        name = f"{'/'.join(parts[:-1])}[{parts[-1]}]"
+    else:
+        name = "/".join(parts)
+    head = name.split("[", 1)[0].split("/")[-1]
+    return name if head.rstrip("s") == kind.rstrip("s") else f"{name} ({kind})"
+
+
+def raw_note(result: DiffResult) -> str | None:
+    """Why the raw first divergent byte is not the cache view's, when they
+    name different places (``None`` when the same or the bodies are
+    identical)."""
+    return None if result.raw.identical else result.view.raw_note
 
 
 def headline(result: DiffResult) -> tuple[bool, str]:
@@ -115,9 +152,12 @@ def fields(result: DiffResult) -> list[tuple[str, str]]:
     rows = [("dialect", f"{result.dialect} ({result.provider}), model {result.model}"),
             ("raw bytes", "identical" if raw.identical else
              f"first divergent byte {raw.first_divergent_byte} of {raw.parent_size} / {raw.child_size}")]
+    note = raw_note(result)
+    if note:
+        rows.append(("", note))
     if view.segment is not None:
         rows.append(("cache view", f"first divergent byte {view.first_divergent_byte}, "
-                     f"segment {view.segment[0]}[{view.segment[1]}], pointer {view.pointer!r}"))
+                     f"segment {segment_name(result)}, pointer {view.pointer!r}"))
         rows.append(("parent", view.parent_excerpt or ""))
         rows.append(("child", view.child_excerpt or ""))
     else:
@@ -154,7 +194,39 @@ def console(result: DiffResult) -> Group:
     table.add_column()
     for label, value in fields(result):
         table.add_row(label, Text(value) if label in ("parent", "child") else value)
-    return Group(head, table)
+    lines = break_lines(result)
+    if not lines:
+        return Group(head, table)
+    return Group(head, table, Text("\n".join(lines)))
+
+
+def break_lines(result: DiffResult) -> list[str]:
+    """Every break, one entry each in cache order: cause, where, what it
+    covers and what fixing it and the ones before keeps; the last line what
+    a fully fixed child keeps (empty when the breaks were not computed or
+    there are none)."""
+    breaks = result.breaks
+    if not breaks:
+        return []
+    read = result.cache.predicted_cached
+    out = [f"breaks ({len(breaks)}, in cache order; 'keeps': the child's cached tokens with that fix "
+           "and every one above it)"]
+    for n, b in enumerate(breaks, 1):
+        where = f"{b.pointer!r}" + (" (parent's; the child has none)" if b.side == "parent" else "")
+        out.append(f"  {n}. {b.kind}: {b.detail}")
+        out.append(f"     at {where}, cache view byte {b.offset:,}; {b.parent_bytes:,} / {b.child_bytes:,} bytes, "
+                   f"{b.tokens:,} tokens" + (f", {b.elements} segments" if b.elements > 1 else ""))
+        out.append(f"     fixed: keeps {_kept(b, read)}")
+    last = breaks[-1]
+    out.append(f"  fully fixed child keeps {_kept(last, read)}")
+    return out
+
+
+def _kept(b: Any, read: int) -> str:
+    if b.kept is None:
+        return "not computed (past the first breaks, or the fixed child could not be built)"
+    usd = f", ${b.usd_saved:.6f} saved per child request" if b.usd_saved is not None else ""
+    return f"{b.kept:,} cached tokens (+{max(0, b.kept - read):,}{usd})"
 
 
 def text_lines(result: DiffResult, verdict: str | None = None) -> list[str]:
@@ -168,9 +240,12 @@ def text_lines(result: DiffResult, verdict: str | None = None) -> list[str]:
     lines = [f"{verdict} ({result.dialect}, {result.model}): {cause.kind}"
              + (f" — {cause.detail}" if cause.detail else "")]
     if v.segment is not None:
-        lines.append(f"  segment: {v.segment[0]}[{v.segment[1]}]   pointer: {v.pointer or '(params)'}")
+        lines.append(f"  segment: {segment_name(result)}   pointer: {v.pointer or '(params)'}")
     lines.append(f"  first divergent byte: {v.first_divergent_byte} in the cache view, "
                  f"{result.raw.first_divergent_byte} in the raw body")
+    note = raw_note(result)
+    if note:
+        lines.append(f"  ({note})")
     if v.parent_excerpt is not None:
         lines.append(f"  parent: {v.parent_excerpt}")
     if v.child_excerpt is not None:
@@ -179,7 +254,7 @@ def text_lines(result: DiffResult, verdict: str | None = None) -> list[str]:
         f"; {result.cost_note}" if result.cost_note else "")
     lines.append(f"  lost: {result.cache.lost:,} cached tokens of {t.child_prompt:,} "
                  f"({t.tokenizer}{', estimated' if t.estimated else ''}; cache model {result.cache.model}){cost}")
-    return lines
+    return lines + break_lines(result)
 
 
 def annotation(result: DiffResult) -> str:

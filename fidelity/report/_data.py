@@ -69,6 +69,7 @@ def _row(r: Row) -> dict[str, Any]:
         "regions": {name: count for name, count in r.regions},
         "cost": cost,
         "note": r.note,
+        "breaks": [b.to_json() for b in r.breaks],
         "siblings": [
             {"index": s.index, "reused": s.reused, "child_prompt": s.child_prompt,
              "first_divergent_byte": s.first_divergent_byte,

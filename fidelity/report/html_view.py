@@ -1,16 +1,22 @@
 """The HTML view: one self-contained page (inline CSS and SVG, no scripts,
 no external resources) that opens offline.
 
+The page opens with its contents and a summary table (one row per session).
 Each variant gets one inline SVG with a bar per provider, drawn to the scale
-of the child's prompt: a thin strip shows the child's layout in cache order
-(params, tools, system, history), the bar shows the tokens read from cache
-(reused), the tokens a faithful fork would have read but this one does not
-(lost), and the rest; a marker sits at the first divergence, labelled with
-the region it falls in.
+of the session's longest child prompt, with a token axis under the bars: a
+thin strip shows the child's layout in cache order (params, tools, system,
+history), the bar shows the tokens read from cache (reused), the tokens a
+faithful fork would have read but this one does not (lost), and the rest; a
+marker sits at the first divergence, labelled with the region it falls in.
+A red bar that runs left of its marker is explained on the bar: the child
+shares the prefix up to the marker but reads none of it (the shared part
+ends before any cache entry it can read). Text columns are left-aligned and
+do not wrap; inline code in descriptions (`` `x` ``) is set as code.
 """
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -18,16 +24,16 @@ from . import _fmt
 
 __all__ = ["COLORS", "CSS", "render_html"]
 
-WIDTH, LABEL, BAR, STRIP, GAP = 640, 150, 14, 5, 12
+WIDTH, LABEL, BAR, STRIP, GAP, AXIS = 640, 150, 14, 5, 12, 22
 COLORS = {"params": "#9e9e9e", "tools": "#5c6bc0", "system": "#8e24aa", "history": "#00897b",
           "reused": "#43a047", "lost": "#e53935", "rest": "#cfd8dc"}
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif;margin:2rem auto;max-width:1100px;color:#1b1b1b;padding:0 1rem}
 h1{font-size:1.6rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd}h3{margin-bottom:.2rem}
 table{border-collapse:collapse;margin:.6rem 0;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
-td:first-child,th:first-child{text-align:left}.ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}
+td:first-child,th:first-child{text-align:left}td.t,th.t{text-align:left;white-space:nowrap}.ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}
 .legend span{display:inline-block;margin-right:1rem}.sw{display:inline-block;width:.9em;height:.9em;vertical-align:-1px;margin-right:.3em}
-.variant{margin:1rem 0 1.6rem}.effects p{margin:.2rem 0}.meta{color:#555}svg text{font-size:11px;font-family:inherit}
+.variant{margin:1rem 0 1.6rem}.fixes{margin:0;padding-left:1.2em;text-align:left;white-space:normal}.effects p{margin:.2rem 0}.meta{color:#555}svg text{font-size:11px;font-family:inherit}
 """
 
 
@@ -66,6 +72,9 @@ def _bar(y: int, row: dict[str, Any] | None, provider: str, scale: float) -> str
                      f'after {t["common_prefix"]:,} tokens; cause {escape(d["cause"])}</title></line>')
     end = LABEL + t["child_prompt"] * scale
     label = f"lost {t['lost']:,} · {d['region'] or 'identical'}"
+    if reused == 0 and lost > 0 and t["common_prefix"] > 0:
+        # the whole bar red though the marker sits further right: say why on the bar
+        label += f" · shares {t['common_prefix']:,}, reads none"
     parts.append(f'<text x="{end + 6:.2f}" y="{y + BAR - 2}" fill="#333">{escape(label)}</text>')
     return "".join(parts)
 
@@ -75,16 +84,41 @@ def _variant_svg(data: dict[str, Any], session: str, variant: str) -> str:
     rows = {r["provider"]: r for r in data["rows"] if r["session"] == session and r["variant"] == variant}
     biggest = max((r["tokens"]["child_prompt"] for r in data["rows"] if r["session"] == session), default=1) or 1
     scale = (WIDTH - LABEL - 10) / biggest * 0.78
-    height = len(providers) * (BAR + GAP) + 4
+    top = len(providers) * (BAR + GAP) + 4
+    height = top + AXIS
     bars = "".join(_bar(4 + i * (BAR + GAP), rows.get(p), p, scale) for i, p in enumerate(providers))
     title = f"{variant} on {session}: reused and lost prefix per provider"
     return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH + 160}" height="{height}" '
-            f'viewBox="0 0 {WIDTH + 160} {height}"><title>{escape(title)}</title>{bars}</svg>')
+            f'viewBox="0 0 {WIDTH + 160} {height}"><title>{escape(title)}</title>{bars}'
+            f"{_axis(top, biggest, scale)}</svg>")
+
+
+def _axis(y: int, biggest: int, scale: float) -> str:
+    """The token scale under a variant's bars: a baseline and five ticks
+    from 0 to the session's longest child prompt, labelled in tokens."""
+    parts = [f'<g class="axis"><line x1="{LABEL}" y1="{y}" x2="{LABEL + biggest * scale:.2f}" y2="{y}" '
+             'stroke="#777" stroke-width="1"/>']
+    for k in range(5):
+        value = biggest * k // 4
+        x = LABEL + value * scale
+        parts.append(f'<line x1="{x:.2f}" y1="{y}" x2="{x:.2f}" y2="{y + 4}" stroke="#777" stroke-width="1"/>'
+                     f'<text x="{x:.2f}" y="{y + 15}" text-anchor="middle" fill="#555">{value:,}</text>')
+    parts.append(f'<text x="0" y="{y + 15}" fill="#555">tokens</text></g>')
+    return "".join(parts)
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> str:
+    """Escaped text with Markdown inline code (`` `x` ``) set as ``<code>``."""
+    return _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", escape(text))
 
 
 def _table(data: dict[str, Any], session: str) -> str:
-    head = ("<tr><th>variant</th><th>provider</th><th>inherited</th><th>reused</th><th>lost</th>"
-            "<th>first divergence</th><th>cause</th><th>$ / child</th><th>$ / 1,000</th><th>vs spawn / 1,000</th></tr>")
+    head = ('<tr><th class="t">variant</th><th class="t">provider</th><th>inherited</th><th>reused</th><th>lost</th>'
+            '<th class="t">first divergence</th><th class="t">cause</th><th>$ / child</th><th>$ / 1,000</th>'
+            '<th>vs spawn / 1,000</th><th class="t">fixes, in cache order (tokens kept if fixed)</th></tr>')
     body = []
     for r in data["rows"]:
         if r["session"] != session:
@@ -93,28 +127,38 @@ def _table(data: dict[str, Any], session: str) -> str:
         cls = "ok" if r["meets_expectation"] else "bad"
         est = " (est.)" if r["tokens_estimated"] else ""
         body.append(
-            f"<tr class=\"{cls}\"><td>{escape(r['variant'])}</td><td>{escape(r['provider'] + est)}</td>"
+            f"<tr class=\"{cls}\"><td class=\"t\">{escape(r['variant'])}</td><td class=\"t\">{escape(r['provider'] + est)}</td>"
             f"<td>{t['inherited']:,}</td><td>{t['reused']:,}</td><td>{t['lost']:,}</td>"
-            f"<td>{escape(_fmt.where(r))}</td><td>{escape(r['divergence']['cause'])}</td>"
+            f"<td class=\"t\">{escape(_fmt.where(r))}</td><td class=\"t\">{escape(r['divergence']['cause'])}</td>"
             f"<td>{escape(_fmt.usd(c.get('usd_per_child'), 5))}</td><td>{escape(_fmt.usd(c.get('usd_per_1000'), 2))}</td>"
-            f"<td>{escape(_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2))}</td></tr>")
+            f"<td>{escape(_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2))}</td><td class=\"t\">{_fixes(r)}</td></tr>")
     return f"<details><summary>All figures</summary><table>{head}{''.join(body)}</table></details>"
+
+
+def _fixes(row: dict[str, Any]) -> str:
+    """A row's fix list (:func:`fidelity.report._fmt.fixes`) as an ordered list; ``–`` without a break."""
+    items = _fmt.fixes(row)
+    if not items:
+        return "–"
+    return '<ol class="fixes">' + "".join(f"<li>{escape(x)}</li>" for x in items) + "</ol>"
 
 
 def _harness(data: dict[str, Any]) -> str:
     """Real harnesses' own forks, beside the reference variants (same figures as the Markdown view)."""
-    head = ("<tr><th>harness</th><th>version</th><th>provider</th><th>first divergence</th><th>cause</th>"
+    head = ('<tr><th class="t">harness</th><th class="t">version</th><th class="t">provider</th>'
+            '<th class="t">first divergence</th><th class="t">cause</th>'
             "<th>predicted cached</th><th>lost</th><th>child prompt</th><th>$ lost / 1,000 forks</th></tr>")
     body = []
     for h in data["harness"]:
         usd = h["usd_lost_per_fork"]
         est = " (est.)" if h["estimated"] else ""
-        body.append(f"<tr><td>{escape(h['harness'])}</td><td>{escape(h['version'])}</td>"
-                    f"<td>{escape(h['provider'] + est)}</td><td>{escape(h['first_divergence'])}</td>"
-                    f"<td>{escape(h['cause'])}</td><td>{escape(_fmt.tokens(h['predicted_cached']))}</td>"
+        body.append(f"<tr><td class=\"t\">{escape(h['harness'])}</td><td class=\"t\">{escape(h['version'])}</td>"
+                    f"<td class=\"t\">{escape(h['provider'] + est)}</td>"
+                    f"<td class=\"t\">{escape(h['first_divergence'])}</td>"
+                    f"<td class=\"t\">{escape(h['cause'])}</td><td>{escape(_fmt.tokens(h['predicted_cached']))}</td>"
                     f"<td>{escape(_fmt.tokens(h['lost_tokens']))}</td><td>{escape(_fmt.tokens(h['child_prompt']))}</td>"
                     f"<td>{escape(_fmt.usd(None if usd is None else usd * 1000, 2))}</td></tr>")
-    return ("<h2>Real harnesses</h2><p>Fork children recorded from the harnesses themselves through "
+    return ('<h2 id="harness">Real harnesses</h2><p>Fork children recorded from the harnesses themselves through '
             "<code>fidelity proxy</code> (<code>fixtures/harness/</code>), each compared with its parent as "
             "sent to every provider that speaks its wire format.</p>"
             f"<table>{head}{''.join(body)}</table>")
@@ -134,9 +178,16 @@ def render_html(data: dict[str, Any]) -> str:
            f"<b>{s['cache_preserving_rows_losing_tokens']}</b>. Missing their expected outcome: "
            f"<b>{s['rows_missing_expectation']}</b>.</p>",
            "<ul class=\"meta\">" + "".join(f"<li>{escape(x)}</li>" for x in _fmt.provenance(data)) + "</ul>",
-           '<p class="legend">' + "".join(_swatch(k, k) for k in COLORS) + " <span>│ first divergence</span></p>"]
+           _contents(data), _summary_table(data),
+           '<p class="legend">' + "".join(_swatch(k, k) for k in COLORS) + " <span>│ first divergence</span></p>",
+           '<p class="meta">Bars are drawn to the scale under them (tokens of the child\'s prompt, the session\'s '
+           "longest child spanning the axis). Red is what a faithful child reads from the cache and this one does "
+           "not. A marker to the right of where the red starts: the child shares the prefix up to the marker but "
+           "reads none of it, because the shared part ends before any cache entry it can read (a breakpoint the "
+           "child reaches, the provider's minimum cacheable length); the bar's label says so.</p>"]
     for sess in data["sessions"]:
-        out.append(f"<h2>{escape(sess['name'])}: {escape(sess['title'])}</h2><p>{escape(sess['description'])}</p>")
+        out.append(f'<h2 id="{_anchor(sess["name"])}">{escape(sess["name"])}: {escape(sess["title"])}</h2>'
+                   f"<p>{_inline(sess['description'])}</p>")
         for name, v in variants.items():
             out.append(f'<div class="variant"><h3>{escape(v["title"])}</h3>'
                        f'<p class="meta">{escape(name)} · builder {escape(v["builder"])} · '
@@ -145,14 +196,44 @@ def render_html(data: dict[str, Any]) -> str:
         out.append(_table(data, sess["name"]))
     if data.get("harness"):
         out.append(_harness(data))
-    out.append("<h2>Variants</h2>")
+    out.append('<h2 id="variants">Variants</h2>')
     for v in data["variants"]:
-        out.append(f'<div class="effects"><h3>{escape(v["title"])}</h3><p>{escape(v["summary"])}</p>'
-                   f"<p><b>Token effect.</b> {escape(v['token_effect'])}</p>"
-                   f"<p><b>KV cache effect.</b> {escape(v['kv_cache_effect'])}</p></div>")
+        out.append(f'<div class="effects"><h3>{escape(v["title"])}</h3><p>{_inline(v["summary"])}</p>'
+                   f"<p><b>Token effect.</b> {_inline(v['token_effect'])}</p>"
+                   f"<p><b>KV cache effect.</b> {_inline(v['kv_cache_effect'])}</p></div>")
     if data["skipped"]:
-        out.append("<h2>Skipped</h2><ul>" + "".join(
+        out.append('<h2 id="skipped">Skipped</h2><ul>' + "".join(
             f"<li>{escape(k['session'])} / {escape(k['variant'])} / {escape(k['provider'])}: {escape(k['reason'])}</li>"
             for k in data["skipped"]) + "</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _anchor(name: str) -> str:
+    return "session-" + re.sub(r"[^a-z0-9-]+", "-", name.lower())
+
+
+def _contents(data: dict[str, Any]) -> str:
+    """Links to each section of the page."""
+    items = [(f"#{_anchor(s['name'])}", f"{s['name']}: {s['title']}") for s in data["sessions"]]
+    if data.get("harness"):
+        items.append(("#harness", "Real harnesses"))
+    items.append(("#variants", "Variants"))
+    if data["skipped"]:
+        items.append(("#skipped", "Skipped"))
+    return ('<nav><h2>Contents</h2><ol>' + "".join(f'<li><a href="{href}">{escape(text)}</a></li>'
+                                                  for href, text in items) + "</ol></nav>")
+
+
+def _summary_table(data: dict[str, Any]) -> str:
+    """One row per session: combinations, rows losing tokens, declared
+    cache-preserving rows losing tokens, rows missing their expectation,
+    tokens lost in all (:func:`fidelity.report._fmt.session_summary`)."""
+    head = ('<tr><th class="t">session</th><th>combinations</th><th>rows losing tokens</th>'
+            "<th>cache-preserving rows losing tokens</th><th>missing expectation</th><th>lost tokens</th></tr>")
+    body = []
+    for s in _fmt.session_summary(data):
+        body.append(f'<tr><td class="t"><a href="#{_anchor(s["session"])}">{escape(s["session"])}</a></td>'
+                    f"<td>{s['rows']:,}</td><td>{s['losing']:,}</td><td>{s['preserving_losing']:,}</td>"
+                    f"<td>{s['missing']:,}</td><td>{s['lost']:,}</td></tr>")
+    return f"<h2>Summary</h2><table>{head}{''.join(body)}</table>"

@@ -34,8 +34,8 @@ def _headline(data: dict[str, Any], session: str) -> list[str]:
 
 def _session_table(data: dict[str, Any], session: str) -> list[str]:
     out = ["| variant | provider | inherited | reused | lost | first divergence | region | cause | "
-           "$ / child | $ / 1,000 forks | vs spawn / 1,000 |",
-           "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|"]
+           "$ / child | $ / 1,000 forks | vs spawn / 1,000 | fixes, in cache order (tokens kept if fixed) |",
+           "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---|"]
     for r in data["rows"]:
         if r["session"] != session:
             continue
@@ -45,7 +45,8 @@ def _session_table(data: dict[str, Any], session: str) -> list[str]:
             f"| {r['variant']} | {r['provider']}{est} | {_fmt.tokens(t['inherited'])} | {_fmt.tokens(t['reused'])} | "
             f"{_fmt.tokens(t['lost'])} | {_fmt.where(r)} | {r['divergence']['region'] or '–'} | "
             f"{r['divergence']['cause']} | {_fmt.usd(c.get('usd_per_child'), 5)} | {_fmt.usd(c.get('usd_per_1000'), 2)} | "
-            f"{_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2)} |")
+            f"{_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2)} | "
+            f"{_esc('; '.join(f'{n}. {x}' for n, x in enumerate(_fmt.fixes(r), 1)) or '–')} |")
     return out
 
 

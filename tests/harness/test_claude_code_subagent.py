@@ -17,6 +17,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from fidelity import wire
 from fidelity.cache.prompts import cache_prompt
 from fidelity.diff import compare
 from fidelity.proxy.script import parse_script
@@ -76,3 +77,19 @@ def test_claude_code_ordinary_subagent_against_parent(harness_bin, tmp_path):
         assert result.cache.lost == max(entries), (name, result.cache, entries)
         assert result.tokens.common_prefix < min(entries), name
         assert result.tokens.child_prompt > 0 and result.tokens.parent_prompt > 0
+        # every break, not only the first: each lane of the cache view the child
+        # changes is listed, in cache order, and the fully fixed child reads again
+        full = compare(parent, child, dialect="anthropic-messages", endpoint=endpoint, with_breaks=True)
+        assert full.breaks, name
+        kinds = [b.kind for b in full.breaks]
+        segs = {side: wire.cache_view_at(wire.get("anthropic-messages"), body, endpoint)
+                for side, body in (("parent", parent), ("child", child))}
+        for kind, cause in (("tools", "tools_changed"), ("system", "system_changed"), ("message", "messages_rewritten")):
+            lanes = [[s.data for s in segs[side] if s.kind == kind] for side in ("parent", "child")]
+            if lanes[0] != lanes[1] and not (kind == "message" and lanes[1][: len(lanes[0])] == lanes[0]):
+                assert cause in kinds, (name, kind, kinds)
+        if removed:
+            assert any(b.detail.startswith("tool removed: ") for b in full.breaks), (name, kinds)
+        offsets = [b.offset for b in full.breaks]
+        assert offsets == sorted(offsets), name
+        assert full.breaks[-1].kept is not None and full.breaks[-1].kept > result.cache.predicted_cached, name
