@@ -5,12 +5,8 @@ causes and pointers of its subagent kinds at each provider); bisection
 assumes that the releases from ``good`` up to the change share ``good``'s
 signature and asks O(log n) of them.
 
->>> seen = []
->>> def sig(v):
-...     seen.append(v)
-...     return v >= "1.3"
->>> first_change(["1.0", "1.1", "1.2", "1.3", "1.4"], "1.0", "1.4", sig)
-('1.3', 3)
+>>> first_change(["1.0", "1.1", "1.2", "1.3", "1.4"], "1.0", "1.4", lambda v: v >= "1.3")
+('1.3', 4)
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from . import install
 from .descriptor import Descriptor, Kind
 from .drive import HarnessFailed, Run, assert_no_key, drive
 
-__all__ = ["Capture", "capture_release", "capture_kind", "read_captures", "read_pair", "write_pair", "toml_text"]
+__all__ = ["Capture", "capture_release", "capture_kind", "read_captures", "read_pair", "write_pair", "toml_text", "prune"]
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,33 @@ def capture_release(d: Descriptor, version: str, root: Path, *, kinds: list[str]
     """Install ``d`` at ``version`` and capture each kind (``kinds``: a subset)."""
     if d.unsupported:
         raise FidelityError(f"{d.name} cannot be run here: {d.unsupported}")
-    exe = install.install(d, version)
     chosen = [d.kind(k) for k in kinds] if kinds else list(d.kinds)
+    try:
+        exe = install.install(d, version)
+    except FidelityError as exc:  # a release that does not install is a finding too
+        return [_failed(d, version, k, root, str(exc)) for k in chosen]
     return [capture_kind(d, version, k, exe, root, timeout=timeout) for k in chosen]
+
+
+def _failed(d: Descriptor, version: str, kind: Kind, root: Path, reason: str) -> Capture:
+    folder = root / f"{d.name}-{version}" / kind.name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    meta = {"harness": d.name, "version": version, "kind": kind.name, "package": d.package, "family": d.family,
+            "status": "failed", "reason": reason[:400]}
+    atomic_write(folder / "capture.toml", toml_text(meta).encode())
+    return _read(folder)
+
+
+def prune(d: Descriptor, keep: list[str], root: Path) -> None:
+    """Remove ``d``'s capture folders of releases not in ``keep``."""
+    if not root.is_dir():
+        return
+    for release in root.iterdir():
+        name, _, version = release.name.rpartition("-")
+        if release.is_dir() and name == d.name and version not in keep:
+            shutil.rmtree(release)
 
 
 def _read(folder: Path) -> Capture:

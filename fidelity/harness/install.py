@@ -78,6 +78,16 @@ def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         raise FidelityError(f"{' '.join(argv[:3])} ... did not finish in {timeout:.0f} s") from None
 
 
+def _why(output: str) -> str:
+    """The telling lines of a failed install (not npm's "a complete log" footer).
+
+    >>> _why("npm error code E404\\nnpm error 404 Not Found - x\\nnpm error A complete log of this run ...")
+    'npm error code E404; npm error 404 Not Found - x'
+    """
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and "complete log of this run" not in ln]
+    return "; ".join(lines[:3])[:300] or "no output"
+
+
 def install(d: Descriptor, version: str, *, timeout: float = 900) -> Path:
     """Install ``d`` at ``version`` (once) and return its executable."""
     base = folder(d, version)
@@ -95,8 +105,7 @@ def install(d: Descriptor, version: str, *, timeout: float = 900) -> Path:
                 if r.returncode == 0:
                     (base / ".installed").write_text(version + "\n")
             if r.returncode != 0:
-                tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise FidelityError(f"installing {d.package}@{version} failed: {tail[0][:300]}")
+                raise FidelityError(f"installing {d.package}@{version} failed: {_why(r.stderr or r.stdout)}")
     exe = binary(d, version)
     if not exe.exists():
         raise FidelityError(f"{d.package}@{version} installed but has no {d.binary} executable")

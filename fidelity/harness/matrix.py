@@ -25,7 +25,7 @@ from .descriptor import Descriptor
 from .install import version_key
 from .judge import judge, provider_id, providers_for
 
-__all__ = ["SCHEMA", "build", "to_json", "to_markdown", "to_html", "write", "DEFAULT_FIXTURES"]
+__all__ = ["SCHEMA", "build", "build_from", "to_json", "to_markdown", "to_html", "table", "write", "DEFAULT_FIXTURES"]
 
 SCHEMA = "fidelity.harness-matrix/1"
 #: the repository's committed captures (a source checkout)
@@ -71,8 +71,14 @@ def build(root: Path = DEFAULT_FIXTURES, descriptors: Iterable[Descriptor] = (),
           providers: list[str] | None = None) -> dict[str, Any]:
     """The matrix of every capture under ``root``, plus a row per descriptor
     that cannot be run here (with the reason)."""
+    return build_from(read_captures(root), descriptors, providers=providers)
+
+
+def build_from(captures: Iterable[Capture], descriptors: Iterable[Descriptor] = (), *,
+               providers: list[str] | None = None) -> dict[str, Any]:
+    """The matrix of ``captures`` (and of the unsupported ``descriptors``)."""
     rows: list[dict[str, Any]] = []
-    for cap in read_captures(root):
+    for cap in captures:
         rows.extend(_rows_of(cap, providers))
     for d in descriptors:
         if d.unsupported:
@@ -97,6 +103,8 @@ def _cell(row: dict[str, Any], col: str) -> str:
         return str(v) if row.get("first_broken_exact") else f"<= {v}"
     if col == "cause" and row.get("note"):
         return str(row["note"])
+    if col == "cause" and row.get("cause_detail"):
+        return f"{v}: {row['cause_detail']}"
     if col in ("kept_tokens", "lost_tokens") and isinstance(v, int):
         return f"{v:,}" + ("~" if row.get("tokens_estimated") else "")
     if col == "usd_per_1000_spawns" and isinstance(v, float):
@@ -109,8 +117,14 @@ def to_markdown(matrix: dict[str, Any]) -> str:
            "Each row: a real harness release's subagent child against its parent request, captured through "
            "`fidelity proxy` (`fixtures/harness-matrix/`), as sent to each provider that speaks its wire format. "
            "kept/lost: cached tokens per spawn (~: estimated tokenizer); dollars per 1,000 spawns at list prices.",
-           "", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    for r in matrix["rows"]:
+           "", table(matrix["rows"])]
+    return "\n".join(out)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (the console and Markdown view)."""
+    out = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+    for r in rows:
         out.append("| " + " | ".join(_cell(r, c).replace("|", "\\|") for c in _COLUMNS) + " |")
     return "\n".join(out) + "\n"
 
