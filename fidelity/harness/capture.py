@@ -111,8 +111,8 @@ def _failed(d: Descriptor, version: str, kind: Kind, root: Path, reason: str) ->
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    meta = {"harness": d.name, "version": version, "kind": kind.name, "package": d.package, "family": d.family,
-            "status": "failed", "reason": reason[:400]}
+    meta: dict[str, object] = {"harness": d.name, "version": version, "kind": kind.name, "package": d.package,
+                               "family": d.family, "status": "failed", "reason": reason[:400]}
     atomic_write(folder / "capture.toml", toml_text(meta).encode())
     return _read(folder)
 

@@ -13,6 +13,7 @@ finding.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ __all__ = ["DUMMY_KEY", "Run", "HarnessFailed", "drive", "fill", "tool_names", "
 
 #: a planted credential: it must reach the upstream and never the disk
 DUMMY_KEY = "sk-fidelity-harness-dummy-key-5f1c2e9a7b"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours in a harness's output
 
 
 class HarnessFailed(FidelityError):
@@ -50,7 +52,7 @@ class Run:
         """The first request body the upstream answered with ``rule``."""
         bodies: list[bytes] = [r.body for r in self.received if r.rule == rule]
         if not bodies:
-            tail = " ".join(self.output[-600:].split())
+            tail = " ".join(_ANSI.sub("", self.output)[-600:].split())
             raise HarnessFailed(f"the upstream never answered rule {rule!r} (exit {self.returncode}): {tail}")
         return bodies[0]
 

@@ -84,7 +84,8 @@ def _why(output: str) -> str:
     >>> _why("npm error code E404\\nnpm error 404 Not Found - x\\nnpm error A complete log of this run ...")
     'npm error code E404; npm error 404 Not Found - x'
     """
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and "complete log of this run" not in ln]
+    lines = [ln.strip() for ln in output.splitlines()
+             if ln.strip() and "complete log of this run" not in ln and not ln.startswith("npm error path")]
     return "; ".join(lines[:3])[:300] or "no output"
 
 
@@ -105,7 +106,8 @@ def install(d: Descriptor, version: str, *, timeout: float = 900) -> Path:
                 if r.returncode == 0:
                     (base / ".installed").write_text(version + "\n")
             if r.returncode != 0:
-                raise FidelityError(f"installing {d.package}@{version} failed: {_why(r.stderr or r.stdout)}")
+                why = _why(r.stderr or r.stdout).replace(str(base), f"{d.name}@{version}")  # no local paths
+                raise FidelityError(f"installing {d.package}@{version} failed: {why}")
     exe = binary(d, version)
     if not exe.exists():
         raise FidelityError(f"{d.package}@{version} installed but has no {d.binary} executable")

@@ -104,6 +104,7 @@ def _fake(tmp_path: Path, **env: str) -> descriptor.Descriptor:
 
 
 def test_capture_of_a_stand_in_harness_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp")  # the proxy extra
     d = _fake(tmp_path)
     cap = capture_kind(d, "1.0.0", d.kinds[0], Path(sys.executable), tmp_path / "caps")
     assert cap.status == "captured", cap.reason
@@ -122,6 +123,7 @@ def test_capture_of_a_stand_in_harness_end_to_end(tmp_path: Path) -> None:
 
 
 def test_first_broken_in_follows_the_release_series(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp")
     d = _fake(tmp_path)
     root = tmp_path / "caps"
     # 1.0.0 keeps every tool (drops one it does not have), 1.1.0 and 1.2.0 drop `write`
@@ -158,3 +160,12 @@ def test_matrix_without_run_on_a_bad_capture_is_one_line_exit_2(tmp_path: Path,
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "capture.toml: not TOML" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_without_the_child_fails_with_the_harness_output_in_plain_text() -> None:
+    from fidelity.harness.drive import HarnessFailed, Run
+
+    run = Run(1, "\x1b[91m\x1b[1mError: \x1b[0mCannot connect to API", [], {}, [], Path("."), "")
+    with pytest.raises(HarnessFailed) as exc:
+        run.body_of("child")
+    assert str(exc.value) == "the upstream never answered rule 'child' (exit 1): Error: Cannot connect to API"
