@@ -5,7 +5,8 @@ A descriptor says where the harness comes from (``package``, ``registry``:
 ``npm`` or ``pypi``, ``binary``), how to point it at a local endpoint
 (``env`` and ``files``, whose values may hold ``{proxy}``: the recording
 proxy's base URL, and ``{key}``: the planted credential), how to run it
-headless (``argv`` with ``{bin}`` and ``{prompt}``), and one ``[[kind]]`` per
+headless (``argv`` with ``{bin}``, ``{prompt}`` and ``{data}``: this folder, where
+a driver app for an SDK harness lives), and one ``[[kind]]`` per
 subagent mechanism: the fixed prompt and the scripted upstream's rules, of
 which the one named ``parent`` answers the parent's request with a call to
 the subagent tool and the one named ``child`` answers the child. A harness
@@ -63,8 +64,10 @@ class Descriptor:
     also: tuple[str, ...] = ()
 
     def argv_for(self, exe: str | Path, kind: Kind) -> list[str]:
-        """The headless command line: ``{bin}`` and ``{prompt}`` filled in."""
-        return [a.replace("{bin}", str(exe)).replace("{prompt}", kind.prompt) for a in self.argv]
+        """The headless command line: ``{bin}``, ``{data}`` (the descriptors'
+        folder, for a driver app shipped beside them) and ``{prompt}`` filled in."""
+        return [a.replace("{bin}", str(exe)).replace("{data}", str(FOLDER)).replace("{prompt}", kind.prompt)
+                for a in self.argv]
 
     def env_for(self, kind: Kind) -> dict[str, str]:
         """The harness's environment and the kind's own (``{proxy}``, ``{key}`` unfilled)."""
