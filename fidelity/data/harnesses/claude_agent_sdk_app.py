@@ -15,7 +15,7 @@ async def main() -> None:
         agents={"counter": AgentDefinition(description="Counts the files in a folder.",
                                            prompt="You count files. Reply with the number only.",
                                            tools=["Bash", "Read"])},
-        permission_mode="bypassPermissions", model="claude-sonnet-4-6", max_turns=6)
+        allowed_tools=["Agent", "Task", "Bash", "Read"], model="claude-sonnet-4-6", max_turns=6)
     async for message in query(prompt=sys.argv[1], options=options):
         print(type(message).__name__)
 
