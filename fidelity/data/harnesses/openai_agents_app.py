@@ -14,18 +14,20 @@ set_tracing_disabled(True)  # no trace export: nothing leaves the machine
 set_default_openai_api("chat_completions")
 
 
-@function_tool
 def list_files() -> str:
     """List the files in the project folder."""
     return "README.md\nmain.py"
 
 
+files_tool = function_tool(list_files)
+
+
 counter = Agent(name="counter", model="gpt-4.1", instructions="You count files. Reply with the number only.",
-                tools=[list_files])
+                tools=[files_tool])
 if os.environ.get("FIDELITY_AGENTS_KIND") == "handoff":
-    main = Agent(name="main", model="gpt-4.1", tools=[list_files], handoffs=[counter],
+    main = Agent(name="main", model="gpt-4.1", tools=[files_tool], handoffs=[counter],
                  instructions="You are a helpful assistant. Hand questions about counting to the counter agent.")
 else:
     main = Agent(name="main", model="gpt-4.1", instructions="You are a helpful assistant. Use your tools.",
-                 tools=[list_files, counter.as_tool(tool_name="count_files", tool_description="Count the files.")])
+                 tools=[files_tool, counter.as_tool(tool_name="count_files", tool_description="Count the files.")])
 print(Runner.run_sync(main, sys.argv[1], max_turns=6).final_output)
