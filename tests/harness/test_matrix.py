@@ -13,7 +13,7 @@ import pytest
 from fidelity.harness import load_all
 from fidelity.harness.capture import read_captures, read_pair
 from fidelity.harness.drive import DUMMY_KEY, tool_names
-from fidelity.harness.matrix import DEFAULT_FIXTURES, build, to_html, to_json, to_markdown
+from fidelity.harness.matrix import DEFAULT_FIXTURES, build, table, to_html, to_json, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = REPO / "reports"
@@ -79,3 +79,8 @@ def test_no_key_in_any_capture_or_report() -> None:
     assert files
     for path in files:
         assert DUMMY_KEY.encode() not in path.read_bytes(), path
+
+
+def test_docs_show_the_committed_matrix() -> None:
+    docs = (REPO / "docs" / "harness.md").read_text()
+    assert table(COMMITTED["rows"]) in docs
