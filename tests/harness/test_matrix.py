@@ -84,3 +84,17 @@ def test_no_key_in_any_capture_or_report() -> None:
 def test_docs_show_the_committed_matrix() -> None:
     docs = (REPO / "docs" / "harness.md").read_text()
     assert table(COMMITTED["rows"]) in docs
+
+
+def test_the_command_rebuilds_the_committed_reports_without_running(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from fidelity import cli
+
+    before = {p: p.read_bytes() for p in DEFAULT_FIXTURES.rglob("*") if p.is_file()}
+    assert cli.main(["harness", "matrix", "--no-run", "--out", str(tmp_path)]) == 0
+    for name in ("harness-matrix.json", "harness-matrix.md", "harness-matrix.html"):
+        assert (tmp_path / name).read_bytes() == (REPORTS / name).read_bytes(), name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["harness-matrix.html", "harness-matrix.json",
+                                                          "harness-matrix.md"]  # no temporary file left
+    assert {p: p.read_bytes() for p in DEFAULT_FIXTURES.rglob("*") if p.is_file()} == before  # inputs untouched
+    assert f"harness matrix: {len(COMMITTED['rows'])} rows" in capsys.readouterr().err
