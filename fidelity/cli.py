@@ -50,6 +50,7 @@ COMMANDS: dict[str, Command] = {
     "replay": Command("replay", "replay recorded traffic through each provider's cache simulator: predicted vs reported"),
     "scan": Command("scan", "what cache misses cost across a log of production traffic, by cause, place, model and day"),
     "probe": Command("probe", "send a parent and a child to a live endpoint: reported cached tokens against fidelity's"),
+    "harness": Command("harness", "real agent harnesses release by release: run, matrix, bisect of subagent cache breaks"),
 }
 
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:

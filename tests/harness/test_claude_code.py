@@ -18,34 +18,27 @@ import orjson
 import pytest
 
 from fidelity.diff import compare
+from fidelity.harness import load
+from fidelity.harness.drive import drive, tool_names
 from fidelity.proxy.script import parse_script
-from harness._drive import CLAUDE_ENV, drive, record, tool_names
+from harness._record import record
 
 pytestmark = pytest.mark.harness
 
 VERSION = "2.1.197"
-PROMPT = "FIDELITY-FORK: fork a subagent to count the files in this folder."
 ANTHROPIC_API = "https://api.anthropic.com/v1/messages"
-SCRIPT = {
-    "defaults": {"text": "Done."},
-    "rule": [
-        {"name": "fork-child", "when": {"last_contains": "fork-boilerplate"},
-         "reply": {"text": "Fork finished: 2 files."}},
-        {"name": "fork", "when": {"last_contains": "FIDELITY-FORK", "has_tool": "Agent"}, "times": 1,
-         "reply": {"tool_calls": [{"name": "Agent", "arguments": {
-             "subagent_type": "fork", "description": "count files",
-             "prompt": "Count the files in this folder and report the number."}}]}},
-    ],
-}
+HARNESS = load("claude-code")
+KIND = HARNESS.kind("fork")  # CLAUDE_CODE_FORK_SUBAGENT=1, `Agent` with subagent_type "fork"
+PROMPT = KIND.prompt
 
 
 def test_claude_code_fork_child_against_parent(harness_bin, tmp_path):
     claude = harness_bin("claude-code")
-    run = drive([str(claude), "-p", PROMPT],
-                {**CLAUDE_ENV, "CLAUDE_CODE_FORK_SUBAGENT": "1"},
-                parse_script(SCRIPT), tmp_path)
+    run = drive(HARNESS.argv_for(claude, KIND), HARNESS.env_for(KIND), parse_script(KIND.script), tmp_path,
+                files=dict(HARNESS.files))
     assert run.returncode == 0, run.output[-3000:]
-    parent, child = run.body_of("fork"), run.body_of("fork-child")
+    assert HARNESS.env_for(KIND)["CLAUDE_CODE_FORK_SUBAGENT"] == "1"
+    parent, child = run.body_of("parent"), run.body_of("child")
     run.snapshot_of(parent), run.snapshot_of(child)
 
     p_obj, c_obj = orjson.loads(parent), orjson.loads(child)

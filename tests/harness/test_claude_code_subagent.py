@@ -20,30 +20,22 @@ import pytest
 from fidelity import wire
 from fidelity.cache.prompts import cache_prompt
 from fidelity.diff import compare
+from fidelity.harness import load
+from fidelity.harness.drive import drive, tool_names
 from fidelity.proxy.script import parse_script
-from harness._drive import CLAUDE_ENV, drive, tool_names
 
 pytestmark = pytest.mark.harness
 
-PROMPT = "FIDELITY-SUBAGENT: ask a general-purpose subagent to count the files in this folder."
 ANTHROPIC_API = "https://api.anthropic.com/v1/messages"
-SCRIPT = {
-    "defaults": {"text": "Done."},
-    "rule": [
-        {"name": "child", "when": {"last_contains": "FIDELITY-CHILD"}, "reply": {"text": "Subagent finished: 2 files."}},
-        {"name": "parent", "when": {"last_contains": "FIDELITY-SUBAGENT", "has_tool": "Agent"}, "times": 1,
-         "reply": {"tool_calls": [{"name": "Agent", "arguments": {
-             "subagent_type": "general-purpose", "description": "count files",
-             "prompt": "FIDELITY-CHILD: count the files in this folder and report the number."}}]}},
-    ],
-}
+HARNESS = load("claude-code")
+KIND = HARNESS.kind("general-purpose")  # `Agent` with subagent_type "general-purpose", no fork env
 
 
 def test_claude_code_ordinary_subagent_against_parent(harness_bin, tmp_path):
     claude = harness_bin("claude-code")
-    run = drive([str(claude), "-p", PROMPT],
-                CLAUDE_ENV,
-                parse_script(SCRIPT), tmp_path)
+    assert "CLAUDE_CODE_FORK_SUBAGENT" not in HARNESS.env_for(KIND)
+    run = drive(HARNESS.argv_for(claude, KIND), HARNESS.env_for(KIND), parse_script(KIND.script), tmp_path,
+                files=dict(HARNESS.files))
     assert run.returncode == 0, run.output[-3000:]
     parent, child = run.body_of("parent"), run.body_of("child")
     run.snapshot_of(parent), run.snapshot_of(child)

@@ -12,37 +12,29 @@ from __future__ import annotations
 import pytest
 
 from fidelity.diff import compare
+from fidelity.harness import load
+from fidelity.harness.drive import DUMMY_KEY, drive, tool_names
 from fidelity.proxy.script import parse_script
-from harness._drive import DUMMY_KEY, QWEN_ENV, drive, record, tool_names
+from harness._record import record
 
 pytestmark = pytest.mark.harness
 
 VERSION = "0.24.4"
-PROMPT = "FIDELITY-FORK: fork a subagent to count the files in this folder."
-SCRIPT = {
-    "defaults": {"text": "Done."},
-    "rule": [
-        # the fork child's directive ends the placeholder history
-        {"name": "fork-child", "when": {"last_contains": "Begin."}, "reply": {"text": "Fork finished: 2 files."}},
-        {"name": "fork", "when": {"last_contains": "FIDELITY-FORK", "has_tool": "agent"}, "times": 1,
-         "reply": {"tool_calls": [{"name": "agent", "arguments": {
-             "subagent_type": "fork", "description": "count files",
-             "prompt": "Count the files in this folder and report the number."}}]}},
-    ],
-}
+HARNESS = load("qwen-code")
+KIND = HARNESS.kind("fork")  # the descriptor's script: `agent` with subagent_type "fork"
+PROMPT = KIND.prompt
 
 
 def test_qwen_code_fork_child_against_parent(harness_bin, tmp_path):
     qwen = harness_bin("qwen-code")
-    run = drive([str(qwen), "-p", PROMPT, "--yolo"],
-                QWEN_ENV,
-                parse_script(SCRIPT), tmp_path)
+    run = drive(HARNESS.argv_for(qwen, KIND), HARNESS.env_for(KIND), parse_script(KIND.script), tmp_path,
+                files=dict(HARNESS.files))
     assert run.returncode == 0, run.output[-3000:]
-    parent, child = run.body_of("fork"), run.body_of("fork-child")
+    parent, child = run.body_of("parent"), run.body_of("child")
 
     # byte-identical: what the upstream received is what the proxy wrote
     p_snap, c_snap = run.snapshot_of(parent), run.snapshot_of(child)
-    assert any(DUMMY_KEY in v for r in run.received for _, v in r.headers), "the key was not forwarded"
+    assert run.key_forwarded() and DUMMY_KEY not in parent.decode(), "the key was not forwarded"
 
     # the child is a fork: the placeholder history of the fork design
     assert b"Fork started" in child

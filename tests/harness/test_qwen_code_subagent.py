@@ -16,30 +16,21 @@ import orjson
 import pytest
 
 from fidelity.diff import compare
+from fidelity.harness import load
+from fidelity.harness.drive import drive
 from fidelity.proxy import _store
 from fidelity.proxy.script import parse_script
-from harness._drive import QWEN_ENV, drive
 
 pytestmark = pytest.mark.harness
 
-PROMPT = "FIDELITY-SUBAGENT: ask a general-purpose subagent to count the files in this folder."
-SCRIPT = {
-    "defaults": {"text": "Done."},
-    "rule": [
-        {"name": "child", "when": {"last_contains": "FIDELITY-CHILD"}, "reply": {"text": "Subagent finished: 2 files."}},
-        {"name": "parent", "when": {"last_contains": "FIDELITY-SUBAGENT", "has_tool": "agent"}, "times": 1,
-         "reply": {"tool_calls": [{"name": "agent", "arguments": {
-             "subagent_type": "general-purpose", "description": "count files",
-             "prompt": "FIDELITY-CHILD: count the files in this folder and report the number."}}]}},
-    ],
-}
+HARNESS = load("qwen-code")
+KIND = HARNESS.kind("general-purpose")  # `agent` with subagent_type "general-purpose"
 
 
 def test_qwen_code_ordinary_subagent_against_parent(harness_bin, tmp_path):
     qwen = harness_bin("qwen-code")
-    run = drive([str(qwen), "-p", PROMPT, "--yolo"],
-                QWEN_ENV,
-                parse_script(SCRIPT), tmp_path)
+    run = drive(HARNESS.argv_for(qwen, KIND), HARNESS.env_for(KIND), parse_script(KIND.script), tmp_path,
+                files=dict(HARNESS.files))
     assert run.returncode == 0, run.output[-3000:]
     parent, child = run.body_of("parent"), run.body_of("child")
     p_snap, c_snap = run.snapshot_of(parent), run.snapshot_of(child)

@@ -1,0 +1,79 @@
+"""Each child against its parent, as sent to each provider that speaks the
+harness's wire format.
+
+:func:`judge` is the one place the harness package calls the diff library:
+today the public :func:`fidelity.diff.compare` (the call ``fidelity diff``
+makes), which names the first break; a list of every break can replace it
+here without touching the callers. The dollars come from the diff result's
+cost, which :mod:`fidelity.pricing`'s one cost function computed at list
+prices; per 1,000 spawns is the same figure in a larger unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..diff import compare
+from ..proxy.harness_rows import SCENARIOS, Scenario
+
+__all__ = ["Finding", "PROVIDERS", "judge", "providers_for", "provider_id"]
+
+#: a Gemini body scored as sent to Google's Gemini API (implicit caching)
+_GEMINI = (Scenario("Gemini API (gemini-2.5-pro)", "gemini", "gemini-2.5-pro"),)
+_FAMILIES: dict[str, tuple[Scenario, ...]] = {**SCENARIOS, "gemini": _GEMINI}
+
+
+def provider_id(sc: Scenario) -> str:
+    """A short name for ``--provider``: the dialect, or
+    ``anthropic-third-party`` for an Anthropic-compatible endpoint elsewhere."""
+    if sc.dialect == "anthropic-messages" and sc.endpoint and "api.anthropic.com" not in sc.endpoint:
+        return "anthropic-third-party"
+    return sc.dialect
+
+
+#: --provider name -> (wire family, scenario)
+PROVIDERS: dict[str, tuple[str, Scenario]] = {
+    provider_id(sc): (family, sc) for family, scs in _FAMILIES.items() for sc in scs
+}
+
+
+def providers_for(family: str, wanted: list[str] | None = None) -> list[Scenario]:
+    """The scenarios a body of ``family`` is scored under, ``wanted`` ids only when given."""
+    return [sc for sc in _FAMILIES[family] if not wanted or provider_id(sc) in wanted]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one child costs against its parent at one provider."""
+
+    provider: str
+    verdict: str  # "kept": nothing lost; "broken": the child loses cached tokens
+    segment: str | None
+    pointer: str | None
+    cause: str
+    cause_detail: str | None
+    kept_tokens: int
+    lost_tokens: int
+    child_prompt: int
+    estimated: bool
+    usd_per_1000: float | None
+
+
+def judge(parent: bytes, child: bytes, sc: Scenario, *, parent_path: str | None = None,
+          child_path: str | None = None) -> Finding:
+    r = compare(parent, child, dialect=sc.dialect, model=sc.model, endpoint=sc.endpoint,
+                parent_path=parent_path, child_path=child_path)
+    seg = r.view.segment
+    return Finding(
+        provider=sc.label,
+        verdict="broken" if r.cache.lost > 0 else "kept",
+        segment=None if seg is None else f"{seg[0]}[{seg[1]}]",
+        pointer=r.view.pointer,
+        cause=r.cause.kind,
+        cause_detail=r.cause.detail,
+        kept_tokens=r.cache.predicted_cached,
+        lost_tokens=r.cache.lost,
+        child_prompt=r.tokens.child_prompt,
+        estimated=r.tokens.estimated,
+        usd_per_1000=None if r.cost is None else round(r.cost.usd_lost * 1000, 4),
+    )
