@@ -47,6 +47,7 @@ __all__ = [
     "family",
     "for_dialect",
     "from_url",
+    "placed_url",
     "report_setups",
     "all_providers",
 ]
@@ -212,6 +213,21 @@ def from_url(url: str) -> Endpoint | None:
             model = m.group(1) if m else None
         return Endpoint(prov.name, route.dialect, rule, model, route.server_prompt)
     return None
+
+
+def placed_url(url: str | None) -> str | None:
+    """The one rule for whose cache a *recorded* URL names: the URL itself
+    when its host names a provider fidelity knows (its own API or a third
+    party, :func:`from_url`), else ``None``, the dialect's own API.
+
+    A URL whose host no route names (a loopback stand-in such as
+    ``fidelity upstream``, an unknown gateway) says nothing about whose cache
+    served the request; a route matched by its path alone (``/v1/messages``
+    on any host) does not place the host either. ``diff``, ``replay``,
+    ``scan``, ``tokens-check`` and the proxy all read a recorded URL through
+    here; a user who means a third-party cache says so (``--endpoint``)."""
+    found = from_url(url) if url else None
+    return url if found is not None and found.rule.startswith("host ") else None
 
 
 def report_setups() -> tuple[ReportSetup, ...]:

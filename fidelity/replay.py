@@ -154,7 +154,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
             continue
         try:
             cp = cache_prompt(ex.body, dialect=ex.dialect, model=ex.model, time=ex.time, label=_label(ex),
-                              output=ex.output, path=ex.source, endpoint=ex.url, provider=ex.provider)
+                              output=ex.output, path=ex.source, endpoint=providers.placed_url(ex.url), provider=ex.provider)
         except FidelityError as exc:
             rows[k] = Row(ex.source, ex.index, _family(ex.dialect), ex.model, rep, None, note=str(exc))
             continue

@@ -256,7 +256,7 @@ def test_json_schema_shape():
     j = compare(parent, child).to_json()
     assert list(j) == ["schema", "dialect", "provider", "model", "raw", "cache_view", "cause",
                        "tokens", "cache", "cost", "cost_note", "breaks"]
-    assert j["breaks"] is None  # listed only when asked for (compare(..., with_breaks=True), fidelity diff)
+    assert j["breaks"] is None  # listed only when asked for (compare_with_breaks, fidelity diff)
     assert set(j["cache_view"]) >= {"first_divergent_byte", "segment", "pointer",
                                     "parent_excerpt", "child_excerpt"}
     assert len(j["cache_view"]["parent_excerpt"]) <= 80 * 4 * 2 + 10

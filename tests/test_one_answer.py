@@ -29,14 +29,7 @@ def _recordings() -> list[Any]:
     out = []
     for s in found:
         name = str(s.path.relative_to(ROOT.parent if s.path.is_relative_to(REAL) else ROOT))
-        marks = []
-        if s.path.name == "claude-code-2.1.197":
-            # the Anthropic billing-header block: scan's element builder leaves it out of the
-            # cache view for every endpoint, cache_prompt (replay, diff) keys on it at a
-            # third-party URL (issue 29, "Simulator input built twice"); the prompter branch
-            # makes one builder, and then this passes (strict: it must be removed then)
-            marks.append(pytest.mark.xfail(strict=True, reason="two simulator-input builders (issue 29)"))
-        out.append(pytest.param(s, id=name, marks=marks))
+        out.append(pytest.param(s, id=name))
     return out
 
 

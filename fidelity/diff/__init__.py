@@ -27,7 +27,7 @@ from ._compare import (
     prompt_token_ids,
     shared_tokens,
 )
-from .breaks import Break, breaks_of
+from .breaks import Break, breaks_of, compare_with_breaks
 from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
@@ -36,6 +36,7 @@ __all__ = [
     "SCHEMA",
     "Break",
     "breaks_of",
+    "compare_with_breaks",
     "CacheFigures",
     "Cause",
     "CostFigures",

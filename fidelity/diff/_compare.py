@@ -150,15 +150,31 @@ def compare(
     child_path: str | None = None,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
-    with_breaks: bool = False,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
     not given). ``endpoint``: the URL both went to, for dialects whose cache
     view depends on it (``None``: the provider's own API). ``at``: when the
     child is sent, for prices that depend on the time of day (``None``: the
-    peak rate). ``with_breaks``: list every break and what fixing it keeps
-    (:attr:`DiffResult.breaks`). Bad input raises :class:`InputError` naming
-    the file."""
+    peak rate). Every break with what fixing it keeps:
+    :func:`fidelity.diff.breaks.compare_with_breaks`. Bad input raises
+    :class:`InputError` naming the file."""
+    return compare_views(parent, child, dialect=dialect, model=model, prices=prices, parent_path=parent_path,
+                         child_path=child_path, endpoint=endpoint, at=at)[0]
+
+
+def compare_views(
+    parent: bytes,
+    child: bytes,
+    *,
+    dialect: str | None = None,
+    model: str | None = None,
+    prices: pricing.PriceTable | None = None,
+    parent_path: str | None = None,
+    child_path: str | None = None,
+    endpoint: str | None = None,
+    at: _dt.datetime | None = None,
+) -> tuple[DiffResult, list[Segment], list[Segment]]:
+    """:func:`compare`, and the two cache views it compared (parent, child)."""
     parent_obj = jsonio.loads(parent, path=parent_path)
     child_obj = jsonio.loads(child, path=child_path)
     if dialect is not None:
@@ -179,12 +195,7 @@ def compare(
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
         result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at)
-    if not with_breaks:
-        return result
-    from .breaks import breaks_of
-
-    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs))
-    return replace(result, breaks=tuple(found))
+    return result, p_segs, c_segs
 
 
 def compare_requests(

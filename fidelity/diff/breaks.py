@@ -49,7 +49,7 @@ from .causes import _tool_name, classify
 if TYPE_CHECKING:
     from ._compare import DiffResult
 
-__all__ = ["Break", "breaks_of", "fixed_child", "MAX_BUILT"]
+__all__ = ["Break", "breaks_of", "compare_with_breaks", "fixed_child", "MAX_BUILT"]
 
 #: breaks whose counterfactual child is built and compared (the last one always is)
 MAX_BUILT = 32
@@ -100,6 +100,21 @@ class Break:
                 "child_bytes": self.child_bytes, "tokens": self.tokens, "elements": self.elements,
                 "kept_if_fixed": self.kept,
                 "usd_saved_if_fixed": None if self.usd_saved is None else round(self.usd_saved, 8)}
+
+
+def compare_with_breaks(parent: bytes, child: bytes, *, prices: pricing.PriceTable | None = None,
+                        endpoint: str | None = None, at: _dt.datetime | None = None,
+                        **kwargs: Any) -> DiffResult:
+    """:func:`fidelity.diff.compare` with :attr:`DiffResult.breaks` filled:
+    every break in cache order and what fixing it keeps (the views the
+    headline compared are reused)."""
+    from ._compare import compare_views
+
+    if prices is None:
+        prices = pricing.load()  # once for the headline and every counterfactual
+    result, p_segs, c_segs = compare_views(parent, child, prices=prices, endpoint=endpoint, at=at, **kwargs)
+    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs))
+    return replace(result, breaks=tuple(found))
 
 
 def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model: str | None = None,

@@ -23,9 +23,11 @@ from typing import Any
 from .. import jsonio
 from ..capture.classify import classify
 from ..errors import InputError
+from ..providers import placed_url
 from ._compare import DiffResult, compare
+from .breaks import compare_with_breaks
 
-__all__ = ["Skipped", "compare_pair", "summary", "describe_request", "placed_url"]
+__all__ = ["Skipped", "compare_pair", "summary", "describe_request"]
 
 
 @dataclass(frozen=True)
@@ -100,29 +102,14 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
         # its cache view is built (so large trees are not held while tokenizing)
         with _given(parent.body, parsed[0], once=True), _given(child.body, parsed[1], once=True):
             parsed.clear()
-            return compare(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
-                           parent_path=p_name, child_path=c_name,
-                           endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at,
-                           with_breaks=with_breaks)
+            run = compare_with_breaks if with_breaks else compare
+            return run(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
+                       parent_path=p_name, child_path=c_name,
+                       endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at)
     except InputError as exc:
         if not lenient:
             raise
         return Skipped(p_name, c_name, exc.problem)
-
-
-def placed_url(url: str | None) -> str | None:
-    """A snapshot's URL when its host names a provider fidelity knows (its
-    API or a third-party one, :func:`fidelity.providers.from_url`), else ``None``:
-    the dialect's own API. A URL no route matches (a recording made against
-    a local stand-in, an unknown gateway) says nothing about whose cache
-    served the request, and ``fidelity scan`` reads such a request as sent
-    to the provider's own API: ``diff`` does the same, so both name one
-    figure for one folder. ``--endpoint`` names a third-party cache."""
-    from .. import providers
-
-    found = providers.from_url(url) if url else None
-    # a route matched by its path alone (``/v1/messages`` on any host) does not place the host
-    return url if found is not None and found.rule.startswith("host ") else None
 
 
 def _given(body: bytes, value: Any, *, once: bool = False) -> AbstractContextManager[None]:

@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import FidelityError
+from ..providers import placed_url
 from ..traffic.usage import Decoder, StreamReader
 from . import _store
 from ._guard import ConnectionGuard, FailureLog
@@ -372,7 +373,7 @@ class RecordingProxy:
             snap = replace(snap, provider=dialect, family=wire.get(dialect).provider)
         seen = parent = None
         if not path.rstrip("/").endswith("count_tokens") and snap.provider:
-            digests, first = view_digests(snap.provider, snap.body, target)
+            digests, first = view_digests(snap.provider, snap.body, placed_url(target))
             if digests:
                 seen = Seen(snap.filename, snap.provider, snap.model, _endpoint_key(target), digests, first)
                 self._bodies[snap.filename] = snap.body  # before any later request can name it as its parent
@@ -411,7 +412,8 @@ class RecordingProxy:
             return f"{head} · reads from nothing earlier (root) · cached predicted 0 / reported {reported}"
         parent_seq = parent.name.split("-", 1)[0]
         try:
-            v = judge(self._parent_body(parent.name), snap.body, snap.provider, model=snap.model, endpoint=target)
+            v = judge(self._parent_body(parent.name), snap.body, snap.provider, model=snap.model,
+                      endpoint=placed_url(target))
         except Exception as exc:
             return f"{head} · reads #{parent_seq} · no verdict ({exc})"
         cause = v.cause + (f": {v.detail}" if v.detail else "")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable
 from dataclasses import replace
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any
 
@@ -41,6 +42,7 @@ import orjson
 
 from ..cache.prompts import cache_prompt
 from ..cache.simulator import SimRequest
+from ..providers import placed_url
 from .billed_elements import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
 from .memo import TokenMemo
 from .view import FastView, Item, shared_values, trimmed
@@ -92,6 +94,8 @@ class PromptIds:
                 try:
                     if rec.raw_body is not None and rec.raw_body != _dumps(rec.body):
                         raise Unsupported("body text")
+                    if getattr(rec.dialect, "endpoint_aware", False) and _third_party(rec.url):
+                        raise Unsupported("third-party endpoint")  # its cache view depends on the URL
                     got = self._fast(handler, rec, view, shared, time, label)
                     self.fast += 1
                     return handler.cache_model, got
@@ -104,7 +108,7 @@ class PromptIds:
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         cp = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=time, label=label,
-                          endpoint=rec.url or None, provider=rec.provider)
+                          endpoint=placed_url(rec.url), provider=rec.provider)
         return cp.cache_model, replace(cp.request, key="")
 
     def _fast(self, h: Handler, rec: Any, view: FastView, shared: int, time: float | None,
@@ -202,3 +206,14 @@ def _dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except TypeError as exc:
         raise Unsupported(str(exc)) from None
+
+
+@lru_cache(maxsize=4096)  # a log names few URLs
+def _third_party(url: str | None) -> bool:
+    """Does ``url`` place the request at a cache other than the dialect's
+    own API (:func:`fidelity.providers.placed_url`)? Only such a request's
+    cache view depends on its URL (Claude Code's billing block)."""
+    from ..wire.anthropic_messages import billing_block_keyed
+
+    placed = placed_url(url)
+    return placed is not None and billing_block_keyed(placed)

@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 
 from .. import providers, server_side, wire
 from ..capture.classify import classify
+from ..capture.redact import url_problem
 from ..errors import FidelityError, UnknownName
 from .exchange import Exchange, header
 
@@ -97,6 +98,9 @@ def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: 
     simulated but left out of the figures (see the module docstring).
     ``headers``: the recorded request headers; ``reserialised``: the body is
     the recorder's serialisation of parsed JSON (its length says nothing)."""
+    problem = url_problem(url) if url else None
+    if problem is not None:  # as the importers set it apart: nothing can route, redact or write it
+        return f"malformed URL: {problem}", None
     kind = classify(method, url, headers or {}, body, obj)
     if not kind.generation:
         return f"not a generation request: {kind.reason}", None

@@ -19,7 +19,7 @@ import pytest
 
 from fidelity import wire
 from fidelity.cache.prompts import cache_prompt
-from fidelity.diff import compare
+from fidelity.diff import compare, compare_with_breaks
 from fidelity.harness import load
 from fidelity.harness.drive import drive, tool_names
 from fidelity.proxy.script import parse_script
@@ -71,7 +71,7 @@ def test_claude_code_ordinary_subagent_against_parent(harness_bin, tmp_path):
         assert result.tokens.child_prompt > 0 and result.tokens.parent_prompt > 0
         # every break, not only the first: each lane of the cache view the child
         # changes is listed, in cache order, and the fully fixed child reads again
-        full = compare(parent, child, dialect="anthropic-messages", endpoint=endpoint, with_breaks=True)
+        full = compare_with_breaks(parent, child, dialect="anthropic-messages", endpoint=endpoint)
         assert full.breaks, name
         kinds = [b.kind for b in full.breaks]
         segs = {side: wire.cache_view_at(wire.get("anthropic-messages"), body, endpoint)

@@ -199,8 +199,3 @@ def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:
             out.append((str(name), v.decode("latin-1") if isinstance(v, bytes) else str(v)))
     return out
 
-
-def load_cassette(path: str | Path) -> Any:
-    """The parsed document of a vcrpy cassette (YAML or JSON, possibly
-    gzipped), with the checks above; what :mod:`fidelity.traffic.sources` reads."""
-    return _load(path)
