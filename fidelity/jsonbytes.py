@@ -153,17 +153,28 @@ def split_pointer(ptr: str) -> tuple[str, ...]:
 _WS = re.compile(rb"[ \t\n\r]*")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no alternation per byte
 _SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
-_SCANNER = json.JSONDecoder(strict=False)
-_LATIN1: list[tuple[bytes | None, str]] = [(None, "")]  # the last body scanned and its latin-1 text
+#: a key without escapes or control characters: its text is its UTF-8 bytes
+_PLAIN_KEY = re.compile(rb'"[^"\\\x00-\x1f]*"')
 
-
-def _as_latin1(body: bytes) -> str:
-    """``body`` decoded as latin-1 (one character per byte), memoised for the
-    body last asked about: a cache view scans one body many times."""
-    last = _LATIN1[0]
-    if last[0] is not body:
-        last = _LATIN1[0] = (body, body.decode("latin-1"))
-    return last[1]
+# Inside a container the scanner accepts exactly what ``json.JSONDecoder(strict=False)``
+# accepts (the decoder it replaces, see ``_skip_container``): strings with raw
+# control characters but only the escapes of RFC 8259 section 7 (``\uXXXX``
+# with four hex digits), numbers of section 6, the literals, and NaN, Infinity
+# and -Infinity (the ``json`` module's extension, ``parse_constant``).
+_W = rb"[ \t\n\r]*+"
+_S = rb'"[^"\\]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\]*+)*+"'
+_FLAT = (rb"(?:" + _S + rb"|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?"
+         rb"|true|false|null|NaN|Infinity|-Infinity)")
+#: members of an object up to its end (group 1) or to a nested container's opener (group 2);
+#: the repetition is possessive: a member followed by ',' is never the last one
+_MEMBERS = re.compile(rb"(?:" + _W + _S + _W + rb":" + _W + _FLAT + _W + rb",)*+" + _W + _S + _W + rb":" + _W
+                      + rb"(?:" + _FLAT + _W + rb"(\})|([\[{]))")
+#: the same for the elements of an array
+_ELEMENTS = re.compile(rb"(?:" + _W + _FLAT + _W + rb",)*+" + _W + rb"(?:" + _FLAT + _W + rb"(\])|([\[{]))")
+#: what may follow a nested container: a separator or a closer
+_AFTER = re.compile(_W + rb"([,\]}])")
+_EMPTY = {0x7B: re.compile(_W + rb"\}"), 0x5B: re.compile(_W + rb"\]")}
+_CLOSER = {0x7B: 0x7D, 0x5B: 0x5D}
 
 
 class Member(NamedTuple):
@@ -250,14 +261,46 @@ def skip_value(body: bytes, pos: int) -> int:
 
 
 def _skip_container(body: bytes, pos: int) -> int:
-    # The json module's C scanner finds the end of a container far faster
-    # than a Python loop over its tokens. Decoding the body as latin-1
-    # maps each byte to one character, so its offsets are byte offsets
-    # (no byte of a UTF-8 sequence is '"' or '\\', so strings still scan).
-    try:
-        return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
-    except (ValueError, RecursionError):
-        raise _bad(body, pos, "malformed or unterminated container") from None
+    """End of the object or array opening at ``pos``.
+
+    The regexes above consume every run of flat members or elements (strings,
+    numbers, literals) in one C-speed match, so Python steps once per nested
+    bracket, not once per value, and nothing is decoded. It accepts and
+    refuses what ``json.JSONDecoder(strict=False).raw_decode`` over the body
+    does (the previous implementation, kept in the tests as the oracle),
+    except that nesting is bounded by memory rather than by the recursion
+    limit."""
+    stack = [body[pos]]
+    pos += 1
+    opened = True  # pos is just past an opener (else just past a ',')
+    while True:
+        kind = stack[-1]
+        empty = _EMPTY[kind].match(body, pos) if opened else None
+        if empty is not None:
+            pos = empty.end()
+        else:
+            run = (_MEMBERS if kind == 0x7B else _ELEMENTS).match(body, pos)
+            if run is None:
+                raise _bad(body, pos, "malformed or unterminated container")
+            pos = run.end()
+            if run.lastindex == 2:  # a nested container opens
+                stack.append(body[pos - 1])
+                opened = True
+                continue
+        stack.pop()  # the container on top just closed
+        while stack:  # its parent's separator, or the parent's closer too
+            after = _AFTER.match(body, pos)
+            if after is None:
+                raise _bad(body, pos, "malformed or unterminated container")
+            pos = after.end()
+            if body[pos - 1] == 0x2C:  # ,
+                break
+            if body[pos - 1] != _CLOSER[stack[-1]]:
+                raise _bad(body, pos - 1, "malformed or unterminated container")
+            stack.pop()
+        if not stack:
+            return pos
+        opened = False
 
 
 #: an array whose first elements average at least this many bytes is scanned
@@ -311,7 +354,11 @@ def _iter_members(body: bytes, pos: int) -> Iterator[Member]:
         key_match = _STRING.match(body, pos)
         if not key_match:
             raise _bad(body, pos, "expected a key")
-        key = json.loads(key_match.group().decode("utf-8"))
+        plain = _PLAIN_KEY.match(body, pos)
+        if plain is not None and plain.end() == key_match.end():
+            key = body[pos + 1 : plain.end() - 1].decode("utf-8")
+        else:
+            key = json.loads(key_match.group().decode("utf-8"))
         pos = skip_ws(body, key_match.end())
         if body[pos : pos + 1] != b":":
             raise _bad(body, pos, "expected ':'")
