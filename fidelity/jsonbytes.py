@@ -40,6 +40,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -165,8 +166,9 @@ _W = rb"[ \t\n\r]*+"
 _S = rb'"[^"\\]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\]*+)*+"'
 _FLAT = (rb"(?:" + _S + rb"|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?"
          rb"|true|false|null|NaN|Infinity|-Infinity)")
-#: members of an object up to its end (group 1) or to a nested container's opener (group 2);
-#: the repetition is possessive: a member followed by ',' is never the last one
+#: members of an object with flat values up to its end (group 1) or to a
+#: nested container's opener (group 2); possessive: a member followed by ','
+#: is never the last one
 _MEMBERS = re.compile(rb"(?:" + _W + _S + _W + rb":" + _W + _FLAT + _W + rb",)*+" + _W + _S + _W + rb":" + _W
                       + rb"(?:" + _FLAT + _W + rb"(\})|([\[{]))")
 #: the same for the elements of an array
@@ -263,43 +265,77 @@ def skip_value(body: bytes, pos: int) -> int:
 def _skip_container(body: bytes, pos: int) -> int:
     """End of the object or array opening at ``pos``.
 
-    The regexes above consume every run of flat members or elements (strings,
-    numbers, literals) in one C-speed match, so Python steps once per nested
-    bracket, not once per value, and nothing is decoded. It accepts and
-    refuses what ``json.JSONDecoder(strict=False).raw_decode`` over the body
-    does (the previous implementation, kept in the tests as the oracle),
-    except that nesting is bounded by memory rather than by the recursion
-    limit."""
-    stack = [body[pos]]
+    The body's containers are found once (:func:`_container_ends`, one walk
+    from its first value, remembered for the last bodies asked about), so
+    skipping a container is a lookup, however often and at whatever depth a
+    cache view, a pointer lookup or the differ asks. A position that walk
+    did not reach (a bracket inside a string, or a body that is not valid
+    JSON) is walked from there on its own."""
+    ends = _container_ends(body) if type(body) is bytes else None
+    end = ends.get(pos) if ends is not None else None
+    return end if end is not None else _walk(body, pos)[0]
+
+
+@functools.lru_cache(maxsize=8)  # a few bodies: a view scans one body many times in a row
+def _container_ends(body: bytes) -> dict[int, int] | None:
+    """``{start: end}`` of every object and array of the JSON value at the
+    start of ``body``; ``None`` when that value is not a valid container."""
+    start = skip_ws(body, 0)
+    if body[start : start + 1] not in (b"{", b"["):
+        return None
+    try:
+        return _walk(body, start)[1]
+    except InputError:
+        return None
+
+
+def _walk(body: bytes, pos: int) -> tuple[int, dict[int, int]]:
+    """The end of the container opening at ``pos`` and the ends of all the
+    containers in it (its own included).
+
+    The regexes above consume each run of flat members or elements
+    (strings, numbers, literals) in one match at C speed, so Python steps
+    once per bracket, and nothing is decoded. It accepts and refuses what
+    ``json.JSONDecoder(strict=False).raw_decode`` over the body decoded as
+    latin-1 does (the previous scanner, the tests' oracle), except that
+    nesting is bounded by memory rather than by the recursion limit, and
+    an integer of more than 4,300 digits is not refused."""
+    ends: dict[int, int] = {}
+    starts = [pos]
+    kinds = [body[pos]]
     pos += 1
     opened = True  # pos is just past an opener (else just past a ',')
+    members, elements, after = _MEMBERS.match, _ELEMENTS.match, _AFTER.match
     while True:
-        kind = stack[-1]
+        kind = kinds[-1]
         empty = _EMPTY[kind].match(body, pos) if opened else None
         if empty is not None:
             pos = empty.end()
         else:
-            run = (_MEMBERS if kind == 0x7B else _ELEMENTS).match(body, pos)
+            run = (members if kind == 0x7B else elements)(body, pos)
             if run is None:
                 raise _bad(body, pos, "malformed or unterminated container")
             pos = run.end()
             if run.lastindex == 2:  # a nested container opens
-                stack.append(body[pos - 1])
+                starts.append(pos - 1)
+                kinds.append(body[pos - 1])
                 opened = True
                 continue
-        stack.pop()  # the container on top just closed
-        while stack:  # its parent's separator, or the parent's closer too
-            after = _AFTER.match(body, pos)
-            if after is None:
+        ends[starts.pop()] = pos  # the container on top just closed
+        kinds.pop()
+        while starts:  # its parent's separator, or the parent's closer too
+            sep = after(body, pos)
+            if sep is None:
                 raise _bad(body, pos, "malformed or unterminated container")
-            pos = after.end()
+            pos = sep.end()
             if body[pos - 1] == 0x2C:  # ,
                 break
-            if body[pos - 1] != _CLOSER[stack[-1]]:
+            if body[pos - 1] != _CLOSER[kinds[-1]]:
                 raise _bad(body, pos - 1, "malformed or unterminated container")
-            stack.pop()
-        if not stack:
-            return pos
+            ends[starts.pop()] = pos
+            kinds.pop()
+        if not starts:
+            return pos, ends
         opened = False
 
 
