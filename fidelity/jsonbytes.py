@@ -40,10 +40,10 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -276,17 +276,39 @@ def _skip_container(body: bytes, pos: int) -> int:
     return end if end is not None else _walk(body, pos)[0]
 
 
-@functools.lru_cache(maxsize=8)  # a few bodies: a view scans one body many times in a row
 def _container_ends(body: bytes) -> dict[int, int] | None:
     """``{start: end}`` of every object and array of the JSON value at the
-    start of ``body``; ``None`` when that value is not a valid container."""
+    start of ``body``; ``None`` when that value is not a valid container.
+    Remembered for the last bodies asked about (a cache view scans one body
+    many times in a row, a report row views a few bodies), up to
+    :data:`_ENDS_BYTES` of bodies."""
+    hit = _ENDS.get(body)
+    if hit is not None or body in _ENDS:
+        try:
+            _ENDS.move_to_end(body)
+        except KeyError:  # another thread dropped it meanwhile
+            pass
+        return hit
     start = skip_ws(body, 0)
-    if body[start : start + 1] not in (b"{", b"["):
-        return None
-    try:
-        return _walk(body, start)[1]
-    except InputError:
-        return None
+    found: dict[int, int] | None = None
+    if body[start : start + 1] in (b"{", b"["):
+        try:
+            found = _walk(body, start)[1]
+        except InputError:
+            found = None
+    with _ENDS_LOCK:
+        _ENDS[body] = found
+        _ENDS_SIZE[0] += len(body)
+        while len(_ENDS) > 1 and (len(_ENDS) > 32 or _ENDS_SIZE[0] > _ENDS_BYTES):
+            _ENDS_SIZE[0] -= len(_ENDS.popitem(last=False)[0])
+    return found
+
+
+#: body -> its containers' ends (oldest first), and the bytes of the bodies held
+_ENDS: OrderedDict[bytes, dict[int, int] | None] = OrderedDict()
+_ENDS_SIZE = [0]
+_ENDS_BYTES = 32 << 20
+_ENDS_LOCK = threading.Lock()
 
 
 def _walk(body: bytes, pos: int) -> tuple[int, dict[int, int]]:

@@ -142,3 +142,22 @@ def test_nan_is_a_float_the_oracle_reads() -> None:
     # the oracle (the json module) accepts the literal NaN inside a container; so does the scanner
     assert math.isnan(_ORACLE.raw_decode("[NaN]")[0][0])
     assert jsonbytes._skip_container(b"[NaN]", 0) == 5
+
+
+def test_remembered_ends_are_bounded_and_match_a_fresh_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonbytes, "_ENDS_BYTES", 200)
+    jsonbytes._ENDS.clear()
+    jsonbytes._ENDS_SIZE[0] = 0
+    bodies = [json.dumps({"k": list(range(i)), "s": [{"a": [i]}]}).encode() for i in range(40)]
+    for body in bodies:
+        ends = jsonbytes._container_ends(body)
+        assert ends is not None and ends == jsonbytes._walk(body, 0)[1]
+        assert jsonbytes._container_ends(body) is ends  # the second ask is the memo's
+    assert sum(map(len, jsonbytes._ENDS)) == jsonbytes._ENDS_SIZE[0]
+    assert jsonbytes._ENDS_SIZE[0] <= 200 or len(jsonbytes._ENDS) == 1
+    assert len(jsonbytes._ENDS) <= 32
+    assert jsonbytes._container_ends(b'{"a": [1, }') is None  # not valid: each skip walks on its own
+    with pytest.raises(InputError):
+        jsonbytes._skip_container(b'{"a": [1, }', 0)
+    assert scanner_end(b'{"a": [1, }', 6) == oracle_end(b'{"a": [1, }', 6) == "refused"
+    assert scanner_end(b'[[1], }', 1) == oracle_end(b'[[1], }', 1) == 4  # a valid container in an invalid body
