@@ -42,7 +42,7 @@ from typing import Any
 
 from . import breakpoints, pricing, tokens, wire
 from . import diff as differ
-from .cache.prompts import cache_prompt, view_of
+from .cache.prompts import cache_prompt, view_ids, view_of
 from .cache.simulator import Prediction, Simulator
 from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
@@ -169,8 +169,7 @@ def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
     if hit is None:
         d = wire.get(dialect)
         segs = view_of(d, body)
-        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs,
-                                      dialect=d.name, provider=d.provider, model=model)
+        ids = view_ids(d, segs, model)
         if len(_VIEW_MEMO) >= _VIEW_MEMO_SIZE:
             _VIEW_MEMO.pop(next(iter(_VIEW_MEMO)))
         hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))

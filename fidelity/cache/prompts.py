@@ -51,7 +51,7 @@ from .simulator import SimRequest
 
 __all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER",
            "generic_request", "anthropic_request", "anthropic_block_ends", "block_ends_of", "Assembled",
-           "generic_assemble", "anthropic_assemble", "anthropic_images", "block_lengths", "view_of"]
+           "generic_assemble", "anthropic_assemble", "anthropic_images", "block_lengths", "view_of", "view_ids"]
 
 MARKER = b'"cache_control"'
 
@@ -181,6 +181,12 @@ def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[S
 
 
 _VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
+
+
+def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str) -> list[array[int]]:
+    """Billed ids per segment of a cache view under the model's billing
+    tokenizer: the ids :func:`cache_prompt` computes, from the same memo."""
+    return _ids(billing_tokenizer(tokens.for_model(model, d.provider), d.name), segs, d, model)
 
 
 def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,
