@@ -34,6 +34,7 @@ the first divergence from the parent's last request and its cause.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -446,6 +447,7 @@ def score(
                 _report(progress, work, unit, found)
         finally:
             _WORK.clear()
+            gc.set_threshold(*_GC_DEFAULT)
     else:
         for setup in setups:  # vocabularies loaded once, here, and shared with the forked workers
             tokens.for_model(setup.model, wire.get(setup.dialect).provider).ids("a")
@@ -487,6 +489,17 @@ _WORK: list[Any] = []
 def _start_worker(sessions: tuple[Session, ...], variants: tuple[Variant, ...],
                   setups: tuple[ProviderSetup, ...], table: pricing.PriceTable) -> None:
     _WORK[:] = [sessions, variants, setups, _Scorer(table, variants)]
+    _GC_DEFAULT[:] = gc.get_threshold()
+    if _GC_DEFAULT[0]:  # 0: the caller turned automatic collection off
+        # rarer passes of the cyclic collector: scoring allocates a container per
+        # parsed JSON value and holds large memos, which each older-generation
+        # pass walks whole; these values form no cycles (the scan does the same,
+        # fidelity.scan.partition.GC_THRESHOLDS)
+        gc.set_threshold(*(max(a, b) for a, b in zip(_GC_DEFAULT, (50_000, 20, 100))))
+
+
+#: the collector's thresholds before scoring, restored after a serial score
+_GC_DEFAULT: list[int] = [700, 10, 10]
 
 
 def _score_unit(unit: tuple[int, int]) -> tuple[tuple[int, int], list[Row | Skipped]]:

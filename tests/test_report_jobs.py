@@ -120,3 +120,11 @@ def test_a_request_is_rendered_once_per_scorer(monkeypatch: pytest.MonkeyPatch) 
     request = replace(SHORT.sessions[0].history, route=Route("openai", "gpt-4.1"))
     assert scorer.render(request, "openai-chat") == scorer.render(request, "openai-chat") == real(d, request)
     assert len(calls) == 1
+
+
+def test_a_serial_score_restores_the_collectors_thresholds() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    score.score(SHORT, VARIANTS[:1], providers=PROVIDERS[:1], jobs=1)
+    assert gc.get_threshold() == before
