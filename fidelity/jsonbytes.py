@@ -230,6 +230,8 @@ def scan_memo() -> Iterator[None]:
 
 
 def skip_ws(body: bytes, pos: int) -> int:
+    if pos < len(body) and body[pos] > 0x20:  # compact JSON: no whitespace to skip, no regex call
+        return pos
     return _WS.match(body, pos).end()  # type: ignore[union-attr]
 
 

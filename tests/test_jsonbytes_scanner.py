@@ -161,3 +161,12 @@ def test_remembered_ends_are_bounded_and_match_a_fresh_walk(monkeypatch: pytest.
         jsonbytes._skip_container(b'{"a": [1, }', 0)
     assert scanner_end(b'{"a": [1, }', 6) == oracle_end(b'{"a": [1, }', 6) == "refused"
     assert scanner_end(b'[[1], }', 1) == oracle_end(b'[[1], }', 1) == 4  # a valid container in an invalid body
+
+
+@given(body=st.binary(max_size=12) | st.sampled_from([b" \t\n\r x", b"\x0b x", b"\x1f", b"  ", b"x  "]),
+       pos=st.integers(0, 14))
+def test_skip_ws_skips_exactly_json_whitespace(body: bytes, pos: int) -> None:
+    expected = min(pos, len(body))  # as the regex does: a position past the end is the end
+    while expected < len(body) and body[expected] in b" \t\n\r":
+        expected += 1
+    assert jsonbytes.skip_ws(body, pos) == expected
