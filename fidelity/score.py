@@ -449,17 +449,24 @@ def score(
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
     else:
-        for setup in setups:  # vocabularies loaded once, here, and shared with the forked workers
-            tokens.for_model(setup.model, wire.get(setup.dialect).provider).ids("a")
-        # one process per core, each scoring whole (session, provider) units: the
-        # parent's renders, views and simulator states are shared by the unit's
-        # variants. Rows are pure functions of their inputs, so the result does
-        # not depend on which process scored which unit.
+        # one process per core; a task is every provider of one session that
+        # counts with one tokenizer (so a text is encoded in one process only),
+        # and each provider's variants share the parent's renderings, views and
+        # simulated request sequence. Rows are pure functions of their inputs:
+        # the result does not depend on which process scored which task.
+        vocab: dict[str, list[int]] = {}
+        for k, setup in enumerate(setups):  # vocabularies loaded here, once, shared with the forked workers
+            tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
+            tok.ids("a")
+            vocab.setdefault(tok.name, []).append(k)
+        tasks = sorted(([(i, k) for k in ks] for i in range(len(fixtures.sessions)) for ks in vocab.values()),
+                       key=len, reverse=True)  # the largest first, for balance
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with context.Pool(jobs, initializer=_start_worker, initargs=work) as pool:
-            for unit, found in pool.imap_unordered(_score_unit, units):
-                done[unit] = found
-                _report(progress, work, unit, found)
+        with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
+            for found_units in pool.imap_unordered(_score_units, tasks):
+                for unit, found in found_units:
+                    done[unit] = found
+                    _report(progress, work, unit, found)
     rows: list[Row] = []
     skipped: list[Skipped] = []
     for i in range(len(fixtures.sessions)):  # the serial order: session, variant, provider
@@ -500,6 +507,10 @@ def _start_worker(sessions: tuple[Session, ...], variants: tuple[Variant, ...],
 
 #: the collector's thresholds before scoring, restored after a serial score
 _GC_DEFAULT: list[int] = [700, 10, 10]
+
+
+def _score_units(units: list[tuple[int, int]]) -> list[tuple[tuple[int, int], list[Row | Skipped]]]:
+    return [_score_unit(unit) for unit in units]
 
 
 def _score_unit(unit: tuple[int, int]) -> tuple[tuple[int, int], list[Row | Skipped]]:
