@@ -48,6 +48,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+import orjson
+
 from . import jsonio as _jsonio
 from .errors import InputError
 
@@ -294,16 +296,51 @@ def _container_ends(body: bytes) -> dict[int, int] | None:
     start = skip_ws(body, 0)
     found: dict[int, int] | None = None
     if body[start : start + 1] in (b"{", b"["):
-        try:
-            found = _walk(body, start)[1]
-        except InputError:
-            found = None
+        found = _strict_ends(body, start)
+        if found is None:
+            try:
+                found = _walk(body, start)[1]
+            except InputError:
+                found = None
     with _ENDS_LOCK:
         _ENDS[body] = found
         _ENDS_SIZE[0] += len(body)
         while len(_ENDS) > 1 and (len(_ENDS) > 32 or _ENDS_SIZE[0] > _ENDS_BYTES):
             _ENDS_SIZE[0] -= len(_ENDS.popitem(last=False)[0])
     return found
+
+
+#: up to the next bracket outside a string, in a body whose escaped quotes and
+#: backslashes are blanked (:func:`_strict_ends`)
+_NEXT_BRACKET = re.compile(rb'(?:[^"\[\]{}]++|"[^"]*+")*+[\[\]{}]')
+
+
+def _strict_ends(body: bytes, start: int) -> dict[int, int] | None:
+    """:func:`_walk`'s ends, faster, for a body that is strict JSON (RFC
+    8259, as ``orjson`` reads it: one C pass), else ``None``.
+
+    In valid JSON every bracket outside a string opens or closes a
+    container, so only the strings need finding: with each escaped
+    backslash, then each escaped quote, blanked in place (two bytes for two,
+    left to right, as a reader pairs a run of backslashes: the trick of
+    :func:`fidelity.jsonio.text_depth`, keeping offsets), every quote left
+    delimits a string, and one regex match per bracket skips the rest."""
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    blanked = body.replace(b"\\\\", b"\0\0").replace(b'\\"', b"\0\0")
+    ends: dict[int, int] = {}
+    opened: list[int] = []
+    for match in _NEXT_BRACKET.finditer(blanked, start):
+        end = match.end()
+        if blanked[end - 1] in b"[{":
+            opened.append(end - 1)
+        else:
+            ends[opened.pop()] = end
+            if not opened:
+                return ends
+    return None  # not reached for valid JSON
 
 
 #: body -> its containers' ends (oldest first), and the bytes of the bodies held

@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -170,3 +171,27 @@ def test_skip_ws_skips_exactly_json_whitespace(body: bytes, pos: int) -> None:
     while expected < len(body) and body[expected] in b" \t\n\r":
         expected += 1
     assert jsonbytes.skip_ws(body, pos) == expected
+
+
+@given(value=json_values, layout=layouts, ascii_only=st.booleans())
+def test_strict_bodies_take_the_fast_path_to_the_same_ends(value: Any, layout: dict[str, Any],
+                                                          ascii_only: bool) -> None:
+    body = _dump({"v": [value, {"w": value}]}, layout, ascii_only)
+    fast = jsonbytes._strict_ends(body, 0)
+    try:
+        orjson.loads(body)
+        strict = True
+    except orjson.JSONDecodeError:  # NaN, a lone surrogate: json's extensions, walked instead
+        strict = False
+    assert (fast is not None) == strict
+    if fast is not None:
+        assert fast == jsonbytes._walk(body, 0)[1]
+
+
+@pytest.mark.parametrize("body", [b'{"a":"\\\\"}', b'{"a":"\\\\\\"]"}', b'["\\"{", {"b":["\\\\\\\\"]}]',
+                                  b'{"a":"x"} trailing', b'[1,2]  ', b'  {"a":[{}]}'])
+def test_escaped_quotes_and_backslashes_end_where_the_walk_ends(body: bytes) -> None:
+    start = jsonbytes.skip_ws(body, 0)
+    fast = jsonbytes._strict_ends(body, start)
+    assert fast is None or fast == jsonbytes._walk(body, start)[1]
+    assert jsonbytes._container_ends(body) == jsonbytes._walk(body, start)[1]
