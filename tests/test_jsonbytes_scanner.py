@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fidelity import jsonbytes
+from fidelity import jsonbytes, jsonends
 from fidelity.errors import InputError
 
 _ORACLE = json.JSONDecoder(strict=False)
@@ -146,18 +146,18 @@ def test_nan_is_a_float_the_oracle_reads() -> None:
 
 
 def test_remembered_ends_are_bounded_and_match_a_fresh_walk(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonbytes, "_ENDS_BYTES", 200)
-    jsonbytes._ENDS.clear()
-    jsonbytes._ENDS_SIZE[0] = 0
+    monkeypatch.setattr(jsonends, "_ENDS_BYTES", 200)
+    jsonends._ENDS.clear()
+    jsonends._ENDS_SIZE[0] = 0
     bodies = [json.dumps({"k": list(range(i)), "s": [{"a": [i]}]}).encode() for i in range(40)]
     for body in bodies:
-        ends = jsonbytes._container_ends(body)
-        assert ends is not None and ends == jsonbytes._walk(body, 0)[1]
-        assert jsonbytes._container_ends(body) is ends  # the second ask is the memo's
-    assert sum(map(len, jsonbytes._ENDS)) == jsonbytes._ENDS_SIZE[0]
-    assert jsonbytes._ENDS_SIZE[0] <= 200 or len(jsonbytes._ENDS) == 1
-    assert len(jsonbytes._ENDS) <= 32
-    assert jsonbytes._container_ends(b'{"a": [1, }') is None  # not valid: each skip walks on its own
+        ends = jsonends.container_ends(body)
+        assert ends is not None and ends == jsonends.walk(body, 0)[1]
+        assert jsonends.container_ends(body) is ends  # the second ask is the memo's
+    assert sum(map(len, jsonends._ENDS)) == jsonends._ENDS_SIZE[0]
+    assert jsonends._ENDS_SIZE[0] <= 200 or len(jsonends._ENDS) == 1
+    assert len(jsonends._ENDS) <= 32
+    assert jsonends.container_ends(b'{"a": [1, }') is None  # not valid: each skip walks on its own
     with pytest.raises(InputError):
         jsonbytes._skip_container(b'{"a": [1, }', 0)
     assert scanner_end(b'{"a": [1, }', 6) == oracle_end(b'{"a": [1, }', 6) == "refused"
@@ -177,7 +177,7 @@ def test_skip_ws_skips_exactly_json_whitespace(body: bytes, pos: int) -> None:
 def test_strict_bodies_take_the_fast_path_to_the_same_ends(value: Any, layout: dict[str, Any],
                                                           ascii_only: bool) -> None:
     body = _dump({"v": [value, {"w": value}]}, layout, ascii_only)
-    fast = jsonbytes._strict_ends(body, 0)
+    fast = jsonends._strict_ends(body, 0)
     try:
         orjson.loads(body)
         strict = True
@@ -185,13 +185,13 @@ def test_strict_bodies_take_the_fast_path_to_the_same_ends(value: Any, layout: d
         strict = False
     assert (fast is not None) == strict
     if fast is not None:
-        assert fast == jsonbytes._walk(body, 0)[1]
+        assert fast == jsonends.walk(body, 0)[1]
 
 
 @pytest.mark.parametrize("body", [b'{"a":"\\\\"}', b'{"a":"\\\\\\"]"}', b'["\\"{", {"b":["\\\\\\\\"]}]',
                                   b'{"a":"x"} trailing', b'[1,2]  ', b'  {"a":[{}]}'])
 def test_escaped_quotes_and_backslashes_end_where_the_walk_ends(body: bytes) -> None:
     start = jsonbytes.skip_ws(body, 0)
-    fast = jsonbytes._strict_ends(body, start)
-    assert fast is None or fast == jsonbytes._walk(body, start)[1]
-    assert jsonbytes._container_ends(body) == jsonbytes._walk(body, start)[1]
+    fast = jsonends._strict_ends(body, start)
+    assert fast is None or fast == jsonends.walk(body, start)[1]
+    assert jsonends.container_ends(body) == jsonends.walk(body, start)[1]
