@@ -128,3 +128,14 @@ def test_a_serial_score_restores_the_collectors_thresholds() -> None:
     before = gc.get_threshold()
     score.score(SHORT, VARIANTS[:1], providers=PROVIDERS[:1], jobs=1)
     assert gc.get_threshold() == before
+
+
+def test_a_large_body_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = _body("openai-chat")
+    monkeypatch.setattr(prompts, "_MEMO_BODY", len(body) - 1)
+    prompts._PROMPTS.clear()
+    prompts._VIEWS.clear()
+    got = prompts.cache_prompt(body, dialect="openai-chat", time=3.0, label="x")
+    assert prompts._PROMPTS == {} and prompts._VIEWS == {}
+    monkeypatch.undo()
+    assert got == prompts.cache_prompt(body, dialect="openai-chat", time=3.0, label="x")

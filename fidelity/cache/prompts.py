@@ -141,6 +141,8 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     estimates), so that replay, the simulator, ``diff`` and ``score`` count
     the same tokens."""
     body = bytes(body)
+    if len(body) > _MEMO_BODY:
+        return _cache_prompt(body, dialect, model, time, label, output, path, endpoint, provider)
     key = (body, dialect, model, endpoint, provider, tuple(output))
     hit = _PROMPTS.get(key)
     if hit is None:
@@ -155,8 +157,10 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
 #: times, at other times and under other labels): their views and ids are
 #: computed once; the time and label are the caller's
 _PROMPTS: dict[tuple[Any, ...], CachePrompt] = {}
-#: entries per memo: a body of 100 kB and its prompt's ids take about 300 kB
+#: entries per memo, and the largest body remembered: a body of 256 kB and its
+#: prompt's ids take about 1 MB, so a memo holds at most about 64 MB
 _MEMO_SIZE = 64
+_MEMO_BODY = 256 << 10
 
 
 def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
@@ -172,6 +176,8 @@ def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
 def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[Segment]:
     """:func:`fidelity.wire.cache_view_at`, memoised on the last bodies
     (segments are immutable; each caller gets its own list)."""
+    if len(body) > _MEMO_BODY:
+        return wire.cache_view_at(d, body, endpoint)
     key = (d.name, body, endpoint)
     hit = _VIEWS.get(key)
     if hit is None:
