@@ -49,6 +49,7 @@ from typing import Any, NamedTuple
 
 from . import jsonio as _jsonio
 from .errors import InputError
+from .jsonends import container_ends, walk
 
 __all__ = [
     "dumps_compact",
@@ -153,18 +154,8 @@ def split_pointer(ptr: str) -> tuple[str, ...]:
 _WS = re.compile(rb"[ \t\n\r]*")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no alternation per byte
 _SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
-_SCANNER = json.JSONDecoder(strict=False)
-_LATIN1: list[tuple[bytes | None, str]] = [(None, "")]  # the last body scanned and its latin-1 text
-
-
-def _as_latin1(body: bytes) -> str:
-    """``body`` decoded as latin-1 (one character per byte), memoised for the
-    body last asked about: a cache view scans one body many times."""
-    last = _LATIN1[0]
-    if last[0] is not body:
-        last = _LATIN1[0] = (body, body.decode("latin-1"))
-    return last[1]
-
+#: a key without escapes or control characters: its text is its UTF-8 bytes
+_PLAIN_KEY = re.compile(rb'"[^"\\\x00-\x1f]*"')
 
 class Member(NamedTuple):
     """One ``"key":value`` member of an object: ``start`` is the offset of the
@@ -217,6 +208,8 @@ def scan_memo() -> Iterator[None]:
 
 
 def skip_ws(body: bytes, pos: int) -> int:
+    if pos < len(body) and body[pos] > 0x20:  # compact JSON: no whitespace to skip, no regex call
+        return pos
     return _WS.match(body, pos).end()  # type: ignore[union-attr]
 
 
@@ -250,14 +243,17 @@ def skip_value(body: bytes, pos: int) -> int:
 
 
 def _skip_container(body: bytes, pos: int) -> int:
-    # The json module's C scanner finds the end of a container far faster
-    # than a Python loop over its tokens. Decoding the body as latin-1
-    # maps each byte to one character, so its offsets are byte offsets
-    # (no byte of a UTF-8 sequence is '"' or '\\', so strings still scan).
-    try:
-        return _SCANNER.raw_decode(_as_latin1(body), pos)[1]
-    except (ValueError, RecursionError):
-        raise _bad(body, pos, "malformed or unterminated container") from None
+    """End of the object or array opening at ``pos``.
+
+    The body's containers are found once (:func:`fidelity.jsonends.container_ends`, one pass
+    from its first value, remembered for the last bodies asked about), so
+    skipping a container is a lookup, however often and at whatever depth a
+    cache view, a pointer lookup or the differ asks. A position that walk
+    did not reach (a bracket inside a string, or a body that is not valid
+    JSON) is walked from there on its own."""
+    ends = container_ends(body) if type(body) is bytes else None
+    end = ends.get(pos) if ends is not None else None
+    return end if end is not None else walk(body, pos)[0]
 
 
 #: an array whose first elements average at least this many bytes is scanned
@@ -311,7 +307,11 @@ def _iter_members(body: bytes, pos: int) -> Iterator[Member]:
         key_match = _STRING.match(body, pos)
         if not key_match:
             raise _bad(body, pos, "expected a key")
-        key = json.loads(key_match.group().decode("utf-8"))
+        plain = _PLAIN_KEY.match(body, pos)
+        if plain is not None and plain.end() == key_match.end():
+            key = body[pos + 1 : plain.end() - 1].decode("utf-8")
+        else:
+            key = json.loads(key_match.group().decode("utf-8"))
         pos = skip_ws(body, key_match.end())
         if body[pos : pos + 1] != b":":
             raise _bad(body, pos, "expected ':'")

@@ -34,13 +34,16 @@ the first divergence from the parent's last request and its cause.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from . import breakpoints, pricing, tokens, wire
 from . import diff as differ
-from .cache.prompts import cache_prompt
+from .cache.prompts import cache_prompt, view_ids, view_of
 from .cache.simulator import Prediction, Simulator
 from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
@@ -48,7 +51,7 @@ from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import Request, Route
 
-__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS"]
+__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
 
 HEAD_KINDS = ("params", "tools", "system")
 #: seconds between two requests of the replayed parent sequence (well inside every lifetime)
@@ -163,25 +166,32 @@ class Score:
 
 
 def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
-    """``(segment kind, token count)`` of a body's cache view; memoised per body."""
+    """``(segment kind, token count)`` of a body's cache view; memoised per body
+    (bounded: the oldest entry goes first)."""
     key = (dialect, model, body)
     hit = _VIEW_MEMO.get(key)
     if hit is None:
         d = wire.get(dialect)
-        segs = d.cache_view(body)
-        ids = differ.prompt_token_ids(tokens.for_model(model, d.provider), segs,
-                                      dialect=d.name, provider=d.provider, model=model)
+        segs = view_of(d, body)
+        ids = view_ids(d, segs, model)
+        if len(_VIEW_MEMO) >= _VIEW_MEMO_SIZE:
+            _VIEW_MEMO.pop(next(iter(_VIEW_MEMO)))
         hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))
     return hit
 
 
 #: (dialect, model, body) -> (kind and token count per segment, token ids per segment, segments)
 _VIEW_MEMO: dict[tuple[str, str, bytes], tuple[Any, ...]] = {}
+_VIEW_MEMO_SIZE = 512
 
 
 def layout(child: Request, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
     """Tokens of ``child``'s cache view per region, in region order."""
-    kinds = _views(dialect, model, wire.get(dialect).render(child))[0]
+    return _layout(wire.get(dialect).render(child), dialect, model)
+
+
+def _layout(body: bytes, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
+    kinds = _views(dialect, model, body)[0]
     totals = dict.fromkeys(REGIONS, 0)
     for kind, count in kinds:
         totals["history" if kind == "message" else kind] += count
@@ -256,6 +266,30 @@ class _Scorer:
         self._breaks: dict[tuple[str, str, bytes, bytes], tuple[differ.Break, ...]] = {}
         self._states: dict[tuple[str, str, str, str], tuple[Simulator, float, Route]] = {}
         self._predictions: dict[tuple[int, Route, bytes], Prediction] = {}
+        self._parents: dict[tuple[str, str, str, str], tuple[Request, Request]] = {}
+        #: id(request) -> (request, dialect, body): a request is rendered once (it is held, so its id stays its own)
+        self._bodies: dict[int, tuple[Request, str, bytes]] = {}
+
+    def render(self, request: Request, dialect: str) -> bytes:
+        """``wire.get(dialect).render(request)``, once per request object."""
+        hit = self._bodies.get(id(request))
+        if hit is None or hit[0] is not request or hit[1] != dialect:
+            if len(self._bodies) >= 4096:
+                self._bodies.clear()
+            hit = self._bodies[id(request)] = (request, dialect, wire.get(dialect).render(request))
+        return hit[2]
+
+    def parent(self, session: Session, setup: ProviderSetup, placement: str) -> tuple[Request, Request]:
+        """The session's history on the setup's route and the parent's last
+        request under ``placement`` (one object per combination, so that
+        their renders are shared by every variant)."""
+        d = wire.get(setup.dialect)
+        key = (session.name, setup.dialect, setup.model, placement)
+        hit = self._parents.get(key)
+        if hit is None:
+            history = replace(session.history, route=Route(d.provider, setup.model))
+            hit = self._parents[key] = (history, breakpoints.place(parent_request(history), placement, d.provider))
+        return hit
 
     def _state(self, session: Session, setup: ProviderSetup, placement: str) -> tuple[Simulator, float, Route]:
         """The simulator after the parent's whole request sequence under
@@ -282,7 +316,7 @@ class _Scorer:
         """What ``child`` (already placed) reads and writes after the parent's sequence."""
         sim, now, route = self._state(session, setup, placement)
         d = wire.get(setup.dialect)
-        body = d.render(child)
+        body = self.render(child, d.name)
         key = (id(sim), child.route, body)
         hit = self._predictions.get(key)
         if hit is None:
@@ -297,8 +331,7 @@ class _Scorer:
     def compare(self, parent: Request, child: Request, dialect: str) -> DiffResult:
         """:func:`fidelity.diff.compare_requests`, memoised on the rendered
         pair (many variants share their faithful reference child)."""
-        d = wire.get(dialect)
-        key = (dialect, child.route.model, d.render(parent), d.render(child))
+        key = (dialect, child.route.model, self.render(parent, dialect), self.render(child, dialect))
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = differ.compare_requests(parent, child, dialect, prices=self.prices)
@@ -317,9 +350,8 @@ class _Scorer:
 
     def row(self, session: Session, variant: Variant, setup: ProviderSetup) -> Row:
         d = wire.get(setup.dialect)
-        history = replace(session.history, route=Route(d.provider, setup.model))
         placement = variant.breakpoints or breakpoints.DEFAULT
-        parent = breakpoints.place(parent_request(history), placement, d.provider)
+        history, parent = self.parent(session, setup, placement)
         context = {"alt_model": setup.alt_model, "model": setup.model}
         directives = session.siblings[: variant.fanout] if variant.fanout > 1 else (session.directive,)
         children = tuple(breakpoints.place(c, placement, d.provider)
@@ -333,7 +365,8 @@ class _Scorer:
         inherited = 0
         if n and variant.builder != "spawn":
             head = replace(child, messages=child.messages[:n])
-            inherited = _common_tokens(setup.dialect, result.model, d.render(head), d.render(child))
+            inherited = _common_tokens(setup.dialect, result.model, self.render(head, d.name),
+                                       self.render(child, d.name))
         pred = self.predict(session, setup, placement, child)
         if variant.expect == "no-inheritance":
             inheritable = 0
@@ -375,7 +408,7 @@ class _Scorer:
             first_divergent_byte=result.view.first_divergent_byte,
             raw_first_divergent_byte=result.raw.first_divergent_byte, segment=result.view.segment,
             pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
-            regions=layout(child, setup.dialect, result.model), cost=cost, note=note,
+            regions=_layout(self.render(child, d.name), setup.dialect, result.model), cost=cost, note=note,
             expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result, inheritable),
             cache_preserving=variant.cache_preserving, siblings=tuple(siblings), breaks=fixes,
         )
@@ -401,10 +434,13 @@ def score(
     providers: Sequence[str] | None = None,
     prices: pricing.PriceTable | None = None,
     progress: Callable[[str], None] | None = None,
+    jobs: int | None = 1,
 ) -> Score:
     """Score every session × variant × provider (providers: the fixture
     table's dialects that are registered, optionally narrowed to
-    ``providers``). ``progress`` is called once per row with its label."""
+    ``providers``). ``progress`` is called once per row with its label.
+    ``jobs``: processes that score rows (``None``: one per available core);
+    the result is the same for any number."""
     table = prices if prices is not None else pricing.load()
     known = set(wire.names())
     setups = [p for p in fixtures.providers if p.dialect in known]
@@ -414,20 +450,104 @@ def score(
             if name not in {p.dialect for p in setups}:
                 raise UnknownName("provider", name, [p.dialect for p in setups])
         setups = [p for p in setups if p.dialect in wanted]
-    scorer = _Scorer(table, variants)
+    units = [(i, k) for i in range(len(fixtures.sessions)) for k in range(len(setups))]
+    work = (tuple(fixtures.sessions), tuple(variants), tuple(setups), table)
+    done: dict[tuple[int, int], list[Row | Skipped]] = {}
+    jobs = min(len(units), available_cores() if jobs is None else max(1, jobs))
+    if jobs <= 1:
+        _start_worker(*work)
+        try:
+            results: Iterator[tuple[tuple[int, int], list[Row | Skipped]]] = map(_score_unit, units)
+            for unit, found in results:
+                done[unit] = found
+                _report(progress, work, unit, found)
+        finally:
+            _WORK.clear()
+            gc.set_threshold(*_GC_DEFAULT)
+    else:
+        # one process per core; a task is every provider of one session that
+        # counts with one tokenizer (so a text is encoded in one process only),
+        # and each provider's variants share the parent's renderings, views and
+        # simulated request sequence. Rows are pure functions of their inputs:
+        # the result does not depend on which process scored which task.
+        vocab: dict[str, list[int]] = {}
+        for k, setup in enumerate(setups):  # vocabularies loaded here, once, shared with the forked workers
+            tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
+            tok.ids("a")
+            vocab.setdefault(tok.name, []).append(k)
+        tasks = sorted(([(i, k) for k in ks] for i in range(len(fixtures.sessions)) for ks in vocab.values()),
+                       key=len, reverse=True)  # the largest first, for balance
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
+            for found_units in pool.imap_unordered(_score_units, tasks):
+                for unit, found in found_units:
+                    done[unit] = found
+                    _report(progress, work, unit, found)
     rows: list[Row] = []
     skipped: list[Skipped] = []
-    for session in fixtures.sessions:
-        for variant in variants:
-            for setup in setups:
-                try:
-                    rows.append(scorer.row(session, variant, setup))
-                except FidelityError as exc:
-                    skipped.append(Skipped(session.name, variant.name, setup.dialect, str(exc)))
-                if progress is not None:
-                    progress(f"{session.name} / {variant.name} / {setup.dialect}")
+    for i in range(len(fixtures.sessions)):  # the serial order: session, variant, provider
+        for v in range(len(variants)):
+            for k in range(len(setups)):
+                item = done[(i, k)][v]
+                if isinstance(item, Row):
+                    rows.append(item)
+                else:
+                    skipped.append(item)
     return Score(fixtures.source, table.name, table.as_of, tuple(fixtures.sessions), tuple(variants),
                  tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
+
+
+def available_cores() -> int:
+    """Cores this process may run on (the ``--jobs`` default)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+#: what a worker scores: sessions, variants, provider setups, prices, and its scorer
+_WORK: list[Any] = []
+
+
+def _start_worker(sessions: tuple[Session, ...], variants: tuple[Variant, ...],
+                  setups: tuple[ProviderSetup, ...], table: pricing.PriceTable) -> None:
+    _WORK[:] = [sessions, variants, setups, _Scorer(table, variants)]
+    _GC_DEFAULT[:] = gc.get_threshold()
+    if _GC_DEFAULT[0]:  # 0: the caller turned automatic collection off
+        # rarer passes of the cyclic collector: scoring allocates a container per
+        # parsed JSON value and holds large memos, which each older-generation
+        # pass walks whole; these values form no cycles (the scan does the same,
+        # fidelity.scan.partition.GC_THRESHOLDS)
+        gc.set_threshold(*(max(a, b) for a, b in zip(_GC_DEFAULT, (50_000, 20, 100))))
+
+
+#: the collector's thresholds before scoring, restored after a serial score
+_GC_DEFAULT: list[int] = [700, 10, 10]
+
+
+def _score_units(units: list[tuple[int, int]]) -> list[tuple[tuple[int, int], list[Row | Skipped]]]:
+    return [_score_unit(unit) for unit in units]
+
+
+def _score_unit(unit: tuple[int, int]) -> tuple[tuple[int, int], list[Row | Skipped]]:
+    """Every variant's row for one session on one provider, in variant order."""
+    sessions, variants, setups, scorer = _WORK
+    session, setup = sessions[unit[0]], setups[unit[1]]
+    out: list[Row | Skipped] = []
+    for variant in variants:
+        try:
+            out.append(scorer.row(session, variant, setup))
+        except FidelityError as exc:
+            out.append(Skipped(session.name, variant.name, setup.dialect, str(exc)))
+    return unit, out
+
+
+def _report(progress: Callable[[str], None] | None, work: tuple[Any, ...], unit: tuple[int, int],
+            found: list[Row | Skipped]) -> None:
+    if progress is not None:
+        session, setup = work[0][unit[0]], work[2][unit[1]]
+        for variant in work[1]:
+            progress(f"{session.name} / {variant.name} / {setup.dialect}")
 
 
 def row_count(fixtures: FixtureSet, variants: Sequence[Variant], providers: Sequence[str] | None = None) -> int:

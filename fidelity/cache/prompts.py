@@ -35,7 +35,7 @@ import hashlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import is_
 from typing import Any
 
@@ -51,7 +51,7 @@ from .simulator import SimRequest
 
 __all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER",
            "generic_request", "anthropic_request", "anthropic_block_ends", "block_ends_of", "Assembled",
-           "generic_assemble", "anthropic_assemble", "anthropic_images", "block_lengths"]
+           "generic_assemble", "anthropic_assemble", "anthropic_images", "block_lengths", "view_of", "view_ids"]
 
 MARKER = b'"cache_control"'
 
@@ -141,6 +141,63 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     estimates), so that replay, the simulator, ``diff`` and ``score`` count
     the same tokens."""
     body = bytes(body)
+    if len(body) > _MEMO_BODY:
+        return _cache_prompt(body, dialect, model, time, label, output, path, endpoint, provider)
+    key = (body, dialect, model, endpoint, provider, tuple(output))
+    hit = _PROMPTS.get(key)
+    if hit is None:
+        hit = _cache_prompt(body, dialect, model, time, label, output, path, endpoint, provider)
+        _remember(_PROMPTS, key, hit)
+    elif (hit.request.time, hit.request.label) != (time, label):
+        hit = replace(hit, request=replace(hit.request, time=time, label=label))
+    return hit
+
+
+#: the last bodies read (a report asks for each parent and child body many
+#: times, at other times and under other labels): their views and ids are
+#: computed once; the time and label are the caller's
+_PROMPTS: dict[tuple[Any, ...], CachePrompt] = {}
+#: entries per memo, and the largest body remembered: a body of 256 kB and its
+#: prompt's ids take about 1 MB, so a memo holds at most about 64 MB
+_MEMO_SIZE = 64
+_MEMO_BODY = 256 << 10
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    """``memo[key] = value``, dropping the oldest entry past :data:`_MEMO_SIZE`."""
+    if len(memo) >= _MEMO_SIZE:
+        try:
+            memo.pop(next(iter(memo)))
+        except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
+            pass
+    memo[key] = value
+
+
+def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[Segment]:
+    """:func:`fidelity.wire.cache_view_at`, memoised on the last bodies
+    (segments are immutable; each caller gets its own list)."""
+    if len(body) > _MEMO_BODY:
+        return wire.cache_view_at(d, body, endpoint)
+    key = (d.name, body, endpoint)
+    hit = _VIEWS.get(key)
+    if hit is None:
+        hit = tuple(wire.cache_view_at(d, body, endpoint))
+        _remember(_VIEWS, key, hit)
+    return list(hit)
+
+
+_VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
+
+
+def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str) -> list[array[int]]:
+    """Billed ids per segment of a cache view under the model's billing
+    tokenizer: the ids :func:`cache_prompt` computes, from the same memo."""
+    return _ids(billing_tokenizer(tokens.for_model(model, d.provider), d.name), segs, d, model)
+
+
+def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,
+                  label: Hashable | None, output: Sequence[int], path: str | None, endpoint: str | None,
+                  provider: str | None) -> CachePrompt:
     d = wire.get(dialect) if dialect else None
     # the strict parse is needed to detect the dialect, find the model, or
     # read an Anthropic body's blocks; the cache view checks the rest
@@ -154,7 +211,7 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     prov = provider or d.provider
     tok = billing_tokenizer(tokens.for_model(model, prov), d.name)
     try:
-        segs = wire.cache_view_at(d, body, endpoint)
+        segs = view_of(d, body, endpoint)
     except InputError as exc:
         raise (exc.at(path) if path else exc) from None
     if prov == "anthropic" and d.provider == "anthropic":

@@ -37,6 +37,19 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
+    parser.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                        help="processes that score rows (default: one per available core; 1: serial); "
+                             "the result is the same for any N")
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, 1 or more, got {text!r}")
+    return value
 
 
 def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> score.Score:
@@ -53,8 +66,9 @@ def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None
             raise UnknownName("variant", missing[0], list(by_name))
         variants = tuple(by_name[n] for n in args.variants)
     prices = pricing.load(args.prices) if args.prices else pricing.load()
+    jobs = getattr(args, "jobs", None)
     if progress is None:
-        return score.score(fx, variants, providers=args.providers, prices=prices)
+        return score.score(fx, variants, providers=args.providers, prices=prices, jobs=jobs)
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
@@ -64,7 +78,7 @@ def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None
             progress(label)
             bar.update(task, advance=1, description=label)
 
-        return score.score(fx, variants, providers=args.providers, prices=prices, progress=step)
+        return score.score(fx, variants, providers=args.providers, prices=prices, progress=step, jobs=jobs)
 
 
 def with_harness(result: score.Score, folder: str | None) -> score.Score:
