@@ -227,6 +227,15 @@ def test_import_stops_a_gzip_bomb_at_the_size_limit(tmp_path: Path, name: str) -
     assert "decompresses" not in err
 
 
+def test_scan_takes_the_same_gzip_limit_flags_as_import(tmp_path: Path) -> None:
+    src = tmp_path / "log.jsonl.gz"
+    src.write_bytes(newline_bomb(4 << 20))
+    rc, err, _ = run_cli(main, ["scan", str(src), "--json", "--max-decompressed", "1M"])
+    _one_line(rc, err, src, "decompresses to more than 1 MiB; --max-decompressed raises the limit")
+    rc, err, _ = run_cli(main, ["scan", str(src), "--json", "--max-decompressed", "8M"])
+    assert "decompresses" not in err
+
+
 def test_import_stops_a_gzip_bomb_at_the_ratio_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fidelity import gzipped
 

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .. import pricing
+from .import_snapshots import add_decompress_arguments, decompress_limits
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -20,6 +21,7 @@ HELP = ("Scan request logs (JSONL request logs, .gz, snapshot folders, HAR, cass
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="request log files or folders")
+    add_decompress_arguments(parser)
     parser.add_argument("--json", action="store_true",
                         help="print the fidelity.scan/1 JSON document (as diff, replay and tokens-check do)")
     # "json" stays a choice of --format only as a deprecated spelling of --json
@@ -90,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     prices = pricing.load(args.prices) if args.prices else None
     bar = _Bar()
     try:
-        result = scan(args.paths, executor=args.executor, workers=args.workers, address=args.dask_address,
-                      prices=prices, top=args.top, examples_dir=args.out, progress=bar)
+        with decompress_limits(args):  # a .gz input is read within fidelity.gzipped's limits
+            result = scan(args.paths, executor=args.executor, workers=args.workers, address=args.dask_address,
+                          prices=prices, top=args.top, examples_dir=args.out, progress=bar)
     finally:
         bar.stop()
     if args.out:

@@ -60,6 +60,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputError
+from ..gzipped import gunzip
 
 __all__ = ["from_response", "decode_body", "usage_of", "http_status", "normalise", "Decoder", "StreamReader",
            "FIELDS"]
@@ -205,13 +206,14 @@ def decode_body(body: bytes, content_encoding: str | None = None) -> bytes:
         codings = ["gzip"]
     for coding in reversed(codings):
         try:
+            # within fidelity.gzipped's limits: a recorded body can be a bomb too
             if coding in ("gzip", "x-gzip"):
-                body = zlib.decompress(body, 47)  # gzip or zlib header
+                body = gunzip(body, wbits=47)  # gzip or zlib header
             elif coding == "deflate":
                 try:
-                    body = zlib.decompress(body)
-                except zlib.error:
-                    body = zlib.decompress(body, -15)  # raw deflate, as some servers send
+                    body = gunzip(body, wbits=15)
+                except InputError:
+                    body = gunzip(body, wbits=-15)  # raw deflate, as some servers send
             elif coding == "br":
                 body = _brotli(body)
             elif coding in ("identity", ""):
