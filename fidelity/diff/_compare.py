@@ -29,6 +29,7 @@ import orjson
 
 from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
+from ..cache.prompts import view_of
 from ..errors import InputError, UnknownName
 from ..jsonbytes import member_spans, value_spans
 from ..model import Request
@@ -212,13 +213,13 @@ def compare_requests(
     # one engine serves one model: another route never shares a cache entry.
     with jsonbytes.scan_memo():
         return _compare_views(d, child.route.model, p_body, c_body,
-                              d.cache_view(p_body), d.cache_view(c_body), prices,
+                              view_of(d, p_body), view_of(d, c_body), prices,
                               key_changed=parent.route != child.route)
 
 
 def _view(d: wire.Dialect, body: bytes, path: str | None, endpoint: str | None = None) -> list[Segment]:
     try:
-        segs = wire.cache_view_at(d, body, endpoint)
+        segs = view_of(d, body, endpoint)  # memoised on the last bodies: a report views each body once
     except InputError as exc:
         raise (exc.at(path) if path else exc) from None
     if not any(seg.kind in ("system", "message") for seg in segs):
