@@ -22,7 +22,7 @@ bytecode and the vocabulary copy warm, as for an installed package):
 * ``deepdiff``: ``python3 -c`` that imports deepdiff, reads and parses both
   files and runs ``DeepDiff``;
 * ``first divergence``: ``python3 -c`` that reads both files and runs
-  :func:`fidelity.diff.bytediff.first_divergence`, against ``cmp PARENT
+  :func:`fidelity.bytediff.first_divergence`, against ``cmp PARENT
   CHILD`` (GNU cmp: the same question, the first differing byte).
 
 Each figure is printed twice: wall clock (what a user waits) and CPU time
@@ -60,7 +60,7 @@ from fidelity.model import Message, Request, Route, SystemBlock, Text, Tool, Too
 DEEPDIFF_PROCESS = ("import json, sys\nfrom deepdiff import DeepDiff\n"
                     "a = json.load(open(sys.argv[1], 'rb')); b = json.load(open(sys.argv[2], 'rb'))\n"
                     "DeepDiff(a, b)")
-FIRST_PROCESS = ("import sys\nfrom fidelity.diff.bytediff import first_divergence\n"
+FIRST_PROCESS = ("import sys\nfrom fidelity.bytediff import first_divergence\n"
                  "print(first_divergence(open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()))")
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from .diff.bytediff import first_divergence
+from .bytediff import first_divergence
 
 __all__ = ["assert_prefix_preserved", "RequestSnapshot", "PrefixNotPreserved"]
 

@@ -1,8 +1,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fidelity.diff import bytediff
-from fidelity.diff.bytediff import excerpt, first_divergence
+from fidelity import bytediff
+from fidelity.bytediff import excerpt, first_divergence
 
 
 def reference(a: bytes, b: bytes):

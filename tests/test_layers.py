@@ -84,6 +84,12 @@ def _graph() -> dict[str, set[str]]:
         # a module's import of its own package's __init__ (``from . import x``) is not a dependency on it
         if dst and dst != src and not (src.startswith(dst + ".")):
             graph[src].add(dst)
+        # importing fidelity.a.b runs fidelity/a/__init__.py first: an edge to
+        # each package above the target that is not also above the importer
+        pkg = dst.rpartition(".")[0]
+        while pkg.count(".") >= 1 and pkg in mods and not src.startswith(pkg + "."):
+            graph[src].add(pkg)
+            pkg = pkg.rpartition(".")[0]
     return graph
 
 

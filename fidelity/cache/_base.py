@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..diff.bytediff import first_divergence
+from ..bytediff import first_divergence
 from ..errors import InputError
 
 __all__ = ["as_token_array", "settle_prompt_fields", "PromptTokens", "CacheOutcome", "common_prefix", "CacheModel"]
@@ -128,7 +128,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     Both are compared packed as 64-bit ints (``array('q')`` is read in place
     through a memoryview; other sequences are packed first), a window of
     ``_WINDOW`` bytes at a time at ``memcmp`` speed, and
-    :func:`fidelity.diff.bytediff.first_divergence` finds the byte inside the
+    :func:`fidelity.bytediff.first_divergence` finds the byte inside the
     first differing window: linear in the prefix, no Python loop per token,
     and no copy of either whole sequence.
     """

@@ -4,7 +4,7 @@
 :class:`DiffResult`, has one JSON view (:meth:`DiffResult.to_json`) and the
 console/plain-text views live in :mod:`fidelity.diff.views`.
 
-Submodules: :mod:`~fidelity.diff.bytediff` (first divergent byte),
+Submodules: :mod:`~fidelity.bytediff` (first divergent byte, a ground-floor module),
 :mod:`~fidelity.diff.locate` (JSON pointer of a byte offset),
 :mod:`~fidelity.diff.causes` (what kind of change broke the prefix),
 :mod:`~fidelity.diff.breaks` (every break, and what fixing each keeps:
@@ -14,6 +14,7 @@ to call).
 
 from __future__ import annotations
 
+from ..bytediff import excerpt, first_divergence
 from ._compare import (
     SCHEMA,
     CacheFigures,
@@ -28,7 +29,6 @@ from ._compare import (
     shared_tokens,
 )
 from .breaks import Break, breaks_of, compare_with_breaks
-from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
 

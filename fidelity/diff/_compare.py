@@ -29,6 +29,7 @@ import orjson
 
 from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
+from ..bytediff import excerpt, first_divergence
 from ..cache.prompts import view_of
 from ..errors import InputError, UnknownName
 from ..jsonbytes import member_spans, value_spans
@@ -36,7 +37,6 @@ from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
 from ._simulate import simulated
-from .bytediff import excerpt, first_divergence
 from .causes import Cause, classify
 from .locate import pointer_at
 from .lost import lost_tokens

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .. import pricing, tokens, wire
+from ..bytediff import excerpt, first_divergence
 from ..errors import InputError
 from ..jsonbytes import scan_memo
 from ..wire import Segment
 from ._rebuild import Slot, fixed_child
-from .bytediff import excerpt, first_divergence
 from .causes import _tool_name, classify
 
 if TYPE_CHECKING:

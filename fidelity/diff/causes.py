@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
+from ..bytediff import first_divergence
 from ..wire import Segment
-from .bytediff import first_divergence
 
 __all__ = ["KINDS", "Cause", "classify"]
 

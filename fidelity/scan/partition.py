@@ -31,9 +31,9 @@ import orjson
 
 from .. import cache as cache_models
 from .. import pricing, server_side, tokens
+from ..bytediff import first_divergence
 from ..cache._breakpoints import BreakpointCache
 from ..cache.simulator import Simulator
-from ..diff.bytediff import first_divergence
 from ..diff.causes import classify, tool_name
 from ..diff.locate import pointer_at
 from ..errors import FidelityError
