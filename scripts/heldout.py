@@ -45,10 +45,10 @@ from fidelity.traffic.exchange import Exchange
 from fidelity.traffic.sources import READ_KINDS, list_sources, read
 
 #: the fit set's repositories (about half; every other repository is held out)
-FIT = ("pydantic/pydantic-ai", "simonw/llm-openai-plugin", "simonw/llm-claude-3", "simonw/llm-mistral")
+FIT = ("alexrudall/anthropic", "pydantic/pydantic-ai", "simonw/llm-claude-3", "simonw/llm-openai-plugin")
 
 NOT_GENERATION = "not a generation request"
-UNDETECTED = ("unknown provider", "an API fidelity has no wire dialect")
+UNDETECTED = ("unknown provider",)
 
 
 @dataclass
@@ -145,7 +145,7 @@ def measure(folders: Mapping[str, Path]) -> Figures:
     gen = [ex for ex in uniq if not (ex.skip or "").startswith(NOT_GENERATION)]
     fig.generation = len(gen)
     fig.detected = sum(not (ex.skip or "").startswith(UNDETECTED) for ex in gen)
-    billed = [ex for ex in uniq if _reported_prompt(ex)]
+    billed = [ex for ex in gen if _reported_prompt(ex)]
     fig.with_usage = len(billed)
     result = check_records(billed)
     fig.scored = len(result.rows)
@@ -188,7 +188,8 @@ def table(columns: Mapping[str, Figures]) -> list[str]:
     row("recording files (unreadable)", (f"{f.files} ({f.unreadable})" for f in figs))
     row("requests / distinct", (f"{f.requests} / {f.distinct}" for f in figs))
     row("detection (generation requests with a dialect)", (_share(f.detected, f.generation) for f in figs))
-    row("distinct requests with reported prompt", (str(f.with_usage) for f in figs))
+    row("non-generation requests (left out)", (str(f.distinct - f.generation) for f in figs))
+    row("generation requests with reported prompt", (str(f.with_usage) for f in figs))
     row("scored by tokens-check", (_share(f.scored, f.with_usage) for f in figs))
     reasons = sorted({r for f in figs for r in f.set_apart}, key=lambda r: (-sum(f.set_apart[r] for f in figs), r))
     for reason in reasons:
