@@ -36,7 +36,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fidelity.errors import FidelityError
 from fidelity.replay import replay_recording, summarize
