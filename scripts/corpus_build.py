@@ -6,7 +6,7 @@ Each ``GIT_DIR`` is a bare clone (or a ``.git`` folder) of a public repository;
 its name is read from the path (``.../owner+name/repo`` as the mirror tool
 writes it, or ``--name owner/name`` for a single one). From the ``HEAD`` tree,
 every file under a recordings folder (``cassettes/``, ``vcr_cassettes/``,
-R vcr's ``_vcr/``) that is a YAML, JSON or HAR file and names a model
+R vcr's ``_vcr/``) that is a YAML, JSON or HAR file (or one gzipped) and names a model
 provider's host is written to ``OUT_DIR/<owner>__<name>/<path>``, with the
 repository's licence file beside it (``OUT_DIR/<owner>__<name>/LICENSE*``).
 Repositories kept to measure the result (issue 31) are refused, and the
@@ -40,7 +40,7 @@ HELD_BACK = frozenset(
 
 #: a recordings folder somewhere in the path
 FOLDER = re.compile(r"(^|/)(cassettes|vcr_cassettes|_vcr|recordings)(/|$)", re.IGNORECASE)
-SUFFIXES = (".yaml", ".yml", ".json", ".har")
+SUFFIXES = tuple(s + z for s in (".yaml", ".yml", ".json", ".har") for z in ("", ".gz"))
 #: a request to a model provider appears in the recording
 HOSTS = re.compile(rb"api\.openai\.com|api\.anthropic\.com|generativelanguage\.googleapis\.com|"
                    rb"api\.deepseek\.com|api\.groq\.com|openrouter\.ai|api\.mistral\.ai|"
@@ -79,6 +79,19 @@ def _already_shared(shared: Path | None, repo: str) -> set[str]:
         return set()
     root = shared / "recorded-usage" / "pydantic-ai"
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} if root.is_dir() else set()
+
+
+def _plain(path: str, data: bytes) -> bytes:
+    """The recording's text (a ``.gz`` one gunzipped; one that does not gunzip as it stands)."""
+    if not path.lower().endswith(".gz"):
+        return data
+    import gzip
+    import zlib
+
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error):
+        return data
 
 
 def wanted(path: str) -> bool:
@@ -124,7 +137,7 @@ def extract(git_dir: Path, out: Path, *, name: str | None = None, shared: Path |
         if data is None:
             absent.append(path)
             continue
-        if not HOSTS.search(data):
+        if not HOSTS.search(_plain(path, data)):
             continue
         _write(dest / path, data)
         taken.append(path)
