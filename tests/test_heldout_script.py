@@ -152,3 +152,69 @@ def test_nearest_never_raises_and_agrees_where_the_name_resolves(model: str, pro
         assert near.estimated
         return
     assert near is strict or (near.estimated and near.encode("abc def") == strict.encode("abc def"))
+
+
+# -- distinct requests: properties
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([b"a", b"b", b"c", b"d"]), max_size=5), max_size=6))
+def test_distinct_keeps_each_request_once_in_reading_order(bodies: list[list[bytes]]) -> None:
+    from fidelity.traffic.exchange import Exchange
+
+    recs = [[Exchange(f"f{i}", k, b, url="https://api.openai.com/v1/chat/completions") for k, b in enumerate(rec)]
+            for i, rec in enumerate(bodies)]
+    uniq = heldout.distinct(recs)
+    flat = [b for rec in bodies for b in rec]
+    assert [ex.body for ex in uniq] == list(dict.fromkeys(flat))
+    assert heldout.distinct([uniq]) == uniq
+    kept = heldout.distinct_recordings(recs)
+    assert len({tuple(ex.body for ex in r) for r in kept}) == len(kept)
+    assert {tuple(r) for r in bodies} == {tuple(ex.body for ex in r) for r in kept}
+
+
+# -- scripts/corpus_build.py on a small repository made here
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location("corpus_build_script", ROOT / "scripts" / "corpus_build.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _git_repo(path: Path, files: dict[str, bytes]) -> Path:
+    import subprocess
+
+    for name, data in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_bytes(data)
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(path), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(path), *cmd], check=True, env=env)
+    return path / ".git"
+
+
+def test_corpus_build_takes_recordings_and_licence_only(tmp_path: Path) -> None:
+    import gzip
+
+    build = _load_build()
+    cassette = b"interactions:\n- request:\n    uri: https://api.anthropic.com/v1/messages\n"
+    git_dir = _git_repo(tmp_path / "src", {
+        "LICENSE": b"MIT",
+        "tests/cassettes/a.yaml": cassette,
+        "tests/cassettes/b.yaml.gz": gzip.compress(cassette),
+        "tests/cassettes/other.yaml": b"interactions: []  # https://example.com\n",
+        "tests/fixtures/c.yaml": cassette,  # not a recordings folder
+    })
+    out = tmp_path / "corpus"
+    m = build.extract(git_dir, out, name="someone/tool")
+    assert m["files"] == ["tests/cassettes/a.yaml", "tests/cassettes/b.yaml.gz"]
+    assert m["licence_files"] == ["LICENSE"]
+    assert (out / "someone__tool" / "tests/cassettes/a.yaml").read_bytes() == cassette
+    assert (out / "someone__tool" / "LICENSE").read_bytes() == b"MIT"
+    assert json.loads((out / "someone__tool" / "MANIFEST.json").read_text())["commit"] == m["commit"]
+    with pytest.raises(SystemExit):
+        build.extract(git_dir, out, name="someone/ruby_llm")  # kept back to measure the result
