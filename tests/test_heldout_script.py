@@ -142,7 +142,7 @@ def test_provider_fallback_unchanged_without_nearest() -> None:
     assert tokens.for_model("mistral-large-latest", "openai", nearest=True).estimated
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.text(min_size=1, max_size=40), st.sampled_from([None, "openai", "anthropic", "gemini", "deepseek"]))
 def test_nearest_never_raises_and_agrees_where_the_name_resolves(model: str, provider: str | None) -> None:
     near = tokens.for_model(model, provider, nearest=True)
@@ -157,7 +157,7 @@ def test_nearest_never_raises_and_agrees_where_the_name_resolves(model: str, pro
 # -- distinct requests: properties
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.lists(st.sampled_from([b"a", b"b", b"c", b"d"]), max_size=5), max_size=6))
 def test_distinct_keeps_each_request_once_in_reading_order(bodies: list[list[bytes]]) -> None:
     from fidelity.traffic.exchange import Exchange
