@@ -122,6 +122,7 @@ def register(name: str, factory: Callable[[], Tokenizer]) -> None:
     """Add a tokenizer (built lazily by ``factory``) under ``name``."""
     _TOKENIZERS.add(name, factory)
     _INSTANCES.pop(name, None)
+    _INSTANCES.pop(f"{name}~nearest", None)  # a stand-in built on the old one
 
 
 def get(name: str) -> Tokenizer:
