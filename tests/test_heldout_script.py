@@ -218,3 +218,29 @@ def test_corpus_build_takes_recordings_and_licence_only(tmp_path: Path) -> None:
     assert json.loads((out / "someone__tool" / "MANIFEST.json").read_text())["commit"] == m["commit"]
     with pytest.raises(SystemExit):
         build.extract(git_dir, out, name="someone/ruby_llm")  # kept back to measure the result
+
+
+def test_registering_again_replaces_the_nearest_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fidelity.tokens import EstimateTokenizer
+
+    monkeypatch.setattr(tokens, "NEAREST_DEFAULT", "t-heldout-base")
+    try:
+        # a real (not estimated) base, so the stand-in wraps it
+        tokens.register("t-heldout-base", lambda: _plain("one"))
+        first = tokens.for_model("no-such-family-7", nearest=True)
+        assert first.estimated and first.base.source == "one"
+        tokens.register("t-heldout-base", lambda: _plain("two"))
+        assert tokens.for_model("no-such-family-7", nearest=True).base.source == "two"
+        assert isinstance(tokens.get("claude-estimate"), EstimateTokenizer)
+    finally:  # leave the registry as the other tests know it
+        tokens._TOKENIZERS.remove("t-heldout-base")
+        tokens._INSTANCES.pop("t-heldout-base", None)
+        tokens._INSTANCES.pop("t-heldout-base~nearest", None)
+
+
+def _plain(source: str) -> tokens.Tokenizer:
+    class Chars(tokens.Tokenizer):
+        def _encode_chunk(self, text: str) -> list[int]:
+            return [ord(c) for c in text]
+
+    return Chars("t-heldout-base", source=source)
