@@ -39,7 +39,7 @@ from ..errors import UnknownName
 from ._base import CHUNK_CHARS, TOKEN_TYPECODE, Tokenizer, safe_chunks
 from ._bpe import HFTokenizer, TiktokenTokenizer, cl100k_base, o200k_base, qwen3, qwen3_6
 from ._deepseek_fast import deepseek_v4
-from ._estimate import EstimateTokenizer, claude_estimate, gemini_estimate
+from ._estimate import EstimateTokenizer, NearestTokenizer, claude_estimate, gemini_estimate
 from ._parallel import encode_texts
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "TiktokenTokenizer",
     "HFTokenizer",
     "EstimateTokenizer",
+    "NearestTokenizer",
     "CHUNK_CHARS",
     "TOKEN_TYPECODE",
     "safe_chunks",
@@ -121,6 +122,7 @@ def register(name: str, factory: Callable[[], Tokenizer]) -> None:
     """Add a tokenizer (built lazily by ``factory``) under ``name``."""
     _TOKENIZERS.add(name, factory)
     _INSTANCES.pop(name, None)
+    _INSTANCES.pop(f"{name}~nearest", None)  # a stand-in built on the old one
 
 
 def get(name: str) -> Tokenizer:
@@ -148,17 +150,52 @@ def _matches(key: str, prefix: str) -> bool:
     return len(key) == len(prefix) or prefix in _FAMILIES or not key[len(prefix)].isalnum()
 
 
-def for_model(model: str, provider: str | None = None) -> Tokenizer:
-    """The tokenizer for ``model`` (``gpt-4o-2024-08-06``, ``Qwen/Qwen3-8B``,
-    ``deepseek-v4-flash``...). ``provider`` is the fallback when no rule
-    matches the name; :class:`UnknownName` when neither resolves."""
-    key = _model_key(model)
+#: the stand-in when ``nearest`` finds no family and no provider: the vocabulary
+#: most OpenAI-shaped gateways' own models are measured against
+NEAREST_DEFAULT = "o200k_base"
+
+
+def _rule(key: str) -> str | None:
     for prefix, name in MODEL_RULES:
         if _matches(key, prefix):
-            return get(name)
+            return name
+    return None
+
+
+def _nearest(tok: Tokenizer) -> Tokenizer:
+    """``tok`` marked as an estimate (an estimated tokenizer is one already)."""
+    if tok.estimated:
+        return tok
+    name = f"{tok.name}~nearest"
+    found = _INSTANCES.get(name)
+    if found is None:
+        found = _INSTANCES[name] = NearestTokenizer(tok)
+    return found
+
+
+def for_model(model: str, provider: str | None = None, *, nearest: bool = False) -> Tokenizer:
+    """The tokenizer for ``model`` (``gpt-4o-2024-08-06``, ``Qwen/Qwen3-8B``,
+    ``deepseek-v4-flash``...). ``provider`` is the fallback when no rule
+    matches the name; :class:`UnknownName` when neither resolves.
+
+    ``nearest``: never raise; a name no rule matches gets the nearest
+    family's tokenizer, marked estimated: a family named after a ``.`` or
+    ``:`` (Bedrock's ``us.anthropic.claude-...``), else the provider's
+    fallback, else :data:`NEAREST_DEFAULT`. Names that ask for a model on
+    the command line keep the strict form (an unknown name exits 2)."""
+    key = _model_key(model)
+    name = _rule(key)
+    if name is not None:
+        return get(name)
+    if nearest:
+        for i, ch in enumerate(key):
+            if ch in ".:" and (name := _rule(key[i + 1:])) is not None:
+                return _nearest(get(name))
     fallback = provider_default(provider) if provider is not None else None
     if fallback is not None:
-        return get(fallback)
+        return _nearest(get(fallback)) if nearest else get(fallback)
+    if nearest:
+        return _nearest(get(NEAREST_DEFAULT))
     known = [prefix + "*" for prefix, _ in MODEL_RULES] + [
         f"provider {p.name}" for p in providers.all_providers() if p.tokenizer]
     raise UnknownName("model (no tokenizer)", model, known)

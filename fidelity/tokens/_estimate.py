@@ -18,6 +18,11 @@ CRC-32. Two texts that share a prefix share the ids of every run inside it,
 so prefix lengths come out right to within one run. Every figure from these
 tokenizers is marked ``estimated``. CRC-32 ids run up to ``2**32 - 1``, so
 they need the 64-bit ``array('q')`` every tokenizer's ids are held in.
+
+:class:`NearestTokenizer` stands in for a model whose vocabulary nobody
+publishes (Llama, Mistral, GLM... sent through an OpenAI-shaped gateway):
+the nearest family's real tokenizer gives the ids, and every figure from it
+is marked ``estimated`` (``fidelity.tokens.for_model(..., nearest=True)``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from array import array
 
 from ._base import Tokenizer
 
-__all__ = ["EstimateTokenizer", "claude_estimate", "gemini_estimate"]
+__all__ = ["EstimateTokenizer", "NearestTokenizer", "claude_estimate", "gemini_estimate"]
 
 
 class EstimateTokenizer(Tokenizer):
@@ -65,3 +70,19 @@ def gemini_estimate() -> EstimateTokenizer:
         chars_per_token=4.0,
         source="estimate: 4 characters per token (https://ai.google.dev/gemini-api/docs/tokens)",
     )
+
+
+class NearestTokenizer(Tokenizer):
+    """Another family's tokenizer standing in for an unknown vocabulary: the
+    same ids as ``base``, named ``<base>~nearest`` and marked estimated."""
+
+    def __init__(self, base: Tokenizer) -> None:
+        super().__init__(f"{base.name}~nearest", estimated=True, chunk_chars=base.chunk_chars,
+                         source=f"estimate: the vocabulary of {base.name} stands in ({base.source})")
+        self.base = base
+
+    def ids(self, text: str) -> array[int]:
+        return self.base.ids(text)
+
+    def _encode_chunk(self, text: str) -> list[int]:
+        return self.base._encode_chunk(text)
