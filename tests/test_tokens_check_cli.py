@@ -68,11 +68,20 @@ def test_a_folder_of_junk_and_an_empty_folder_exit_2(tmp_path: Path) -> None:
 
 def test_requests_read_but_none_scorable_say_why(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
-    trace.write_bytes(_trace_line("mystery-model-1") + b"\n" + _trace_line("mystery-model-2") + b"\n")
+    trace.write_bytes(_trace_line("") + b"\n" + _trace_line("") + b"\n")
     rc, out, err = _cli(["tokens-check", str(trace)])
     assert rc == 2 and out == "" and err.count("\n") == 1
-    assert ("read 2 recorded request(s) with billed usage, none could be scored: model matches no tokenizer rule "
-            "(its vocabulary is unknown) (2)") in err
+    assert "read 2 recorded request(s) with billed usage, none could be scored: no model named (2)" in err
+
+
+def test_an_unknown_model_is_scored_with_the_nearest_family_marked_estimated(tmp_path: Path) -> None:
+    """Issue 31: a model no rule names (a gateway's) is counted, as an estimate, not dropped."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_bytes(_trace_line("mystery-model-1") + b"\n")
+    rc, out, err = _cli(["tokens-check", str(trace), "--json"])
+    doc = orjson.loads(out)
+    assert rc == 0 and [g["requests"] for g in doc["groups"]] == [1]
+    assert all(g["estimated"] for g in doc["groups"])
 
 
 def test_a_scorable_request_still_prints_its_table(tmp_path: Path) -> None:

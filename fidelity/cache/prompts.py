@@ -209,7 +209,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
     prov = provider or d.provider
-    tok = billing_tokenizer(tokens.for_model(model, prov), d.name)
+    tok = billing_tokenizer(tokens.for_model(model, prov, nearest=True), d.name)  # unknown: nearest family, estimated
     try:
         segs = view_of(d, body, endpoint)
     except InputError as exc:

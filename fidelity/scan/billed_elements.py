@@ -114,7 +114,7 @@ class Handler:
     def tokenizer(self, model: str, prev: Previous | None = None) -> tokens.Tokenizer:
         if prev is not None and prev.prep.model == model:
             return prev.prep.tok  # type: ignore[no-any-return]
-        return billing_tokenizer(tokens.for_model(model, self.dialect.provider), self.dialect.name)
+        return billing_tokenizer(tokens.for_model(model, self.dialect.provider, nearest=True), self.dialect.name)
 
     # -- the steps (overridden per dialect) ---------------------------------
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> Any:

@@ -320,7 +320,8 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     name = dialect or d_name
     d = wire.get(name) if name else wire.detect(orjson.loads(body))
     model = model or found_model or ""
-    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    # a model no rule names: the nearest family's ids, marked as an estimate (recorded traffic)
+    tok = billing_tokenizer(tokens.for_model(model, d.provider, nearest=True), d.name)
     segs = d.cache_view(body)
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
