@@ -165,12 +165,16 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
 
 
 def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,
-               cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None) -> Row:
+               cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None,
+               breaks: int = 0) -> Row:
     """One report row as a gated row; the in-process report and the saved
-    report both come through here, so that they key and word rows alike."""
+    report both come through here, so that they key and word rows alike.
+    ``breaks``: how many breaks the row's fix list holds (the first is the cause)."""
     detail = (cause or "") + (f": {cause_detail}" if cause_detail else "")
     if pointer:
         detail += f" at {pointer}"
+    if breaks > 1:
+        detail += f" (+{breaks - 1} more break{'s' if breaks > 2 else ''}: fidelity diff lists them)"
     return Row(key=f"{session}::{variant}::{dialect}", variant=f"{variant} ({dialect}, {session})",
                lost_tokens=float(lost), usd_per_fork=None if usd is None else round(usd, 6),
                fixture=fixture or session, line=None, cache_preserving=cache_preserving, detail=detail or None)
@@ -192,7 +196,8 @@ def rows_from_score(result: Any) -> list[Row]:
     for r in result.rows:
         file = getattr(by_name.get(r.session), "file", None)
         rows.append(_score_row(r.session, r.variant, r.dialect, r.lost, r.cost.per_child if r.cost else None, file,
-                               bool(r.cache_preserving), r.cause, r.cause_detail, r.pointer))
+                               bool(r.cache_preserving), r.cause, r.cause_detail, r.pointer,
+                               len(getattr(r, "breaks", ()))))
     for k in getattr(result, "skipped", ()):
         rows.append(_skipped_row(k.session, k.variant, k.dialect, getattr(by_name.get(k.session), "file", None),
                                  k.reason))
@@ -247,9 +252,13 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
         if not isinstance(div, dict):
             raise bad("divergence must be an object", ptr + "/divergence")
         text = {k: div.get(k) if isinstance(div.get(k), str) else None for k in ("cause", "cause_detail", "pointer")}
+        listed = r.get("breaks", [])
+        if not isinstance(listed, list):
+            raise bad("breaks must be a list (the row's fix list)", ptr + "/breaks")
         session, variant, dialect = (str(x) for x in names)
         rows.append(_score_row(session, variant, dialect, lost, usd, files.get(session),
-                               r.get("cache_preserving") is True, text["cause"], text["cause_detail"], text["pointer"]))
+                               r.get("cache_preserving") is True, text["cause"], text["cause_detail"], text["pointer"],
+                               len(listed)))
     for i, k in enumerate(skipped_in):
         names = [k.get(x) if isinstance(k, dict) else None for x in ("session", "variant", "provider")]
         if not all(isinstance(x, str) and x for x in names):

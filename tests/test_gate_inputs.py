@@ -175,3 +175,29 @@ def test_data_flows_one_way_rows_then_gate_then_views() -> None:
     assert not {"gate", "gate_output"} & _imports("gate_rows")
     assert "gate_output" not in _imports("gate")
     assert "gate" in _imports("gate_output")
+
+
+
+def test_a_gated_row_says_how_many_breaks_its_fix_list_holds() -> None:
+    """Issue 30: the gate's row names the first break and counts the others,
+    from the saved report's fix list and from the in-process score alike."""
+    import dataclasses
+
+    from fidelity import compose, fixtures, score
+    from fidelity.gate_rows import rows_from_report_json, rows_from_score
+    from fidelity.report import to_json
+
+    fx = fixtures.load(None)
+    fx = dataclasses.replace(fx, sessions=fx.sessions[:1])
+    variants = [v for v in compose.load_variants_from_bytes(fx.compositions)
+                if v.name in ("continuable-fork", "one-shot-fork")]
+    result = score.score(fx, variants, providers=["openai-chat"])
+    saved, live = rows_from_report_json(to_json(result)), rows_from_score(result)
+    assert [r.detail for r in saved] == [r.detail for r in live]
+    for row, gated in zip(result.rows, saved):
+        n = len(row.breaks) - 1
+        if n > 0:
+            assert gated.detail is not None and f"(+{n} more break" in gated.detail
+        else:
+            assert "more break" not in (gated.detail or "")
+    assert any(len(r.breaks) > 1 for r in result.rows), "continuable-fork has more than one break"

@@ -260,3 +260,31 @@ def test_harness_rows_from_committed_fixtures():
     assert claude["Anthropic API"].lost_tokens == 0
     assert claude["Anthropic-compatible third party"].first_divergence == "system[0] /system/0/text"
     assert json.dumps([r.to_json() for r in rows])  # JSON-ready
+
+
+def test_the_verdict_line_counts_every_break_and_what_fixing_all_keeps() -> None:
+    """Issue 30: the proxy's line says how many breaks follow the first and
+    what a fully fixed child reads, the figures ``fidelity diff`` lists."""
+    import orjson
+
+    from fidelity.diff import compare_with_breaks
+    from fidelity.proxy.parent import judge
+    from fidelity.proxy.server import _more
+
+    long = "You are a careful assistant. " * 400  # past OpenAI's 1,024-token minimum
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+             for n in ("read", "write")]
+    msgs = [{"role": "system", "content": long}, {"role": "user", "content": "first question " * 50},
+            {"role": "assistant", "content": "an answer"}, {"role": "user", "content": "second"}]
+    parent = orjson.dumps({"model": "gpt-4o", "tools": tools, "messages": msgs})
+    edited = [dict(m) for m in msgs]
+    edited[1]["content"] = "first question, reworded " * 50
+    child = orjson.dumps({"model": "gpt-4o", "tools": tools[:1], "messages": [*edited, {"role": "user", "content": "go"}]})
+    v = judge(parent, child, "openai-chat", with_breaks=True)
+    listed = compare_with_breaks(parent, child, dialect="openai-chat").breaks
+    assert listed is not None and len(listed) == 2
+    assert v.more_breaks == 1 and v.kept_if_fixed == listed[-1].kept
+    assert v.kept_if_fixed is not None and v.kept_if_fixed > v.predicted_cached
+    assert _more(v) == f" · +1 more break; all fixed keeps {v.kept_if_fixed:,}"
+    plain = judge(parent, child, "openai-chat")
+    assert plain.more_breaks == 0 and plain.kept_if_fixed is None and _more(plain) == ""

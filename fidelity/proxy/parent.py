@@ -118,6 +118,10 @@ class Verdict:
     usd_lost: float | None
     prompt_tokens: int
     estimated: bool
+    #: every break after the first (:func:`fidelity.diff.breaks_of`; 0 when not asked for)
+    more_breaks: int = 0
+    #: cached tokens a child with every break fixed reads (``None``: not asked for, or no break)
+    kept_if_fixed: int | None = None
 
     def divergence(self) -> str:
         """``system[0] /system/0/text`` or ``none``."""
@@ -127,12 +131,15 @@ class Verdict:
 
 
 def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | None = None,
-          endpoint: str | None = None) -> Verdict:
+          endpoint: str | None = None, with_breaks: bool = False) -> Verdict:
     """The differ's verdict on a pair (raises :class:`FidelityError` on bodies
-    it cannot read)."""
-    from ..diff import compare
+    it cannot read). ``with_breaks``: count every break and what a fully
+    fixed child keeps, as ``fidelity diff`` lists them."""
+    from ..diff import compare, compare_with_breaks
 
-    r = compare(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint)
+    run = compare_with_breaks if with_breaks else compare
+    r = run(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint)
+    found = r.breaks or ()
     seg = r.view.segment
     return Verdict(
         cause=r.cause.kind,
@@ -145,6 +152,8 @@ def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | N
         usd_lost=None if r.cost is None else r.cost.usd_lost,
         prompt_tokens=r.tokens.child_prompt,
         estimated=r.tokens.estimated,
+        more_breaks=max(0, len(found) - 1),
+        kept_if_fixed=found[-1].kept if found else None,
     )
 
 

@@ -47,7 +47,7 @@ from . import _store
 from ._guard import ConnectionGuard, FailureLog
 from ._listen import listen
 from .dialect import request_dialect
-from .parent import ParentIndex, Seen, judge, view_digests
+from .parent import ParentIndex, Seen, Verdict, judge, view_digests
 
 __all__ = ["RecordingProxy", "ProxyError", "serve", "HOP_BY_HOP"]
 
@@ -413,14 +413,15 @@ class RecordingProxy:
         parent_seq = parent.name.split("-", 1)[0]
         try:
             v = judge(self._parent_body(parent.name), snap.body, snap.provider, model=snap.model,
-                      endpoint=placed_url(target))
+                      endpoint=placed_url(target), with_breaks=True)
         except Exception as exc:
             return f"{head} · reads #{parent_seq} · no verdict ({exc})"
         cause = v.cause + (f": {v.detail}" if v.detail else "")
         usd = "" if v.usd_lost is None else f" ${v.usd_lost:.4f}"
         est = " (estimated)" if v.estimated else ""
         return (f"{head} · reads #{parent_seq} · first divergence {v.divergence()} · {cause[:160]} · "
-                f"cached predicted {v.predicted_cached:,} / reported {reported} · lost {v.lost_tokens:,} tok{usd}{est}")
+                f"cached predicted {v.predicted_cached:,} / reported {reported} · lost {v.lost_tokens:,} tok{usd}{est}"
+                + _more(v))
 
 
 @dataclass(frozen=True)
@@ -440,6 +441,14 @@ def _payload_errors() -> tuple[type[Exception], ...]:
     from aiohttp.web_protocol import RequestPayloadError
 
     return (HttpProcessingError, RequestPayloadError)
+
+
+def _more(v: Verdict) -> str:
+    """`` · +2 more breaks; all fixed keeps 16,991`` (the list: ``fidelity diff``)."""
+    if v.kept_if_fixed is None:
+        return ""
+    more = f" · +{v.more_breaks} more break{'s' if v.more_breaks != 1 else ''};" if v.more_breaks else " ·"
+    return f"{more} all fixed keeps {v.kept_if_fixed:,}"
 
 
 def _endpoint_key(url: str) -> str:
