@@ -313,7 +313,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
                  url: str | None = None) -> PromptCount:
     """The billed prompt tokens of one request body: its segments'
     :func:`segment_ids` plus the provider's reply priming (OpenAI: 3)."""
-    from .. import tokens, wire
+    from .. import providers, tokens, wire
     from ..capture.snapshot import describe
 
     d_name, family, found_model = describe(url, body)
@@ -322,7 +322,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     model = model or found_model or ""
     # a model no rule names: the nearest family's ids, marked as an estimate (recorded traffic)
     tok = billing_tokenizer(tokens.for_model(model, d.provider, nearest=True), d.name)
-    segs = d.cache_view(body)
+    segs = wire.cache_view_at(d, body, providers.placed_url(url))  # the URL places the cache, as in replay
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
     kinds = _kinds(body, d.name, segs, parts)
