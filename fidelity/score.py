@@ -267,17 +267,18 @@ class _Scorer:
         self._states: dict[tuple[str, str, str, str], tuple[Simulator, float, Route]] = {}
         self._predictions: dict[tuple[int, Route, bytes], Prediction] = {}
         self._parents: dict[tuple[str, str, str, str], tuple[Request, Request]] = {}
-        #: id(request) -> (request, dialect, body): a request is rendered once (it is held, so its id stays its own)
-        self._bodies: dict[int, tuple[Request, str, bytes]] = {}
+        #: (id(request), dialect) -> (request, body): a request is rendered once (it is held, so its id stays its own)
+        self._bodies: dict[tuple[int, str], tuple[Request, bytes]] = {}
 
     def render(self, request: Request, dialect: str) -> bytes:
-        """``wire.get(dialect).render(request)``, once per request object."""
-        hit = self._bodies.get(id(request))
-        if hit is None or hit[0] is not request or hit[1] != dialect:
+        """``wire.get(dialect).render(request)``, once per request object and dialect."""
+        key = (id(request), dialect)
+        hit = self._bodies.get(key)
+        if hit is None or hit[0] is not request:
             if len(self._bodies) >= 4096:
                 self._bodies.clear()
-            hit = self._bodies[id(request)] = (request, dialect, wire.get(dialect).render(request))
-        return hit[2]
+            hit = self._bodies[key] = (request, wire.get(dialect).render(request))
+        return hit[1]
 
     def parent(self, session: Session, setup: ProviderSetup, placement: str) -> tuple[Request, Request]:
         """The session's history on the setup's route and the parent's last
@@ -334,13 +335,13 @@ class _Scorer:
         key = (dialect, child.route.model, self.render(parent, dialect), self.render(child, dialect))
         hit = self._memo.get(key)
         if hit is None:
-            hit = self._memo[key] = differ.compare_requests(parent, child, dialect, prices=self.prices)
+            hit = self._memo[key] = differ.compare_requests(parent, child, dialect, prices=self.prices,
+                                                            bodies=(key[2], key[3]))
         return hit
 
     def breaks(self, parent: Request, child: Request, dialect: str, result: DiffResult) -> tuple[differ.Break, ...]:
         """:func:`fidelity.diff.breaks_of` on the rendered pair, memoised like :meth:`compare`."""
-        d = wire.get(dialect)
-        p_body, c_body = d.render(parent), d.render(child)
+        p_body, c_body = self.render(parent, dialect), self.render(child, dialect)
         key = (dialect, child.route.model, p_body, c_body)
         hit = self._breaks.get(key)
         if hit is None:

@@ -205,10 +205,12 @@ def compare_requests(
     dialect: str,
     *,
     prices: pricing.PriceTable | None = None,
+    bodies: tuple[bytes, bytes] | None = None,
 ) -> DiffResult:
-    """Render both requests in ``dialect`` and compare the bodies."""
+    """Render both requests in ``dialect`` and compare the bodies
+    (``bodies``: the two renders, where the caller already has them)."""
     d = wire.get(dialect)
-    p_body, c_body = d.render(parent), d.render(child)
+    p_body, c_body = bodies if bodies is not None else (d.render(parent), d.render(child))
     # Some bodies do not carry the model (Gemini names it in the URL), and
     # one engine serves one model: another route never shares a cache entry.
     with jsonbytes.scan_memo():
