@@ -38,6 +38,7 @@ from typing import Any
 
 from . import cache as cache_models
 from .cache import DEEPSEEK_UNIT, CacheModel, PromptTokens
+from .cache.simulator import simulated
 from .errors import InputError
 from .model import Request, Route
 from .sources import dsh
@@ -382,12 +383,12 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         if reply is not None:
             wire_reply = _wire_body(Request(route=request.route, messages=(reply,)), render)["messages"][0]
             reply_ids = tokenizer.ids(reply_text(wire_reply))
-        outcome = cache.predict(earlier, PromptTokens(tokens=tokens))
+        outcome = simulated(cache, earlier, PromptTokens(tokens=tokens))  # the one cache computation
         earlier.append(PromptTokens(tokens=tokens, output=reply_ids))
         per_session[session.index].append(StepResult(
             session=session.path.name, turn=step.turn, step=step.step,
             real_prompt=real_prompt, real_cached=usage.cache_read_tokens or 0,
-            predicted_prompt=len(tokens), predicted_cached=outcome.cached,
+            predicted_prompt=len(tokens), predicted_cached=outcome.cache_read or 0,
             anchor=is_anchor, absolute_prompt=absolute,
             real_output=usage.output_tokens, predicted_output=max(0, len(reply_ids) - 1),
         ))

@@ -208,6 +208,11 @@ class CacheModel:
 
         A later request that shares a prefix holds those tokens at its own
         time, so reading an entry refreshes it without extra bookkeeping.
+
+        No command calls this: every figure a user sees comes from the
+        simulator (:func:`fidelity.cache.simulator.simulated` for a request
+        after earlier ones). It states the model's rule pairwise, for the
+        models' own tests.
         """
         n = len(request.tokens)
         best = 0

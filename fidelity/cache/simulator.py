@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
-from ._base import CacheModel, settle_prompt_fields
+from ._base import CacheModel, PromptTokens, settle_prompt_fields
 from ._breakpoints import BreakpointCache
 from .prefix_store import PrefixStore
 
@@ -67,6 +67,8 @@ __all__ = [
     "BreakpointStore",
     "Simulator",
     "simulate",
+    "as_request",
+    "simulated",
 ]
 
 
@@ -428,3 +430,19 @@ def simulate(provider: str, requests: Iterable[SimRequest], model: str | None = 
              **params: Any) -> list[Prediction]:
     """Predictions for ``requests`` replayed through a fresh simulator."""
     return Simulator(provider, model, **params).run(requests)
+
+
+def as_request(prompt: PromptTokens, label: Hashable) -> SimRequest:
+    """A :class:`~fidelity.cache.PromptTokens` as the simulator's request."""
+    return SimRequest(prompt.tokens, prompt.time, prompt.breakpoints, prompt.ttls, prompt.blocks,
+                      prompt.output, label=label)
+
+
+def simulated(cm: CacheModel, earlier: Sequence[PromptTokens], request: PromptTokens) -> Prediction:
+    """What ``request`` reads and writes when sent after ``earlier`` (fed in
+    time order to a fresh simulator of the cache model ``cm``): the one cache
+    computation behind ``diff``, calibration and ``probe``, as behind
+    ``replay`` and ``scan``."""
+    sim = Simulator(cache_model=cm)
+    sim.run([as_request(p, f"parent#{i}") for i, p in enumerate(earlier)])
+    return sim.predict(as_request(request, "child"))

@@ -31,12 +31,12 @@ from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
 from ..bytediff import excerpt, first_divergence
 from ..cache.prompts import view_of
+from ..cache.simulator import simulated
 from ..errors import InputError, UnknownName
 from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
-from ._simulate import simulated
 from .causes import Cause, classify
 from .locate import pointer_at
 from .lost import lost_tokens

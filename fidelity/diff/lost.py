@@ -78,7 +78,7 @@ def lost_tokens(cm: CacheModel, parent: PromptTokens, child: PromptTokens, read:
     the token offsets where each cache level starts, in the parent and in
     the child (ascending; ``None``: one level from offset 0)."""
     from ..cache._breakpoints import BreakpointCache
-    from ._simulate import simulated
+    from ..cache.simulator import simulated
 
     if not isinstance(cm, BreakpointCache):
         n = min(len(parent.tokens), len(child.tokens))

@@ -2,7 +2,7 @@
 server reports, request by request.
 
 A cache is state: each prediction is made by the cache model from every
-request this prober sent before (``EngineCache.predict(earlier, request)``),
+request this prober sent before (:func:`fidelity.cache.simulator.simulated`),
 so cases that happen to share a prefix with earlier traffic are still
 predicted right. The probe asks for one output token (``max_tokens`` 1):
 the engine then holds KV for the prompt alone (the one generated token is
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cache import CacheModel, PromptTokens
+from ..cache.simulator import simulated
 from ..tokens import Tokenizer
 from .cases import ProbeCase
 from .client import Endpoint
@@ -115,10 +116,10 @@ class Prober:
         route = route_of(sent)
         ids = prompt_ids(sent, self.tokenizer, self.template)
         request = PromptTokens(ids, time=float(len(self.history)))
-        predicted = self.cache_model.predict(self.history, request)
+        predicted = simulated(self.cache_model, self.history, request)  # the one cache computation
         _, reported = self.endpoint.send(route, sent)
         self.history.append(request)
-        return Measurement(case, index, route, len(ids), reported.prompt_tokens, predicted.cached,
+        return Measurement(case, index, route, len(ids), reported.prompt_tokens, predicted.cache_read or 0,
                            reported.cached_tokens)
 
     def run_case(self, case: ProbeCase) -> CaseResult:
