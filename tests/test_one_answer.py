@@ -1,8 +1,10 @@
 """One request, one answer: ``replay``, ``scan --json`` and ``tokens-check``
 read every recording of ``../shared/real`` and ``fixtures/harness`` (each
 through its library function, in process) and must agree, request by
-request, on the prompt, read and written tokens and on what is set apart.
-(``diff`` joins this test when its figures come from the simulator.)"""
+request, on the prompt, read and written tokens and on what is set apart;
+and on every captured parent/child pair (``fixtures/harness``,
+``fixtures/harness-matrix``), ``diff``, the proxy's verdict and ``replay``
+name one read and one write for the child."""
 
 from __future__ import annotations
 
@@ -83,3 +85,36 @@ def test_replay_scan_and_tokens_check_agree(source: Source) -> None:
             scan_apart[a["reason"]] += a["requests"]
     simulated_apart = Counter(r.apart for r, rep in zip(rows, reported) if rep and r.predicted is not None and r.apart)
     assert scan_apart == simulated_apart
+
+
+def _pairs() -> list[Any]:
+    """Every captured parent/child folder (the harness fixtures and the matrix's captures)."""
+    out = []
+    for root in (ROOT / "fixtures" / "harness", ROOT / "fixtures" / "harness-matrix"):
+        for child in sorted(root.rglob("child.snapshot")) if root.is_dir() else ():
+            out.append(pytest.param(child.parent, id=str(child.parent.relative_to(ROOT))))
+    return out
+
+
+@pytest.mark.parametrize("folder", _pairs())
+def test_diff_and_the_proxy_verdict_read_what_replay_reads(folder: Path) -> None:
+    """``diff`` on a captured pair, the proxy's verdict on it and ``replay`` of
+    the folder name one read and one write for the child (one simulator, one
+    endpoint rule)."""
+    from fidelity.capture import snapshot
+    from fidelity.diff.folder import compare_pair
+    from fidelity.providers import placed_url
+    from fidelity.proxy.parent import judge
+
+    parent, child = (snapshot.Loaded(p, snap.body, snap) for p in (folder / "parent.snapshot", folder / "child.snapshot")
+                     for snap in (snapshot.read(p),))
+    exchanges = read(Source("snapshots", folder))
+    by_body = {ex.body: row for ex, row in zip(exchanges, replay_recording(exchanges))}
+    row = by_body[child.body]
+    assert row.predicted is not None, row.note
+    d = compare_pair(parent, child)
+    assert not hasattr(d, "reason"), d
+    assert (d.cache.predicted_cached, d.cache.written) == (row.predicted.cache_read or 0, row.predicted.cache_write or 0)
+    assert parent.meta is not None
+    v = judge(parent.body, child.body, d.dialect, model=d.model, endpoint=placed_url(parent.meta.url))
+    assert (v.predicted_cached, v.predicted_written) == (d.cache.predicted_cached, d.cache.written)
