@@ -14,7 +14,11 @@ apart with the reason :func:`reason` gives.
   they go, and the provider adds the tools' own definitions; so do Gemini's
   built-in tools (``googleSearch``, ``urlContext``, ``codeExecution``:
   https://ai.google.dev/gemini-api/docs/url-context,
-  https://ai.google.dev/gemini-api/docs/google-search);
+  https://ai.google.dev/gemini-api/docs/google-search); and remote MCP
+  servers the provider calls itself, whose tool lists it fetches into the
+  prompt (Anthropic's MCP connector, a ``mcp_servers`` body member and
+  ``mcp_toolset`` tools: https://docs.claude.com/en/docs/agents-and-tools/mcp-connector;
+  OpenAI Responses' ``mcp`` tool: https://platform.openai.com/docs/guides/tools-remote-mcp);
 * **provider tools**: tools the provider defines and the client runs
   (Anthropic's ``computer``, ``bash``, ``text_editor``:
   https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool),
@@ -29,6 +33,8 @@ apart with the reason :func:`reason` gives.
 >>> reason({"tools": [{"type": "web_search_20250305", "name": "web_search"}]})
 'server tools'
 >>> reason({"contents": [], "tools": [{"urlContext": {}}]})
+'server tools'
+>>> reason({"model": "claude-sonnet-4-5", "messages": [], "mcp_servers": [{"type": "url", "url": "https://x"}]})
 'server tools'
 >>> reason({"model": "gpt-5", "previous_response_id": "resp_1", "input": "hi"})
 'server state'
@@ -47,7 +53,7 @@ REASONS = ("server tools", "provider tools", "server template", "server state")
 
 #: tool ``type`` prefixes of provider-run (server) tools (sources in the module docstring)
 _SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
-                      "image_generation")
+                      "image_generation", "mcp")
 #: Gemini tool members of built-in (server) tools, REST camelCase and SDK snake_case
 _GEMINI_SERVER_TOOLS = ("googleSearch", "google_search", "googleSearchRetrieval", "google_search_retrieval",
                         "urlContext", "url_context", "codeExecution", "code_execution")
@@ -55,12 +61,17 @@ _GEMINI_SERVER_TOOLS = ("googleSearch", "google_search", "googleSearchRetrieval"
 _PROVIDER_TOOL_TYPES = ("computer_", "bash_", "text_editor_", "memory_")
 #: content blocks / items that carry a server tool's call or result
 _SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
-                      b'"file_search_call"', b'"image_generation_call"')
+                      b'"file_search_call"', b'"image_generation_call"', b'"mcp_tool_use"', b'"mcp_call"',
+                      b'"mcp_list_tools"')
+#: body members naming remote MCP servers the provider calls (Anthropic's MCP connector)
+_SERVER_TOOL_MEMBERS = ("mcp_servers",)
 #: body members whose value the provider resolves into prompt it holds
 _STATE_MEMBERS = ("previous_response_id", "conversation", "context_management", "cachedContent")
 
 
 def _server_tool_in(body: Any) -> bool:
+    if isinstance(body, dict) and any(body.get(k) for k in _SERVER_TOOL_MEMBERS):
+        return True
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return False

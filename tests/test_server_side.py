@@ -30,6 +30,14 @@ _SYSTEM = "You are a careful assistant. " + "Rules follow. " * 400
     ({"conversation": "conv_1", "input": "hi"}, None, "", "server state"),
     ({"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}, None, "", "server state"),
     ({"cachedContent": "cachedContents/abc", "contents": []}, None, "", "server state"),
+    # remote MCP servers the provider calls (issue 31: activeagent's MCP connector cassettes)
+    ({"messages": [], "mcp_servers": [{"type": "url", "url": "https://mcp.example/sse", "name": "x"}]}, None, "",
+     "server tools"),
+    ({"messages": [], "tools": [{"type": "mcp_toolset", "mcp_server_name": "x"}]}, None, "", "server tools"),
+    ({"input": "hi", "tools": [{"type": "mcp", "server_label": "x", "server_url": "https://mcp.example"}]}, None, "",
+     "server tools"),
+    ({"input": []}, b'{"output":[{"type":"mcp_list_tools","id":"mcpl_1"}]}', "", "server tools"),
+    ({"messages": [], "mcp_servers": []}, None, "", None),
     # client tools, and empty or absent members, are not
     ({"tools": [{"type": "function", "name": "web_search_helper", "parameters": {}}]}, None, "", None),
     ({"tools": [{"name": "get_weather", "input_schema": {}}]}, b'{"tools":[{"name":"web_search"}]}', "", None),
