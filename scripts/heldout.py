@@ -2,6 +2,7 @@
 
     python3 scripts/heldout.py CORPUS_DIR [--split fit=OWNER/NAME,...] [--real DIR]
                                [--out docs/corpus/heldout.md] [--date YYYY-MM-DD]
+    python3 scripts/heldout.py CORPUS_DIR --worst PROVIDER/KIND [--top N]
 
 ``CORPUS_DIR`` holds one folder per source repository, ``<owner>__<name>``
 (as ``scripts/corpus_build.py`` writes it). The repositories named in
@@ -21,6 +22,10 @@ whose requests are all the same as an earlier one's is replayed once.
 * cache reads exact per provider: :func:`fidelity.replay.summarize` over
   :func:`fidelity.replay.replay_recording`, the functions ``replay`` uses.
 
+``--worst anthropic/text`` lists instead, for the FIT set only, the rows of that
+provider and kind with the largest error (file, model, billed, predicted), to study
+where the estimate is wrong; the held-out set is never listed row by row.
+
 The Markdown is deterministic: the same recordings and date give the same bytes.
 """
 
@@ -39,7 +44,7 @@ from pathlib import Path
 
 from fidelity.errors import FidelityError
 from fidelity.replay import replay_recording, summarize
-from fidelity.tokens.check import KINDS, check_records
+from fidelity.tokens.check import KINDS, CheckRow, check_records
 from fidelity.traffic.exchange import Exchange
 from fidelity.traffic.sources import READ_KINDS, list_sources, read
 
@@ -68,6 +73,8 @@ class Figures:
     tokens: dict[tuple[str, str], tuple[int, float, float]] = field(default_factory=dict)
     #: provider -> (scored, read exact share)
     reads: dict[str, tuple[int, float | None]] = field(default_factory=dict)
+    #: the scored rows (what ``--worst`` lists, fit set only)
+    rows: tuple[CheckRow, ...] = ()
 
 
 def repo_dirs(corpus: Path) -> dict[str, Path]:
@@ -148,6 +155,7 @@ def measure(folders: Mapping[str, Path]) -> Figures:
     fig.with_usage = len(billed)
     result = check_records(billed)
     fig.scored = len(result.rows)
+    fig.rows = result.rows
     fig.set_apart = Counter(result.skipped)
     fig.tokens = {(g.provider, g.kind): (g.n, g.median, g.p95) for g in result.groups}
     rows = []
@@ -218,6 +226,16 @@ def render(columns: Mapping[str, Figures], *, command: str, date: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def worst(fig: Figures, provider: str, kind: str, top: int) -> str:
+    """The ``top`` rows of ``provider``/``kind`` in ``fig`` with the largest error, one per line
+    (error, billed, predicted, model, file), largest first; ties in file order."""
+    rows = [r for r in fig.rows if r.provider == provider and r.kind == kind]
+    rows.sort(key=lambda r: (-r.error, r.path, r.where))
+    lines = [f"{'error':>8} {'billed':>7} {'counted':>7}  model  file"]
+    lines += [f"{100 * r.error:7.1f}% {r.billed:7d} {r.predicted:7d}  {r.model}  {r.path}#{r.where}" for r in rows[:top]]
+    return "\n".join(lines) + "\n"
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -245,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--date", default=datetime.date.today().isoformat())
+    ap.add_argument("--worst", metavar="PROVIDER/KIND", help="list the fit set's worst rows of one provider and kind")
+    ap.add_argument("--top", type=int, default=30, help="rows --worst lists (default 30)")
     ap.add_argument("--debug", action="store_true")
     args = ap.parse_args(argv)
     if not args.split.startswith("fit="):
@@ -253,8 +273,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.corpus.is_dir():
         print(f"heldout: {args.corpus}: no such folder", file=sys.stderr)
         return 2
+    if args.worst is not None and args.worst.count("/") != 1:
+        print(f"heldout: --worst {args.worst!r}: expected PROVIDER/KIND", file=sys.stderr)
+        return 2
     fit = [s for s in args.split[4:].split(",") if s]
     try:
+        if args.worst is not None:
+            provider, kind = args.worst.split("/")
+            dirs = repo_dirs(args.corpus)
+            fit_names = split(dirs, fit)[0]
+            sys.stdout.write(worst(measure({n: dirs[n] for n in fit_names}), provider, kind, args.top))
+            return 0
         cols = run(args.corpus, fit, None if args.no_real else args.real)
     except (FidelityError, OSError) as exc:
         if args.debug:

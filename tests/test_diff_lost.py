@@ -144,13 +144,16 @@ def test_simulator_and_differ_agree_on_a_tool_choice_change():
 
 def test_simulator_keeps_tools_and_system_when_tool_choice_is_forced():
     """With tools, the tool-use system prompt's estimated count depends on
-    tool_choice (346 / 313 tokens on Claude 4); the part that varies sits
+    tool_choice (497 / 597 tokens on Claude 4.5); the part that varies sits
     ahead of the messages, so auto -> any still reads the system entry."""
     from fidelity.cache.simulator import Simulator
+    from fidelity.tokens.framing_estimate import anthropic_tool_prompt
 
     a = cache_prompt(_bytes(_body()), dialect="anthropic-messages", time=0.0).request
     b = cache_prompt(_bytes(_body(tool_choice={"type": "any"})), dialect="anthropic-messages", time=1.0).request
-    assert len(a.tokens) - len(b.tokens) == 346 - 313  # the billed count still follows the choice
+    auto, forced = (anthropic_tool_prompt(MODEL, c) for c in (None, {"type": "any"}))
+    assert auto != forced
+    assert len(a.tokens) - len(b.tokens) == auto - forced  # the billed count still follows the choice
     sim = Simulator("anthropic", MODEL)
     sim.feed(a)
     assert sim.predict(b).cache_read == a.breakpoints[0] == b.breakpoints[0]

@@ -214,13 +214,12 @@ def test_claude_estimate_on_held_out_tests() -> None:
 
 def _held_out_counts(test):
     from fidelity.tokens.calibrated import CLAUDE_FACTOR
+    from fidelity.tokens.fit import predict
     from fidelity.tokens.framing_estimate import CONSTANTS
 
-    c = CONSTANTS["anthropic"]
+    c = {"factor": CLAUDE_FACTOR, **CONSTANTS["anthropic"]}
     for s in test:
-        pred = (s.proxy * CLAUDE_FACTOR + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
-                + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base + s.fixed)
-        yield abs(pred - s.billed) / s.billed
+        yield abs(predict(s, c) - s.billed) / s.billed
 
 
 @needs_real

@@ -11,8 +11,9 @@ so near-identical requests never sit on both sides. A group is held out
 when the first byte of the SHA-1 of its name is divisible by 3 (about one
 in three).
 
-Model: ``billed - media - documented tool prompt = factor * o200k tokens of
-the text + m * messages + t * tools + k * thinking + b``, solved by least
+Model: ``billed - media - tool-use system prompt = factor * o200k tokens of
+the text + m * messages + t * tools + k * thinking + a * adaptive thinking
++ s * structured output + b``, solved by least
 squares weighted by ``1 / billed`` with a small ridge on the per-message,
 tool, thinking and request counts. The ridge shrinks them towards 0 on
 purpose: solved without it, the Claude fit gives 146 tokens a tool and a
@@ -44,10 +45,10 @@ from ..traffic.sources import reported
 from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
-from .framing_estimate import BASE, DOC, MSG, THINK, TOOL, segment_pieces
+from .framing_estimate import ADAPT, BASE, DOC, MSG, SCHEMA, THINK, TOOL, segment_pieces
 
-__all__ = ["Sample", "samples", "group_of", "held_out", "fit", "predict", "errors", "usable",
-           "body_holds_prompt", "leave_one_test_out", "EXCLUDED", "main"]
+__all__ = ["Sample", "samples", "group_of", "repo_of", "held_out", "fit", "fit_trimmed", "predict", "errors", "usable",
+           "body_holds_prompt", "leave_one_test_out", "leave_one_repo_out", "EXCLUDED", "main"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ class Sample:
     fixed: int  # media tokens + documented tool prompt
     proxy: int = 0  # o200k_base tokens of the same text
     tool_proxy: int = 0  # of which in tool definitions
+    adaptive: int = 0  # adaptive thinking (1 or 0)
+    schema: int = 0  # a structured output (1 or 0)
+    repo: str = ""  # the source repository (repo_of)
 
 
 _VARIANT = re.compile(r"(_async|_stream|_legacy|_with_events_with_(no_)?content|anthropic_beta_|anthropic_|google_|\[.*\])")
@@ -86,6 +90,21 @@ def group_of(path: str) -> str:
     return _VARIANT.sub("", name)
 
 
+def repo_of(path: str) -> str:
+    """The source repository of a recording: the ``owner__name`` folder of a
+    corpus built by ``scripts/corpus_build.py`` (``owner/name``), else the
+    folder under ``cassettes`` or ``recorded-usage`` (``../shared/real``'s
+    layout), else ``""``."""
+    parts = path.replace("\\", "/").split("/")
+    for part in parts:
+        if "__" in part and not part.startswith("__") and "." not in part:
+            return part.replace("__", "/", 1)
+    for i, part in enumerate(parts[:-2]):
+        if part in ("cassettes", "recorded-usage"):
+            return parts[i + 1]
+    return ""
+
+
 def held_out(group: str) -> bool:
     return hashlib.sha1(group.encode()).digest()[0] % 3 == 0
 
@@ -96,7 +115,8 @@ def _proxy(name: str) -> Tokenizer:
     return get(name)
 
 
-_UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1} for p in ("anthropic", "gemini")}
+_UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1, "adaptive": 1, "schema": 1}
+         for p in ("anthropic", "gemini")}
 
 
 def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sample]:
@@ -112,7 +132,7 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
             continue
         provider = _ESTIMATED[dialect]
         segs = wire.get(dialect).cache_view(rec.body)
-        counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0}
+        counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0}
         chars = fixed = proxy = tool_proxy = 0
         for seg, pieces in zip(segs, segment_pieces(provider, segs, model, _media_in, _UNIT)):
             for p in pieces:
@@ -129,8 +149,14 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         fixed += counts[DOC.id]
         out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
-                          proxy, tool_proxy))
+                          proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path)))
     return out
+
+
+#: the ridge per column of :func:`fit`: none to speak of on the factor and on the
+#: two per-request prompts seen in few requests (adaptive thinking, structured
+#: outputs), which a ridge of 1e-3 would hold near 0 whatever they bill
+_RIDGE = (1e-6, 1e-3, 1e-3, 1e-3, 1e-3, 1e-6, 1e-6)
 
 
 def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
@@ -139,7 +165,7 @@ def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
     a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] for i in range(n)]
     b = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(n)]
     for i in range(n):  # ridge on the constants so that unused columns stay at 0
-        a[i][i] += 1e-6 if i == 0 else 1e-3
+        a[i][i] += _RIDGE[i] if i < len(_RIDGE) else 1e-3
     for col in range(n):  # Gauss-Jordan with partial pivoting
         piv = max(range(col, n), key=lambda r: abs(a[r][col]))
         a[col], a[piv], b[col], b[piv] = a[piv], a[col], b[piv], b[col]
@@ -157,16 +183,34 @@ def fit(data: Sequence[Sample]) -> dict[str, float]:
     rows, ys = [], []
     for s in data:
         w = 1.0 / max(s.billed, 1)
-        rows.append([s.proxy * w, s.messages * w, s.tools * w, s.thinking * w, s.base * w])
+        rows.append([s.proxy * w, s.messages * w, s.tools * w, s.thinking * w, s.base * w, s.adaptive * w,
+                     s.schema * w])
         ys.append((s.billed - s.fixed) * w)
-    factor, m, t, k, b = _solve(rows, ys)
+    factor, m, t, k, b, a, sc = _solve(rows, ys)
     return {"factor": round(factor, 3), "message": round(max(m, 0), 3),
-            "tool": round(max(t, 0), 3), "thinking": round(max(k, 0), 3), "base": round(max(b, 0), 3)}
+            "tool": round(max(t, 0), 3), "thinking": round(max(k, 0), 3), "base": round(max(b, 0), 3),
+            "adaptive": round(max(a, 0), 3), "schema": round(max(sc, 0), 3)}
+
+
+#: a request the first fit misses by more than this share is left out of the
+#: second (:func:`fit_trimmed`)
+TRIM = 0.5
+
+
+def fit_trimmed(data: Sequence[Sample], limit: float = TRIM) -> dict[str, float]:
+    """:func:`fit`, then :func:`fit` again on the requests the first one
+    predicts within ``limit`` (a share of the billed prompt): a request whose
+    prompt holds a part the estimate does not model (a server-side tool
+    search, an advisor tool) no longer pulls every constant towards it."""
+    first = fit(data)
+    kept = [s for s in data if s.billed and abs(predict(s, first) - s.billed) / s.billed < limit]
+    return fit(kept) if kept else first
 
 
 def predict(s: Sample, c: dict[str, float]) -> float:
     return (s.proxy * c["factor"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
-            + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base + s.fixed)
+            + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base
+            + round(c.get("adaptive", 0)) * s.adaptive + round(c.get("schema", 0)) * s.schema + s.fixed)
 
 
 #: models left out of the fit: Claude Opus 4.7+ reads with a new tokenizer
@@ -204,7 +248,19 @@ def leave_one_test_out(data: Sequence[Sample]) -> list[float]:
     for group in sorted({s.group for s in data}):
         rest = [s for s in data if s.group != group]
         if rest:
-            out += errors([s for s in data if s.group == group], fit(rest))
+            out += errors([s for s in data if s.group == group], fit_trimmed(rest))
+    return out
+
+
+def leave_one_repo_out(data: Sequence[Sample]) -> dict[str, list[float]]:
+    """Each source repository's errors under constants fitted on every *other*
+    repository (:func:`repo_of`): a constant that holds only where it was
+    fitted shows up here as a large error."""
+    out: dict[str, list[float]] = {}
+    for repo in sorted({s.repo for s in data}):
+        rest = [s for s in data if s.repo != repo]
+        if rest:
+            out[repo] = errors([s for s in data if s.repo == repo], fit_trimmed(rest))
     return out
 
 
@@ -249,6 +305,8 @@ def _parser() -> argparse.ArgumentParser:
                              "(the Claude-2 comparison in docs/tokens-billed.md)")
     parser.add_argument("--leave-one-out", action="store_true",
                         help="also print the errors of each test under constants fitted on all other tests")
+    parser.add_argument("--leave-one-repo-out", action="store_true",
+                        help="also print each source repository's errors under constants fitted on the others")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
 
@@ -272,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         test = [s for s in mine if held_out(s.group)]
         if not train:
             continue
-        c = fit(train)
+        c = fit_trimmed(train)
         print(provider, c, f"(base {base}; {left} requests left out: excluded models, bodies without the prompt)")
         for name, part in (("fitted", train), ("held out", test)):
             e = errors(part, c)
@@ -282,6 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             e = leave_one_test_out(mine)
             if e:
                 print(_line("leave one test out", mine, e))
+        if args.leave_one_repo_out:
+            for repo, e in leave_one_repo_out(mine).items():
+                if e:
+                    print(_line(f"leave {repo or '(no repository)'} out", [s for s in mine if s.repo == repo], e))
         for s in data:
             if s.provider == provider and any(x in s.model for x in EXCLUDED):
                 print(f"  not fitted: {s.model} {s.group}: billed {s.billed}, predicted {predict(s, c):.0f}")

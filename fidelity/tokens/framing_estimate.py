@@ -8,12 +8,24 @@ by the provider's rule (:mod:`.media`), plus a fixed number of tokens per
 message, per tool and per request, and the documented tool-use system
 prompt:
 
-* Anthropic adds a tool-use system prompt when ``tools`` are given: 346
-  tokens with ``tool_choice`` ``auto``/``none`` and 313 with ``any``/``tool``
-  for the Claude 4 family and Sonnet 3.7; 294 / 261 for Claude 3.5 Sonnet;
-  264 / 340 for Claude 3.5 Haiku
-  (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview,
-  "Pricing").
+* Anthropic adds a tool-use system prompt when ``tools`` are given. Its
+  documented sizes (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview,
+  "Pricing"), ``tool_choice`` ``auto``/``none`` then ``any``/``tool``: Claude 4
+  and 4.1, Sonnet 3.7: 346 / 313; Claude 3.5 Sonnet: 294 / 261; Claude 3.5
+  Haiku and Claude 3 Haiku: 264 / 340; Claude 3 Opus: 530 / 281; Claude 3
+  Sonnet: 159 / 235. Claude 4.5 and later bill more than the documented 346 /
+  313 in recorded usage: :data:`TOOL_PROMPT_RECORDED` (how it was measured is in
+  ``docs/tokens-billed.md``, "Tool-use system prompt").
+* Structured outputs (``output_config.format``, ``output_format``) add a
+  system prompt of their own besides the schema: a fixed count per request
+  (``schema`` in :data:`CONSTANTS`, fitted). ``output_config.effort`` adds
+  nothing (the same prompt bills the same with and without it), so it is not
+  counted.
+* Extended thinking adds a fixed count per request: ``thinking`` for
+  ``{"type": "enabled"}``, ``adaptive`` for ``{"type": "adaptive"}`` (both
+  fitted); adaptive thinking on Opus 4.7 and later bills nothing extra in
+  recorded usage (a request with it bills what the same prompt without it
+  bills on Opus 4.6).
 * Anthropic removes thinking blocks of earlier turns from the context
   (https://platform.claude.com/docs/en/build-with-claude/extended-thinking,
   "How context window is calculated"): they are not counted.
@@ -27,6 +39,7 @@ usage`` and checked on the rest; the figures of both parts are in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,16 +48,20 @@ import orjson
 from ..wire import Segment
 from ._pieces import Piece, Special
 
-__all__ = ["CONSTANTS", "segment_pieces", "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE"]
+__all__ = ["CONSTANTS", "TOOL_PROMPT_RECORDED", "claude_version", "anthropic_tool_prompt", "segment_pieces",
+           "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE", "DOC",
+           "ADAPT", "SCHEMA"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
+ADAPT, SCHEMA = Special(-106), Special(-107)
 
 #: fitted per provider: characters per token, tokens per message, per tool,
 #: for extended thinking, per request (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"message": 2.346, "tool": 5.84, "thinking": 14.859, "base": 2.545},
-    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0},
+    "anthropic": {"message": 3.663, "tool": 8.124, "thinking": 24.152, "base": 2.36, "adaptive": 16.674,
+                  "schema": 130.557},
+    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0, "adaptive": 0, "schema": 0},
 }
 
 #: keys whose string values the model does not read as text
@@ -53,15 +70,58 @@ _SKIP_KEYS = frozenset({"type", "role", "id", "tool_use_id", "signature", "cache
                         "encrypted_content", "data"})
 
 
+#: the tool-use system prompt of Claude 4.5 and later as recorded usage bills
+#: it, ``(auto or none, any or tool)``: the median over requests of the fit
+#: sources of ``billed - everything else the estimate counts``
+#: (``docs/tokens-billed.md``, "Tool-use system prompt")
+TOOL_PROMPT_RECORDED = (497, 597)
+
+_NEW_STYLE = re.compile(r"claude-[a-z]+-(\d+)(?:-(\d)(?!\d))?")
+_OLD_STYLE = re.compile(r"claude-(\d+)(?:[-.](\d)(?!\d))?-([a-z]+)")
+
+
+def claude_version(model: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a Claude model id (``claude-sonnet-4-5-20250929``
+    -> (4, 5), ``claude-sonnet-4-20250514`` -> (4, 0), ``claude-3-5-haiku-latest``
+    -> (3, 5), ``us.anthropic.claude-opus-4-8`` -> (4, 8)), ``None`` when the id
+    names none."""
+    key = model.lower()
+    m = _OLD_STYLE.search(key) or _NEW_STYLE.search(key)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
 def anthropic_tool_prompt(model: str, tool_choice: Any) -> int:
-    """Tokens of Anthropic's tool-use system prompt (module docstring)."""
+    """Tokens of Anthropic's tool-use system prompt (module docstring); a model
+    whose version cannot be read is taken as a current one."""
     forced = isinstance(tool_choice, Mapping) and tool_choice.get("type") in ("any", "tool")
     key = model.lower()
-    if "3-5-sonnet" in key or "3.5-sonnet" in key:
+    version = claude_version(key)
+    if version is None or version >= (4, 5):
+        return TOOL_PROMPT_RECORDED[1] if forced else TOOL_PROMPT_RECORDED[0]
+    if version == (3, 5) and "sonnet" in key:
         return 261 if forced else 294
-    if "3-5-haiku" in key or "3.5-haiku" in key:
+    if version[0] == 3 and version[1] < 7 and "haiku" in key:
         return 340 if forced else 264
+    if version == (3, 0) and "opus" in key:
+        return 281 if forced else 530
+    if version == (3, 0) and "sonnet" in key:
+        return 235 if forced else 159
     return 313 if forced else 346
+
+
+def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
+    """The overhead extended thinking adds (module docstring), ``None`` for none."""
+    thinking = params.get("thinking")
+    if not isinstance(thinking, Mapping):
+        return None
+    if thinking.get("type") == "enabled":
+        return THINK
+    if thinking.get("type") == "adaptive":
+        version = claude_version(model)
+        return None if version is not None and version >= (4, 7) else ADAPT
+    return None
 
 
 #: keys whose object or array value the model reads as JSON (tool arguments)
@@ -186,14 +246,23 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
     if seg.kind == "params":
         params = value if isinstance(value, Mapping) else {}
         pieces += [BASE] * _n(provider, "base", consts)
-        thinking = params.get("thinking")
         gen = params.get("generationConfig") if isinstance(params.get("generationConfig"), Mapping) else params
-        if (isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")) or (
-                isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping)):
+        if provider == "anthropic":
+            think = _thinking_kind(model, params)
+            if think is not None:
+                pieces += [think] * _n(provider, "thinking" if think is THINK else "adaptive", consts)
+        elif isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping):
             pieces += [THINK] * _n(provider, "thinking", consts)
+        schema = False
         for key in ("output_format", "output_config"):
-            if isinstance(params.get(key), Mapping):
-                pieces.append(orjson.dumps(params[key]).decode())
+            value = params.get(key)
+            if isinstance(value, Mapping):
+                read = {k: v for k, v in value.items() if k != "effort"}  # effort bills nothing
+                schema = schema or key == "output_format" or "format" in read
+                if read:
+                    pieces.append(orjson.dumps(read).decode())
+        if schema:
+            pieces += [SCHEMA] * _n(provider, "schema", consts)
         if isinstance(gen, Mapping):
             for key in ("responseSchema", "responseJsonSchema", "response_schema"):
                 if key in gen:
