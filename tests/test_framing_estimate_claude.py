@@ -106,3 +106,58 @@ def test_fit_side_short_prompts_within_ten_percent() -> None:
         errs.append(abs(got - ex.usage["prompt"]) / ex.usage["prompt"])
     assert len(errs) >= 3
     assert statistics.median(errs) <= 0.15
+
+
+def _tool_round(call_blocks: bool = True) -> dict:
+    # pydantic-ai's test_tool_choice_matrix[auto-anthropic], second request: a tool call and its result
+    body = _body("claude-sonnet-4-5", tools=[{"name": "get_weather", "description": "",
+                                              "input_schema": {"type": "object",
+                                                               "properties": {"city": {"type": "string"}}}}])
+    call = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "sunny"}
+    if not call_blocks:  # the same words as plain text blocks
+        call = {"type": "text", "text": "get_weather"}
+        result = {"type": "text", "text": "sunny"}
+        body["messages"] += [{"role": "assistant", "content": [call, {"type": "text", "text": '{"city":"Paris"}'}]},
+                             {"role": "user", "content": [result]}]
+        return body
+    body["messages"] += [{"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    return body
+
+
+def test_tool_blocks_add_their_framing() -> None:
+    """Each tool_use and tool_result block adds ``call`` tokens ahead of its text."""
+    n = round(CONSTANTS["anthropic"]["call"])
+    assert n > 0
+    assert _count(_tool_round()) - _count(_tool_round(call_blocks=False)) == 2 * n
+
+
+def test_system_blocks_cost_less_than_turns() -> None:
+    """A system block adds ``system`` tokens besides its text, a turn ``message`` tokens."""
+    from fidelity.tokens import get
+
+    c = CONSTANTS["anthropic"]
+    assert round(c["system"]) < round(c["message"])
+    text = get("claude-calibrated").count("Be brief.")
+    plain = _count(_body())
+    assert _count(_body(system=[{"type": "text", "text": "Be brief."}])) - plain == text + round(c["system"])
+    assert _count(_body(system="Be brief.")) - plain == text + round(c["system"])
+
+
+def test_message_block_pieces_match_the_segment() -> None:
+    """The per-block pieces (what the scan's block ends read) add up to the
+    message's pieces less its per-message overhead, tool blocks included."""
+    from fidelity import wire
+    from fidelity.tokens.billed import media_in
+    from fidelity.tokens.framing_estimate import MSG, message_block_pieces, one_segment_pieces
+
+    raw = orjson.dumps(_tool_round())
+    segs = wire.get("anthropic-messages").cache_view(raw)
+    for seg in segs:
+        if seg.kind != "message":
+            continue
+        whole = one_segment_pieces("anthropic", seg, "claude-sonnet-4-5", media_in, {}, False)
+        blocks = message_block_pieces(orjson.loads(seg.data), media_in)
+        if blocks is None:
+            continue
+        assert [p for b in blocks for p in b] == [p for p in whole if p != MSG]

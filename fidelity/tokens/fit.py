@@ -13,7 +13,7 @@ in three).
 
 Model: ``billed - media - tool-use system prompt = factor * o200k tokens of
 the text + m * messages + t * tools + k * thinking + a * adaptive thinking
-+ s * structured output + b``, solved by least
++ s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``, solved by least
 squares weighted by ``1 / billed`` with a small ridge on the per-message,
 tool, thinking and request counts. The ridge shrinks them towards 0 on
 purpose: solved without it, the Claude fit gives 146 tokens a tool and a
@@ -45,7 +45,7 @@ from ..traffic.sources import reported
 from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
-from .framing_estimate import ADAPT, BASE, DOC, MSG, SCHEMA, THINK, TOOL, segment_pieces
+from .framing_estimate import ADAPT, BASE, CALL, DOC, MSG, SCHEMA, SYSTEM, THINK, TOOL, segment_pieces
 
 __all__ = ["Sample", "samples", "group_of", "repo_of", "held_out", "fit", "fit_trimmed", "predict", "errors", "usable",
            "body_holds_prompt", "leave_one_test_out", "leave_one_repo_out", "EXCLUDED", "main"]
@@ -68,6 +68,8 @@ class Sample:
     adaptive: int = 0  # adaptive thinking (1 or 0)
     schema: int = 0  # a structured output (1 or 0)
     repo: str = ""  # the source repository (repo_of)
+    calls: int = 0  # tool_use and tool_result blocks
+    systems: int = 0  # system segments (blocks)
 
 
 _VARIANT = re.compile(r"(_async|_stream|_legacy|_with_events_with_(no_)?content|anthropic_beta_|anthropic_|google_|\[.*\])")
@@ -115,7 +117,7 @@ def _proxy(name: str) -> Tokenizer:
     return get(name)
 
 
-_UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1, "adaptive": 1, "schema": 1}
+_UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1, "adaptive": 1, "schema": 1, "call": 1, "system": 1}
          for p in ("anthropic", "gemini")}
 
 
@@ -132,7 +134,8 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
             continue
         provider = _ESTIMATED[dialect]
         segs = wire.get(dialect).cache_view(rec.body)
-        counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0}
+        counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0,
+                  CALL.id: 0, SYSTEM.id: 0}
         chars = fixed = proxy = tool_proxy = 0
         for seg, pieces in zip(segs, segment_pieces(provider, segs, model, _media_in, _UNIT)):
             for p in pieces:
@@ -149,14 +152,15 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         fixed += counts[DOC.id]
         out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
-                          proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path)))
+                          proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),
+                          counts[CALL.id], counts[SYSTEM.id]))
     return out
 
 
 #: the ridge per column of :func:`fit`: none to speak of on the factor and on the
 #: two per-request prompts seen in few requests (adaptive thinking, structured
 #: outputs), which a ridge of 1e-3 would hold near 0 whatever they bill
-_RIDGE = (1e-6, 1e-3, 1e-3, 1e-3, 1e-3, 1e-6, 1e-6)
+_RIDGE = (1e-6, 1e-3, 1e-3, 1e-3, 1e-3, 1e-6, 1e-6, 1e-3, 1e-3)
 
 
 def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
@@ -184,12 +188,13 @@ def fit(data: Sequence[Sample]) -> dict[str, float]:
     for s in data:
         w = 1.0 / max(s.billed, 1)
         rows.append([s.proxy * w, s.messages * w, s.tools * w, s.thinking * w, s.base * w, s.adaptive * w,
-                     s.schema * w])
+                     s.schema * w, s.calls * w, s.systems * w])
         ys.append((s.billed - s.fixed) * w)
-    factor, m, t, k, b, a, sc = _solve(rows, ys)
+    factor, m, t, k, b, a, sc, cl, sy = _solve(rows, ys)
     return {"factor": round(factor, 3), "message": round(max(m, 0), 3),
             "tool": round(max(t, 0), 3), "thinking": round(max(k, 0), 3), "base": round(max(b, 0), 3),
-            "adaptive": round(max(a, 0), 3), "schema": round(max(sc, 0), 3)}
+            "adaptive": round(max(a, 0), 3), "schema": round(max(sc, 0), 3), "call": round(max(cl, 0), 3),
+            "system": round(max(sy, 0), 3)}
 
 
 #: a request the first fit misses by more than this share is left out of the
@@ -210,7 +215,8 @@ def fit_trimmed(data: Sequence[Sample], limit: float = TRIM) -> dict[str, float]
 def predict(s: Sample, c: dict[str, float]) -> float:
     return (s.proxy * c["factor"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
             + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base
-            + round(c.get("adaptive", 0)) * s.adaptive + round(c.get("schema", 0)) * s.schema + s.fixed)
+            + round(c.get("adaptive", 0)) * s.adaptive + round(c.get("schema", 0)) * s.schema
+            + round(c.get("call", 0)) * s.calls + round(c.get("system", c["message"])) * s.systems + s.fixed)
 
 
 #: models left out of the fit: Claude Opus 4.7+ reads with a new tokenizer

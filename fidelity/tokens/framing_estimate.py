@@ -50,18 +50,19 @@ from ._pieces import Piece, Special
 
 __all__ = ["CONSTANTS", "TOOL_PROMPT_RECORDED", "claude_version", "anthropic_tool_prompt", "segment_pieces",
            "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE", "DOC",
-           "ADAPT", "SCHEMA"]
+           "ADAPT", "SCHEMA", "CALL", "SYSTEM"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
-ADAPT, SCHEMA = Special(-106), Special(-107)
+ADAPT, SCHEMA, CALL, SYSTEM = Special(-106), Special(-107), Special(-108), Special(-109)
 
 #: fitted per provider: characters per token, tokens per message, per tool,
 #: for extended thinking, per request (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"message": 3.663, "tool": 8.124, "thinking": 24.152, "base": 2.36, "adaptive": 16.674,
-                  "schema": 130.557},
-    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0, "adaptive": 0, "schema": 0},
+    "anthropic": {"message": 3.626, "tool": 3.926, "thinking": 24.185, "base": 2.509, "adaptive": 16.627,
+                  "schema": 130.15, "call": 13.699, "system": 0.523},
+    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0, "adaptive": 0, "schema": 0, "call": 0,
+               "system": 2.292},
 }
 
 #: keys whose string values the model does not read as text
@@ -128,10 +129,12 @@ def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
 _JSON_KEYS = ("input", "args", "arguments", "response")
 
 
-def _texts(value: Any, out: list[Piece], media_of: Any) -> None:
+def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0) -> None:
     """The pieces the model reads in ``value``, appended to ``out``.
     ``media_of`` (a media object of the wire format, else ``None``) is asked
-    about mappings only: it answers ``None`` for anything else."""
+    about mappings only: it answers ``None`` for anything else. ``call``:
+    the tokens each Anthropic ``tool_use`` and ``tool_result`` block adds
+    ahead of its own text (``call`` in :data:`CONSTANTS`)."""
     if isinstance(value, str):
         if value:
             out.append(value)
@@ -143,6 +146,8 @@ def _texts(value: Any, out: list[Piece], media_of: Any) -> None:
         t = value.get("type")
         if t in ("thinking", "redacted_thinking") or value.get("thought") is True:
             return  # earlier turns' thinking is not in the context
+        if call and t in ("tool_use", "tool_result"):
+            out.extend([CALL] * call)
         for k, v in value.items():
             if k in _SKIP_KEYS:
                 continue
@@ -152,19 +157,20 @@ def _texts(value: Any, out: list[Piece], media_of: Any) -> None:
             elif k in _JSON_KEYS and (isinstance(v, (dict, list)) or isinstance(v, Mapping)):
                 out.append(orjson.dumps(v).decode())  # the model reads tool arguments as JSON
             else:
-                _texts(v, out, media_of)
+                _texts(v, out, media_of, call)
     elif isinstance(value, list):
         for v in value:
             if isinstance(v, str):
                 if v:
                     out.append(v)
             else:
-                _texts(v, out, media_of)
+                _texts(v, out, media_of, call)
     elif value is not None and not isinstance(value, bool):
         out.append(orjson.dumps(value).decode())
 
 
-def message_block_pieces(value: Any, media_of: Any) -> list[list[Piece]] | None:
+def message_block_pieces(value: Any, media_of: Any,
+                         consts: Mapping[str, Mapping[str, float]] | None = None) -> list[list[Piece]] | None:
     """The pieces of each block of a message's ``content`` list when the
     message's own pieces (:func:`one_segment_pieces` less its overhead) are
     exactly theirs one after the other (no other member the model reads),
@@ -178,17 +184,18 @@ def message_block_pieces(value: Any, media_of: Any) -> list[list[Piece]] | None:
     content = value.get("content")
     if not isinstance(content, list):
         return None
+    call = _n("anthropic", "call", consts)
     for k, v in value.items():
         if k == "content" or k in _SKIP_KEYS:
             continue
         other: list[Piece] = []
-        _texts({k: v}, other, media_of)
+        _texts({k: v}, other, media_of, call)
         if other:
             return None
     out: list[list[Piece]] = []
     for block in content:
         pieces: list[Piece] = []
-        _texts(block, pieces, media_of)
+        _texts(block, pieces, media_of, call)
         out.append(pieces)
     return out
 
@@ -273,6 +280,9 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
         pieces += [TOOL] * _n(provider, "tool", consts)
         pieces.append(_tool_json(value))
     else:
-        pieces += [MSG] * _n(provider, "message", consts)
-        _texts(value, pieces, media_of)
+        if seg.kind == "system":
+            pieces += [SYSTEM] * _n(provider, "system", consts)
+        else:
+            pieces += [MSG] * _n(provider, "message", consts)
+        _texts(value, pieces, media_of, _n(provider, "call", consts) if provider == "anthropic" else 0)
     return pieces
