@@ -1,6 +1,6 @@
 """Fit the Claude and Gemini estimate constants on recorded usage.
 
-``python -m fidelity.tokens.fit ../shared/real/recorded-usage ../shared/real/cassettes``
+``python -m fidelity.tokens.fit ../shared/real/recorded-usage ../shared/real/cassettes [CORPUS/owner__name ...]``
 prints, per provider, the fitted :data:`fidelity.tokens.framing_estimate.CONSTANTS`
 and the error of the estimate on the requests used for fitting and on the
 held-out ones.
