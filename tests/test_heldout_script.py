@@ -102,6 +102,25 @@ def test_main_writes_the_file_and_refuses_a_missing_corpus(corpus: Path, tmp_pat
     assert "nowhere" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_worst_lists_the_fit_set_only_largest_error_first(corpus: Path, capsys) -> None:
+    """``--worst openai/text`` lists the fit set's rows (beta/two here), the
+    40-billed one (the far-off one) first; the held-out set's never."""
+    assert heldout.main([str(corpus), "--split", "fit=beta/two", "--worst", "openai/text", "--top", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["error", "billed", "counted"]
+    assert len(lines) == 3
+    assert lines[1].split()[1] == "40" and "beta__two" in lines[1] and "beta__two" in lines[2]
+    assert all("alpha__one" not in line for line in lines)
+    errors = [float(line.split()[0].rstrip("%")) for line in lines[1:]]
+    assert errors == sorted(errors, reverse=True)
+
+
+def test_worst_refuses_a_malformed_choice(corpus: Path, capsys) -> None:
+    assert heldout.main([str(corpus), "--worst", "openai"]) == 2
+    err = capsys.readouterr().err
+    assert "--worst" in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="the development corpus (/work/corpus) is not on this machine")
 def test_development_corpus_figures() -> None:
     dirs = heldout.repo_dirs(CORPUS)

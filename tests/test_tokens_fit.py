@@ -107,3 +107,32 @@ def test_another_tokenizer_json_as_base(capsys: pytest.CaptureFixture[str]) -> N
     assert F.main(["--tokenizer-json", str(path), "--leave-one-out", str(REAL / "recorded-usage" / "mirascope")]) == 0
     out = capsys.readouterr().out
     assert f"base hf:{path}" in out and "leave one test out" in out
+
+
+def test_repo_of_reads_both_layouts() -> None:
+    assert F.repo_of("/work/corpus/pydantic__pydantic-ai/tests/models/cassettes/x.yaml") == "pydantic/pydantic-ai"
+    assert F.repo_of("../shared/real/cassettes/llm-anthropic/tests__cassettes__t.yaml") == "llm-anthropic"
+    assert F.repo_of("../shared/real/recorded-usage/mirascope/python/tests/cassettes/t/a.yaml") == "mirascope"
+    assert F.repo_of("one.yaml") == ""
+
+
+def test_trimmed_fit_ignores_a_request_the_model_cannot_explain() -> None:
+    """A request billing 3x what its text holds (a server-side tool the
+    estimate does not model) moves the plain fit's factor, not the trimmed one's."""
+    data = [_sample(f"t{i}", p, 0, 0, round(p * 1.15)) for i, p in enumerate((300, 900, 2_000, 5_000, 700))]
+    odd = _sample("odd", 1_000, 0, 0, 3_000)
+    assert abs(F.fit([*data, odd])["factor"] - 1.15) > 0.05
+    assert abs(F.fit_trimmed([*data, odd])["factor"] - 1.15) < 0.005
+
+
+def test_leave_one_repo_out_fits_without_the_repository() -> None:
+    def s(repo: str, group: str, proxy: int, factor: float) -> F.Sample:
+        return F.Sample("anthropic", group, "claude-sonnet-4-5", round(proxy * factor), chars=proxy * 4, messages=0,
+                        tools=0, thinking=0, base=0, fixed=0, proxy=proxy, repo=repo)
+
+    data = [s("a/x", f"a{i}", p, 1.1) for i, p in enumerate((500, 1_500))] + \
+           [s("b/y", f"b{i}", p, 1.1) for i, p in enumerate((800, 2_500))] + [s("c/z", "c0", 1_000, 1.3)]
+    out = F.leave_one_repo_out(data)
+    assert sorted(out) == ["a/x", "b/y", "c/z"]
+    assert min(out["c/z"]) > 0.1  # its own factor is seen nowhere else
+    assert min(out["c/z"]) > 2 * max(out["a/x"] + out["b/y"])
