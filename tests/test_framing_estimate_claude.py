@@ -161,3 +161,29 @@ def test_message_block_pieces_match_the_segment() -> None:
         if blocks is None:
             continue
         assert [p for b in blocks for p in b] == [p for p in whole if p != MSG]
+
+
+def test_deferred_tool_is_not_in_the_context() -> None:
+    """pydantic-ai's test_anthropic_custom_callable_round_trip: a tool with
+    defer_loading counts nothing until a tool search loads it."""
+    weather = {"name": "get_weather", "description": "Get the current weather for a city.",
+               "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    stock = {"name": "stock_lookup", "description": "Look up stock price by ticker symbol.",
+             "input_schema": {"type": "object", "properties": {"symbol": {"type": "string"}}}}
+    one = _count(_body(tools=[weather]))
+    assert _count(_body(tools=[weather, {**stock, "defer_loading": True}])) == one
+    assert _count(_body(tools=[weather, stock])) > one
+    # the tool-use system prompt stays when the first tool is the deferred one
+    assert _count(_body(tools=[{**stock, "defer_loading": True}, weather])) == one
+
+
+def test_plain_text_document_is_read() -> None:
+    """pydantic-ai's test_text_document_as_binary_content_input: the document's data is text."""
+    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                          "data": "Dummy TXT file with a few more words in it\n"}}
+    plain = _count(_body())
+    body = _body()
+    body["messages"][0]["content"].append(doc)
+    from fidelity.tokens import get
+
+    assert _count(body) - plain == get("claude-calibrated").count(doc["source"]["data"])

@@ -26,6 +26,11 @@ prompt:
   fitted); adaptive thinking on Opus 4.7 and later bills nothing extra in
   recorded usage (a request with it bills what the same prompt without it
   bills on Opus 4.6).
+* A tool with ``"defer_loading": true`` is left out of the context until the
+  tool search tool loads it
+  (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool):
+  it is not counted. A plain-text document's source (``{"type": "text",
+  "data": ...}``) is read as text.
 * Anthropic removes thinking blocks of earlier turns from the context
   (https://platform.claude.com/docs/en/build-with-claude/extended-thinking,
   "How context window is calculated"): they are not counted.
@@ -59,8 +64,8 @@ ADAPT, SCHEMA, CALL, SYSTEM = Special(-106), Special(-107), Special(-108), Speci
 #: fitted per provider: characters per token, tokens per message, per tool,
 #: for extended thinking, per request (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"message": 3.626, "tool": 3.926, "thinking": 24.185, "base": 2.509, "adaptive": 16.627,
-                  "schema": 130.15, "call": 13.699, "system": 0.523},
+    "anthropic": {"message": 3.933, "tool": 5.968, "thinking": 24.051, "base": 2.142, "adaptive": 16.614,
+                  "schema": 129.009, "call": 18.985, "system": 0.773},
     "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0, "adaptive": 0, "schema": 0, "call": 0,
                "system": 2.292},
 }
@@ -148,6 +153,9 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0) -> None:
             return  # earlier turns' thinking is not in the context
         if call and t in ("tool_use", "tool_result"):
             out.extend([CALL] * call)
+        if t == "text" and isinstance(value.get("data"), str):
+            out.append(value["data"])  # a plain-text document's source: its data is read as text
+            return
         for k, v in value.items():
             if k in _SKIP_KEYS:
                 continue
@@ -277,6 +285,8 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
     elif seg.kind == "tools":
         if first_tool and provider == "anthropic":
             pieces += [DOC] * anthropic_tool_prompt(model, params.get("tool_choice"))
+        if isinstance(value, Mapping) and value.get("defer_loading") is True:
+            return pieces  # a deferred tool is not in the context until a tool search loads it
         pieces += [TOOL] * _n(provider, "tool", consts)
         pieces.append(_tool_json(value))
     else:
