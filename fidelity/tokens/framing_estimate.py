@@ -5,8 +5,8 @@ are estimates (every output says so). The estimate counts what the model
 reads rather than the JSON body: the text of each block (not its keys and
 quotes), tool calls' arguments and tool definitions as compact JSON, media
 by the provider's rule (:mod:`.media`), plus a fixed number of tokens per
-message, per tool and per request, and the documented tool-use system
-prompt:
+turn, per system block, per tool, per ``tool_use``/``tool_result`` block and
+per request, and the tool-use system prompt:
 
 * Anthropic adds a tool-use system prompt when ``tools`` are given. Its
   documented sizes (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview,
@@ -15,7 +15,7 @@ prompt:
   Haiku and Claude 3 Haiku: 264 / 340; Claude 3 Opus: 530 / 281; Claude 3
   Sonnet: 159 / 235. Claude 4.5 and later bill more than the documented 346 /
   313 in recorded usage: :data:`TOOL_PROMPT_RECORDED` (how it was measured is in
-  ``docs/tokens-billed.md``, "Tool-use system prompt").
+  ``docs/tokens-billed.md``, "Claude, refitted on the public corpus's fit side").
 * Structured outputs (``output_config.format``, ``output_format``) add a
   system prompt of their own besides the schema: a fixed count per request
   (``schema`` in :data:`CONSTANTS`, fitted). ``output_config.effort`` adds
@@ -36,10 +36,10 @@ prompt:
   "How context window is calculated"): they are not counted.
 
 Text is counted by the calibrated tokenizers (:mod:`.calibrated`); the
-fixed counts (:data:`CONSTANTS`) were
-fitted by :mod:`fidelity.tokens.fit` on part of ``../shared/real/recorded-
-usage`` and checked on the rest; the figures of both parts are in
-``docs/tokens-billed.md``.
+fixed counts (:data:`CONSTANTS`) were fitted by :mod:`fidelity.tokens.fit`
+(Claude: on ``../shared/real`` and the fit side of the public corpus,
+``scripts/heldout.py``'s ``FIT``; Gemini: on ``../shared/real``); fitted and
+held-out figures are in ``docs/tokens-billed.md``.
 """
 
 from __future__ import annotations
@@ -77,9 +77,8 @@ _SKIP_KEYS = frozenset({"type", "role", "id", "tool_use_id", "signature", "cache
 
 
 #: the tool-use system prompt of Claude 4.5 and later as recorded usage bills
-#: it, ``(auto or none, any or tool)``: the median over requests of the fit
-#: sources of ``billed - everything else the estimate counts``
-#: (``docs/tokens-billed.md``, "Tool-use system prompt")
+#: it, ``(auto or none, any or tool)``: where the fit sources' requests cluster
+#: in ``billed - everything else the estimate counts`` (``docs/tokens-billed.md``)
 TOOL_PROMPT_RECORDED = (497, 597)
 
 _NEW_STYLE = re.compile(r"claude-[a-z]+-(\d+)(?:-(\d)(?!\d))?")
