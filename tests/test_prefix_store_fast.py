@@ -422,13 +422,13 @@ def test_many_sessions_under_one_prefix_compare_few_children(monkeypatch: pytest
     for i in range(2000):  # "Please fix issue #<i>": 4 shared tokens, then the session's own
         store.feed(array("q", head + [1, 2, 3, 4, 10_000 + i % 500, i, 7]), (), None, i)
     calls = []
-    real = prefix_store._common_tokens  # noqa: SLF001
+    real = prefix_store.common_tokens
 
     def counted(a: bytes, b: bytes) -> int:
         calls.append(1)
         return real(a, b)
 
-    monkeypatch.setattr(prefix_store, "_common_tokens", counted)
+    monkeypatch.setattr(prefix_store, "common_tokens", counted)
     assert store.longest(array("q", head + [1, 2, 3, 4, 10_000 + 123, 99_999]), None) == (21, 1623)
     assert len(calls) <= 8
     calls.clear()
@@ -464,10 +464,10 @@ def test_sessions_resumed_after_many_others_read_their_ids_back() -> None:
        shared=st.integers(0, 40))
 def test_common_tokens_is_the_common_prefix(a: list[int], b: list[int], shared: int) -> None:
     """The XOR shortcut counts exactly the equal leading ids (negative ids too)."""
-    from fidelity.cache.prefix_store import _common_tokens
+    from fidelity.cache.packed_ids import common_tokens
 
     b = a[:shared] + b
     expected = 0
     while expected < min(len(a), len(b)) and a[expected] == b[expected]:
         expected += 1
-    assert _common_tokens(array("q", a).tobytes(), array("q", b).tobytes()) == expected
+    assert common_tokens(array("q", a).tobytes(), array("q", b).tobytes()) == expected
