@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +62,7 @@ from .gate_rows import (
     rows_from_score,
     rows_from_snapshots,
 )
-from .jsonio import atomic_write, load
+from .jsonio import atomic_write, load, load_toml
 
 __all__ = [
     "BASELINE_SCHEMA",
@@ -117,10 +116,7 @@ def load_config(path: str | Path | None = "pyproject.toml") -> Thresholds:
     p = Path(path)
     if not p.is_file():
         return Thresholds()
-    try:
-        doc = tomllib.loads(p.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid TOML: {exc}", path=p) from None
+    doc = load_toml(p)
     table = doc.get("tool", {}).get("fidelity", {}).get("gate", {})
     if not isinstance(table, dict):
         raise InputError("[tool.fidelity.gate] must be a table", path=p)

@@ -29,7 +29,6 @@ between stream events) and ``status`` + ``error`` for a failing reply.
 from __future__ import annotations
 
 import threading
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ import orjson
 
 from ..errors import InputError
 from ..jsonio import loads as json_loads
-from ..jsonio import read_bytes
+from ..jsonio import read_bytes, toml_loads
 
 __all__ = ["Script", "Rule", "Reply", "ToolCall", "load_script", "parse_script", "RequestView"]
 
@@ -222,8 +221,5 @@ def load_script(path: str | Path) -> Script:
     if str(path).endswith(".json"):
         obj = json_loads(data, path=path)
     else:
-        try:
-            obj = tomllib.loads(data.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"not a TOML script: {exc}", path=path) from None
+        obj = toml_loads(data, path=path)
     return parse_script(obj, path=str(path))
