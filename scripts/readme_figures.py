@@ -12,7 +12,7 @@ table (the report's Markdown lines themselves). Both tables sit between markers 
 and are written here from the report's own JSON (``fidelity.report.to_json``
 of the score the report computes in-process on the bundled fixtures), with
 the report's own number formatting, so the README can never disagree with
-``fidelity report``. ``tests/test_readme_figures.py`` fails when a block is
+``fidelity report``. ``tests/project/test_readme_figures.py`` fails when a block is
 stale; this script rewrites them::
 
     python3 scripts/readme_figures.py           # check: exit 1 and show what changed

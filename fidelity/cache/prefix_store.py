@@ -8,7 +8,7 @@ DashScope implicit, vLLM, SGLang, llama.cpp).
 The design (segments of nodes, sorted children past `_MANY`, expiry and
 eviction order) is explained in ``docs/prefix-store.md``; its results are a
 plain block trie's with a last-use stamp per node
-(``tests/test_prefix_store_fast.py`` checks that on drawn request streams).
+(``tests/cache/test_prefix_store_fast.py`` checks that on drawn request streams).
 """
 
 from __future__ import annotations
