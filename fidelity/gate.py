@@ -52,6 +52,7 @@ from typing import Any
 
 import orjson
 
+from . import formats
 from .errors import InputError
 from .gate_rows import (
     REPORT_SCHEMA,
@@ -176,10 +177,6 @@ def _allowed(base: float, abs_tol: float, pct: float) -> float:
     return max(abs_tol, abs(base) * pct / 100.0)
 
 
-def _fmt_usd(x: float | None) -> str:
-    return "no price" if x is None else f"${x:.6f}"
-
-
 def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresholds) -> GateResult:
     """Apply the rules of the module doc to every row."""
     result = GateResult()
@@ -209,12 +206,12 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
         if d_tok > _allowed(old.lost_tokens, th.max_lost_tokens_increase, th.max_lost_tokens_increase_pct):
             problems.append(f"lost tokens per fork rose {old.lost_tokens:,.0f} → {row.lost_tokens:,.0f} (+{d_tok:,.0f})")
         if (row.usd_per_fork is None) != (old.usd_per_fork is None):
-            problems.append(f"cost per fork {_fmt_usd(old.usd_per_fork)} in the baseline, "
-                            f"{_fmt_usd(row.usd_per_fork)} now")
+            problems.append(f"cost per fork {formats.usd(old.usd_per_fork, 6, 'no price')} in the baseline, "
+                            f"{formats.usd(row.usd_per_fork, 6, 'no price')} now")
         elif row.usd_per_fork is not None and old.usd_per_fork is not None:
             d_usd = row.usd_per_fork - old.usd_per_fork
             if d_usd > _allowed(old.usd_per_fork, th.max_cost_increase_usd, th.max_cost_increase_pct) + 1e-12:
-                problems.append(f"cost per fork rose {_fmt_usd(old.usd_per_fork)} → {_fmt_usd(row.usd_per_fork)}")
+                problems.append(f"cost per fork rose {formats.usd(old.usd_per_fork, 6, 'no price')} → {formats.usd(row.usd_per_fork, 6, 'no price')}")
         if problems:
             result.findings.append(Finding(row, "regression", f"{row.variant}: " + "; ".join(problems) + why, True, old))
         elif d_tok < 0:

@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .. import formats
 from ..replay import Replay, replay
 from ._console import stdout_console
 
@@ -35,11 +36,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fmt(v: object) -> str:
-    return "-" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
+    return formats.count(v, "-") if v is None or isinstance(v, int) else str(v)
 
 
 def _pct(v: object) -> str:
-    return "-" if v is None else f"{float(v):.1%}"  # type: ignore[arg-type]
+    return formats.percent(None if v is None else float(v), missing="-")  # type: ignore[arg-type]
 
 
 def render(result: Replay) -> Group:
