@@ -1,6 +1,7 @@
 """The import graph of ``fidelity/`` (read with ``ast``): no cycles, no
-library module importing ``fidelity.commands``, no private name imported
-across packages. Imports inside functions count: a deferred import is
+import from a lower layer to a higher one (:data:`LAYERS`), no library
+module importing ``fidelity.commands``, no private name imported across
+packages. Imports inside functions count: a deferred import is
 still a dependency, only a later one."""
 
 from __future__ import annotations
@@ -13,6 +14,49 @@ PACKAGE = Path(__file__).resolve().parents[2] / "fidelity"
 #: cycles another change removes, each with why it is allowed for now (none left: the gate <-> gate_output
 #: pair that was here went with main's gate_rows split)
 ALLOWED_CYCLES: set[frozenset[str]] = set()
+
+
+#: the layers, lowest first; a module may import its own layer and those below.
+#: Each top-level module or package of ``fidelity`` is in exactly one.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # ground and model: errors, JSON and bytes, the provider table, the request model and its builders
+    ("errors", "_registry", "jsonio", "jsonends", "jsonbytes", "gzipped", "bytediff", "formats", "providers",
+     "model", "canonical", "pricing", "breakpoints", "server_side", "sources", "fork", "compose", "fixtures",
+     "strategies"),
+    ("wire",),
+    ("tokens",),
+    ("cache",),
+    ("diff",),
+    ("traffic", "capture"),  # recorded traffic, read one way
+    ("replay", "calibrate", "scan", "score", "deepseek_split", "probe", "proxy", "harness", "gate_rows"),  # sinks
+    ("report", "gate", "gate_output", "pytest_plugin"),  # views
+    ("commands", "cli", "_entry", "__main__"),  # the edge
+)
+
+#: imports that still reach up a layer, each with why (another change removes it)
+ALLOWED_UPWARD: set[tuple[str, str]] = {
+    # diff FOLDER and the pairing by cache reads are sinks of recorded traffic that still live in diff/
+    ("fidelity.diff.by_cache", "fidelity.capture"), ("fidelity.diff.by_cache", "fidelity.capture.snapshot"),
+    ("fidelity.diff.by_cache", "fidelity.traffic"), ("fidelity.diff.by_cache", "fidelity.traffic.exchange"),
+    ("fidelity.diff.folder", "fidelity.capture"), ("fidelity.diff.folder", "fidelity.capture.classify"),
+    # tokens-check and the Claude/Gemini fit are sinks of recorded traffic that still live in tokens/
+    ("fidelity.tokens.check", "fidelity.traffic"), ("fidelity.tokens.check", "fidelity.traffic.exchange"),
+    ("fidelity.tokens.check", "fidelity.traffic.sources"), ("fidelity.tokens.fit", "fidelity.traffic"),
+    ("fidelity.tokens.fit", "fidelity.traffic.exchange"), ("fidelity.tokens.fit", "fidelity.traffic.sources"),
+    # billed counts describe a snapshot's media through the snapshot module
+    ("fidelity.tokens.billed", "fidelity.capture"), ("fidelity.tokens.billed", "fidelity.capture.snapshot"),
+}
+
+
+def _layer(module: str) -> int:
+    """The layer of ``fidelity.<top>...``; ``python -m`` entry points are the edge."""
+    if module.endswith(".__main__"):
+        return len(LAYERS) - 1
+    top = module.split(".")[1]
+    for rank, names in enumerate(LAYERS):
+        if top in names:
+            return rank
+    raise AssertionError(f"{module}: its top-level name {top!r} is in no layer of LAYERS")
 
 
 def _module(path: Path) -> str:
@@ -136,6 +180,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycles() -> None:
     cycles = [c for c in _cycles(_graph()) if frozenset(c) not in ALLOWED_CYCLES]
     assert cycles == []
+
+
+def test_no_import_reaches_up_a_layer() -> None:
+    up = sorted((src, dst) for src, dsts in _graph().items() if src != "fidelity" for dst in dsts
+                if dst != "fidelity" and _layer(dst) > _layer(src) and (src, dst) not in ALLOWED_UPWARD)
+    assert up == []
 
 
 def test_no_library_module_imports_commands() -> None:
