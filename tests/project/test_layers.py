@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("diff",),
     ("traffic", "capture"),  # recorded traffic, read one way
     ("replay", "calibrate", "scan", "score", "deepseek_split", "probe", "proxy", "harness", "gate_rows"),  # sinks
-    ("report", "gate", "gate_output", "pytest_plugin"),  # views
+    ("report", "views", "gate", "gate_output", "pytest_plugin"),  # views
     ("commands", "cli", "_entry", "__main__"),  # the edge
 )
 
