@@ -106,7 +106,7 @@ def media_ids(media: Media, n: int) -> array[int]:
 _ATTACHMENT_SIZE = re.compile(r"^attachment:[^?]*\?(?:.*&)?width=(\d+)&height=(\d+)")
 
 
-def _measure(media: Media, provider: str, model: str) -> MediaPart:
+def _measure(media: Media, provider: str, model: str, tok: Tokenizer | None = None) -> MediaPart:
     if media.kind == "reasoning":
         from .framing_openai import reasoning_tokens
 
@@ -124,7 +124,8 @@ def _measure(media: Media, provider: str, model: str) -> MediaPart:
         else:
             info = probe(media.data, media.mime)
     kind = info.kind if info is not None and info.kind in ("image", "pdf", "audio", "video") else media.kind
-    got = count_media(provider, model, kind, info, detail=media.detail)
+    counter = None if tok is None else (lambda text: len(tok.ids(text)))
+    got = count_media(provider, model, kind, info, detail=media.detail, text_tokens=counter, part=media.part)
     return MediaPart(kind, got.tokens, got.estimated, got.rule, "body" if media.data is not None else "url")
 
 
@@ -242,7 +243,7 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
         elif isinstance(p, Special):
             out.append(p.id)
         else:
-            part = _measure(p, provider, model)
+            part = _measure(p, provider, model, tok)
             parts.append(part)
             out.extend(media_ids(p, part.tokens))
     return out
@@ -293,15 +294,16 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
-def prompt_tail(tok: Tokenizer, dialect: str) -> array[int]:
+def prompt_tail(tok: Tokenizer, dialect: str, model: str = "") -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
     reply priming of the framed dialects (OpenAI: ``<|start|>assistant<|message|>``,
-    3 tokens); empty for the others."""
+    3 tokens; a Harmony model, gpt-5 / o-series, ``<|start|>assistant``, 2);
+    empty for the others. ``model`` names the model (no name: the 3-token form)."""
     out = array(TOKEN_TYPECODE)
     if dialect in _FRAMED:
-        from .framing_openai import PRIMING
+        from .framing_openai import priming
 
-        for p in PRIMING:
+        for p in priming(model):
             if isinstance(p, str):
                 out.extend(tok.ids(p))
             elif isinstance(p, Special):
@@ -326,7 +328,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
     kinds = _kinds(body, d.name, segs, parts)
-    tail = len(prompt_tail(tok, d.name))
+    tail = len(prompt_tail(tok, d.name, model))
     estimated = tok.estimated or any(p.estimated for p in parts)
     return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
 

@@ -76,7 +76,8 @@ from ..wire import Segment
 from ._pieces import Media, Piece, Special
 from .media import decode_data_url
 
-__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type", "START", "END", "MESSAGE"]
+__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type",
+           "strict_schema", "priming", "chat_tools_block", "START", "END", "MESSAGE"]
 
 #: o200k_base special tokens of the chat format (Harmony format article)
 START, END, MESSAGE = Special(200006), Special(200007), Special(200008)
@@ -109,6 +110,37 @@ def output_pieces(name: str | None, output: list[Piece], model: str) -> list[Pie
     return [START, "tool", MESSAGE, *output, END]
 #: reply priming: ``<|start|>assistant<|message|>``
 PRIMING: tuple[Piece, ...] = (START, "assistant", MESSAGE)
+#: a Harmony model's priming is ``<|start|>assistant``: the model writes its
+#: own ``<|channel|>`` next (Harmony format article, "the prompt ends with
+#: <|start|>assistant"; every gpt-5 / o-series text request on the fit side
+#: was one token under the 3-token form)
+HARMONY_PRIMING: tuple[Piece, ...] = (START, "assistant")
+
+
+def priming(model: str) -> tuple[Piece, ...]:
+    """The pieces the provider appends after the prompt to prime the reply."""
+    return HARMONY_PRIMING if harmony(model) else PRIMING
+
+
+#: fitted: a Harmony model's function-tools section holds one token more than
+#: the rendering above (fit side: Responses tool requests one under, text exact)
+HARMONY_TOOLS_EXTRA = 1
+#: fitted: tokens Chat Completions adds besides for a Harmony model (gpt-5.x,
+#: o-series) when the request declares function tools; the same requests on
+#: the Responses API do not carry them (docs/tokens-billed.md, "Chat tools block")
+CHAT_TOOLS_BLOCK = 81
+#: stand-in ids of those tokens (below every special token, above media stand-ins)
+_BLOCK_BASE = -(1 << 18)
+
+
+def chat_tools_block(model: str, chat: bool) -> list[Piece]:
+    """Tokens a Harmony model's tools section carries beyond its rendering,
+    as stand-in specials (:data:`HARMONY_TOOLS_EXTRA`, plus
+    :data:`CHAT_TOOLS_BLOCK` on Chat Completions); none for other models."""
+    if not harmony(model):
+        return []
+    n = HARMONY_TOOLS_EXTRA + (CHAT_TOOLS_BLOCK if chat else 0)
+    return [Special(_BLOCK_BASE - i) for i in range(n)]
 
 
 def _loads(data: bytes) -> Any:
@@ -219,8 +251,9 @@ def _media_of_part(part: Mapping[str, Any]) -> Media | None:
         f = f if isinstance(f, Mapping) else part
         data = f.get("file_data")
         if isinstance(data, str):
-            return _media_from_url("pdf", data if data.startswith("data:") else "data:application/pdf;base64," + data)
-        return Media("pdf", url=str(f.get("file_url") or f.get("file_id") or ""))
+            got = _media_from_url("pdf", data if data.startswith("data:") else "data:application/pdf;base64," + data)
+            return Media(got.kind, got.data, got.mime, got.url, got.detail, part=str(t))
+        return Media("pdf", url=str(f.get("file_url") or f.get("file_id") or ""), part=str(t))
     if t == "input_audio":
         a = part.get("input_audio") if isinstance(part.get("input_audio"), Mapping) else {}
         fmt = a.get("format") if isinstance(a, Mapping) else None
@@ -336,11 +369,44 @@ def schema_pieces(fmt: Any) -> list[Piece]:
     inner = fmt.get("json_schema")
     inner = inner if isinstance(inner, Mapping) else fmt
     schema = inner.get("schema")
+    if inner.get("strict") is True:
+        schema = strict_schema(schema)
     name = inner.get("name", "response")
     text = f"# Response Formats\n\n## {name}\n\n"
     if isinstance(inner.get("description"), str):
         text += f"// {inner['description']}\n"
     return [text + orjson.dumps(schema).decode()]
+
+
+#: schema keywords a strict schema implies (every property required, no
+#: other properties: https://platform.openai.com/docs/guides/structured-outputs,
+#: "Supported schemas"), so they are not part of what the model reads
+_IMPLIED = frozenset({"required", "additionalProperties"})
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def strict_schema(schema: Any) -> Any:
+    """A strict ``json_schema`` as the model reads it: ``required`` and
+    ``additionalProperties`` left out at every schema node (they are implied),
+    everything else in its order. Only schema keywords are touched: a
+    property *named* ``required`` stays (measured on the fit side: strict
+    schemas are billed about that much smaller, docs/tokens-billed.md)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _IMPLIED:
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: strict_schema(v) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [strict_schema(v) for v in value]
+        elif key in ("items", "not", "if", "then", "else") and isinstance(value, Mapping):
+            out[key] = strict_schema(value)
+        else:
+            out[key] = value
+    return out
 
 
 # ------------------------------------------------------------------ segments
@@ -375,13 +441,16 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
             if isinstance(text, Mapping):
                 pieces += schema_pieces(text.get("format"))
     elif seg.kind == "tools":
-        fn = function_of(_loads(seg.data))
+        tool = _loads(seg.data)
+        fn = function_of(tool)
         if fn is not None:
             if first_function:
                 pieces.append(TOOLS_HEAD)
             pieces.append(render_function(fn))
             if last_function:
                 pieces.append(TOOLS_TAIL)
+                # a Chat Completions tool nests its function (Responses tools are flat)
+                pieces += chat_tools_block(model, isinstance(tool, Mapping) and isinstance(tool.get("function"), Mapping))
     else:
         if seg.pointer in ("/instructions",):
             pieces += [START, "developer", MESSAGE, *content_pieces(value), END]
