@@ -294,16 +294,15 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
-def prompt_tail(tok: Tokenizer, dialect: str, model: str = "") -> array[int]:
+def prompt_tail(tok: Tokenizer, dialect: str) -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
     reply priming of the framed dialects (OpenAI: ``<|start|>assistant<|message|>``,
-    3 tokens; a Harmony model, gpt-5 / o-series, ``<|start|>assistant``, 2);
-    empty for the others. ``model`` names the model (no name: the 3-token form)."""
+    3 tokens); empty for the others."""
     out = array(TOKEN_TYPECODE)
     if dialect in _FRAMED:
-        from .framing_openai import priming
+        from .framing_openai import PRIMING
 
-        for p in priming(model):
+        for p in PRIMING:
             if isinstance(p, str):
                 out.extend(tok.ids(p))
             elif isinstance(p, Special):
@@ -328,7 +327,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
     kinds = _kinds(body, d.name, segs, parts)
-    tail = len(prompt_tail(tok, d.name, model))
+    tail = len(prompt_tail(tok, d.name))
     estimated = tok.estimated or any(p.estimated for p in parts)
     return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
 

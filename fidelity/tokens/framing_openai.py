@@ -68,6 +68,7 @@ the tools block) were set against recorded usage (``docs/tokens-billed.md``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence  # not typing.Mapping: its isinstance check is several times slower
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -77,7 +78,7 @@ from ._pieces import Media, Piece, Special
 from .media import decode_data_url
 
 __all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type",
-           "strict_schema", "priming", "chat_tools_block", "START", "END", "MESSAGE"]
+           "strict_schema", "chat_tools_block", "estimate_family", "START", "END", "MESSAGE"]
 
 #: o200k_base special tokens of the chat format (Harmony format article)
 START, END, MESSAGE = Special(200006), Special(200007), Special(200008)
@@ -110,25 +111,31 @@ def output_pieces(name: str | None, output: list[Piece], model: str) -> list[Pie
     return [START, "tool", MESSAGE, *output, END]
 #: reply priming: ``<|start|>assistant<|message|>``
 PRIMING: tuple[Piece, ...] = (START, "assistant", MESSAGE)
-#: a Harmony model's priming is ``<|start|>assistant``: the model writes its
-#: own ``<|channel|>`` next (Harmony format article, "the prompt ends with
-#: <|start|>assistant"; every gpt-5 / o-series text request on the fit side
-#: was one token under the 3-token form)
-HARMONY_PRIMING: tuple[Piece, ...] = (START, "assistant")
+@lru_cache(maxsize=1024)
+def estimate_family(model: str) -> str | None:
+    """``"anthropic"`` or ``"gemini"`` for a Claude or Gemini model named in an
+    OpenAI-shaped body (OpenRouter's ``anthropic/claude-sonnet-4.5``, the
+    Hugging Face router, Gemini's OpenAI-compatible endpoint), else ``None``.
+    Such a body is billed as the model's own provider renders it, not as
+    OpenAI's chat format: its segments are counted by that provider's
+    calibrated estimate (:mod:`.framing_estimate`), the model being resolved
+    by the one rule, :func:`fidelity.tokens.for_model`."""
+    from . import for_model
 
-
-def priming(model: str) -> tuple[Piece, ...]:
-    """The pieces the provider appends after the prompt to prime the reply."""
-    return HARMONY_PRIMING if harmony(model) else PRIMING
+    name = for_model(model, nearest=True).name
+    return {"claude-estimate": "anthropic", "gemini-estimate": "gemini"}.get(name)
 
 
 #: fitted: a Harmony model's function-tools section holds one token more than
-#: the rendering above (fit side: Responses tool requests one under, text exact)
+#: the rendering above (fit side: its Responses tool requests were one token
+#: under while its text requests were one over, a 3-token priming counted
+#: where Harmony primes with ``<|start|>assistant`` alone: the priming belongs
+#: to :func:`fidelity.tokens.billed.prompt_tail`, which knows no model)
 HARMONY_TOOLS_EXTRA = 1
 #: fitted: tokens Chat Completions adds besides for a Harmony model (gpt-5.x,
 #: o-series) when the request declares function tools; the same requests on
 #: the Responses API do not carry them (docs/tokens-billed.md, "Chat tools block")
-CHAT_TOOLS_BLOCK = 81
+CHAT_TOOLS_BLOCK = 80
 #: stand-in ids of those tokens (below every special token, above media stand-ins)
 _BLOCK_BASE = -(1 << 18)
 
@@ -136,10 +143,13 @@ _BLOCK_BASE = -(1 << 18)
 def chat_tools_block(model: str, chat: bool) -> list[Piece]:
     """Tokens a Harmony model's tools section carries beyond its rendering,
     as stand-in specials (:data:`HARMONY_TOOLS_EXTRA`, plus
-    :data:`CHAT_TOOLS_BLOCK` on Chat Completions); none for other models."""
+    :data:`CHAT_TOOLS_BLOCK` on OpenAI's own Chat Completions); none for
+    other models."""
     if not harmony(model):
         return []
-    n = HARMONY_TOOLS_EXTRA + (CHAT_TOOLS_BLOCK if chat else 0)
+    # a model named with its organisation (``openai/gpt-5-mini``) is a gateway's
+    # (OpenRouter's) name: the gateway's call to OpenAI did not carry the block
+    n = HARMONY_TOOLS_EXTRA + (CHAT_TOOLS_BLOCK if chat and "/" not in model else 0)
     return [Special(_BLOCK_BASE - i) for i in range(n)]
 
 
@@ -432,6 +442,9 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
     and tail go with the first and last function tool; ``names`` (call id
     -> function name over the whole view) is read only by a tool result,
     through ``names.get(str(call_id))`` / ``names.get(str(tool_call_id))``."""
+    family = estimate_family(model)
+    if family is not None:
+        return _estimated_pieces(family, seg, value, model, first_function)
     pieces: list[Piece] = []
     if seg.kind == "params":
         params = _loads(b"{" + seg.data + b"}") if seg.data else {}
@@ -459,3 +472,37 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
         else:
             pieces += message_pieces(value, model, names)
     return pieces
+
+
+def _media_of_value(value: Any) -> Media | None:
+    return _media_of_part(value) if isinstance(value, Mapping) else None
+
+
+def _estimated_pieces(provider: str, seg: Segment, value: Any, model: str, first_tool: bool) -> list[Piece]:
+    """One segment of an OpenAI-shaped body for a Claude or Gemini model, as
+    that provider's estimate counts it: a function tool as the provider's own
+    tool object (name, description, input schema), a response schema as its
+    JSON, messages by the text the model reads."""
+    from . import framing_estimate
+
+    if seg.kind == "tools":
+        fn = function_of(_loads(seg.data))
+        if fn is None:
+            return []
+        tool = {k: v for k, v in (("name", fn.get("name")), ("description", fn.get("description")),
+                                  ("input_schema", fn.get("parameters"))) if v is not None}
+        return framing_estimate.one_segment_pieces(provider, seg, model, _media_of_value, {}, first_tool, value=tool)
+    if seg.kind == "params":
+        pieces = framing_estimate.one_segment_pieces(provider, seg, model, _media_of_value, {}, False)
+        params = _loads(b"{" + seg.data + b"}") if seg.data else {}
+        if isinstance(params, Mapping):
+            for fmt in (params.get("response_format"), (params.get("text") or {}).get("format")
+                        if isinstance(params.get("text"), Mapping) else None):
+                inner = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
+                inner = inner if isinstance(inner, Mapping) else fmt
+                if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema" and isinstance(inner, Mapping):
+                    pieces.append(orjson.dumps(inner.get("schema")).decode())
+        return pieces
+    if value is None:
+        value = _loads(seg.data)
+    return framing_estimate.one_segment_pieces(provider, seg, model, _media_of_value, {}, False, value=value)

@@ -25,7 +25,10 @@ OpenAI (https://platform.openai.com/docs/guides/images-vision#calculating-costs)
   is scaled down to fit 1536 (and then so that its width is a whole number
   of patches); tokens = patches x multiplier (gpt-4.1-mini and gpt-5-mini
   1.62, gpt-4.1-nano and gpt-5-nano 2.46, o4-mini 1.72). Worked examples:
-  1024 x 1024 = 1024 patches; 1800 x 2400 = 1452 patches.
+  1024 x 1024 = 1024 patches; 1800 x 2400 = 1452 patches. gpt-5-mini is
+  counted at 1.2 a patch, not the page's 1.62: what its recorded usage
+  bills for two images (597 x 566, 342 patches: 413 tokens; 400 x 301, 130
+  patches: 158) on Chat Completions, where no reasoning item blurs the figure.
 * PDFs (``input_file`` / ``file`` parts): "both the extracted text and an
   image of each page" go into the context
   (https://platform.openai.com/docs/guides/pdf-files). What is billed was
@@ -240,7 +243,7 @@ _OPENAI_TILES: tuple[tuple[str, int, int], ...] = (
 _OPENAI_PATCHES: tuple[tuple[str, float], ...] = (
     ("gpt-4.1-mini", 1.62),
     ("gpt-4.1-nano", 2.46),
-    ("gpt-5-mini", 1.62),
+    ("gpt-5-mini", 1.2),  # the page says 1.62; recorded usage (docstring) bills 1.2
     ("gpt-5-nano", 2.46),
     ("o4-mini", 1.72),
 )
