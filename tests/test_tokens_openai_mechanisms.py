@@ -1,5 +1,5 @@
-"""OpenAI billed prompts, one mechanism per test: the tools block of Harmony
-models (and its Chat Completions part), strict response schemas, PDFs by part, the
+"""OpenAI billed prompts, one mechanism per test: the tools block Chat
+Completions adds for Harmony models, strict response schemas, PDFs by part, the
 gpt-5-mini patch rate, and non-OpenAI models behind an OpenAI-shaped
 gateway. Each synthetic body is modelled on a recorded one (named in the
 test); the last tests read the recordings themselves and skip when the
@@ -80,7 +80,7 @@ def test_the_tools_block_is_part_of_the_cached_prefix() -> None:
     ids = segment_ids(O200K, segs, dialect=d.name, provider=d.provider, model="gpt-5-mini")
     tools_ids = [i for s, i in zip(segs, ids) if s.kind == "tools"][0]
     stand_ins = [t for t in tools_ids if t < -(1 << 17) and t > -(1 << 19)]
-    assert len(stand_ins) == framing_openai.CHAT_TOOLS_BLOCK + framing_openai.HARMONY_TOOLS_EXTRA
+    assert len(stand_ins) == framing_openai.CHAT_TOOLS_BLOCK
     assert len(set(stand_ins)) == len(stand_ins)  # distinct ids, the same in every request
 
 

@@ -38,7 +38,13 @@ OpenAI bills the prompt the model reads, not the JSON body. What it reads:
   ``T[]``, nested objects are rendered inline.
 * **Structured output schemas** (``response_format`` / ``text.format`` of
   type ``json_schema``) are rendered as a ``# Response Formats`` section
-  holding the schema's JSON (Harmony format, "Structured output").
+  holding the schema's JSON (Harmony format, "Structured output"); a
+  ``strict`` schema without the ``required`` and ``additionalProperties``
+  that strict mode implies (:func:`strict_schema`).
+* **Claude and Gemini models in an OpenAI-shaped body** (OpenRouter, the
+  Hugging Face router, Gemini's OpenAI-compatible endpoint) are billed as
+  their own provider renders the conversation: each segment is counted by
+  that provider's estimate (:func:`estimate_family`).
 * **Tool calls and results**: an assistant call is a message to
   ``functions.{name}`` whose content is the arguments; a result is a message
   from the tool (Harmony format, "Receiving tool calls", "Handling tool
@@ -126,31 +132,22 @@ def estimate_family(model: str) -> str | None:
     return {"claude-estimate": "anthropic", "gemini-estimate": "gemini"}.get(name)
 
 
-#: fitted: a Harmony model's function-tools section holds one token more than
-#: the rendering above (fit side: its Responses tool requests were one token
-#: under while its text requests were one over, a 3-token priming counted
-#: where Harmony primes with ``<|start|>assistant`` alone: the priming belongs
-#: to :func:`fidelity.tokens.billed.prompt_tail`, which knows no model)
-HARMONY_TOOLS_EXTRA = 1
-#: fitted: tokens Chat Completions adds besides for a Harmony model (gpt-5.x,
+#: fitted: tokens Chat Completions adds for a Harmony model (gpt-5.x,
 #: o-series) when the request declares function tools; the same requests on
 #: the Responses API do not carry them (docs/tokens-billed.md, "Chat tools block")
-CHAT_TOOLS_BLOCK = 80
+CHAT_TOOLS_BLOCK = 81
 #: stand-in ids of those tokens (below every special token, above media stand-ins)
 _BLOCK_BASE = -(1 << 18)
 
 
 def chat_tools_block(model: str, chat: bool) -> list[Piece]:
-    """Tokens a Harmony model's tools section carries beyond its rendering,
-    as stand-in specials (:data:`HARMONY_TOOLS_EXTRA`, plus
-    :data:`CHAT_TOOLS_BLOCK` on OpenAI's own Chat Completions); none for
-    other models."""
-    if not harmony(model):
+    """:data:`CHAT_TOOLS_BLOCK` stand-in specials for a Harmony model's tools
+    on OpenAI's own Chat Completions (``chat``); none otherwise. A model named
+    with its organisation (``openai/gpt-5-mini``) is a gateway's (OpenRouter's)
+    name: the gateway's call to OpenAI did not carry the block."""
+    if not chat or not harmony(model) or "/" in model:
         return []
-    # a model named with its organisation (``openai/gpt-5-mini``) is a gateway's
-    # (OpenRouter's) name: the gateway's call to OpenAI did not carry the block
-    n = HARMONY_TOOLS_EXTRA + (CHAT_TOOLS_BLOCK if chat and "/" not in model else 0)
-    return [Special(_BLOCK_BASE - i) for i in range(n)]
+    return [Special(_BLOCK_BASE - i) for i in range(CHAT_TOOLS_BLOCK)]
 
 
 def _loads(data: bytes) -> Any:

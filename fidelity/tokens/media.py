@@ -27,16 +27,15 @@ OpenAI (https://platform.openai.com/docs/guides/images-vision#calculating-costs)
   1.62, gpt-4.1-nano and gpt-5-nano 2.46, o4-mini 1.72). Worked examples:
   1024 x 1024 = 1024 patches; 1800 x 2400 = 1452 patches. gpt-5-mini is
   counted at 1.2 a patch, not the page's 1.62: what its recorded usage
-  bills for two images (597 x 566, 342 patches: 413 tokens; 400 x 301, 130
-  patches: 158) on Chat Completions, where no reasoning item blurs the figure.
+  bills (docs/tokens-billed.md, "OpenAI: rules measured on the fit side").
 * PDFs (``input_file`` / ``file`` parts): "both the extracted text and an
   image of each page" go into the context
   (https://platform.openai.com/docs/guides/pdf-files). What is billed was
   measured, not documented: the extracted text (counted with the model's
   tokenizer) plus a fixed amount per page that depends on the API, not on
   the model's image rule: 216 tokens on Chat Completions (``file``), 25 on
-  the Responses API (``input_file``); fitted on the fit side's one-page PDFs
-  (gpt-4o, gpt-5-mini, gpt-4.1-nano; docs/tokens-billed.md), so estimated.
+  the Responses API (``input_file``); fitted (docs/tokens-billed.md), so
+  estimated.
 * Audio (``input_audio``): not documented per second; estimated at 10
   tokens a second (the gpt-4o audio models' observed rate), marked estimated.
 
@@ -243,7 +242,7 @@ _OPENAI_TILES: tuple[tuple[str, int, int], ...] = (
 _OPENAI_PATCHES: tuple[tuple[str, float], ...] = (
     ("gpt-4.1-mini", 1.62),
     ("gpt-4.1-nano", 2.46),
-    ("gpt-5-mini", 1.2),  # the page says 1.62; recorded usage (docstring) bills 1.2
+    ("gpt-5-mini", 1.2),  # the page says 1.62; recorded usage bills 1.2 (module docstring)
     ("gpt-5-nano", 2.46),
     ("o4-mini", 1.72),
 )
