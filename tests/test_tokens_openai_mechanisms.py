@@ -222,6 +222,20 @@ def test_claude_behind_an_openai_shaped_gateway_is_counted_as_claude() -> None:
     assert plain.tokens == native_n + len(framing_openai.PRIMING)
 
 
+def test_gpt_oss_prompts_carry_the_system_message_of_its_chat_template() -> None:
+    # pydantic-ai test_reasoning_wire_contract[groq-gpt-oss-thinking-medium]: 84 billed, 20 counted before
+    url = "https://api.groq.com/openai/v1/chat/completions"
+    text = "What is 2+2? Reply with just the number."
+    oss = count_prompt(_chat("openai/gpt-oss-120b", text, reasoning_effort="high"), url=url).tokens
+    hosted = count_prompt(_chat("gpt-5", text, reasoning_effort="high"), url=CHAT).tokens  # Harmony too, no template
+    system = framing_openai.GPT_OSS_SYSTEM.format(effort="high")
+    assert "Reasoning: high" in system
+    assert oss - hosted == 4 + len(O200K.encode(system))
+    low = count_prompt(_chat("openai/gpt-oss-120b", text, reasoning_effort="low"), url=url).tokens
+    assert low == oss  # the effort's word is one token either way
+    assert not framing_openai.open_weight_harmony("gpt-5") and framing_openai.open_weight_harmony("gpt-oss-20b")
+
+
 # ------------------------------------------------------------------ heldout.py --worst-fit
 
 
@@ -294,6 +308,7 @@ needs_corpus = pytest.mark.skipif(not (CORPUS / "pydantic__pydantic-ai").is_dir(
     ("test_document_as_binary_content_input.yaml", "/interactions/0", 2),            # gpt-4o Chat PDF
     ("test_openai_responses_document_as_binary_content_input.yaml", "/interactions/0", 8),  # Responses PDF
     ("test_native_output.yaml", "/interactions/0", 3),                               # strict schema
+    ("test_reasoning_wire_contract[groq-gpt-oss-thinking-medium].yaml", "/interactions/0", 3),  # gpt-oss
 ])
 def test_fit_side_recordings_are_counted_within_a_few_tokens(name: str, where: str, within: int) -> None:
     body, model, url, billed = _recorded("pydantic__pydantic-ai", name, where)

@@ -105,6 +105,29 @@ def harmony(model: str) -> bool:
     return key.startswith(("gpt-5", "o1", "o3", "o4", "gpt-oss", "codex"))
 
 
+def open_weight_harmony(model: str) -> bool:
+    """gpt-oss: served by others (Groq, OpenRouter, vLLM) through its chat
+    template, which writes the Harmony system message itself."""
+    return model.strip().lower().rsplit("/", 1)[-1].startswith("gpt-oss")
+
+
+#: the system message gpt-oss's chat template writes (Harmony format article,
+#: "System message format"; the date's digits tokenize alike for any date)
+GPT_OSS_SYSTEM = ("You are ChatGPT, a large language model trained by OpenAI.\n"
+                  "Knowledge cutoff: 2024-06\nCurrent date: 2025-06-28\n\nReasoning: {effort}\n\n"
+                  "# Valid channels: analysis, commentary, final. Channel must be included for every message.")
+
+
+def gpt_oss_system(params: Mapping[str, Any]) -> list[Piece]:
+    """The system message of a gpt-oss prompt, with the request's reasoning effort."""
+    effort = params.get("reasoning_effort")
+    reasoning = params.get("reasoning")
+    if not isinstance(effort, str) and isinstance(reasoning, Mapping):
+        effort = reasoning.get("effort")
+    effort = effort if effort in ("low", "medium", "high") else "medium"
+    return [START, "system", MESSAGE, GPT_OSS_SYSTEM.format(effort=effort), END]
+
+
 def call_pieces(name: str, arguments: str, model: str) -> list[Piece]:
     if harmony(model):
         return [START, "assistant", CHANNEL, "commentary to=functions." + name, MESSAGE, arguments, CALL]
@@ -445,6 +468,8 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
     pieces: list[Piece] = []
     if seg.kind == "params":
         params = _loads(b"{" + seg.data + b"}") if seg.data else {}
+        if open_weight_harmony(model):
+            pieces += gpt_oss_system(params if isinstance(params, Mapping) else {})
         if isinstance(params, Mapping):
             pieces += schema_pieces(params.get("response_format"))
             text = params.get("text")
