@@ -285,7 +285,14 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not prov or not kind:
             print(f"heldout: --worst-fit {args.worst_fit!r}: expected PROVIDER/KIND", file=sys.stderr)
             return 2
-        sys.stdout.write("\n".join(worst_fit_rows(args.corpus, fit, prov, kind, args.top)) + "\n")
+        try:
+            lines = worst_fit_rows(args.corpus, fit, prov, kind, args.top)
+        except (FidelityError, OSError) as exc:
+            if args.debug:
+                raise
+            print(f"heldout: {args.corpus}: {exc}", file=sys.stderr)
+            return 2
+        sys.stdout.write("\n".join(lines) + "\n")
         return 0
     try:
         cols = run(args.corpus, fit, None if args.no_real else args.real)

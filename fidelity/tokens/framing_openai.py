@@ -41,6 +41,12 @@ OpenAI bills the prompt the model reads, not the JSON body. What it reads:
   holding the schema's JSON (Harmony format, "Structured output"); a
   ``strict`` schema without the ``required`` and ``additionalProperties``
   that strict mode implies (:func:`strict_schema`).
+* **Chat Completions' tools block**: a Harmony model's function tools on
+  OpenAI's own Chat Completions cost a fixed block more than the same tools
+  on the Responses API (:data:`CHAT_TOOLS_BLOCK`, fitted: its text is not
+  published).
+* **gpt-oss**, served by others through its chat template, reads the
+  Harmony system message the template writes (:data:`GPT_OSS_SYSTEM`).
 * **Claude and Gemini models in an OpenAI-shaped body** (OpenRouter, the
   Hugging Face router, Gemini's OpenAI-compatible endpoint) are billed as
   their own provider renders the conversation: each segment is counted by
@@ -140,6 +146,8 @@ def output_pieces(name: str | None, output: list[Piece], model: str) -> list[Pie
     return [START, "tool", MESSAGE, *output, END]
 #: reply priming: ``<|start|>assistant<|message|>``
 PRIMING: tuple[Piece, ...] = (START, "assistant", MESSAGE)
+
+
 @lru_cache(maxsize=1024)
 def estimate_family(model: str) -> str | None:
     """``"anthropic"`` or ``"gemini"`` for a Claude or Gemini model named in an
