@@ -313,3 +313,18 @@ needs_corpus = pytest.mark.skipif(not (CORPUS / "pydantic__pydantic-ai").is_dir(
 def test_fit_side_recordings_are_counted_within_a_few_tokens(name: str, where: str, within: int) -> None:
     body, model, url, billed = _recorded("pydantic__pydantic-ai", name, where)
     assert abs(count_prompt(body, model=model, url=url).tokens - billed) <= within
+
+
+REAL = ROOT.parent / "shared" / "real"
+
+
+@pytest.mark.skipif(not (REAL / "recorded-usage").is_dir(), reason="../shared/real is absent")
+def test_claude_through_openrouter_on_recorded_traffic() -> None:
+    # pydantic-ai's OpenRouter cassettes in ../shared/real: claude-sonnet-4.6 with tools, billed by Anthropic
+    from fidelity.tokens.check import check
+
+    result = check([REAL / "recorded-usage"])
+    rows = [r for r in result.rows if r.provider == "openrouter" and r.kind == "tools" and "claude" in r.model]
+    assert len(rows) >= 3
+    assert all(r.estimated for r in rows)
+    assert max(r.error for r in rows) <= 0.05  # 12-13 % under with OpenAI's framing
