@@ -2,6 +2,7 @@
 
     python3 scripts/heldout.py CORPUS_DIR [--split fit=OWNER/NAME,...] [--real DIR]
                                [--out docs/corpus/heldout.md] [--date YYYY-MM-DD]
+    python3 scripts/heldout.py CORPUS_DIR --worst-fit PROVIDER/KIND [--top N]
 
 ``CORPUS_DIR`` holds one folder per source repository, ``<owner>__<name>``
 (as ``scripts/corpus_build.py`` writes it). The repositories named in
@@ -20,6 +21,10 @@ whose requests are all the same as an earlier one's is replayed once.
   :func:`~fidelity.tokens.check.check_records`, the function ``tokens-check`` uses;
 * cache reads exact per provider: :func:`fidelity.replay.summarize` over
   :func:`fidelity.replay.replay_recording`, the functions ``replay`` uses.
+
+``--worst-fit openai/tools`` lists instead the worst rows of one provider
+and kind on the FIT side only (file, model, reported vs counted), to study
+a failure class without looking at the held-out rows one by one.
 
 The Markdown is deterministic: the same recordings and date give the same bytes.
 """
@@ -237,6 +242,24 @@ def run(corpus: Path, fit: Sequence[str], real: Path | None) -> dict[str, Figure
     return cols
 
 
+def worst_fit_rows(corpus: Path, fit: Sequence[str], provider: str, kind: str, top: int) -> list[str]:
+    """Lines naming the ``top`` worst rows of ``provider``/``kind`` among the
+    FIT repositories' distinct requests (held-out rows are never listed):
+    relative error, reported and counted prompt, model, file and place."""
+    dirs = repo_dirs(corpus)
+    fit_names, _ = split(dirs, fit)
+    recs, _, _ = recordings(dirs[n] for n in fit_names)
+    gen = [ex for ex in distinct(recs) if not (ex.skip or "").startswith(NOT_GENERATION) and _reported_prompt(ex)]
+    rows = [r for r in check_records(gen).rows if r.provider == provider and r.kind == kind]
+    rows.sort(key=lambda r: (-r.error, r.path, r.where))
+    lines = [f"# worst fit rows: {provider} {kind} ({len(rows)} rows)",
+             "error | reported | counted | model | file | where"]
+    for r in rows[:top]:
+        est = " (estimated)" if r.estimated else ""
+        lines.append(f"{_pct(r.error)} | {r.billed} | {r.predicted}{est} | {r.model} | {r.path} | {r.where}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", type=Path)
@@ -246,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--debug", action="store_true")
+    ap.add_argument("--worst-fit", metavar="PROVIDER/KIND",
+                    help="list the worst rows of one provider and kind, fit side only")
+    ap.add_argument("--top", type=int, default=20)
     args = ap.parse_args(argv)
     if not args.split.startswith("fit="):
         print(f"heldout: --split {args.split!r}: expected fit=OWNER/NAME,...", file=sys.stderr)
@@ -254,6 +280,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"heldout: {args.corpus}: no such folder", file=sys.stderr)
         return 2
     fit = [s for s in args.split[4:].split(",") if s]
+    if args.worst_fit is not None:
+        prov, sep, kind = args.worst_fit.partition("/")
+        if not sep or not prov or not kind:
+            print(f"heldout: --worst-fit {args.worst_fit!r}: expected PROVIDER/KIND", file=sys.stderr)
+            return 2
+        try:
+            lines = worst_fit_rows(args.corpus, fit, prov, kind, args.top)
+        except (FidelityError, OSError) as exc:
+            if args.debug:
+                raise
+            print(f"heldout: {args.corpus}: {exc}", file=sys.stderr)
+            return 2
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
     try:
         cols = run(args.corpus, fit, None if args.no_real else args.real)
     except (FidelityError, OSError) as exc:
