@@ -38,6 +38,15 @@ _SYSTEM = "You are a careful assistant. " + "Rules follow. " * 400
      "server tools"),
     ({"input": []}, b'{"output":[{"type":"mcp_list_tools","id":"mcpl_1"}]}', "", "server tools"),
     ({"messages": [], "mcp_servers": []}, None, "", None),
+    # web search the endpoint runs for a Chat Completions request (OpenAI search models, OpenRouter's web plugin)
+    ({"model": "gpt-4o-search-preview", "messages": [], "web_search_options": {}}, None, "", "server tools"),
+    ({"model": "gpt-4o", "messages": [], "web_search_options": None}, None, "", None),
+    ({"model": "gpt-4o-search-preview", "messages": [], "web_search_options": {"search_context_size": "low"}},
+     None, "", "server tools"),
+    ({"model": "openai/gpt-4o", "messages": [], "plugins": [{"id": "web", "max_results": 3}]}, None, "",
+     "server tools"),
+    ({"model": "anthropic/claude-sonnet-4:online", "messages": []}, None, "", "server tools"),
+    ({"model": "openai/gpt-4o", "messages": [], "plugins": [{"id": "file-parser"}]}, None, "", None),
     # client tools, and empty or absent members, are not
     ({"tools": [{"type": "function", "name": "web_search_helper", "parameters": {}}]}, None, "", None),
     ({"tools": [{"name": "get_weather", "input_schema": {}}]}, b'{"tools":[{"name":"web_search"}]}', "", None),
