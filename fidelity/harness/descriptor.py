@@ -33,7 +33,7 @@ __all__ = ["Descriptor", "Kind", "FOLDER", "load", "load_all", "names"]
 FOLDER = Path(__file__).resolve().parents[1] / "data" / "harnesses"
 _TOP = {"title", "package", "registry", "binary", "family", "argv", "env", "files", "kind", "unsupported",
         "ci_pinned", "also"}
-_FAMILIES = ("openai", "anthropic", "gemini")
+_FAMILIES = ("openai", "openai-responses", "anthropic", "gemini")
 
 
 @dataclass(frozen=True)

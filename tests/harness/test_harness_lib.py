@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fidelity import cli
 from fidelity.errors import FidelityError, InputError, UnknownName
 from fidelity.harness import descriptor, first_change, install, load, load_all, names
-from fidelity.harness.capture import capture_kind, capture_release, read_captures
+from fidelity.harness.capture import capture_kind, capture_release, read_captures, read_pair
 from fidelity.harness.drive import DUMMY_KEY
 from fidelity.harness.matrix import build_from
 
@@ -41,7 +41,11 @@ def test_bundled_descriptors_load_and_name_their_kinds() -> None:
         for k in d.kinds:  # every kind's script has a parent and a child rule
             assert {r["name"] for r in k.script["rule"]} >= {"parent", "child"}
         assert all("{key}" not in text for _, text in d.files), f"{d.name} would write the key to disk"
-    assert found["codex-cli"].unsupported and "namespace" in found["codex-cli"].unsupported
+    codex = found["codex-cli"]  # its subagent tools are namespaced: the parent rule's call says so
+    assert not codex.unsupported and [k.name for k in codex.kinds] == ["fork", "spawn"]
+    for k in codex.kinds:
+        call = next(r for r in k.script["rule"] if r["name"] == "parent")["reply"]["tool_calls"][0]
+        assert (call["name"], call["namespace"]) == ("spawn_agent", "multi_agent_v1")
     assert found["claude-code"].kind("fork").env == (("CLAUDE_CODE_FORK_SUBAGENT", "1"),)
 
 
@@ -120,6 +124,20 @@ def test_capture_of_a_stand_in_harness_end_to_end(tmp_path: Path) -> None:
         assert r["cause"] == "tools_changed" and "tool removed: agent" in r["cause_detail"]
         assert r["lost_tokens"] > 0 and r["kept_tokens"] + r["lost_tokens"] <= r["child_prompt"]
         assert r["first_broken_in"] == "1.0.0" and r["first_broken_exact"] is False
+
+
+def test_a_pair_is_captured_when_the_proxy_scrubs_a_header_value_out_of_the_body(tmp_path: Path) -> None:
+    """Codex sends its session id as a ``session_id`` header and as the body's
+    ``prompt_cache_key``: the proxy scrubs the learned value from the snapshot, so the
+    snapshot's body is not the received body, and the pair is still found."""
+    pytest.importorskip("aiohttp")
+    session = "0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+    d = _fake(tmp_path, FAKE_SESSION=session)
+    cap = capture_kind(d, "1.0.0", d.kinds[0], Path(sys.executable), tmp_path / "caps")
+    assert cap.status == "captured", cap.reason
+    for body in read_pair(cap):
+        assert orjson.loads(body)["prompt_cache_key"] == "[REDACTED]"
+        assert session.encode() not in body
 
 
 def test_first_broken_in_follows_the_release_series(tmp_path: Path) -> None:
