@@ -11,7 +11,9 @@ subagent mechanism: the fixed prompt and the scripted upstream's rules, of
 which the one named ``parent`` answers the parent's request with a call to
 the subagent tool and the one named ``child`` answers the child. A harness
 that cannot be run here carries ``unsupported`` with the reason, and the
-matrix says so.
+matrix says so. A harness that needs more than ``npm install PKG@VERSION``
+says so as data: ``prereleases``, ``npm_args`` (``{version}``), ``post_install``
+(a command run in the install folder) and ``{bindir}`` in ``argv``.
 
 >>> d = load("qwen-code")
 >>> d.package, [k.name for k in d.kinds]

@@ -187,3 +187,47 @@ def test_a_run_without_the_child_fails_with_the_harness_output_in_plain_text() -
     with pytest.raises(HarnessFailed) as exc:
         run.body_of("child")
     assert str(exc.value) == "the upstream never answered rule 'child' (exit 1): Error: Cannot connect to API"
+
+
+def test_pre_releases_extra_npm_arguments_and_a_post_install_step(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeepSeek Harness's needs as data: its npm pre-releases are its releases, npm gets
+    extra arguments with ``{version}`` filled in, a ``post_install`` command runs in the
+    install folder, and a release whose post-install failed is not taken as installed."""
+    monkeypatch.setenv("FIDELITY_HARNESS_CACHE", str(tmp_path / "cache"))
+    d = descriptor.parse("fake", {**FAKE_DOC, "prereleases": True, "npm_args": ["--legacy-peer-deps", "peer@{version}"],
+                                  "post_install": ["{bindir}/node", "{data}/build.mjs", "{prefix}", "{version}"]})
+    calls: list[list[str]] = []
+    fail_post = [True]
+
+    def fake_run(argv: list[str], timeout: float):  # noqa: ANN202 - a stand-in for subprocess.run's result
+        calls.append(argv)
+        if argv[0] == "npm" and argv[1] == "view":
+            return type("R", (), {"returncode": 0, "stdout": '["0.1.0-rc.6","0.1.0-rc.8","0.1.0","0.2.0-linux-x64"]',
+                                  "stderr": ""})()
+        if argv[0] == "npm":
+            base = Path(argv[argv.index("--prefix") + 1])
+            (base / "node_modules" / "fake-harness").mkdir(parents=True, exist_ok=True)
+            (base / "node_modules" / "fake-harness" / "package.json").write_text('{"version": "0.1.0-rc.8"}')
+            (base / "node_modules" / ".bin").mkdir(exist_ok=True)
+            (base / "node_modules" / ".bin" / "fake").write_text("")
+            return type("R", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+        return type("R", (), {"returncode": 1 if fail_post[0] else 0, "stdout": "", "stderr": "build failed"})()
+
+    monkeypatch.setattr(install, "_run", fake_run)
+    assert install.releases(d) == ["0.1.0-rc.6", "0.1.0-rc.8", "0.1.0"]
+    with pytest.raises(FidelityError, match="build failed"):
+        install.install(d, "0.1.0-rc.8")
+    assert calls[1][-3:] == ["--legacy-peer-deps", "peer@0.1.0-rc.8", "fake-harness@0.1.0-rc.8"]
+    base = tmp_path / "cache" / "fake@0.1.0-rc.8"
+    assert calls[2] == [str(base / "node_modules" / ".bin" / "node"), str(descriptor.FOLDER / "build.mjs"),
+                        str(base), "0.1.0-rc.8"]
+    assert not install.installed(d, "0.1.0-rc.8")  # the post-install step did not finish
+    fail_post[0] = False
+    calls.clear()
+    assert install.install(d, "0.1.0-rc.8") == base / "node_modules" / ".bin" / "fake"  # tried again, now whole
+    assert [c[0] for c in calls] == ["npm", str(base / "node_modules" / ".bin" / "node")]
+    assert install.installed(d, "0.1.0-rc.8")
+    assert d.argv_for("/x/bin/fake", d.kinds[0])[0] == "/x/bin/fake"
+    bindir = descriptor.parse("fake", {**FAKE_DOC, "argv": ["{bindir}/node", "{bin}", "{prompt}"]})
+    assert bindir.argv_for("/x/bin/fake", bindir.kinds[0])[:2] == ["/x/bin/node", "/x/bin/fake"]
