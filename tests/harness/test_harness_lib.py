@@ -231,3 +231,14 @@ def test_pre_releases_extra_npm_arguments_and_a_post_install_step(tmp_path: Path
     assert d.argv_for("/x/bin/fake", d.kinds[0])[0] == "/x/bin/fake"
     bindir = descriptor.parse("fake", {**FAKE_DOC, "argv": ["{bindir}/node", "{bin}", "{prompt}"]})
     assert bindir.argv_for("/x/bin/fake", bindir.kinds[0])[:2] == ["/x/bin/node", "/x/bin/fake"]
+
+
+def test_prune_reads_a_version_with_a_dash(tmp_path: Path) -> None:
+    """``NAME-VERSION`` folders where the version holds ``-`` (``0.1.0-rc.8``) and where
+    another harness's name starts with this one's: only this harness's old releases go."""
+    from fidelity.harness.capture import prune
+
+    for name in ("fake-0.1.0-rc.6", "fake-0.1.0-rc.8", "fake-code-1.0.0", "fake-1.0.0"):
+        (tmp_path / name).mkdir()
+    prune(descriptor.parse("fake", FAKE_DOC), ["0.1.0-rc.8", "1.0.0"], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake-0.1.0-rc.8", "fake-1.0.0", "fake-code-1.0.0"]
