@@ -288,3 +288,36 @@ def test_the_verdict_line_counts_every_break_and_what_fixing_all_keeps() -> None
     assert _more(v) == f" · +1 more break; all fixed keeps {v.kept_if_fixed:,}"
     plain = judge(parent, child, "openai-chat")
     assert plain.more_breaks == 0 and plain.kept_if_fixed is None and _more(plain) == ""
+
+
+# -- Responses namespaced tool calls (Codex's multi_agent_v1) --------------------------
+
+
+def test_a_namespaced_tool_call_is_answered_with_its_namespace() -> None:
+    """Codex declares its subagent tools inside a ``{"type": "namespace"}`` tool and
+    dispatches a ``function_call`` on name and namespace: the script's ``namespace``
+    reaches the Responses item (JSON and stream), ``has_tool`` sees the inner names,
+    and a call without one carries no namespace key."""
+    from fidelity.proxy.upstream import _Responses
+
+    s = parse_script({"rule": [{"name": "spawn", "when": {"has_tool": "spawn_agent"}, "reply": {"tool_calls": [
+        {"name": "spawn_agent", "namespace": "multi_agent_v1", "arguments": {"message": "go"}},
+        {"name": "exec_command", "arguments": {"cmd": "ls"}}]}}]})
+    body = {"model": "gpt-5.1-codex", "input": [{"role": "user", "content": "x"}], "tools": [
+        {"type": "function", "name": "exec_command"},
+        {"type": "namespace", "name": "multi_agent_v1", "tools": [{"type": "function", "name": "spawn_agent"}]}]}
+    view = RequestView("openai-responses", "gpt-5.1-codex", "/v1/responses", orjson.dumps(body), body)
+    assert {"exec_command", "multi_agent_v1", "spawn_agent"} <= view.tool_names()
+    rule, reply = s.reply_for(view)
+    assert rule == "spawn"
+    items = _Responses.output(7, reply)
+    assert [(i["name"], i.get("namespace")) for i in items] == [("spawn_agent", "multi_agent_v1"),
+                                                               ("exec_command", None)]
+    assert "namespace" not in items[1]
+    assert orjson.loads(items[0]["arguments"]) == {"message": "go"}
+
+
+def test_a_namespace_that_is_not_a_string_is_refused() -> None:
+    with pytest.raises(InputError, match="namespace must be a string") as exc:
+        parse_script({"rule": [{"reply": {"tool_calls": [{"name": "t", "namespace": 3}]}}]}, path="s.toml")
+    assert "/rule/0/reply/tool_calls/0/namespace" in str(exc.value)
