@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import random
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -43,6 +42,7 @@ from typing import Any
 from . import fork
 from ._registry import Registry
 from .errors import InputError, UnknownName
+from .jsonio import toml_loads
 from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, freeze, thaw
 
 __all__ = [
@@ -433,10 +433,7 @@ def load_variants(path: str | Path | None = None) -> tuple[Variant, ...]:
 
 def load_variants_from_bytes(data: bytes, where: str = "compositions.toml") -> tuple[Variant, ...]:
     """Variants from the bytes of a compositions TOML document."""
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid TOML: {exc}", path=where) from None
+    doc = toml_loads(data, path=where)
     variants = tuple(_variant_from(v, f"{where} variant {i + 1}") for i, v in enumerate(doc.get("variant", ())))
     names = [v.name for v in variants]
     if len(set(names)) != len(names):

@@ -11,7 +11,6 @@ lacks is taken from the bundled set.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -21,6 +20,7 @@ from typing import Any
 from . import providers as provider_table
 from .canonical import request_from_json
 from .errors import InputError
+from .jsonio import toml_loads
 from .model import Request
 
 __all__ = ["Session", "ProviderSetup", "FixtureSet", "load", "bundled_dir"]
@@ -76,10 +76,7 @@ def _read(base: Any, name: str, fallback: Any | None) -> tuple[bytes, str]:
 
 
 def _toml(data: bytes, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid TOML: {exc}", path=where) from None
+    return toml_loads(data, path=where)
 
 
 def _session(base: Any, obj: Mapping[str, Any], where: str) -> Session:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ from typing import Any
 
 import orjson
 
+from . import formats
 from .errors import InputError
 from .gate_rows import (
     REPORT_SCHEMA,
@@ -63,7 +63,7 @@ from .gate_rows import (
     rows_from_score,
     rows_from_snapshots,
 )
-from .jsonio import atomic_write, load
+from .jsonio import atomic_write, load, load_toml
 
 __all__ = [
     "BASELINE_SCHEMA",
@@ -117,10 +117,7 @@ def load_config(path: str | Path | None = "pyproject.toml") -> Thresholds:
     p = Path(path)
     if not p.is_file():
         return Thresholds()
-    try:
-        doc = tomllib.loads(p.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid TOML: {exc}", path=p) from None
+    doc = load_toml(p)
     table = doc.get("tool", {}).get("fidelity", {}).get("gate", {})
     if not isinstance(table, dict):
         raise InputError("[tool.fidelity.gate] must be a table", path=p)
@@ -180,10 +177,6 @@ def _allowed(base: float, abs_tol: float, pct: float) -> float:
     return max(abs_tol, abs(base) * pct / 100.0)
 
 
-def _fmt_usd(x: float | None) -> str:
-    return "no price" if x is None else f"${x:.6f}"
-
-
 def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresholds) -> GateResult:
     """Apply the rules of the module doc to every row."""
     result = GateResult()
@@ -213,12 +206,12 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
         if d_tok > _allowed(old.lost_tokens, th.max_lost_tokens_increase, th.max_lost_tokens_increase_pct):
             problems.append(f"lost tokens per fork rose {old.lost_tokens:,.0f} → {row.lost_tokens:,.0f} (+{d_tok:,.0f})")
         if (row.usd_per_fork is None) != (old.usd_per_fork is None):
-            problems.append(f"cost per fork {_fmt_usd(old.usd_per_fork)} in the baseline, "
-                            f"{_fmt_usd(row.usd_per_fork)} now")
+            problems.append(f"cost per fork {formats.usd(old.usd_per_fork, 6, 'no price')} in the baseline, "
+                            f"{formats.usd(row.usd_per_fork, 6, 'no price')} now")
         elif row.usd_per_fork is not None and old.usd_per_fork is not None:
             d_usd = row.usd_per_fork - old.usd_per_fork
             if d_usd > _allowed(old.usd_per_fork, th.max_cost_increase_usd, th.max_cost_increase_pct) + 1e-12:
-                problems.append(f"cost per fork rose {_fmt_usd(old.usd_per_fork)} → {_fmt_usd(row.usd_per_fork)}")
+                problems.append(f"cost per fork rose {formats.usd(old.usd_per_fork, 6, 'no price')} → {formats.usd(row.usd_per_fork, 6, 'no price')}")
         if problems:
             result.findings.append(Finding(row, "regression", f"{row.variant}: " + "; ".join(problems) + why, True, old))
         elif d_tok < 0:

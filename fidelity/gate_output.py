@@ -14,6 +14,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+from . import formats
 from .gate import GateResult
 
 __all__ = ["summary_line", "format_text", "format_github", "junit_xml"]
@@ -47,14 +48,6 @@ def format_text(result: GateResult, *, verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(s: str) -> str:
-    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 def format_github(result: GateResult, *, verbose: bool = False) -> str:
     """GitHub workflow commands: ``::error`` for each failure (pointing at its
     fixture or snapshot file and line), then the text view."""
@@ -65,14 +58,14 @@ def format_github(result: GateResult, *, verbose: bool = False) -> str:
         level = "error"
         props = []
         if f.row.fixture:
-            props.append(f"file={_escape_property(f.row.fixture)}")
+            props.append(f"file={formats.gh_property(f.row.fixture)}")
             if f.row.line:
                 props.append(f"line={f.row.line}")
         title = {"cache_lost": "cache-preserving variant lost tokens", "removed": "baseline row not measured",
                  "skipped": "baseline row skipped", "new": "row not in the baseline"}.get(f.kind) or (
             "prompt-cache regression")
-        props.append(f"title={_escape_property('fidelity: ' + title)}")
-        out.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
+        props.append(f"title={formats.gh_property('fidelity: ' + title)}")
+        out.append(f"::{level} {','.join(props)}::{formats.gh_data(f.message)}")
     return "\n".join(out) + ("\n" if out else "") + format_text(result, verbose=verbose)
 
 

@@ -14,13 +14,14 @@ import os
 import sys
 import tempfile
 import threading
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 
-__all__ = ["read_bytes", "MAX_DEPTH", "loads", "depth", "load", "iter_jsonl", "atomic_write"]
+__all__ = ["read_bytes", "MAX_DEPTH", "loads", "depth", "load", "iter_jsonl", "atomic_write", "toml_loads", "load_toml"]
 
 
 def read_bytes(path: str | Path) -> bytes:
@@ -275,6 +276,20 @@ def _first_duplicate(text: str) -> tuple[str, str] | None:
 
 def load(path: str | Path) -> Any:
     return loads(read_bytes(path), path=path)
+
+
+def toml_loads(data: bytes | str, *, path: str | Path) -> dict[str, Any]:
+    """A TOML document; text that is not UTF-8 or not TOML raises
+    :class:`InputError` naming ``path`` and the parser's complaint."""
+    try:
+        return tomllib.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid TOML: {exc}", path=path) from None
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """:func:`toml_loads` of a file (:func:`read_bytes`'s errors for a missing one)."""
+    return toml_loads(read_bytes(path), path=path)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

@@ -19,6 +19,11 @@ apart with the reason :func:`reason` gives.
   prompt (Anthropic's MCP connector, a ``mcp_servers`` body member and
   ``mcp_toolset`` tools: https://docs.claude.com/en/docs/agents-and-tools/mcp-connector;
   OpenAI Responses' ``mcp`` tool: https://platform.openai.com/docs/guides/tools-remote-mcp);
+  web search run by the endpoint for a Chat Completions request (OpenAI's
+  ``web_search_options``: https://platform.openai.com/docs/guides/tools-web-search?api-mode=chat;
+  OpenRouter's ``web`` plugin or a model slug ending in ``:online``:
+  https://openrouter.ai/docs/features/web-search), whose results the
+  endpoint adds to the prompt;
 * **provider tools**: tools the provider defines and the client runs
   (Anthropic's ``computer``, ``bash``, ``text_editor``:
   https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool),
@@ -35,6 +40,8 @@ apart with the reason :func:`reason` gives.
 >>> reason({"contents": [], "tools": [{"urlContext": {}}]})
 'server tools'
 >>> reason({"model": "claude-sonnet-4-5", "messages": [], "mcp_servers": [{"type": "url", "url": "https://x"}]})
+'server tools'
+>>> reason({"model": "openai/gpt-4o", "messages": [], "plugins": [{"id": "web"}]})
 'server tools'
 >>> reason({"model": "gpt-5", "previous_response_id": "resp_1", "input": "hi"})
 'server state'
@@ -65,6 +72,8 @@ _SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interp
                       b'"mcp_list_tools"')
 #: body members naming remote MCP servers the provider calls (Anthropic's MCP connector)
 _SERVER_TOOL_MEMBERS = ("mcp_servers",)
+#: OpenRouter plugins that add to the prompt what they fetched
+_SERVER_PLUGINS = ("web",)
 #: body members whose value the provider resolves into prompt it holds
 _STATE_MEMBERS = ("previous_response_id", "conversation", "context_management", "cachedContent")
 
@@ -72,11 +81,19 @@ _STATE_MEMBERS = ("previous_response_id", "conversation", "context_management", 
 def _server_tool_in(body: Any) -> bool:
     if isinstance(body, dict) and any(body.get(k) for k in _SERVER_TOOL_MEMBERS):
         return True
+    if isinstance(body, dict) and (isinstance(body.get("web_search_options"), dict)  # {} turns it on
+                                   or _plugin_in(body.get("plugins"))
+                                   or (isinstance(body.get("model"), str) and body["model"].endswith(":online"))):
+        return True
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return False
     return any(isinstance(t, dict) and ((isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES))
                                         or any(k in t for k in _GEMINI_SERVER_TOOLS)) for t in tools)
+
+
+def _plugin_in(plugins: Any) -> bool:
+    return isinstance(plugins, list) and any(isinstance(p, dict) and p.get("id") in _SERVER_PLUGINS for p in plugins)
 
 
 def _provider_tool_in(body: Any) -> bool:

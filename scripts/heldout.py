@@ -2,7 +2,7 @@
 
     python3 scripts/heldout.py CORPUS_DIR [--split fit=OWNER/NAME,...] [--real DIR]
                                [--out docs/corpus/heldout.md] [--date YYYY-MM-DD]
-    python3 scripts/heldout.py CORPUS_DIR --worst PROVIDER/KIND [--top N]
+    python3 scripts/heldout.py CORPUS_DIR --worst-fit PROVIDER/KIND [--top N]
 
 ``CORPUS_DIR`` holds one folder per source repository, ``<owner>__<name>``
 (as ``scripts/corpus_build.py`` writes it). The repositories named in
@@ -22,9 +22,9 @@ whose requests are all the same as an earlier one's is replayed once.
 * cache reads exact per provider: :func:`fidelity.replay.summarize` over
   :func:`fidelity.replay.replay_recording`, the functions ``replay`` uses.
 
-``--worst anthropic/text`` lists instead, for the FIT set only, the rows of that
-provider and kind with the largest error (file, model, billed, predicted), to study
-where the estimate is wrong; the held-out set is never listed row by row.
+``--worst-fit openai/tools`` lists instead the worst rows of one provider
+and kind on the FIT side only (file, model, reported vs counted), to study
+a failure class without looking at the held-out rows one by one.
 
 The Markdown is deterministic: the same recordings and date give the same bytes.
 """
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from fidelity.errors import FidelityError
 from fidelity.replay import replay_recording, summarize
-from fidelity.tokens.check import KINDS, CheckRow, check_records
+from fidelity.tokens.check import KINDS, check_records
 from fidelity.traffic.exchange import Exchange
 from fidelity.traffic.sources import READ_KINDS, list_sources, read
 
@@ -73,8 +73,6 @@ class Figures:
     tokens: dict[tuple[str, str], tuple[int, float, float]] = field(default_factory=dict)
     #: provider -> (scored, read exact share)
     reads: dict[str, tuple[int, float | None]] = field(default_factory=dict)
-    #: the scored rows (what ``--worst`` lists, fit set only)
-    rows: tuple[CheckRow, ...] = ()
 
 
 def repo_dirs(corpus: Path) -> dict[str, Path]:
@@ -155,7 +153,6 @@ def measure(folders: Mapping[str, Path]) -> Figures:
     fig.with_usage = len(billed)
     result = check_records(billed)
     fig.scored = len(result.rows)
-    fig.rows = result.rows
     fig.set_apart = Counter(result.skipped)
     fig.tokens = {(g.provider, g.kind): (g.n, g.median, g.p95) for g in result.groups}
     rows = []
@@ -226,16 +223,6 @@ def render(columns: Mapping[str, Figures], *, command: str, date: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def worst(fig: Figures, provider: str, kind: str, top: int) -> str:
-    """The ``top`` rows of ``provider``/``kind`` in ``fig`` with the largest error, one per line
-    (error, billed, predicted, model, file), largest first; ties in file order."""
-    rows = [r for r in fig.rows if r.provider == provider and r.kind == kind]
-    rows.sort(key=lambda r: (-r.error, r.path, r.where))
-    lines = [f"{'error':>8} {'billed':>7} {'counted':>7}  model  file"]
-    lines += [f"{100 * r.error:7.1f}% {r.billed:7d} {r.predicted:7d}  {r.model}  {r.path}#{r.where}" for r in rows[:top]]
-    return "\n".join(lines) + "\n"
-
-
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -255,6 +242,24 @@ def run(corpus: Path, fit: Sequence[str], real: Path | None) -> dict[str, Figure
     return cols
 
 
+def worst_fit_rows(corpus: Path, fit: Sequence[str], provider: str, kind: str, top: int) -> list[str]:
+    """Lines naming the ``top`` worst rows of ``provider``/``kind`` among the
+    FIT repositories' distinct requests (held-out rows are never listed):
+    relative error, reported and counted prompt, model, file and place."""
+    dirs = repo_dirs(corpus)
+    fit_names, _ = split(dirs, fit)
+    recs, _, _ = recordings(dirs[n] for n in fit_names)
+    gen = [ex for ex in distinct(recs) if not (ex.skip or "").startswith(NOT_GENERATION) and _reported_prompt(ex)]
+    rows = [r for r in check_records(gen).rows if r.provider == provider and r.kind == kind]
+    rows.sort(key=lambda r: (-r.error, r.path, r.where))
+    lines = [f"# worst fit rows: {provider} {kind} ({len(rows)} rows)",
+             "error | reported | counted | model | file | where"]
+    for r in rows[:top]:
+        est = " (estimated)" if r.estimated else ""
+        lines.append(f"{_pct(r.error)} | {r.billed} | {r.predicted}{est} | {r.model} | {r.path} | {r.where}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", type=Path)
@@ -263,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--date", default=datetime.date.today().isoformat())
-    ap.add_argument("--worst", metavar="PROVIDER/KIND", help="list the fit set's worst rows of one provider and kind")
-    ap.add_argument("--top", type=int, default=30, help="rows --worst lists (default 30)")
     ap.add_argument("--debug", action="store_true")
+    ap.add_argument("--worst-fit", metavar="PROVIDER/KIND",
+                    help="list the worst rows of one provider and kind, fit side only")
+    ap.add_argument("--top", type=int, default=20)
     args = ap.parse_args(argv)
     if not args.split.startswith("fit="):
         print(f"heldout: --split {args.split!r}: expected fit=OWNER/NAME,...", file=sys.stderr)
@@ -273,17 +279,22 @@ def main(argv: list[str] | None = None) -> int:
     if not args.corpus.is_dir():
         print(f"heldout: {args.corpus}: no such folder", file=sys.stderr)
         return 2
-    if args.worst is not None and args.worst.count("/") != 1:
-        print(f"heldout: --worst {args.worst!r}: expected PROVIDER/KIND", file=sys.stderr)
-        return 2
     fit = [s for s in args.split[4:].split(",") if s]
+    if args.worst_fit is not None:
+        prov, sep, kind = args.worst_fit.partition("/")
+        if not sep or not prov or not kind:
+            print(f"heldout: --worst-fit {args.worst_fit!r}: expected PROVIDER/KIND", file=sys.stderr)
+            return 2
+        try:
+            lines = worst_fit_rows(args.corpus, fit, prov, kind, args.top)
+        except (FidelityError, OSError) as exc:
+            if args.debug:
+                raise
+            print(f"heldout: {args.corpus}: {exc}", file=sys.stderr)
+            return 2
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
     try:
-        if args.worst is not None:
-            provider, kind = args.worst.split("/")
-            dirs = repo_dirs(args.corpus)
-            fit_names = split(dirs, fit)[0]
-            sys.stdout.write(worst(measure({n: dirs[n] for n in fit_names}), provider, kind, args.top))
-            return 0
         cols = run(args.corpus, fit, None if args.no_real else args.real)
     except (FidelityError, OSError) as exc:
         if args.debug:

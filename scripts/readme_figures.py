@@ -2,7 +2,7 @@
 
 The README quotes the bundled report twice: the coding session's lost
 tokens and dollars per 1,000 forks for three providers (the report's JSON
-fields, formatted by the report's own ``_fmt.usd``), and the real-harness
+fields, formatted by ``fidelity.formats.usd``, as the report's views), and the real-harness
 table (the report's Markdown lines themselves). Both tables sit between markers in README.md::
 
     <!-- readme_figures: NAME -->
@@ -12,7 +12,7 @@ table (the report's Markdown lines themselves). Both tables sit between markers 
 and are written here from the report's own JSON (``fidelity.report.to_json``
 of the score the report computes in-process on the bundled fixtures), with
 the report's own number formatting, so the README can never disagree with
-``fidelity report``. ``tests/test_readme_figures.py`` fails when a block is
+``fidelity report``. ``tests/project/test_readme_figures.py`` fails when a block is
 stale; this script rewrites them::
 
     python3 scripts/readme_figures.py           # check: exit 1 and show what changed
@@ -67,7 +67,7 @@ def report_json() -> dict[str, Any]:
 
 
 def coding_session(doc: dict[str, Any]) -> str:
-    from fidelity.report._fmt import usd
+    from fidelity.formats import usd
 
     rows = {(r["variant"], r["provider"]): r for r in doc["rows"] if r["session"] == SESSION}
     models = {p: rows[(VARIANTS[0][0], p)]["model"] for p in PROVIDERS}

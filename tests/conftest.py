@@ -34,7 +34,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # folder, not the user's ~/.cache, unless a run chooses otherwise.
 os.environ.setdefault("FIDELITY_CACHE_DIR", str(Path(tempfile.gettempdir()) / "fidelity-test-cache"))
 
-# The one fresh-seed fuzz pass (tests/test_fuzz_fresh.py) draws new inputs
+# The one fresh-seed fuzz pass (tests/hostile/test_fuzz_fresh.py) draws new inputs
 # each run; its seed is chosen here so that the session header can print it.
 os.environ.setdefault("FIDELITY_FUZZ_SEED", str(int.from_bytes(os.urandom(8), "big")))
 

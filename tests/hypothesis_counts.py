@@ -6,7 +6,7 @@ examples it runs in CI, read from the code (not from memory).
 
 A property runs the ``ci`` profile's ``max_examples`` (tests/conftest.py)
 unless a ``@settings(max_examples=...)`` on it, or a ``settings`` object it
-is decorated with, asks for another number. ``tests/test_hypothesis_counts.py``
+is decorated with, asks for another number. ``tests/project/test_hypothesis_counts.py``
 checks that the committed list is current and that no property runs fewer
 examples than the profile says.
 """
@@ -93,7 +93,9 @@ def properties(tests: Path = TESTS) -> list[Property]:
     a test is named after that test)."""
     default = profile_examples(tests / "conftest.py")
     out: list[Property] = []
-    for path in sorted(tests.glob("test_*.py")):
+    for path in sorted(tests.rglob("test_*.py")):
+        if path.relative_to(tests).parts[0] == "engine":
+            continue  # .ci/engine's suite: each example is a request to a real vLLM engine; it sets its own counts
         tree = ast.parse(path.read_text())
         constants = {target.id: stmt.value for stmt in tree.body if isinstance(stmt, ast.Assign)
                      for target in stmt.targets if isinstance(target, ast.Name)}
@@ -115,7 +117,7 @@ def properties(tests: Path = TESTS) -> list[Property]:
                     if any(kw.arg == "derandomize" and isinstance(kw.value, ast.Constant) and kw.value.value is False
                            for kw in call.keywords):  # type: ignore[union-attr]
                         setting += "; derandomize=False: a fresh seed each run"
-            out.append(Property(path.name, name, count, setting))
+            out.append(Property(path.relative_to(tests).as_posix(), name, count, setting))
     return out
 
 
@@ -126,7 +128,7 @@ def markdown(props: list[Property] | None = None, default: int | None = None) ->
         "# Property tests and their example counts",
         "",
         "Generated from the code by `python3 tests/hypothesis_counts.py --write`; "
-        "`tests/test_hypothesis_counts.py` fails when this list is stale or when a property runs "
+        "`tests/project/test_hypothesis_counts.py` fails when this list is stale or when a property runs "
         f"fewer than the `ci` profile's {default} examples. CI runs the `ci` profile "
         "(tests/conftest.py): derandomized, so a red run reproduces, except where a test sets "
         "`derandomize=False` (said below). A parametrized property runs its count once per parameter.",

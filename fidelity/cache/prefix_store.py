@@ -5,61 +5,10 @@ Used by :class:`fidelity.cache.simulator.Simulator` for the providers and
 engines whose cache is a plain prefix cache (OpenAI, DeepSeek, Gemini,
 DashScope implicit, vLLM, SGLang, llama.cpp).
 
-Why it is built this way (the scan replays millions of requests through it,
-and most of them re-send the previous request's history and add a turn):
-
-* The trie's nodes are grouped into *segments*: chains of nodes (each the
-  parent of the next) that were last used by the same request. A node's
-  last use (time, LRU order, the label a read names) is its segment's, so
-  a request that re-sends a history restamps one segment, not one node per
-  block. A segment is split only where a request leaves it part-way (a
-  fork, a shorter retry), so the segments a path crosses are the branch
-  points it crosses.
-* A walk jumps along a segment with one ``memcmp`` against the ids of
-  the request that last used it (``bytes.startswith`` of the request's
-  packed ids, copied once per request, against a memoryview slice of the
-  stored array), and looks a block up in the trie's dict only where a
-  segment ends. The Python work per request is therefore proportional to
-  its *new* blocks plus the branch points it crosses; what grows with the
-  prompt's length is one copy and one comparison in C at memory speed.
-* Only the requests some segment of full blocks still names stay
-  referenced (an append-only session holds its latest request, not all).
-* A full block is keyed by its parent and the hash of its bytes, not by
-  the bytes: the ids of the request that last used its segment hold them
-  (a walk compares them there, so two blocks whose hashes clash are told
-  apart, and the later one is keyed by its bytes). Without a lifetime
-  every block stays, and the bytes were most of the trie: 1 KB a block of
-  128 DeepSeek tokens, against about 200 bytes for the rest of a node.
-* No numpy: its per-call overhead was most of the cost on the small
-  arrays one request touches, and importing it cost each scan worker
-  about 0.1 s.
-* A node can gather many children: a first block that is new with every
-  request (a timestamp in a system prompt) adds one at the same node each
-  time, and every session of an app adds one where its first message
-  starts after the shared system prompt and tools. Without a lifetime
-  (DeepSeek's cache has none) they all stay. Past :data:`_MANY` children a
-  node keeps them sorted by their bytes, and the longest partial match is
-  looked for from where the request's bytes would sort: in sorted order
-  the common prefix with the request only shrinks going away from that
-  place in either direction, so the search stops at the first child that
-  shares less than the best found, and the Python work per request stays
-  with the few children that share the most. (Filtering every child in C
-  was linear in them: a 1 GB DeepSeek log of one app, 36,535 requests,
-  spent half its 47 s there, 5.8 times the time of its first 300 MB.)
-* With ``expire`` (writes in time order, no questions about earlier
-  times: the scan), blocks whose lifetime has ended are dropped before
-  each write, in eviction's order. A dead block only ever counted as a
-  miss, and a request that re-sends it writes it again, so the answers
-  are the same; the children of a node stay the live ones, where they
-  would otherwise pile up (a timestamp in a system prompt adds one at the
-  same node with every request, and the match would look at all of them).
-* Eviction (engines with a capacity) pops blocks off the bottom of the
-  least recently used segment: within one last use the deepest block goes
-  first, which is vLLM's free-block order (a sequence's tail first).
-
-The results are those of a plain block trie with a last-use stamp on every
-node (``tests/test_prefix_store_fast.py`` checks that on drawn request
-streams against such a reference).
+The design (segments of nodes, sorted children past `_MANY`, expiry and
+eviction order) is explained in ``docs/prefix-store.md``; its results are a
+plain block trie's with a last-use stamp per node
+(``tests/cache/test_prefix_store_fast.py`` checks that on drawn request streams).
 """
 
 from __future__ import annotations
@@ -74,10 +23,10 @@ from typing import Any
 
 from ._base import as_token_array
 from .append_file import AppendFile
+from .packed_ids import ITEM, agreeing_blocks, common_tokens, first_id, packed, token_bytes_or_array
 
 __all__ = ["PrefixStore"]
 
-_ITEM = 8  # bytes per packed token id (array('q'))
 _NEG_INF = float("-inf")
 #: children of one node past which it keeps them sorted by their bytes
 _MANY = 16
@@ -101,10 +50,7 @@ class PrefixStore:
     ``records_in_memory``: the packed ids of at most this many requests (the
     least recently walked go first) stay in memory, the rest in an unnamed
     temporary file, read back when a walk needs one (a session resumed long
-    after its last turn): without a lifetime every session's latest request
-    stays named, and these bytes grow with the sessions (the largest part of
-    a DeepSeek partition's memory, 86 MB of 314 MB on 341 MB of one app's
-    log). The answers are the same.
+    after its last turn). The answers are the same.
 
     Invariant used for liveness: a request that uses a block uses every
     block before it, so along any path the last-use time never increases
@@ -166,7 +112,7 @@ class PrefixStore:
         """The full blocks of the request (packed ids ``req``) present in the
         trie, from the root down (ignoring lifetimes), as ``(segment, count)``
         parts: the first ``count`` nodes of each segment."""
-        u = self.unit * _ITEM
+        u = self.unit * ITEM
         children, seg_of, nodes_of = self._children, self._seg, self._nodes
         parts: list[tuple[int, int]] = []
         node, i = self.ROOT, 0
@@ -198,11 +144,11 @@ class PrefixStore:
         nodes = self._nodes[s]
         if nodes[0] != child:
             return 0
-        u = self.unit * _ITEM
+        u = self.unit * ITEM
         rid = self._stamp[s]
         rec = self._record(rid)
         assert rec is not None
-        return _agreeing_blocks(req, memoryview(rec).cast("B"), i * u, min(len(nodes) - self._leafy[s], nfull - i), u)
+        return agreeing_blocks(req, memoryview(rec).cast("B"), i * u, min(len(nodes) - self._leafy[s], nfull - i), u)
 
     def _match(self, req: bytes, n_tokens: int, parts: list[tuple[int, int]], now: float | None,
                ) -> tuple[int, Hashable | None]:
@@ -225,7 +171,7 @@ class PrefixStore:
         depth = k * unit
         # extend into the children of the deepest live block (partial blocks,
         # and full blocks that match only part of the way)
-        rest_b = req[depth * _ITEM : min(n_tokens, depth + unit) * _ITEM]
+        rest_b = req[depth * ITEM : min(n_tokens, depth + unit) * ITEM]
         extra = 0
         if rest_b:
             kids = self._kids[node]
@@ -233,14 +179,14 @@ class PrefixStore:
                 extra, best_seg = self._sorted_match(node, rest_b, best_seg, now if check else None)
             else:
                 seg_of, firsts = self._seg, self._first
-                first = _first_id(rest_b)
+                first = first_id(rest_b)
                 for c in kids:
                     if firsts[c] != first:  # shares no token: the usual sibling
                         continue
                     s = seg_of[c]
                     if check and rtime[stamp[s]] + ttl < now:  # type: ignore[operator]
                         continue
-                    n = _common_tokens(self._block(c), rest_b)
+                    n = common_tokens(self._block(c), rest_b)
                     # the longest; of equally long ones, the latest used (a
                     # rule that does not depend on which node came first)
                     if n > extra or (n == extra and n and stamp[s] > stamp[best_seg]):
@@ -263,17 +209,17 @@ class PrefixStore:
         # merged, the children come in order of what they share, most first
         lo = bisect_left(keys, rest_b)
         hi = lo
-        n_lo = _common_tokens(keys[lo - 1], rest_b) if lo else 0
-        n_hi = _common_tokens(keys[hi], rest_b) if hi < m else 0
+        n_lo = common_tokens(keys[lo - 1], rest_b) if lo else 0
+        n_hi = common_tokens(keys[hi], rest_b) if hi < m else 0
         while True:
             if n_lo >= n_hi:
                 n, j = n_lo, lo - 1
                 lo -= 1
-                n_lo = _common_tokens(keys[lo - 1], rest_b) if lo > 0 else 0
+                n_lo = common_tokens(keys[lo - 1], rest_b) if lo > 0 else 0
             else:
                 n, j = n_hi, hi
                 hi += 1
-                n_hi = _common_tokens(keys[hi], rest_b) if hi < m else 0
+                n_hi = common_tokens(keys[hi], rest_b) if hi < m else 0
             if not n or n < extra:
                 return extra, best_seg  # no child left shares more
             s = seg_of[nodes[j]]
@@ -321,7 +267,7 @@ class PrefixStore:
             return held
         rid = self._stamp[self._seg[v]]
         rec = self._record(rid)
-        u = self.unit * _ITEM
+        u = self.unit * ITEM
         at = (self._depth[v] - 1) * u
         return memoryview(rec).cast("B")[at : at + u].tobytes()
 
@@ -330,8 +276,8 @@ class PrefixStore:
         packed bytes, or any sequence of ints) with anything stored, and the
         label of the latest request that used it (of two entries that match
         alike, the one used last)."""
-        req = _packed(_ids(tokens))
-        n = len(req) // _ITEM
+        req = packed(token_bytes_or_array(tokens))
+        n = len(req) // ITEM
         return self._match(req, n, self._walk(req, n // self.unit), now)
 
     # -- storing ---------------------------------------------------------------
@@ -339,11 +285,11 @@ class PrefixStore:
         """Write ``tokens`` (a prompt, or a prompt and its reply, as
         ``array('q')``, packed bytes or any sequence of ints): every block of
         it is now used by this request at ``now``."""
-        tokens = _ids(tokens)
-        req = _packed(tokens)
+        tokens = token_bytes_or_array(tokens)
+        req = packed(tokens)
         if self.expire and now is not None:
             self._expire(now)
-        self._store(req, tokens, self._walk(req, len(req) // (self.unit * _ITEM)), now, label)
+        self._store(req, tokens, self._walk(req, len(req) // (self.unit * ITEM)), now, label)
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
         """:meth:`longest` for the prompt ``tokens``, then :meth:`store` of the
@@ -353,14 +299,14 @@ class PrefixStore:
         not a copy, as the request that last used its blocks: do not change
         the array afterwards (:class:`~fidelity.cache.simulator.SimRequest`
         asks the same)."""
-        record = tokens = _ids(tokens)
+        record = tokens = token_bytes_or_array(tokens)
         if len(output):  # a new array (or bytes): the caller's stay as they are
-            record = tokens + _packed(_ids(output)) if isinstance(tokens, bytes) else tokens + as_token_array(output)
-        req = _packed(record)
+            record = tokens + packed(token_bytes_or_array(output)) if isinstance(tokens, bytes) else tokens + as_token_array(output)
+        req = packed(record)
         if self.expire and now is not None:
             self._expire(now)
-        n = len(tokens) // _ITEM if isinstance(tokens, bytes) else len(tokens)
-        parts = self._walk(req, len(req) // (self.unit * _ITEM))
+        n = len(tokens) // ITEM if isinstance(tokens, bytes) else len(tokens)
+        parts = self._walk(req, len(req) // (self.unit * ITEM))
         found = self._match(req, n, parts, now)
         self._store(req, record, parts, now, label)
         return found
@@ -432,7 +378,7 @@ class PrefixStore:
         nid = len(self._kids)
         self._kids.append([])
         self._key.append((parent, block))
-        self._first.append(_first_id(block))
+        self._first.append(first_id(block))
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._adopt(parent, nid, block)
@@ -454,7 +400,7 @@ class PrefixStore:
         else:
             self._children.update(zip(pairs, ids))
         self._key += pairs
-        self._first.extend(map(_first_id, blocks))
+        self._first.extend(map(first_id, blocks))
         self._kids += [[j] for j in ids[1:]]
         self._kids.append([])
         self._adopt(parent, first, blocks[0])
@@ -484,7 +430,7 @@ class PrefixStore:
                 touched.append(len(nodes_of) - 1)  # its queue entry moves with it
             self._restamp(s, rid)
             touched.append(s)
-        u = self.unit * _ITEM
+        u = self.unit * ITEM
         nfull = len(data) // u
         k = sum(c for _, c in parts)
         cur = parts[-1][0] if parts else -1
@@ -542,7 +488,7 @@ class PrefixStore:
         kids = self._kids[node]
         if len(kids) > _MANY:
             return
-        key, u = self._key, self.unit * _ITEM
+        key, u = self._key, self.unit * ITEM
         for c in [c for c in kids if type(key[c][1]) is bytes and len(key[c][1]) < u and block.startswith(key[c][1])]:
             s = self._seg[c]
             if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
@@ -615,52 +561,3 @@ class PrefixStore:
         if len(heap) > 4 * len(self._nodes) + 64:  # drop void entries now and then
             self._heap = [e for e in heap if e[3] == self._ver[e[2]]]
             heapify(self._heap)
-
-
-def _ids(ids: Any) -> Any:
-    """``ids`` as ``bytes`` (kept) or ``array('q')`` (kept when it is one)."""
-    return ids if isinstance(ids, bytes) else as_token_array(ids)
-
-
-def _packed(ids: Any) -> bytes:
-    """Packed ids as ``bytes`` (an ``array('q')`` is copied; ``bytes`` are
-    used as they are)."""
-    return ids if isinstance(ids, bytes) else memoryview(ids).cast("B").tobytes()
-
-
-def _agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int) -> int:
-    """How many of the ``avail`` blocks of ``u`` bytes from byte ``start``
-    agree between ``req`` and ``rec`` (0: not even the first, whose hash
-    led here): ``memcmp`` (``bytes.startswith`` at an offset against a
-    memoryview slice: no copy), first over all of them, then the first
-    alone, then by halving the range still in doubt."""
-    avail = min(avail, (len(rec) - start) // u)  # never read past the record
-    if req.startswith(rec[start : start + avail * u], start):
-        return avail
-    if not req.startswith(rec[start : start + u], start):
-        return 0
-    lo, hi = 1, avail - 1  # blocks [0, lo) agree; the answer lies in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if req.startswith(rec[start + lo * u : start + mid * u], start + lo * u):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _first_id(block: bytes) -> int:
-    """The first token id of packed ids (what :attr:`PrefixStore._first` holds)."""
-    return int.from_bytes(block[:_ITEM], "little", signed=True)
-
-
-def _common_tokens(a: bytes, b: bytes) -> int:
-    """Common prefix of two packed id strings (a block or less), in whole
-    tokens: one ``memcmp`` when one is a prefix of the other, else the
-    lowest set bit of their XOR read as little-endian integers (C work on
-    at most a block, no loop in Python)."""
-    n = min(len(a), len(b))
-    if a.startswith(memoryview(b)[:n]):
-        return n // _ITEM
-    x = int.from_bytes(a[:n], "little") ^ int.from_bytes(b[:n], "little")
-    return ((x & -x).bit_length() - 1) // (8 * _ITEM)  # first differing bit, in tokens

@@ -54,12 +54,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import unquote, urlsplit
 
-from .. import providers
 from ..errors import InputError
 from ..jsonio import atomic_write, read_bytes
 from ..jsonio import loads as _jsonio_loads
+from ..wire.evidence import describe_bytes
 
 __all__ = [
     "FORMAT_VERSION",
@@ -441,44 +440,9 @@ def header_matters(name: str) -> bool:
 
 
 def describe(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None]:
-    """``(provider, family, model)`` of a request (see :func:`_detect`)."""
-    return _detect(url, body)[:3]
-
-
-def _detect(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None, str | None]:
-    """``(provider, family, model, conflict)`` of a request, from its URL and
-    body: ``provider`` is the wire dialect name (``openai-chat``), ``family``
-    the cache/price family (``openai``), ``conflict`` what the evidence
-    disagreed on (``None`` when it agreed).
-
-    The evidence is weighed by :func:`fidelity.wire.evidence.detect_request`:
-    the URL first (a DeepSeek body looks like an OpenAI one), then the body;
-    Anthropic-only marks are never read as an OpenAI-family dialect. The
-    model comes from the body, else the URL (Gemini ``models/<model>:``,
-    Azure deployments, Bedrock and Vertex AI model ids).
-    """
-    import orjson
-
-    obj: Any = None
-    if body.lstrip()[:1] == b"{":
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            obj = None
-    model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
-    if model is None and url:
-        m = re.search(r"/models/([^/:]+)", unquote(urlsplit(url).path))
-        model = m.group(1) if m else None
-    from ..wire.evidence import detect_request
-
-    try:
-        found = detect_request(obj, url=url)
-    except InputError:  # nothing identifies it
-        endpoint = providers.from_url(url) if url else None
-        if endpoint is None:
-            return None, None, model, None
-        return endpoint.dialect, endpoint.provider, model or endpoint.model, None
-    return found.dialect, found.family, found.model or model, found.conflict
+    """``(provider, family, model)`` of a request
+    (:func:`fidelity.wire.evidence.describe_bytes`)."""
+    return describe_bytes(url, body)[:3]
 
 
 def from_request(
@@ -501,7 +465,7 @@ def from_request(
     from .redact import Redactor, redact_all
 
     r = redactor if redactor is not None else Redactor()
-    provider, family, model, conflict = _detect(url, body)
+    provider, family, model, conflict = describe_bytes(url, body)
     safe_url, safe_headers, safe_body, red = redact_all(url, headers, body, r, keep=header_matters)
     notes = list(notes)
     if conflict:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import providers
+from .. import formats, providers
 from ..errors import FidelityError, InputError
 
 __all__ = ["Survey", "survey", "sources_in", "main"]
@@ -109,7 +109,7 @@ class Survey:
 
 
 def _pct(a: int, b: int) -> str:
-    return f" ({100.0 * a / b:.1f}%)" if b else ""
+    return f" ({formats.percent(a / b)})" if b else ""
 
 
 def sources_in(folder: Path) -> list[Path]:

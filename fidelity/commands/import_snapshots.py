@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import gzipped
 from ..capture.importers import KINDS, import_file, write_imported
+from ._args import positive_int
 
 __all__ = ["HELP", "add_arguments", "run", "add_decompress_arguments", "decompress_limits"]
 
@@ -28,7 +29,7 @@ def add_decompress_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-decompressed", type=_size, metavar="SIZE",
                         help=f"most bytes a .gz input may decompress to (default {gzipped.MAX_DECOMPRESSED >> 30}G; "
                              "e.g. 512M, 8G)")
-    parser.add_argument("--max-gzip-ratio", type=_ratio, metavar="N",
+    parser.add_argument("--max-gzip-ratio", type=positive_int, metavar="N",
                         help=f"most bytes out per compressed byte of a .gz input, judged past "
                              f"{gzipped.RATIO_FLOOR >> 20} MiB out (default {gzipped.MAX_RATIO:,}; a gzip bomb nears 1,030)")
 
@@ -44,16 +45,6 @@ def _size(text: str) -> int:
         return gzipped.parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _ratio(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a ratio must be a whole number of at least 1: {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from ._args import positive_int
 
 __all__ = ["HELP", "add_arguments", "run", "engine_environment_problem", "ENGINE_FIX"]
 
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("requests", nargs="*", metavar="BODY", help="request bodies or snapshots, parent first")
     parser.add_argument("--variant", help="composition variant of the bundled fixtures (parent, then its child)")
     parser.add_argument("--session", default="first-turn", help="bundled session for --variant (default first-turn)")
-    parser.add_argument("--cases", type=int, metavar="N", help="send N generated cases")
+    parser.add_argument("--cases", type=positive_int, metavar="N", help="send N generated cases")
     parser.add_argument("--seed", type=int, default=0, help="seed of --cases (default 0)")
     parser.add_argument("--key-env", metavar="VAR", help="environment variable holding the API key")
     parser.add_argument("--model", help="model name to send (default: the body's; the engine's own with --engine)")
@@ -41,9 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", default="vllm", help="cache model of the server (vllm, sglang, llama.cpp)")
     parser.add_argument("--backend", choices=["gpu", "cpu"], default="gpu",
                         help="engine backend, for its default block size (vLLM: gpu 16, cpu 128)")
-    parser.add_argument("--block-size", type=int, help="block size (default: read from the server's /metrics, "
+    parser.add_argument("--block-size", type=positive_int, help="block size (default: read from the server's /metrics, "
                         "else the engine default); with --engine, passed to vLLM")
-    parser.add_argument("--capacity-tokens", type=int, help="KV cache capacity in tokens (default: from /metrics)")
+    parser.add_argument("--capacity-tokens", type=positive_int, help="KV cache capacity in tokens (default: from /metrics)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import FidelityError
+from ._args import positive_int
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="close a connection whose request headers take longer (default 30)")
     parser.add_argument("--body-timeout", type=_seconds, default=60.0, metavar="S",
                         help="close a connection that pauses longer while sending a request body (default 60)")
-    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+    parser.add_argument("--max-connections", type=positive_int, default=None, metavar="N",
                         help="open client connections; past it a new one gets 503 (default: half the "
                              "process's open-file limit less 96, at most 1024)")
 

@@ -7,14 +7,12 @@ import argparse
 import sys
 
 import orjson
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
-from ..replay import Replay, replay
+from ..replay import replay
+from ..views.replay import render
 from ._console import stdout_console
 
-__all__ = ["HELP", "add_arguments", "run", "render"]
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = ("Replay recorded traffic (vcrpy cassettes, HAR, claude-trace JSONL, snapshot folders with usage, "
         "DeepSeek Harness logs) through each provider's cache simulator: predicted vs reported tokens.")
@@ -32,58 +30,3 @@ def run(args: argparse.Namespace) -> int:
         return 0
     stdout_console().print(render(result))
     return 0
-
-
-def _fmt(v: object) -> str:
-    return "-" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
-
-
-def _pct(v: object) -> str:
-    return "-" if v is None else f"{float(v):.1%}"  # type: ignore[arg-type]
-
-
-def render(result: Replay) -> Group:
-    """Per-request table, then the per-provider summary."""
-    table = Table(title="requests (reported / predicted)", title_justify="left")
-    for col in ("source", "#", "provider", "model", "prompt", "read", "written", "reads from"):
-        table.add_column(col, justify="right" if col in ("#", "prompt", "read", "written") else "left",
-                         overflow="fold")
-    for r in result.rows:
-        p = r.predicted
-        src = r.source.rsplit("/", 1)[-1]
-        if p is None:
-            table.add_row(src, str(r.index), r.provider or "-", r.model or "-", _fmt(r.reported.prompt),
-                          _fmt(r.reported.cache_read), _fmt(r.reported.cache_write), Text(r.note or "", style="dim"))
-            continue
-        read = Text(f"{_fmt(r.reported.cache_read)} / {p.cache_read:,}")
-        if r.warm_outside:
-            read.append(" warm outside", style="yellow")
-        if r.apart:
-            read.append(f" {r.apart}", style="yellow")
-        table.add_row(src, str(r.index), r.provider or "-", r.model or "-",
-                      f"{_fmt(r.reported.prompt)} / {p.prompt:,}", read,
-                      f"{_fmt(r.reported.cache_write)} / {_fmt(p.cache_write)}", str(p.parent or "-"))
-    summary = Table(title="summary per provider", title_justify="left")
-    for col in ("provider", "requests", "scored", "warm outside", "hit/miss right", "read within 5%",
-                "within 128", "exact", "same, counts scaled to reported prompt"):
-        summary.add_column(col, justify="right")
-    for prov, s in result.summary.items():
-        sc = s.get("scaled_to_reported_prompt") or {}
-        summary.add_row(prov + (" (estimated tokens)" if s.get("estimated_tokens") else ""), str(s["requests"]),
-                        str(s["scored"]), str(s["warm_outside"]), _pct(s["hit_miss_agree"]),
-                        _pct(s["read_within_5pct"]), _pct(s["read_within_128"]), _pct(s["read_exact"]),
-                        f"{_pct(sc.get('hit_miss_agree'))} · {_pct(sc.get('read_within_5pct'))} · "
-                        f"{_pct(sc.get('read_within_128'))} · {_pct(sc.get('read_exact'))}")
-    return Group(table, summary, set_apart_table({p: s["set_apart"] for p, s in result.summary.items()}))
-
-
-def set_apart_table(by_provider: dict[str, dict[str, int]]) -> Table:
-    """Requests left out of the figures, per provider and reason (the one
-    rule, :mod:`fidelity.traffic.apart`); ``tokens-check`` prints the same table."""
-    table = Table(title="set apart (not in the figures above), by reason", title_justify="left")
-    for col in ("provider", "reason", "requests"):
-        table.add_column(col, justify="right" if col == "requests" else "left", overflow="fold")
-    for prov, reasons in by_provider.items():
-        for reason, n in reasons.items():
-            table.add_row(prov, reason, str(n))
-    return table

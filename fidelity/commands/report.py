@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import compose, fixtures, pricing, score
 from ..report import console_table, to_json, write
+from ._args import positive_int
 from ._console import stdout_console
 
 __all__ = ["HELP", "add_arguments", "add_input_arguments", "build_score", "with_harness", "run"]
@@ -37,19 +38,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
-    parser.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="processes that score rows (default: one per available core; 1: serial); "
                              "the result is the same for any N")
-
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes, 1 or more, got {text!r}")
-    return value
 
 
 def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None = None) -> score.Score:

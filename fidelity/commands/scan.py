@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .. import pricing
+from ._args import positive_int
 from .import_snapshots import add_decompress_arguments, decompress_limits
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -31,10 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write scan.json, scan.md, scan.html and the example pairs (examples/) here")
     parser.add_argument("--executor", choices=("local", "dask"), default="local",
                         help="local: a process pool over this machine's cores (default); dask: Dask")
-    parser.add_argument("--workers", type=int, metavar="N", help="worker processes (default: all cores)")
+    parser.add_argument("--workers", type=positive_int, metavar="N", help="worker processes (default: all cores)")
     parser.add_argument("--dask-address", metavar="ADDR",
                         help="a dask.distributed scheduler (default: Dask's local process scheduler)")
-    parser.add_argument("--top", type=int, default=20, metavar="N", help="top changes to list (default 20)")
+    parser.add_argument("--top", type=positive_int, default=20, metavar="N", help="top changes to list (default 20)")
     parser.add_argument("--prices", metavar="FILE",
                         help="LiteLLM model_prices_and_context_window.json instead of the bundled table")
 

@@ -9,12 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
-from rich.table import Table
 
 from ..errors import InputError
 from ..tokens.check import CheckResult, check
+from ..views.tokens_check import render
 from ._console import stdout_console
-from .replay import set_apart_table
 
 __all__ = ["HELP", "add_arguments", "run", "nothing_scored"]
 
@@ -63,24 +62,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
         return 0
-    console = stdout_console()
-    table = Table(title="prompt tokens: |predicted - billed| / billed", title_justify="left")
-    for col in ("provider", "kind", "requests", "median", "p95", "estimate"):
-        table.add_column(col, justify="left" if col in ("provider", "kind") else "right")
-    for g in result.groups:
-        table.add_row(g.provider, g.kind, str(g.n), f"{g.median:.2%}", f"{g.p95:.2%}", "estimated" if g.estimated else "")
-    console.print(table)
-    if args.requests:
-        rows = Table(title="requests")
-        for col in ("provider", "kind", "model", "billed", "predicted", "error", "where"):
-            rows.add_column(col)
-        for r in result.rows:
-            rows.add_row(r.provider, r.kind, r.model, str(r.billed), str(r.predicted), f"{r.error:.2%}",
-                         f"{r.path}#{r.where}")
-        console.print(rows)
-    if result.apart:
-        console.print(set_apart_table(result.apart))
-    for reason, n in sorted(result.skipped.items()):
-        if not any(reason in by for by in result.apart.values()):
-            console.print(f"not countable {n}: {reason}")
+    stdout_console().print(render(result, requests=args.requests))
     return 0

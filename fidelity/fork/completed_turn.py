@@ -135,9 +135,22 @@ def messages(history: Sequence[Message]) -> tuple[Message, ...]:
     return ()
 
 
+#: roles of the messages that lead a Chat-style body's ``messages`` as its system prompt
+_HEAD_ROLES = ("system", "developer")
+
+
 def fork_request(parent: Request, directive: str) -> Request:
     """The child's first request: the parent's route, system, tools and
     parameters (a one-shot DSH fork child keeps the parent's header, seed
     001), messages = :func:`messages` then the directive verbatim as a user
-    message ("the new task content verbatim", seed 002)."""
-    return replace(parent, messages=messages(parent.messages) + (Message("user", (Text(directive),)),))
+    message ("the new task content verbatim", seed 002).
+
+    A system prompt written as leading ``system``/``developer`` messages (how
+    DeepSeek Harness sends it on Chat Completions) is head, not history: it
+    stays when no turn has completed. DSH 0.1.0-rc.8's real fork child
+    (``fixtures/harness-matrix/deepseek-harness-0.1.0-rc.8/fork``) keeps it."""
+    lead = 0
+    while lead < len(parent.messages) and parent.messages[lead].role in _HEAD_ROLES:
+        lead += 1
+    head, history = tuple(parent.messages[:lead]), parent.messages[lead:]
+    return replace(parent, messages=head + messages(history) + (Message("user", (Text(directive),)),))

@@ -121,9 +121,9 @@ def prune(d: Descriptor, keep: list[str], root: Path) -> None:
     """Remove ``d``'s capture folders of releases not in ``keep``."""
     if not root.is_dir():
         return
-    for release in root.iterdir():
-        name, _, version = release.name.rpartition("-")
-        if release.is_dir() and name == d.name and version not in keep:
+    for release in root.iterdir():  # NAME-VERSION; a version may hold "-" itself (0.1.0-rc.8)
+        version = release.name.removeprefix(f"{d.name}-")
+        if release.is_dir() and version != release.name and version[:1].isdigit() and version not in keep:
             shutil.rmtree(release)
 
 

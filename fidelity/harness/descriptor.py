@@ -11,7 +11,9 @@ subagent mechanism: the fixed prompt and the scripted upstream's rules, of
 which the one named ``parent`` answers the parent's request with a call to
 the subagent tool and the one named ``child`` answers the child. A harness
 that cannot be run here carries ``unsupported`` with the reason, and the
-matrix says so.
+matrix says so. A harness that needs more than ``npm install PKG@VERSION``
+says so as data: ``prereleases``, ``npm_args`` (``{version}``), ``post_install``
+(a command run in the install folder) and ``{bindir}`` in ``argv``.
 
 >>> d = load("qwen-code")
 >>> d.package, [k.name for k in d.kinds]
@@ -32,8 +34,8 @@ __all__ = ["Descriptor", "Kind", "FOLDER", "load", "load_all", "names"]
 #: the bundled descriptors
 FOLDER = Path(__file__).resolve().parents[1] / "data" / "harnesses"
 _TOP = {"title", "package", "registry", "binary", "family", "argv", "env", "files", "kind", "unsupported",
-        "ci_pinned", "also"}
-_FAMILIES = ("openai", "anthropic", "gemini")
+        "ci_pinned", "also", "prereleases", "npm_args", "post_install"}
+_FAMILIES = ("openai", "openai-responses", "anthropic", "gemini")
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,20 @@ class Descriptor:
     #: releases the CI tests pin; releases every matrix includes besides the newest
     ci_pinned: tuple[str, ...] = ()
     also: tuple[str, ...] = ()
+    #: the registry's pre-releases count as releases (a harness that publishes only those)
+    prereleases: bool = False
+    #: extra ``npm install`` arguments and packages (``--legacy-peer-deps``; ``{version}``: the release)
+    npm_args: tuple[str, ...] = ()
+    #: a command run in the install folder after the registry install (a part built from
+    #: the harness's source); ``{prefix}`` (the folder), ``{bindir}``, ``{data}``, ``{version}``
+    post_install: tuple[str, ...] = ()
 
     def argv_for(self, exe: str | Path, kind: Kind) -> list[str]:
-        """The headless command line: ``{bin}``, ``{data}`` (the descriptors'
+        """The headless command line: ``{bin}``, ``{bindir}`` (its folder: a runtime
+        installed beside the harness, such as a newer node), ``{data}`` (the descriptors'
         folder, for a driver app shipped beside them) and ``{prompt}`` filled in."""
-        return [a.replace("{bin}", str(exe)).replace("{data}", str(FOLDER)).replace("{prompt}", kind.prompt)
-                for a in self.argv]
+        return [a.replace("{bindir}", str(Path(exe).parent)).replace("{bin}", str(exe))
+                .replace("{data}", str(FOLDER)).replace("{prompt}", kind.prompt) for a in self.argv]
 
     def env_for(self, kind: Kind) -> dict[str, str]:
         """The harness's environment and the kind's own (``{proxy}``, ``{key}`` unfilled)."""
@@ -138,10 +148,14 @@ def parse(name: str, doc: dict[str, Any], *, path: str = "<descriptor>") -> Desc
             raise InputError("a kind needs rules named parent and child", path=path, pointer=where)
         kinds.append(Kind(k["name"], k["prompt"], {"defaults": {"text": "Done."}, "rule": rules},
                           _table(k.get("env", {}), f"kind/{i}/env", path)))
+    if not isinstance(doc.get("prereleases", False), bool):
+        raise InputError("prereleases must be true or false", path=path, pointer="/prereleases")
     unsupported = doc.get("unsupported")
     if not kinds and unsupported is None:
         raise InputError("a runnable harness needs at least one [[kind]]", path=path)
     return Descriptor(name, doc["title"], doc["package"], doc["registry"], doc["binary"], doc["family"], argv,
                       _table(doc.get("env", {}), "env", path), _table(doc.get("files", {}), "files", path),
                       tuple(kinds), unsupported if isinstance(unsupported, str) else None,
-                      _strs(doc.get("ci_pinned", []), "ci_pinned", path), _strs(doc.get("also", []), "also", path))
+                      _strs(doc.get("ci_pinned", []), "ci_pinned", path), _strs(doc.get("also", []), "also", path),
+                      doc.get("prereleases", False), _strs(doc.get("npm_args", []), "npm_args", path),
+                      _strs(doc.get("post_install", []), "post_install", path))

@@ -108,10 +108,16 @@ def drive(argv: Sequence[str], env: Mapping[str, str], script: Script, tmp: Path
             code, output = -1, f"timed out after {timeout:.0f} s: {exc.stdout!r} {exc.stderr!r}"
         received = up.received
         proxy_url = px.url
+        redactor = px.proxy.redactor
     # the proxy is closed: every snapshot is written, and none holds the key
     if out.is_dir():
         assert_no_key([out])
-    snaps = {_store.snapshot.read(p).body: p for p in sorted(out.glob("*.snapshot"))} if out.is_dir() else {}
+    written = {_store.snapshot.read(p).body: p for p in sorted(out.glob("*.snapshot"))} if out.is_dir() else {}
+    # a body as the upstream received it -> its snapshot; the proxy scrubs values it learned
+    # from credential headers out of the body too (Codex's session id is also its
+    # prompt_cache_key), so a snapshot holds the scrubbed bytes
+    snaps = {r.body: written[redactor.scrub_bytes(r.body)] for r in received
+             if redactor.scrub_bytes(r.body) in written}
     return Run(code, output, received, snaps, list(px.lines), out, proxy_url)
 
 

@@ -19,11 +19,13 @@ import subprocess
 from pathlib import Path
 
 from ..errors import FidelityError
-from .descriptor import Descriptor
+from .descriptor import FOLDER, Descriptor
 
-__all__ = ["cache_root", "install", "installed", "binary", "releases", "version_key", "stable"]
+__all__ = ["cache_root", "install", "installed", "binary", "releases", "version_key", "stable", "with_prereleases"]
 
 _STABLE = re.compile(r"^\d+(\.\d+)*$")
+_PRE = re.compile(r"^\d+(\.\d+)*-(alpha|beta|rc)\.\d+$")
+_PRE_RANK = {"alpha": 0, "beta": 1, "rc": 2}
 
 
 def cache_root() -> Path:
@@ -36,8 +38,18 @@ def version_key(version: str) -> tuple[int, ...]:
 
     >>> sorted(["0.24.10", "0.24.9", "0.3"], key=version_key)
     ['0.3', '0.24.9', '0.24.10']
+
+    A pre-release (``-alpha.N``, ``-beta.N``, ``-rc.N``) sorts before its release:
+
+    >>> sorted(["0.1.0", "0.1.0-rc.10", "0.1.0-rc.8", "0.1.0-beta.2"], key=version_key)
+    ['0.1.0-beta.2', '0.1.0-rc.8', '0.1.0-rc.10', '0.1.0']
     """
-    return tuple(int(p) for p in re.findall(r"\d+", version.split("-", 1)[0]))
+    main, _, pre = version.partition("-")
+    numbers = tuple(int(p) for p in re.findall(r"\d+", main))
+    m = re.match(r"(alpha|beta|rc)\.(\d+)$", pre)
+    if m:  # (0, 1, 0, 0, 2, 8) < (0, 1, 0, 1): a pre-release before the release
+        return (*numbers, 0, _PRE_RANK[m.group(1)], int(m.group(2)))
+    return (*numbers, 1)
 
 
 def stable(versions: list[str]) -> list[str]:
@@ -49,12 +61,24 @@ def stable(versions: list[str]) -> list[str]:
     return sorted({v for v in versions if _STABLE.match(v)}, key=version_key)
 
 
+def with_prereleases(versions: list[str]) -> list[str]:
+    """The releases and ``-alpha.N``/``-beta.N``/``-rc.N`` pre-releases (for a
+    harness that publishes nothing else), platform builds left out, oldest first.
+
+    >>> with_prereleases(["0.1.0-rc.8", "0.1.0-rc.6", "0.1.5-rc.2", "0.2.0-linux-x64"])
+    ['0.1.0-rc.6', '0.1.0-rc.8', '0.1.5-rc.2']
+    """
+    return sorted({v for v in versions if _STABLE.match(v) or _PRE.match(v)}, key=version_key)
+
+
 def folder(d: Descriptor, version: str) -> Path:
     return cache_root() / f"{d.name}@{version}"
 
 
 def installed(d: Descriptor, version: str) -> bool:
     base = folder(d, version)
+    if d.post_install and not (base / ".post_install_done").is_file():
+        return False
     if d.registry == "npm":
         meta = base / "node_modules" / d.package / "package.json"
         try:
@@ -89,6 +113,12 @@ def _why(output: str) -> str:
     return "; ".join(lines[:3])[:300] or "no output"
 
 
+def _fill(arg: str, d: Descriptor, version: str) -> str:
+    """A ``post_install`` argument with its placeholders filled in."""
+    return (arg.replace("{prefix}", str(folder(d, version))).replace("{bindir}", str(binary(d, version).parent))
+            .replace("{data}", str(FOLDER)).replace("{version}", version))
+
+
 def install(d: Descriptor, version: str, *, timeout: float = 900) -> Path:
     """Install ``d`` at ``version`` (once) and return its executable."""
     base = folder(d, version)
@@ -98,13 +128,18 @@ def install(d: Descriptor, version: str, *, timeout: float = 900) -> Path:
         if not installed(d, version):
             if d.registry == "npm":
                 r = _run(["npm", "install", "--prefix", str(base), "--no-audit", "--no-fund", "--no-save",
-                          "--loglevel=error", f"{d.package}@{version}"], timeout)
+                          "--loglevel=error", *(a.replace("{version}", version) for a in d.npm_args),
+                          f"{d.package}@{version}"], timeout)
             else:
                 r = _run(["python3", "-m", "venv", str(base)], timeout)
                 if r.returncode == 0:
                     r = _run([str(base / "bin" / "pip"), "install", "--quiet", f"{d.package}=={version}"], timeout)
                 if r.returncode == 0:
                     (base / ".installed").write_text(version + "\n")
+            if r.returncode == 0 and d.post_install:
+                r = _run([_fill(a, d, version) for a in d.post_install], timeout)
+                if r.returncode == 0:
+                    (base / ".post_install_done").write_text(version + "\n")
             if r.returncode != 0:
                 why = _why(r.stderr or r.stdout).replace(str(base), f"{d.name}@{version}")  # no local paths
                 raise FidelityError(f"installing {d.package}@{version} failed: {why}")
@@ -124,7 +159,8 @@ def releases(d: Descriptor, *, timeout: float = 120) -> list[str]:
             found = json.loads(r.stdout)
         except ValueError:
             raise FidelityError(f"npm view {d.package}: not JSON") from None
-        return stable(found if isinstance(found, list) else [found])
+        found = found if isinstance(found, list) else [found]
+        return with_prereleases(found) if d.prereleases else stable(found)
     r = _run(["python3", "-m", "pip", "index", "versions", d.package], timeout)
     m = re.search(r"Available versions: (.*)", r.stdout)
     if r.returncode != 0 or not m:

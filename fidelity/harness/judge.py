@@ -20,7 +20,10 @@ __all__ = ["Finding", "PROVIDERS", "judge", "providers_for", "provider_id"]
 
 #: a Gemini body scored as sent to Google's Gemini API (implicit caching)
 _GEMINI = (Scenario("Gemini API (gemini-2.5-pro)", "gemini", "gemini-2.5-pro"),)
-_FAMILIES: dict[str, tuple[Scenario, ...]] = {**SCENARIOS, "gemini": _GEMINI}
+#: a Responses API body (Codex CLI) scored as sent to OpenAI's Responses API; gpt-5.1 is the
+#: nearest priced model to the gpt-5.1-codex the harness is configured with
+_RESPONSES = (Scenario("OpenAI Responses (gpt-5.1)", "openai-responses", "gpt-5.1"),)
+_FAMILIES: dict[str, tuple[Scenario, ...]] = {**SCENARIOS, "gemini": _GEMINI, "openai-responses": _RESPONSES}
 
 
 def provider_id(sc: Scenario) -> str:

@@ -18,13 +18,13 @@ whose caches read Claude Code's billing block differently
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..diff import compare
 from ..errors import InputError
+from ..jsonio import load_toml
 from . import _store
 
 __all__ = ["HarnessRow", "Scenario", "SCENARIOS", "harness_rows", "DEFAULT_FOLDER"]
@@ -91,12 +91,7 @@ def harness_rows(folder: str | Path = DEFAULT_FOLDER) -> Iterator[HarnessRow]:
         raise InputError("no such folder", path=root)
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         meta_path = sub / "harness.toml"
-        try:
-            meta = tomllib.loads(meta_path.read_text(encoding="utf-8"))
-        except OSError:
-            raise InputError("missing harness.toml", path=meta_path) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"not TOML: {exc}", path=meta_path) from None
+        meta = load_toml(meta_path)
         parent = _store.snapshot.read(sub / "parent.snapshot").body
         child = _store.snapshot.read(sub / "child.snapshot").body
         family = _FAMILY.get(str(meta.get("dialect")), "openai")

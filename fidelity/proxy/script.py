@@ -21,7 +21,8 @@ Conditions (all given must hold): ``dialect`` (``openai-chat``,
 (a declared tool's name), ``not_contains`` (the body lacks this text).
 Rules are tried in order; the first that matches and has uses left
 answers. A reply is ``text`` and/or ``tool_calls`` (``name``,
-``arguments`` object, optional ``id``), optional ``stream`` (``true``,
+``arguments`` object, optional ``id`` and, for the Responses API, optional
+``namespace``), optional ``stream`` (``true``,
 ``false``; default: what the request asked), ``event_delay_s`` (a pause
 between stream events) and ``status`` + ``error`` for a failing reply.
 """
@@ -29,7 +30,6 @@ between stream events) and ``status`` + ``error`` for a failing reply.
 from __future__ import annotations
 
 import threading
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,7 @@ import orjson
 
 from ..errors import InputError
 from ..jsonio import loads as json_loads
-from ..jsonio import read_bytes
+from ..jsonio import read_bytes, toml_loads
 
 __all__ = ["Script", "Rule", "Reply", "ToolCall", "load_script", "parse_script", "RequestView"]
 
@@ -52,6 +52,9 @@ class ToolCall:
     name: str
     arguments: Any
     id: str | None = None
+    #: the Responses API tool namespace the call belongs to (Codex's
+    #: ``multi_agent_v1``); other dialects have none and ignore it
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,10 @@ class RequestView:
                 continue
             if isinstance(tool.get("name"), str):  # Anthropic, Responses
                 names.add(tool["name"])
+            if tool.get("type") == "namespace":  # Responses: {"type": "namespace", "name": ns, "tools": [...]}
+                for inner in tool.get("tools") or ():
+                    if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                        names.add(inner["name"])
             fn = tool.get("function")
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # Chat Completions
                 names.add(fn["name"])
@@ -167,7 +174,11 @@ def _reply(obj: Any, where: str, path: str) -> Reply:
     for i, c in enumerate(obj.get("tool_calls") or ()):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise InputError("a tool call needs a name", path=path, pointer=f"{where}/tool_calls/{i}")
-        calls.append(ToolCall(c["name"], c.get("arguments", {}), c.get("id")))
+        namespace = c.get("namespace")
+        if namespace is not None and not isinstance(namespace, str):
+            raise InputError("a tool call's namespace must be a string", path=path,
+                             pointer=f"{where}/tool_calls/{i}/namespace")
+        calls.append(ToolCall(c["name"], c.get("arguments", {}), c.get("id"), namespace))
     text = obj.get("text")
     if text is not None and not isinstance(text, str):
         raise InputError("reply text must be a string", path=path, pointer=f"{where}/text")
@@ -222,8 +233,5 @@ def load_script(path: str | Path) -> Script:
     if str(path).endswith(".json"):
         obj = json_loads(data, path=path)
     else:
-        try:
-            obj = tomllib.loads(data.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"not a TOML script: {exc}", path=path) from None
+        obj = toml_loads(data, path=path)
     return parse_script(obj, path=str(path))

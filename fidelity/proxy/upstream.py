@@ -287,8 +287,14 @@ class _Responses:
             out.append({"id": f"msg_fidelity_{seq}", "type": "message", "status": "completed", "role": "assistant",
                         "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
         for i, c in enumerate(reply.tool_calls):
-            out.append({"id": f"fc_fidelity_{seq}_{i}", "type": "function_call", "status": "completed",
-                        "call_id": c.id or f"call_fidelity_{seq}_{i}", "name": c.name, "arguments": _args_json(c)})
+            item = {"id": f"fc_fidelity_{seq}_{i}", "type": "function_call", "status": "completed",
+                    "call_id": c.id or f"call_fidelity_{seq}_{i}", "name": c.name, "arguments": _args_json(c)}
+            if c.namespace is not None:
+                # a tool declared inside a Responses `{"type": "namespace"}` tool is called with its
+                # namespace beside the name: Codex CLI dispatches on both (observed with 0.169-0.171:
+                # without it the call is answered "unsupported call", with it the agent spawns)
+                item["namespace"] = c.namespace
+            out.append(item)
         return out
 
     @classmethod

@@ -1,21 +1,12 @@
-"""Number formatting shared by the text views (deterministic, locale-free)."""
+"""What the report views say about a row: where it diverged, its segment's name,
+the figures' provenance, the fix list and the session summary (numbers are
+written by :mod:`fidelity.formats`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tokens", "usd", "where", "segment_name", "provenance", "fixes", "session_summary"]
-
-
-def tokens(n: int | None) -> str:
-    return "–" if n is None else f"{n:,}"
-
-
-def usd(x: float | None, places: int = 4) -> str:
-    if x is None:
-        return "–"
-    sign = "-" if x < 0 else ""
-    return f"{sign}${abs(x):,.{places}f}"
+__all__ = ["where", "segment_name", "provenance", "fixes", "session_summary"]
 
 
 def where(row: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .. import formats
 from . import _fmt
 
 __all__ = ["console_table"]
@@ -34,7 +35,7 @@ def console_table(data: dict[str, Any]) -> Group:
                     continue
                 lost = r["tokens"]["lost"]
                 style = "green" if lost == 0 else ("bold red" if v["cache_preserving"] else "yellow")
-                cells.append(Text(_fmt.tokens(lost) + ("" if r["meets_expectation"] else " ⚠"), style=style))
+                cells.append(Text(formats.count(lost) + ("" if r["meets_expectation"] else " ⚠"), style=style))
             table.add_row(v["name"], "yes" if v["cache_preserving"] else "no", *cells)
         parts.append(table)
     s = data["summary"]

@@ -20,6 +20,7 @@ import re
 from html import escape
 from typing import Any
 
+from .. import formats
 from . import _fmt
 
 __all__ = ["COLORS", "CSS", "render_html"]
@@ -130,8 +131,8 @@ def _table(data: dict[str, Any], session: str) -> str:
             f"<tr class=\"{cls}\"><td class=\"t\">{escape(r['variant'])}</td><td class=\"t\">{escape(r['provider'] + est)}</td>"
             f"<td>{t['inherited']:,}</td><td>{t['reused']:,}</td><td>{t['lost']:,}</td>"
             f"<td class=\"t\">{escape(_fmt.where(r))}</td><td class=\"t\">{escape(r['divergence']['cause'])}</td>"
-            f"<td>{escape(_fmt.usd(c.get('usd_per_child'), 5))}</td><td>{escape(_fmt.usd(c.get('usd_per_1000'), 2))}</td>"
-            f"<td>{escape(_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2))}</td><td class=\"t\">{_fixes(r)}</td></tr>")
+            f"<td>{escape(formats.usd(c.get('usd_per_child'), 5))}</td><td>{escape(formats.usd(c.get('usd_per_1000'), 2))}</td>"
+            f"<td>{escape(formats.usd(c.get('savings_vs_spawn_per_1000'), 2))}</td><td class=\"t\">{_fixes(r)}</td></tr>")
     return f"<details><summary>All figures</summary><table>{head}{''.join(body)}</table></details>"
 
 
@@ -155,9 +156,9 @@ def _harness(data: dict[str, Any]) -> str:
         body.append(f"<tr><td class=\"t\">{escape(h['harness'])}</td><td class=\"t\">{escape(h['version'])}</td>"
                     f"<td class=\"t\">{escape(h['provider'] + est)}</td>"
                     f"<td class=\"t\">{escape(h['first_divergence'])}</td>"
-                    f"<td class=\"t\">{escape(h['cause'])}</td><td>{escape(_fmt.tokens(h['predicted_cached']))}</td>"
-                    f"<td>{escape(_fmt.tokens(h['lost_tokens']))}</td><td>{escape(_fmt.tokens(h['child_prompt']))}</td>"
-                    f"<td>{escape(_fmt.usd(None if usd is None else usd * 1000, 2))}</td></tr>")
+                    f"<td class=\"t\">{escape(h['cause'])}</td><td>{escape(formats.count(h['predicted_cached']))}</td>"
+                    f"<td>{escape(formats.count(h['lost_tokens']))}</td><td>{escape(formats.count(h['child_prompt']))}</td>"
+                    f"<td>{escape(formats.usd(None if usd is None else usd * 1000, 2))}</td></tr>")
     return ('<h2 id="harness">Real harnesses</h2><p>Fork children recorded from the harnesses themselves through '
             "<code>fidelity proxy</code> (<code>fixtures/harness/</code>), each compared with its parent as "
             "sent to every provider that speaks its wire format.</p>"

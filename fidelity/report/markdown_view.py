@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import formats
 from . import _fmt
 
 __all__ = ["render_markdown"]
-
-
-def _esc(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _headline(data: dict[str, Any], session: str) -> list[str]:
@@ -27,7 +24,7 @@ def _headline(data: dict[str, Any], session: str) -> list[str]:
                 continue
             lost = r["tokens"]["lost"]
             mark = "" if r["meets_expectation"] else " ⚠"
-            cells.append(f"{_fmt.tokens(lost)}{mark}")
+            cells.append(f"{formats.count(lost)}{mark}")
         out.append(f"| {v['name']} | {'yes' if v['cache_preserving'] else 'no'} | " + " | ".join(cells) + " |")
     return out
 
@@ -42,11 +39,11 @@ def _session_table(data: dict[str, Any], session: str) -> list[str]:
         t, c = r["tokens"], r["cost"] or {}
         est = " (est.)" if r["tokens_estimated"] else ""
         out.append(
-            f"| {r['variant']} | {r['provider']}{est} | {_fmt.tokens(t['inherited'])} | {_fmt.tokens(t['reused'])} | "
-            f"{_fmt.tokens(t['lost'])} | {_fmt.where(r)} | {r['divergence']['region'] or '–'} | "
-            f"{r['divergence']['cause']} | {_fmt.usd(c.get('usd_per_child'), 5)} | {_fmt.usd(c.get('usd_per_1000'), 2)} | "
-            f"{_fmt.usd(c.get('savings_vs_spawn_per_1000'), 2)} | "
-            f"{_esc('; '.join(f'{n}. {x}' for n, x in enumerate(_fmt.fixes(r), 1)) or '–')} |")
+            f"| {r['variant']} | {r['provider']}{est} | {formats.count(t['inherited'])} | {formats.count(t['reused'])} | "
+            f"{formats.count(t['lost'])} | {_fmt.where(r)} | {r['divergence']['region'] or '–'} | "
+            f"{r['divergence']['cause']} | {formats.usd(c.get('usd_per_child'), 5)} | {formats.usd(c.get('usd_per_1000'), 2)} | "
+            f"{formats.usd(c.get('savings_vs_spawn_per_1000'), 2)} | "
+            f"{formats.md_cell('; '.join(f'{n}. {x}' for n, x in enumerate(_fmt.fixes(r), 1)) or '–')} |")
     return out
 
 
@@ -62,10 +59,10 @@ def _harness(data: dict[str, Any]) -> list[str]:
     for h in data["harness"]:
         est = " (est.)" if h["estimated"] else ""
         usd = h["usd_lost_per_fork"]
-        out.append(f"| {_esc(h['harness'])} | {_esc(h['version'])} | {_esc(h['provider'])}{est} | "
-                   f"{_esc(h['first_divergence'])} | {_esc(h['cause'])} | {_fmt.tokens(h['predicted_cached'])} | "
-                   f"{_fmt.tokens(h['lost_tokens'])} | {_fmt.tokens(h['child_prompt'])} | "
-                   f"{_fmt.usd(None if usd is None else usd * 1000, 2)} |")
+        out.append(f"| {formats.md_cell(h['harness'])} | {formats.md_cell(h['version'])} | {formats.md_cell(h['provider'])}{est} | "
+                   f"{formats.md_cell(h['first_divergence'])} | {formats.md_cell(h['cause'])} | {formats.count(h['predicted_cached'])} | "
+                   f"{formats.count(h['lost_tokens'])} | {formats.count(h['child_prompt'])} | "
+                   f"{formats.usd(None if usd is None else usd * 1000, 2)} |")
     return out + [""]
 
 
@@ -99,7 +96,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     for sess in data["sessions"]:
         lines += [f"## {sess['name']}: {sess['title']}", "", sess["description"], "",
                   f"{sess['messages']} messages, {sess['tools']} tools, {sess['system_sections']} system sections. "
-                  f"Directive: “{_esc(sess['directive'])}”", "",
+                  f"Directive: “{formats.md_cell(sess['directive'])}”", "",
                   "Lost tokens per variant and provider (⚠: outcome differs from the variant's declared expectation):",
                   ""]
         lines += _headline(data, sess["name"])
@@ -114,11 +111,11 @@ def render_markdown(data: dict[str, Any]) -> str:
                   f"Builder `{v['builder']}`; deltas: {', '.join(f'`{d}`' for d in v['deltas']) or 'none'}; "
                   f"cache-preserving: {'yes' if v['cache_preserving'] else 'no'}; expected: {v['expect_meaning']}"
                   + (f" (cause `{v['cause']}`)" if v["cause"] else "") + ".", "",
-                  _esc(v["summary"]), "",
-                  f"**Token effect.** {_esc(v['token_effect'])}", "",
-                  f"**KV cache effect.** {_esc(v['kv_cache_effect'])}", ""]
+                  formats.md_cell(v["summary"]), "",
+                  f"**Token effect.** {formats.md_cell(v['token_effect'])}", "",
+                  f"**KV cache effect.** {formats.md_cell(v['kv_cache_effect'])}", ""]
     if data["skipped"]:
         lines += ["## Skipped", ""]
-        lines += [f"- {k['session']} / {k['variant']} / {k['provider']}: {_esc(k['reason'])}" for k in data["skipped"]]
+        lines += [f"- {k['session']} / {k['variant']} / {k['provider']}: {formats.md_cell(k['reason'])}" for k in data["skipped"]]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

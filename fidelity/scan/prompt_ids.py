@@ -18,7 +18,7 @@ other element is looked up in the worker's memo by its bytes and context
 per-segment functions are ``cache_prompt``'s own and the request is
 assembled by the same functions (``generic_assemble``, ``anthropic_assemble``),
 so the result is equal, ids, breakpoints, lifetimes and block ends included
-(``tests/test_scan_fast_ids.py`` checks it on generated bodies, recorded
+(``tests/scan/test_scan_fast_ids.py`` checks it on generated bodies, recorded
 traffic and the ``--json`` output).
 
 ``cache_prompt`` itself builds a request when the fast path cannot be exact:

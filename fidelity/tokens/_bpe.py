@@ -76,7 +76,7 @@ QWEN3_6_PAT_STR = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}
 
 #: the patterns in which no piece holds an ASCII letter followed by a space
 #: and none looks behind (:mod:`fidelity.tokens._edits`; checked by
-#: tests/test_token_edits.py): texts are encoded around an edit with them
+#: tests/tokens/test_token_edits.py): texts are encoded around an edit with them
 EDIT_SAFE_PATTERNS = frozenset({O200K_PAT_STR, CL100K_PAT_STR, QWEN_PAT_STR, QWEN3_6_PAT_STR})
 
 # Qwen2.5 / Qwen3 added tokens, ids 151643..151668. Source: the

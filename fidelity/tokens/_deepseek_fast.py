@@ -37,7 +37,7 @@ What has to hold for the two to give the same ids, and where each is checked:
      ``[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+``).
 
    This reasoning needs the two regex engines to put every code point in the
-   same Unicode classes: tests/test_deepseek_fast.py checks L, M, N, P, S and
+   same Unicode classes: tests/tokens/test_deepseek_fast.py checks L, M, N, P, S and
    ``\\s`` against the installed Oniguruma (through ``tokenizers``) and
    ``fancy_regex`` (through tiktoken) on planes 0-3 and 14 whole and a sample
    of the rest (all 1,112,064 scalar values agreed when this was written:

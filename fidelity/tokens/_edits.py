@@ -20,7 +20,7 @@ whatever precedes. BPE merges inside a piece only, so
 Special tokens are cut out of the text first; none of a safe tokenizer's may
 hold a letter followed by a space (checked on its list), so none spans a
 boundary. NFC normalisation does not cross a space either (a starter that
-composes with nothing). ``tests/test_token_edits.py`` checks the split
+composes with nothing). ``tests/tokens/test_token_edits.py`` checks the split
 identity and the edited encodings against whole encodings, with hypothesis,
 on every tokenizer that uses it.
 

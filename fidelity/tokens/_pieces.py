@@ -32,6 +32,9 @@ class Media:
     mime: str | None = None
     url: str | None = None
     detail: str | None = None
+    #: the wire part that carried it where a rule depends on it (OpenAI PDFs:
+    #: Chat ``file`` or Responses ``input_file``)
+    part: str | None = None
 
 
 Piece = str | Special | Media

@@ -106,7 +106,7 @@ def media_ids(media: Media, n: int) -> array[int]:
 _ATTACHMENT_SIZE = re.compile(r"^attachment:[^?]*\?(?:.*&)?width=(\d+)&height=(\d+)")
 
 
-def _measure(media: Media, provider: str, model: str) -> MediaPart:
+def _measure(media: Media, provider: str, model: str, tok: Tokenizer | None = None) -> MediaPart:
     if media.kind == "reasoning":
         from .framing_openai import reasoning_tokens
 
@@ -124,7 +124,8 @@ def _measure(media: Media, provider: str, model: str) -> MediaPart:
         else:
             info = probe(media.data, media.mime)
     kind = info.kind if info is not None and info.kind in ("image", "pdf", "audio", "video") else media.kind
-    got = count_media(provider, model, kind, info, detail=media.detail)
+    counter = None if tok is None else (lambda text: len(tok.ids(text)))
+    got = count_media(provider, model, kind, info, detail=media.detail, text_tokens=counter, part=media.part)
     return MediaPart(kind, got.tokens, got.estimated, got.rule, "body" if media.data is not None else "url")
 
 
@@ -242,7 +243,7 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
         elif isinstance(p, Special):
             out.append(p.id)
         else:
-            part = _measure(p, provider, model)
+            part = _measure(p, provider, model, tok)
             parts.append(part)
             out.extend(media_ids(p, part.tokens))
     return out

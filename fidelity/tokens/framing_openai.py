@@ -38,7 +38,19 @@ OpenAI bills the prompt the model reads, not the JSON body. What it reads:
   ``T[]``, nested objects are rendered inline.
 * **Structured output schemas** (``response_format`` / ``text.format`` of
   type ``json_schema``) are rendered as a ``# Response Formats`` section
-  holding the schema's JSON (Harmony format, "Structured output").
+  holding the schema's JSON (Harmony format, "Structured output"); a
+  ``strict`` schema without the ``required`` and ``additionalProperties``
+  that strict mode implies (:func:`strict_schema`).
+* **Chat Completions' tools block**: a Harmony model's function tools on
+  OpenAI's own Chat Completions cost a fixed block more than the same tools
+  on the Responses API (:data:`CHAT_TOOLS_BLOCK`, fitted: its text is not
+  published).
+* **gpt-oss**, served by others through its chat template, reads the
+  Harmony system message the template writes (:data:`GPT_OSS_SYSTEM`).
+* **Claude and Gemini models in an OpenAI-shaped body** (OpenRouter, the
+  Hugging Face router, Gemini's OpenAI-compatible endpoint) are billed as
+  their own provider renders the conversation: each segment is counted by
+  that provider's estimate (:func:`estimate_family`).
 * **Tool calls and results**: an assistant call is a message to
   ``functions.{name}`` whose content is the arguments; a result is a message
   from the tool (Harmony format, "Receiving tool calls", "Handling tool
@@ -68,6 +80,7 @@ the tools block) were set against recorded usage (``docs/tokens-billed.md``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence  # not typing.Mapping: its isinstance check is several times slower
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -76,7 +89,8 @@ from ..wire import Segment
 from ._pieces import Media, Piece, Special
 from .media import decode_data_url
 
-__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type", "START", "END", "MESSAGE"]
+__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type",
+           "strict_schema", "chat_tools_block", "estimate_family", "START", "END", "MESSAGE"]
 
 #: o200k_base special tokens of the chat format (Harmony format article)
 START, END, MESSAGE = Special(200006), Special(200007), Special(200008)
@@ -97,6 +111,29 @@ def harmony(model: str) -> bool:
     return key.startswith(("gpt-5", "o1", "o3", "o4", "gpt-oss", "codex"))
 
 
+def open_weight_harmony(model: str) -> bool:
+    """gpt-oss: served by others (Groq, OpenRouter, vLLM) through its chat
+    template, which writes the Harmony system message itself."""
+    return model.strip().lower().rsplit("/", 1)[-1].startswith("gpt-oss")
+
+
+#: the system message gpt-oss's chat template writes (Harmony format article,
+#: "System message format"; the date's digits tokenize alike for any date)
+GPT_OSS_SYSTEM = ("You are ChatGPT, a large language model trained by OpenAI.\n"
+                  "Knowledge cutoff: 2024-06\nCurrent date: 2025-06-28\n\nReasoning: {effort}\n\n"
+                  "# Valid channels: analysis, commentary, final. Channel must be included for every message.")
+
+
+def gpt_oss_system(params: Mapping[str, Any]) -> list[Piece]:
+    """The system message of a gpt-oss prompt, with the request's reasoning effort."""
+    effort = params.get("reasoning_effort")
+    reasoning = params.get("reasoning")
+    if not isinstance(effort, str) and isinstance(reasoning, Mapping):
+        effort = reasoning.get("effort")
+    effort = effort if effort in ("low", "medium", "high") else "medium"
+    return [START, "system", MESSAGE, GPT_OSS_SYSTEM.format(effort=effort), END]
+
+
 def call_pieces(name: str, arguments: str, model: str) -> list[Piece]:
     if harmony(model):
         return [START, "assistant", CHANNEL, "commentary to=functions." + name, MESSAGE, arguments, CALL]
@@ -109,6 +146,39 @@ def output_pieces(name: str | None, output: list[Piece], model: str) -> list[Pie
     return [START, "tool", MESSAGE, *output, END]
 #: reply priming: ``<|start|>assistant<|message|>``
 PRIMING: tuple[Piece, ...] = (START, "assistant", MESSAGE)
+
+
+@lru_cache(maxsize=1024)
+def estimate_family(model: str) -> str | None:
+    """``"anthropic"`` or ``"gemini"`` for a Claude or Gemini model named in an
+    OpenAI-shaped body (OpenRouter's ``anthropic/claude-sonnet-4.5``, the
+    Hugging Face router, Gemini's OpenAI-compatible endpoint), else ``None``.
+    Such a body is billed as the model's own provider renders it, not as
+    OpenAI's chat format: its segments are counted by that provider's
+    calibrated estimate (:mod:`.framing_estimate`), the model being resolved
+    by the one rule, :func:`fidelity.tokens.for_model`."""
+    from . import for_model
+
+    name = for_model(model, nearest=True).name
+    return {"claude-estimate": "anthropic", "gemini-estimate": "gemini"}.get(name)
+
+
+#: fitted: tokens Chat Completions adds for a Harmony model (gpt-5.x,
+#: o-series) when the request declares function tools; the same requests on
+#: the Responses API do not carry them (docs/tokens-billed.md, "Chat tools block")
+CHAT_TOOLS_BLOCK = 81
+#: stand-in ids of those tokens (below every special token, above media stand-ins)
+_BLOCK_BASE = -(1 << 18)
+
+
+def chat_tools_block(model: str, chat: bool) -> list[Piece]:
+    """:data:`CHAT_TOOLS_BLOCK` stand-in specials for a Harmony model's tools
+    on OpenAI's own Chat Completions (``chat``); none otherwise. A model named
+    with its organisation (``openai/gpt-5-mini``) is a gateway's (OpenRouter's)
+    name: the gateway's call to OpenAI did not carry the block."""
+    if not chat or not harmony(model) or "/" in model:
+        return []
+    return [Special(_BLOCK_BASE - i) for i in range(CHAT_TOOLS_BLOCK)]
 
 
 def _loads(data: bytes) -> Any:
@@ -219,8 +289,9 @@ def _media_of_part(part: Mapping[str, Any]) -> Media | None:
         f = f if isinstance(f, Mapping) else part
         data = f.get("file_data")
         if isinstance(data, str):
-            return _media_from_url("pdf", data if data.startswith("data:") else "data:application/pdf;base64," + data)
-        return Media("pdf", url=str(f.get("file_url") or f.get("file_id") or ""))
+            got = _media_from_url("pdf", data if data.startswith("data:") else "data:application/pdf;base64," + data)
+            return Media(got.kind, got.data, got.mime, got.url, got.detail, part=str(t))
+        return Media("pdf", url=str(f.get("file_url") or f.get("file_id") or ""), part=str(t))
     if t == "input_audio":
         a = part.get("input_audio") if isinstance(part.get("input_audio"), Mapping) else {}
         fmt = a.get("format") if isinstance(a, Mapping) else None
@@ -336,11 +407,44 @@ def schema_pieces(fmt: Any) -> list[Piece]:
     inner = fmt.get("json_schema")
     inner = inner if isinstance(inner, Mapping) else fmt
     schema = inner.get("schema")
+    if inner.get("strict") is True:
+        schema = strict_schema(schema)
     name = inner.get("name", "response")
     text = f"# Response Formats\n\n## {name}\n\n"
     if isinstance(inner.get("description"), str):
         text += f"// {inner['description']}\n"
     return [text + orjson.dumps(schema).decode()]
+
+
+#: schema keywords a strict schema implies (every property required, no
+#: other properties: https://platform.openai.com/docs/guides/structured-outputs,
+#: "Supported schemas"), so they are not part of what the model reads
+_IMPLIED = frozenset({"required", "additionalProperties"})
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def strict_schema(schema: Any) -> Any:
+    """A strict ``json_schema`` as the model reads it: ``required`` and
+    ``additionalProperties`` left out at every schema node (they are implied),
+    everything else in its order. Only schema keywords are touched: a
+    property *named* ``required`` stays (measured on the fit side: strict
+    schemas are billed about that much smaller, docs/tokens-billed.md)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _IMPLIED:
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: strict_schema(v) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [strict_schema(v) for v in value]
+        elif key in ("items", "not", "if", "then", "else") and isinstance(value, Mapping):
+            out[key] = strict_schema(value)
+        else:
+            out[key] = value
+    return out
 
 
 # ------------------------------------------------------------------ segments
@@ -366,22 +470,30 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
     and tail go with the first and last function tool; ``names`` (call id
     -> function name over the whole view) is read only by a tool result,
     through ``names.get(str(call_id))`` / ``names.get(str(tool_call_id))``."""
+    family = estimate_family(model)
+    if family is not None:
+        return _estimated_pieces(family, seg, value, model, first_function)
     pieces: list[Piece] = []
     if seg.kind == "params":
         params = _loads(b"{" + seg.data + b"}") if seg.data else {}
+        if open_weight_harmony(model):
+            pieces += gpt_oss_system(params if isinstance(params, Mapping) else {})
         if isinstance(params, Mapping):
             pieces += schema_pieces(params.get("response_format"))
             text = params.get("text")
             if isinstance(text, Mapping):
                 pieces += schema_pieces(text.get("format"))
     elif seg.kind == "tools":
-        fn = function_of(_loads(seg.data))
+        tool = _loads(seg.data)
+        fn = function_of(tool)
         if fn is not None:
             if first_function:
                 pieces.append(TOOLS_HEAD)
             pieces.append(render_function(fn))
             if last_function:
                 pieces.append(TOOLS_TAIL)
+                # a Chat Completions tool nests its function (Responses tools are flat)
+                pieces += chat_tools_block(model, isinstance(tool, Mapping) and isinstance(tool.get("function"), Mapping))
     else:
         if seg.pointer in ("/instructions",):
             pieces += [START, "developer", MESSAGE, *content_pieces(value), END]
@@ -390,3 +502,37 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
         else:
             pieces += message_pieces(value, model, names)
     return pieces
+
+
+def _media_of_value(value: Any) -> Media | None:
+    return _media_of_part(value) if isinstance(value, Mapping) else None
+
+
+def _estimated_pieces(provider: str, seg: Segment, value: Any, model: str, first_tool: bool) -> list[Piece]:
+    """One segment of an OpenAI-shaped body for a Claude or Gemini model, as
+    that provider's estimate counts it: a function tool as the provider's own
+    tool object (name, description, input schema), a response schema as its
+    JSON, messages by the text the model reads."""
+    from . import framing_estimate
+
+    if seg.kind == "tools":
+        fn = function_of(_loads(seg.data))
+        if fn is None:
+            return []
+        tool = {k: v for k, v in (("name", fn.get("name")), ("description", fn.get("description")),
+                                  ("input_schema", fn.get("parameters"))) if v is not None}
+        return framing_estimate.one_segment_pieces(provider, seg, model, _media_of_value, {}, first_tool, value=tool)
+    if seg.kind == "params":
+        pieces = framing_estimate.one_segment_pieces(provider, seg, model, _media_of_value, {}, False)
+        params = _loads(b"{" + seg.data + b"}") if seg.data else {}
+        if isinstance(params, Mapping):
+            for fmt in (params.get("response_format"), (params.get("text") or {}).get("format")
+                        if isinstance(params.get("text"), Mapping) else None):
+                inner = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
+                inner = inner if isinstance(inner, Mapping) else fmt
+                if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema" and isinstance(inner, Mapping):
+                    pieces.append(orjson.dumps(inner.get("schema")).decode())
+        return pieces
+    if value is None:
+        value = _loads(seg.data)
+    return framing_estimate.one_segment_pieces(provider, seg, model, _media_of_value, {}, False, value=value)

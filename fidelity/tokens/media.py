@@ -25,11 +25,17 @@ OpenAI (https://platform.openai.com/docs/guides/images-vision#calculating-costs)
   is scaled down to fit 1536 (and then so that its width is a whole number
   of patches); tokens = patches x multiplier (gpt-4.1-mini and gpt-5-mini
   1.62, gpt-4.1-nano and gpt-5-nano 2.46, o4-mini 1.72). Worked examples:
-  1024 x 1024 = 1024 patches; 1800 x 2400 = 1452 patches.
+  1024 x 1024 = 1024 patches; 1800 x 2400 = 1452 patches. gpt-5-mini is
+  counted at 1.2 a patch, not the page's 1.62: what its recorded usage
+  bills (docs/tokens-billed.md, "OpenAI: rules measured on the fit side").
 * PDFs (``input_file`` / ``file`` parts): "both the extracted text and an
   image of each page" go into the context
-  (https://platform.openai.com/docs/guides/pdf-files); counted here as each
-  page's text plus one page image at ``detail: high``.
+  (https://platform.openai.com/docs/guides/pdf-files). What is billed was
+  measured, not documented: the extracted text (counted with the model's
+  tokenizer) plus a fixed amount per page that depends on the API, not on
+  the model's image rule: 216 tokens on Chat Completions (``file``), 25 on
+  the Responses API (``input_file``); fitted (docs/tokens-billed.md), so
+  estimated.
 * Audio (``input_audio``): not documented per second; estimated at 10
   tokens a second (the gpt-4o audio models' observed rate), marked estimated.
 
@@ -93,6 +99,8 @@ class MediaInfo:
     page_sizes: tuple[tuple[float, float], ...] = ()
     page_text_chars: tuple[int, ...] = ()
     seconds: float | None = None
+    #: a PDF's extracted text, pages joined by a newline
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -191,15 +199,16 @@ def _pdf_info(data: bytes) -> MediaInfo:
         logging.getLogger("pypdf").setLevel(logging.ERROR)  # repaired xref tables are not the user's problem
         reader = PdfReader(io.BytesIO(data))
         sizes = []
-        chars = []
+        texts = []
         for page in reader.pages:
             box = page.mediabox
             sizes.append((float(box.width), float(box.height)))
             try:
-                chars.append(len(page.extract_text() or ""))
+                texts.append(page.extract_text() or "")
             except Exception:  # a page whose text pypdf cannot extract
-                chars.append(0)
-        return MediaInfo("pdf", pages=len(sizes), page_sizes=tuple(sizes), page_text_chars=tuple(chars))
+                texts.append("")
+        return MediaInfo("pdf", pages=len(sizes), page_sizes=tuple(sizes),
+                         page_text_chars=tuple(len(t) for t in texts), text="\n".join(texts))
     except Exception:  # not a PDF pypdf can read
         return MediaInfo("pdf")
 
@@ -233,7 +242,7 @@ _OPENAI_TILES: tuple[tuple[str, int, int], ...] = (
 _OPENAI_PATCHES: tuple[tuple[str, float], ...] = (
     ("gpt-4.1-mini", 1.62),
     ("gpt-4.1-nano", 2.46),
-    ("gpt-5-mini", 1.62),
+    ("gpt-5-mini", 1.2),  # the page says 1.62; recorded usage bills 1.2 (module docstring)
     ("gpt-5-nano", 2.46),
     ("o4-mini", 1.72),
 )
@@ -335,11 +344,18 @@ _TYPICAL = MediaInfo("typical", width=1024, height=1024, pages=1, page_sizes=((6
                      page_text_chars=(2000,), seconds=30.0)
 
 
+#: fitted per-page tokens of an OpenAI PDF besides its text, by the part that carries it
+OPENAI_PDF_PAGE = {"file": 216, "input_file": 25}
+
+
 def count_media(provider: str, model: str, kind: str, info: MediaInfo | None, *,
-                detail: str | None = None, text_tokens: Callable[[str], int] | None = None) -> MediaCount:
+                detail: str | None = None, text_tokens: Callable[[str], int] | None = None,
+                part: str | None = None) -> MediaCount:
     """Tokens of one media part for ``provider`` (``openai``, ``anthropic``,
     ``gemini``; other providers: the OpenAI tile rule, estimated). ``info``
-    ``None`` (bytes not in the body) counts a typical part, estimated."""
+    ``None`` (bytes not in the body) counts a typical part, estimated.
+    ``text_tokens`` counts a PDF's extracted text for the OpenAI rule (else
+    4 characters a token); ``part`` is the wire part that carried it."""
     estimated = info is None or (kind == "image" and info.width is None) or \
         (kind == "pdf" and info.pages is None) or (kind in ("audio", "video") and info.seconds is None)
     got = _TYPICAL if estimated else info
@@ -364,6 +380,10 @@ def count_media(provider: str, model: str, kind: str, info: MediaInfo | None, *,
         if fam == "anthropic":
             img = sum(anthropic_image_tokens(*_page_px(pw, ph)) for pw, ph in sizes)
             return MediaCount(img + text_est, True, "anthropic page image + text")
+        if part in OPENAI_PDF_PAGE:
+            per = OPENAI_PDF_PAGE[part]
+            text = text_tokens(got.text) if text_tokens is not None and got.text else text_est
+            return MediaCount(text + per * pages, True, f"openai pdf text + {per}/page ({part})")
         img = sum(openai_image_tokens(model, *_page_px(pw, ph), "high") for pw, ph in sizes)
         return MediaCount(img + text_est, True, "openai page image + text")
     if kind in ("audio", "video"):

@@ -24,13 +24,17 @@ OpenAI-family dialect.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import orjson
 
 from .. import providers
 from ..errors import InputError, UnknownName
 
-__all__ = ["Detection", "detect_request", "anthropic_marks", "OPENAI_FAMILY"]
+__all__ = ["Detection", "detect_request", "describe_bytes", "anthropic_marks", "OPENAI_FAMILY"]
 
 #: dialects with the Chat Completions / Responses body shape
 OPENAI_FAMILY = frozenset(("openai-chat", "openai-responses", "deepseek", "dashscope", "vllm", "sglang"))
@@ -205,3 +209,35 @@ def parse_body(dialect: Any, body: bytes, model: str | None = None) -> Any:
 
 
 __all__ += ["parse_body"]
+
+
+def describe_bytes(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None, str | None]:
+    """``(provider, family, model, conflict)`` of a request, from its URL and
+    body: ``provider`` is the wire dialect name (``openai-chat``), ``family``
+    the cache/price family (``openai``), ``conflict`` what the evidence
+    disagreed on (``None`` when it agreed).
+
+    The evidence is weighed by :func:`fidelity.wire.evidence.detect_request`:
+    the URL first (a DeepSeek body looks like an OpenAI one), then the body;
+    Anthropic-only marks are never read as an OpenAI-family dialect. The
+    model comes from the body, else the URL (Gemini ``models/<model>:``,
+    Azure deployments, Bedrock and Vertex AI model ids).
+    """
+    obj: Any = None
+    if body.lstrip()[:1] == b"{":
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            obj = None
+    model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
+    if model is None and url:
+        m = re.search(r"/models/([^/:]+)", unquote(urlsplit(url).path))
+        model = m.group(1) if m else None
+    try:
+        found = detect_request(obj, url=url)
+    except InputError:  # nothing identifies it
+        endpoint = providers.from_url(url) if url else None
+        if endpoint is None:
+            return None, None, model, None
+        return endpoint.dialect, endpoint.provider, model or endpoint.model, None
+    return found.dialect, found.family, found.model or model, found.conflict

@@ -8,7 +8,7 @@ first profile (the current SDK). The provider descriptors list their
 profiles in ``client_profiles`` (:mod:`fidelity.providers`).
 
 ==================  =============================================================
-profile             what it is (verified against, by tests/test_sdk_matrix.py and
+profile             what it is (verified against, by tests/wire/test_sdk_matrix.py and
                     tests/test_wire_*.py through the SDK itself)
 ==================  =============================================================
 openai-python>=3    openai 3.x ``chat.completions.create`` / ``responses.create``:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fidelity import cli
 from fidelity.errors import FidelityError, InputError, UnknownName
 from fidelity.harness import descriptor, first_change, install, load, load_all, names
-from fidelity.harness.capture import capture_kind, capture_release, read_captures
+from fidelity.harness.capture import capture_kind, capture_release, read_captures, read_pair
 from fidelity.harness.drive import DUMMY_KEY
 from fidelity.harness.matrix import build_from
 
@@ -41,7 +41,11 @@ def test_bundled_descriptors_load_and_name_their_kinds() -> None:
         for k in d.kinds:  # every kind's script has a parent and a child rule
             assert {r["name"] for r in k.script["rule"]} >= {"parent", "child"}
         assert all("{key}" not in text for _, text in d.files), f"{d.name} would write the key to disk"
-    assert found["codex-cli"].unsupported and "namespace" in found["codex-cli"].unsupported
+    codex = found["codex-cli"]  # its subagent tools are namespaced: the parent rule's call says so
+    assert not codex.unsupported and [k.name for k in codex.kinds] == ["fork", "spawn"]
+    for k in codex.kinds:
+        call = next(r for r in k.script["rule"] if r["name"] == "parent")["reply"]["tool_calls"][0]
+        assert (call["name"], call["namespace"]) == ("spawn_agent", "multi_agent_v1")
     assert found["claude-code"].kind("fork").env == (("CLAUDE_CODE_FORK_SUBAGENT", "1"),)
 
 
@@ -122,6 +126,20 @@ def test_capture_of_a_stand_in_harness_end_to_end(tmp_path: Path) -> None:
         assert r["first_broken_in"] == "1.0.0" and r["first_broken_exact"] is False
 
 
+def test_a_pair_is_captured_when_the_proxy_scrubs_a_header_value_out_of_the_body(tmp_path: Path) -> None:
+    """Codex sends its session id as a ``session_id`` header and as the body's
+    ``prompt_cache_key``: the proxy scrubs the learned value from the snapshot, so the
+    snapshot's body is not the received body, and the pair is still found."""
+    pytest.importorskip("aiohttp")
+    session = "0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+    d = _fake(tmp_path, FAKE_SESSION=session)
+    cap = capture_kind(d, "1.0.0", d.kinds[0], Path(sys.executable), tmp_path / "caps")
+    assert cap.status == "captured", cap.reason
+    for body in read_pair(cap):
+        assert orjson.loads(body)["prompt_cache_key"] == "[REDACTED]"
+        assert session.encode() not in body
+
+
 def test_first_broken_in_follows_the_release_series(tmp_path: Path) -> None:
     pytest.importorskip("aiohttp")
     d = _fake(tmp_path)
@@ -169,3 +187,58 @@ def test_a_run_without_the_child_fails_with_the_harness_output_in_plain_text() -
     with pytest.raises(HarnessFailed) as exc:
         run.body_of("child")
     assert str(exc.value) == "the upstream never answered rule 'child' (exit 1): Error: Cannot connect to API"
+
+
+def test_pre_releases_extra_npm_arguments_and_a_post_install_step(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeepSeek Harness's needs as data: its npm pre-releases are its releases, npm gets
+    extra arguments with ``{version}`` filled in, a ``post_install`` command runs in the
+    install folder, and a release whose post-install failed is not taken as installed."""
+    monkeypatch.setenv("FIDELITY_HARNESS_CACHE", str(tmp_path / "cache"))
+    d = descriptor.parse("fake", {**FAKE_DOC, "prereleases": True, "npm_args": ["--legacy-peer-deps", "peer@{version}"],
+                                  "post_install": ["{bindir}/node", "{data}/build.mjs", "{prefix}", "{version}"]})
+    calls: list[list[str]] = []
+    fail_post = [True]
+
+    def fake_run(argv: list[str], timeout: float):  # noqa: ANN202 - a stand-in for subprocess.run's result
+        calls.append(argv)
+        if argv[0] == "npm" and argv[1] == "view":
+            return type("R", (), {"returncode": 0, "stdout": '["0.1.0-rc.6","0.1.0-rc.8","0.1.0","0.2.0-linux-x64"]',
+                                  "stderr": ""})()
+        if argv[0] == "npm":
+            base = Path(argv[argv.index("--prefix") + 1])
+            (base / "node_modules" / "fake-harness").mkdir(parents=True, exist_ok=True)
+            (base / "node_modules" / "fake-harness" / "package.json").write_text('{"version": "0.1.0-rc.8"}')
+            (base / "node_modules" / ".bin").mkdir(exist_ok=True)
+            (base / "node_modules" / ".bin" / "fake").write_text("")
+            return type("R", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+        return type("R", (), {"returncode": 1 if fail_post[0] else 0, "stdout": "", "stderr": "build failed"})()
+
+    monkeypatch.setattr(install, "_run", fake_run)
+    assert install.releases(d) == ["0.1.0-rc.6", "0.1.0-rc.8", "0.1.0"]
+    with pytest.raises(FidelityError, match="build failed"):
+        install.install(d, "0.1.0-rc.8")
+    assert calls[1][-3:] == ["--legacy-peer-deps", "peer@0.1.0-rc.8", "fake-harness@0.1.0-rc.8"]
+    base = tmp_path / "cache" / "fake@0.1.0-rc.8"
+    assert calls[2] == [str(base / "node_modules" / ".bin" / "node"), str(descriptor.FOLDER / "build.mjs"),
+                        str(base), "0.1.0-rc.8"]
+    assert not install.installed(d, "0.1.0-rc.8")  # the post-install step did not finish
+    fail_post[0] = False
+    calls.clear()
+    assert install.install(d, "0.1.0-rc.8") == base / "node_modules" / ".bin" / "fake"  # tried again, now whole
+    assert [c[0] for c in calls] == ["npm", str(base / "node_modules" / ".bin" / "node")]
+    assert install.installed(d, "0.1.0-rc.8")
+    assert d.argv_for("/x/bin/fake", d.kinds[0])[0] == "/x/bin/fake"
+    bindir = descriptor.parse("fake", {**FAKE_DOC, "argv": ["{bindir}/node", "{bin}", "{prompt}"]})
+    assert bindir.argv_for("/x/bin/fake", bindir.kinds[0])[:2] == ["/x/bin/node", "/x/bin/fake"]
+
+
+def test_prune_reads_a_version_with_a_dash(tmp_path: Path) -> None:
+    """``NAME-VERSION`` folders where the version holds ``-`` (``0.1.0-rc.8``) and where
+    another harness's name starts with this one's: only this harness's old releases go."""
+    from fidelity.harness.capture import prune
+
+    for name in ("fake-0.1.0-rc.6", "fake-0.1.0-rc.8", "fake-code-1.0.0", "fake-1.0.0"):
+        (tmp_path / name).mkdir()
+    prune(descriptor.parse("fake", FAKE_DOC), ["0.1.0-rc.8", "1.0.0"], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake-0.1.0-rc.8", "fake-1.0.0", "fake-code-1.0.0"]

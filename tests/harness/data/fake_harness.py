@@ -20,10 +20,17 @@ tools = [{"type": "function", "function": {"name": n, "description": f"the {n} t
          for n in ("agent", "read", "write")]
 
 
+session = os.environ.get("FAKE_SESSION")  # like Codex: a session id in a header and in the body
+
+
 def send(messages, tools):
-    body = json.dumps({"model": "qwen3-coder-plus", "messages": messages, "tools": tools}).encode()
-    req = urllib.request.Request(base + "/v1/chat/completions", data=body,
-                                 headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    obj = {"model": "qwen3-coder-plus", "messages": messages, "tools": tools}
+    headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+    if session:
+        obj["prompt_cache_key"] = session
+        headers["session_id"] = session
+    body = json.dumps(obj).encode()
+    req = urllib.request.Request(base + "/v1/chat/completions", data=body, headers=headers)
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.load(resp)
 

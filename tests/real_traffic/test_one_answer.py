@@ -1,0 +1,120 @@
+"""One request, one answer: ``replay``, ``scan --json`` and ``tokens-check``
+read every recording of ``../shared/real`` and ``fixtures/harness`` (each
+through its library function, in process) and must agree, request by
+request, on the prompt, read and written tokens and on what is set apart;
+and on every captured parent/child pair (``fixtures/harness``,
+``fixtures/harness-matrix``), ``diff``, the proxy's verdict and ``replay``
+name one read and one write for the child."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fidelity.replay import Row, replay_recording
+from fidelity.scan import scan
+from fidelity.tokens.check import check
+from fidelity.traffic.sources import READ_KINDS, Source, list_sources, read
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT.parent / "shared" / "real"
+
+
+def _recordings() -> list[Any]:
+    found: list[Source] = []
+    for root in (ROOT / "fixtures" / "harness", REAL):
+        if root.is_dir():
+            found += [s for s in list_sources(root) if s.kind in READ_KINDS and read(s)]
+    out = []
+    for s in found:
+        name = str(s.path.relative_to(ROOT.parent if s.path.is_relative_to(REAL) else ROOT))
+        out.append(pytest.param(s, id=name))
+    return out
+
+
+RECORDINGS = _recordings()
+
+
+def _decision(row: Row) -> str | None:
+    """Why a replay row is in no figure: skipped (not simulated) or set apart."""
+    return row.note if row.predicted is None else row.apart
+
+
+@pytest.mark.skipif(not RECORDINGS, reason="no recordings")
+@pytest.mark.parametrize("source", RECORDINGS)
+def test_replay_scan_and_tokens_check_agree(source: Source) -> None:
+    exchanges = read(source)
+    rows = replay_recording(exchanges)
+    reported = [ex.usage is not None and isinstance(ex.usage.get("prompt"), int) for ex in exchanges]
+
+    # 1. what is set apart, and why: tokens-check leaves out exactly the requests replay leaves out
+    tc = check([source.path if source.kind != "snapshots" else source.path])
+    replay_apart = Counter(_decision(r) for r, rep in zip(rows, reported) if rep and _decision(r) is not None)
+    tc_apart = Counter({reason: n for by in tc.apart.values() for reason, n in by.items()})
+    assert tc_apart == replay_apart
+
+    # 2. per request, the prompt tokens-check predicts is replay's predicted prompt
+    by_where = {(r.path, r.where): r.predicted for r in tc.rows}
+    for ex, row in zip(exchanges, rows):
+        got = by_where.get((ex.source, ex.where))
+        if got is not None:
+            assert row.predicted is not None and row.predicted.prompt == got, (ex.source, ex.where)
+    scored = sum(1 for r, rep in zip(rows, reported) if rep and _decision(r) is None)
+    assert len(tc.rows) + sum(n for reason, n in tc.skipped.items() if reason not in replay_apart) == scored
+
+    # 3. scan: per provider and model, the requests, prompt, read and written tokens replay predicts
+    want: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for r in rows:
+        if r.predicted is not None:
+            t = want[(r.provider or "", r.model or "")]
+            t[0] += 1
+            t[1] += r.predicted.prompt or 0
+            t[2] += r.predicted.cache_read or 0
+            t[3] += r.predicted.cache_write or 0
+    result = scan([source.path], workers=1)
+    got_scan = {(m["provider"], m["model"]): [m["requests"], m["prompt_tokens"], m["read_tokens"],
+                                             m["written_tokens"]] for m in result["by_model"]}
+    assert got_scan == dict(want)
+    # and the same requests set apart, by reason
+    scan_apart: Counter[str] = Counter()
+    for m in result["by_model"]:
+        for a in (m.get("reported") or {}).get("set_apart", []):
+            scan_apart[a["reason"]] += a["requests"]
+    simulated_apart = Counter(r.apart for r, rep in zip(rows, reported) if rep and r.predicted is not None and r.apart)
+    assert scan_apart == simulated_apart
+
+
+def _pairs() -> list[Any]:
+    """Every captured parent/child folder (the harness fixtures and the matrix's captures)."""
+    out = []
+    for root in (ROOT / "fixtures" / "harness", ROOT / "fixtures" / "harness-matrix"):
+        for child in sorted(root.rglob("child.snapshot")) if root.is_dir() else ():
+            out.append(pytest.param(child.parent, id=str(child.parent.relative_to(ROOT))))
+    return out
+
+
+@pytest.mark.parametrize("folder", _pairs())
+def test_diff_and_the_proxy_verdict_read_what_replay_reads(folder: Path) -> None:
+    """``diff`` on a captured pair, the proxy's verdict on it and ``replay`` of
+    the folder name one read and one write for the child (one simulator, one
+    endpoint rule)."""
+    from fidelity.capture import snapshot
+    from fidelity.diff.folder import compare_pair
+    from fidelity.providers import placed_url
+    from fidelity.proxy.parent import judge
+
+    parent, child = (snapshot.Loaded(p, snap.body, snap) for p in (folder / "parent.snapshot", folder / "child.snapshot")
+                     for snap in (snapshot.read(p),))
+    exchanges = read(Source("snapshots", folder))
+    by_body = {ex.body: row for ex, row in zip(exchanges, replay_recording(exchanges))}
+    row = by_body[child.body]
+    assert row.predicted is not None, row.note
+    d = compare_pair(parent, child)
+    assert not hasattr(d, "reason"), d
+    assert (d.cache.predicted_cached, d.cache.written) == (row.predicted.cache_read or 0, row.predicted.cache_write or 0)
+    assert parent.meta is not None
+    v = judge(parent.body, child.body, d.dialect, model=d.model, endpoint=placed_url(parent.meta.url))
+    assert (v.predicted_cached, v.predicted_written) == (d.cache.predicted_cached, d.cache.written)
