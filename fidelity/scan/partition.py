@@ -40,6 +40,7 @@ from ..errors import FidelityError
 from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .entries import Entry, PartitionRows, Rows
+from .fix_list import fix_list
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
@@ -434,7 +435,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
                     data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
         segs = array("q", ln.segs[:k])
         segs.extend(map(st.data.number, data[k:]))
-        prev_view, prev_index = ln.view, ln.index
+        prev_view, prev_index, prev_parsed = ln.view, ln.index, ln.parsed
         ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
@@ -485,20 +486,31 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
         pe = req_entries[j]
         # the predecessor is usually the one this request was compared with;
         # else its line is read again (a request keeps ids, not its body)
-        p_items = prev_view.items if j == prev_index and prev_view is not None else \
-            view_of(parse_record(_read(task, fds, pe))).items
-        mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
-                tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
-                tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
-        p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
-        got = classify_memo.get(mkey)
-        if got is None:
-            cause = classify(p_segs, c_segs, k)
-            got = classify_memo[mkey] = (cause.kind, cause.detail)
-            if len(classify_memo) > 100_000:
-                classify_memo.clear()
-        kind, ptr, label = where_of(p_segs[k], c_segs[k])
+        p_rec = prev_parsed.rec if j == prev_index and prev_parsed is not None else \
+            parse_record(_read(task, fds, pe))
+        # every break, as `fidelity diff` lists them; the first carries the loss
+        listed = [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
+                  for b in fix_list(rec.dialect, model, _body(p_rec), _body(rec), rec.url)] \
+            if p_rec.dialect is rec.dialect else []
+        if listed:
+            got: tuple[str, str | None] = listed[0][:2]
+            kind, ptr, label = listed[0][2]
+        else:  # no list (bodies the dialect's own view refuses): the first break alone
+            p_items = prev_view.items if j == prev_index and prev_view is not None else view_of(p_rec).items
+            mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
+                    tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
+                    tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
+            p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
+            memo_got = classify_memo.get(mkey)
+            if memo_got is None:
+                cause = classify(p_segs, c_segs, k)
+                memo_got = classify_memo[mkey] = (cause.kind, cause.detail)
+                if len(classify_memo) > 100_000:
+                    classify_memo.clear()
+            got = memo_got
+            kind, ptr, label = where_of(p_segs[k], c_segs[k])
         out.add_break(Break(cause=got[0], change=change_label(got[1]), detail=got[1] or "",
+                            behind=tuple((c, change_label(d), *w) for c, d, w in listed[1:]),
                             where_kind=kind, pointer=ptr, label=label, provider=provider, model=model,
                             day=rec.day, lost=lost, time=t,
                             parent=(task.labels[pe.file], pe.line),
@@ -506,6 +518,11 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length),
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
+
+
+def _body(rec: Any) -> bytes:
+    """A record's body bytes: as logged when the line holds them as text."""
+    return rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
 
 
 def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:

@@ -1,0 +1,70 @@
+"""Every break of a broken request, for a scan's cause tables.
+
+A scan finds that a request broke against the request it continues (and
+what that cost) in its replay; which breaks it holds comes from
+:func:`fidelity.diff.breaks_of`, the function behind ``fidelity diff``'s fix
+list, listed without its counts (``counted=False``: no tokenizing, no
+counterfactual comparisons), so that only broken requests pay for it and
+scan and diff name the same breaks in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..cache.prompts import view_of
+from ..diff import breaks_of
+from ..diff.causes import tool_name
+from ..errors import FidelityError
+from ..providers import placed_url
+from ..wire import Dialect, Segment
+
+__all__ = ["Listed", "fix_list"]
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One break of a fix list: its cause and detail as ``fidelity diff``
+    lists them, the segment kind, the JSON pointer where it sits (in the
+    child's body, in the parent's when the break only removes) and the tool
+    name or system section of that segment (``""`` for the others)."""
+
+    cause: str
+    detail: str
+    segment: str
+    pointer: str
+    label: str
+
+
+def fix_list(dialect: Dialect, model: str, parent: bytes, child: bytes, url: str | None) -> list[Listed]:
+    """The breaks of ``child`` against ``parent`` in cache order (empty when
+    the two bodies cannot be listed: a body the dialect's cache view
+    refuses). ``url``: the child's recorded URL, placed as every command
+    places it (:func:`fidelity.providers.placed_url`)."""
+    endpoint = placed_url(url)
+    try:
+        p_segs = view_of(dialect, parent, endpoint)
+        c_segs = view_of(dialect, child, endpoint)
+        found = breaks_of(parent, child, dialect=dialect.name, model=model, endpoint=endpoint,
+                          views=(p_segs, c_segs), counted=False)
+    except (FidelityError, ValueError, TypeError, KeyError, IndexError):
+        return []
+    return [Listed(b.kind, b.detail, b.segment, b.pointer,
+                   _label(p_segs if b.side == "parent" else c_segs, b.pointer)) for b in found]
+
+
+def _label(segs: Sequence[Segment], pointer: str) -> str:
+    """The tool name or system section of the segment holding ``pointer``."""
+    best: Segment | None = None
+    for seg in segs:
+        p = seg.pointer
+        if (pointer == p or pointer.startswith(p + "/")) and (best is None or len(p) > len(best.pointer)):
+            best = seg
+    if best is None:
+        return ""
+    if best.kind == "tools":
+        return tool_name(best.data) or ""
+    if best.kind == "system":
+        return f"system[{best.index}]"
+    return ""
