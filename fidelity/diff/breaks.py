@@ -427,11 +427,25 @@ def _renumber(slots: list[Slot], found: list[tuple[str, str]], start: int) -> No
 
 # -- description -------------------------------------------------------------------
 
-def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child: bytes,
-              offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
+def _pointer_in(seg: Segment, inner: int, child: bytes) -> str:
+    """The pointer of the deepest value holding byte ``inner`` of ``seg``:
+    found in the segment's own bytes (the value at its pointer), so that the
+    whole body is not walked; the params segment (several top-level members)
+    and a segment that is not a JSON value are placed in the body."""
     from ._compare import _body_offset
     from .locate import pointer_at
 
+    if seg.kind != "params" and inner < len(seg.data):
+        try:
+            return seg.pointer + pointer_at(seg.data, inner)
+        except (InputError, ValueError, IndexError):  # not a JSON value of its own
+            pass
+    body_at = _body_offset(child, seg, inner)
+    return pointer_at(child, body_at) if body_at < len(child) else seg.pointer
+
+
+def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child: bytes,
+              offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
     cs = [s.c for s in mine if s.c is not None]
     ps = [s.p for s in mine if s.p is not None]
     first = mine[0]
@@ -439,8 +453,7 @@ def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child
     if first.p is not None and first.c is not None:
         inner = first_divergence(first.p.data, first.c.data) or 0
         off = offsets[id(first.c)] + inner
-        body_at = _body_offset(child, first.c, inner)
-        pointer = pointer_at(child, body_at) if body_at < len(child) else first.c.pointer
+        pointer = _pointer_in(first.c, inner, child)
         p_ex, c_ex, side = excerpt(first.p.data, inner), excerpt(first.c.data, inner), "child"
     elif cs:
         off, pointer, side = offsets[id(cs[0])], cs[0].pointer, "child"

@@ -4,8 +4,9 @@ A scan finds that a request broke against the request it continues (and
 what that cost) in its replay; which breaks it holds comes from
 :func:`fidelity.diff.breaks_of`, the function behind ``fidelity diff``'s fix
 list, listed without its counts (``counted=False``: no tokenizing, no
-counterfactual comparisons), so that only broken requests pay for it and
-scan and diff name the same breaks in the same order.
+counterfactual comparisons) on the segments the scan already holds (no
+second cut of the bodies), so that only broken requests pay for it, little,
+and scan and diff name the same breaks in the same order.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..cache.prompts import view_of
 from ..diff import breaks_of
 from ..diff.causes import tool_name
 from ..errors import FidelityError
-from ..providers import placed_url
 from ..wire import Dialect, Segment
 
 __all__ = ["Listed", "fix_list"]
@@ -37,17 +36,14 @@ class Listed:
     label: str
 
 
-def fix_list(dialect: Dialect, model: str, parent: bytes, child: bytes, url: str | None) -> list[Listed]:
-    """The breaks of ``child`` against ``parent`` in cache order (empty when
-    the two bodies cannot be listed: a body the dialect's cache view
-    refuses). ``url``: the child's recorded URL, placed as every command
-    places it (:func:`fidelity.providers.placed_url`)."""
-    endpoint = placed_url(url)
+def fix_list(dialect: Dialect, model: str, parent: bytes, child: bytes,
+             p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> list[Listed]:
+    """The breaks of ``child`` against ``parent`` in cache order, aligned on
+    the cache views the scan built of the two bodies (``p_segs``,
+    ``c_segs``: the dialect's segments, each value's bytes as the scan
+    normalised them); empty when they cannot be listed."""
     try:
-        p_segs = view_of(dialect, parent, endpoint)
-        c_segs = view_of(dialect, child, endpoint)
-        found = breaks_of(parent, child, dialect=dialect.name, model=model, endpoint=endpoint,
-                          views=(p_segs, c_segs), counted=False)
+        found = breaks_of(parent, child, dialect=dialect.name, model=model, views=(p_segs, c_segs), counted=False)
     except (FidelityError, ValueError, TypeError, KeyError, IndexError):
         return []
     return [Listed(b.kind, b.detail, b.segment, b.pointer,

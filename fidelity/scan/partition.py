@@ -488,19 +488,19 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
         # else its line is read again (a request keeps ids, not its body)
         p_rec = prev_parsed.rec if j == prev_index and prev_parsed is not None else \
             parse_record(_read(task, fds, pe))
+        p_items = prev_view.items if j == prev_index and prev_view is not None else view_of(p_rec).items
+        p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
         # every break, as `fidelity diff` lists them; the first carries the loss
         listed = [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
-                  for b in fix_list(rec.dialect, model, _body(p_rec), _body(rec), rec.url)] \
+                  for b in fix_list(rec.dialect, model, _body(p_rec), _body(rec), list(p_segs), list(c_segs))] \
             if p_rec.dialect is rec.dialect else []
         if listed:
             got: tuple[str, str | None] = listed[0][:2]
             kind, ptr, label = listed[0][2]
-        else:  # no list (bodies the dialect's own view refuses): the first break alone
-            p_items = prev_view.items if j == prev_index and prev_view is not None else view_of(p_rec).items
+        else:  # no list (two dialects): the first break alone
             mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
                     tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
                     tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
-            p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
             memo_got = classify_memo.get(mkey)
             if memo_got is None:
                 cause = classify(p_segs, c_segs, k)
