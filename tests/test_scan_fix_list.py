@@ -91,3 +91,32 @@ def test_counting_the_fix_list_leaves_the_totals_as_they_were(where: Path) -> No
     assert got == expected
     assert sum(c["lost_tokens"] for c in r["by_cause"]) == r["totals"]["lost_tokens"]
     assert sum(c["first"] for c in r["by_cause"]) == r["totals"]["breaks"]
+
+
+def _log_line(second: int, body: dict) -> bytes:
+    return orjson.dumps({"time": f"2026-11-30T12:00:{second:02d}Z", "url": "https://api.openai.com/v1/chat/completions",
+                         "session": "s1", "body": body}) + b"\n"
+
+
+def test_a_head_change_lists_the_breaks_behind_it_too(tmp_path: Path) -> None:
+    """A child whose first segment changed sits in another cache partition
+    than its predecessor (the partition key reads the head); its breaks are
+    listed from the two lines all the same."""
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 300}
+               for i in range(6)]
+    parent = {"model": "gpt-4.1", "messages": [{"role": "system", "content": "Now: 12:00. " + "Rules. " * 600},
+                                               *history]}
+    child = json.loads(json.dumps(parent))
+    child["messages"][0]["content"] = "Now: 12:05. " + "Rules. " * 600
+    child["messages"][3]["content"] = "turn 2, edited " + "word " * 300
+    child["messages"].append({"role": "user", "content": "go on"})
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(_log_line(0, parent) + _log_line(30, child))
+    listed = breaks_of(orjson.dumps(parent), orjson.dumps(child), dialect="openai-chat")
+    assert [b.kind for b in listed] == ["system_changed", "messages_rewritten"]
+    r = scan([log], workers=1)
+    assert r["totals"]["breaks"] == 1 and r["totals"]["lost_tokens"] > 0
+    rows = {c["cause"]: (c["first"], c["behind"], c["lost_tokens"]) for c in r["by_cause"]}
+    assert rows == {"system_changed": (1, 0, r["totals"]["lost_tokens"]), "messages_rewritten": (0, 1, 0)}
+    wheres = {(w["kind"], w["pointer"]): (w["first"], w["behind"]) for w in r["by_where"]}
+    assert wheres == {("system", "/messages/*/content"): (1, 0), ("message", "/messages/*/content"): (0, 1)}

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from ..diff import breaks_of
 from ..diff.causes import tool_name
 from ..errors import FidelityError
 from ..wire import Dialect, Segment
 
-__all__ = ["Listed", "fix_list"]
+__all__ = ["Listed", "fix_list", "body_of"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,13 @@ def fix_list(dialect: Dialect, model: str, parent: bytes, child: bytes,
         return []
     return [Listed(b.kind, b.detail, b.segment, b.pointer,
                    _label(p_segs if b.side == "parent" else c_segs, b.pointer)) for b in found]
+
+
+def body_of(rec: Any) -> bytes:
+    """A log record's body bytes: as logged when the line holds them as
+    text, else its parsed body serialised (the bytes the scan's segments were
+    made from)."""
+    return rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
 
 
 def _label(segs: Sequence[Segment], pointer: str) -> str:

@@ -40,7 +40,7 @@ from ..errors import FidelityError
 from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .entries import Entry, PartitionRows, Rows
-from .fix_list import fix_list
+from .fix_list import body_of, fix_list
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
@@ -492,7 +492,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
         p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
         # every break, as `fidelity diff` lists them; the first carries the loss
         listed = [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
-                  for b in fix_list(rec.dialect, model, _body(p_rec), _body(rec), list(p_segs), list(c_segs))] \
+                  for b in fix_list(rec.dialect, model, body_of(p_rec), body_of(rec), list(p_segs), list(c_segs))] \
             if p_rec.dialect is rec.dialect else []
         if listed:
             got: tuple[str, str | None] = listed[0][:2]
@@ -518,11 +518,6 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length),
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
-
-
-def _body(rec: Any) -> bytes:
-    """A record's body bytes: as logged when the line holds them as text."""
-    return rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
 
 
 def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:
