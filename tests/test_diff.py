@@ -109,7 +109,14 @@ def test_child_that_only_appends_loses_nothing():
     assert r.cause.kind == "appended_only"
     assert not r.raw.identical and r.raw.first_divergent_byte is not None
     assert r.view.segment == ("message", len(child_msgs) - 2)  # index within kind: system is its own kind
-    assert r.tokens.common_prefix == r.tokens.parent_prompt > 1024
+    # the parent's prompt ends with the reply priming OpenAI appends (<|start|>assistant<|message|>,
+    # 3 tokens, counted as replay and scan count it); the child's next turn shares its first token only
+    from fidelity.tokens import for_model
+    from fidelity.tokens.billed import prompt_tail
+
+    priming = len(prompt_tail(for_model("gpt-4o", "openai"), "openai-chat"))
+    assert priming == 3
+    assert r.tokens.common_prefix == r.tokens.parent_prompt - priming + 1 > 1024
     assert r.cache.lost == 0
     assert r.cache.predicted_cached > 0 and r.cache.predicted_cached <= r.tokens.parent_prompt
     assert r.tokens.tokenizer == "o200k_base" and not r.tokens.estimated

@@ -4,7 +4,11 @@ through its library function, in process) and must agree, request by
 request, on the prompt, read and written tokens and on what is set apart;
 and on every captured parent/child pair (``fixtures/harness``,
 ``fixtures/harness-matrix``), ``diff``, the proxy's verdict and ``replay``
-name one read and one write for the child."""
+name one read and one write for the child. On the same snapshot folders
+``fidelity diff FOLDER --json`` gives each child replay's prompt, read and
+written tokens, and ``gate --snapshots`` the lost tokens ``diff FOLDER``
+gives; on the DeepSeek Harness logs of ``../shared/real``, ``fidelity
+calibrate --json`` gives each request replay's prompt and read."""
 
 from __future__ import annotations
 
@@ -118,3 +122,53 @@ def test_diff_and_the_proxy_verdict_read_what_replay_reads(folder: Path) -> None
     assert parent.meta is not None
     v = judge(parent.body, child.body, d.dialect, model=d.model, endpoint=placed_url(parent.meta.url))
     assert (v.predicted_cached, v.predicted_written) == (d.cache.predicted_cached, d.cache.written)
+
+
+def _run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    """A command run in process as the console script runs it; its JSON."""
+    import json
+
+    from fidelity import cli
+
+    assert cli.main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("folder", _pairs())
+def test_diff_folder_and_gate_snapshots_give_replays_figures(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``fidelity diff FOLDER --json``: per child, replay's prompt, read and
+    written tokens; ``fidelity gate --snapshots`` (its rows): per child, the
+    lost tokens ``diff FOLDER`` reports."""
+    from fidelity.gate_rows import rows_from_snapshots
+
+    exchanges = read(Source("snapshots", folder))
+    rows = {Path(ex.source).name: row for ex, row in zip(exchanges, replay_recording(exchanges))}
+    doc = _run_json(capsys, "diff", str(folder), "--json")
+    assert doc
+    lost: dict[str, int] = {}
+    for entry in doc:
+        name = Path(entry["pair"]["child"]).name
+        pred = rows[name].predicted
+        assert pred is not None, rows[name].note
+        got = (entry["tokens"]["child_prompt"], entry["cache"]["predicted_cached"], entry["cache"]["written"])
+        assert got == (pred.prompt, pred.cache_read or 0, pred.cache_write or 0), name
+        lost[name] = entry["cache"]["lost"]
+    gated = {r.key: r.lost_tokens for r in rows_from_snapshots(folder)}
+    assert gated == lost
+
+
+DSH = REAL / "deepseek-harness"
+
+
+@pytest.mark.skipif(not DSH.is_dir(), reason="no DeepSeek Harness logs")
+def test_calibrate_gives_replays_prompt_and_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """``fidelity calibrate --json`` and ``fidelity replay`` on the DeepSeek
+    Harness logs: per request, one predicted prompt and one predicted read."""
+    from fidelity.replay import replay
+
+    doc = _run_json(capsys, "calibrate", str(DSH), "--json")
+    calibrated = {(s["path"], i): (st["predicted_prompt"], st["predicted_cached"])
+                  for s in doc["sessions"] for i, st in enumerate(s["steps"])}
+    replayed = {(r.source, r.index): (r.predicted.prompt, r.predicted.cache_read)
+                for r in replay(DSH).rows if r.predicted is not None}
+    assert calibrated and calibrated == replayed

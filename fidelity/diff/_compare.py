@@ -20,7 +20,6 @@ See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
 from __future__ import annotations
 
 import datetime as _dt
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -287,8 +286,6 @@ def _compare_views(
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
     c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
-    p_len = sum(map(len, p_ids))
-    c_len = sum(map(len, c_ids))
 
     cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
     if d.provider == "anthropic":
@@ -306,10 +303,20 @@ def _compare_views(
         # prompt_cache_key and reasoning settings...): a parent under another
         # key holds nothing this child can read.
         same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-        p_prompt = cache_models.PromptTokens(_concat(p_ids), 0.0, _breakpoints(p_marked, p_ids))
-        c_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
-        shared = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
+        # the prompt the simulator's one builder assembles (replay's and
+        # scan's): the segments' ids, then the reply priming the provider appends
+        from ..cache.prompts import generic_request
+        from ..tokens.billed import prompt_tail
+
+        tail = prompt_tail(tok, d.name)
+        p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, 0.0, None).tokens,
+                                             0.0, _breakpoints(p_marked, p_ids))
+        c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, 1.0, None).tokens,
+                                             1.0, _breakpoints(c_marked, c_ids))
+        # tokens both prompts begin with (the priming too, where the child's next message starts with it)
+        shared = 0 if key_changed or split == 0 else cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens)
         levels = None
+    p_len, c_len = len(p_prompt.tokens), len(c_prompt.tokens)  # the prompts the simulator is asked about
     figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
     # the simulator replay and scan run: the parent fed, then the child asked about
     outcome = simulated(cm, [p_prompt] if same_key else [], c_prompt)
@@ -321,19 +328,6 @@ def _compare_views(
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
-
-
-def _concat(ids: Sequence[array[int]]) -> array[int]:
-    """One prompt's ids: the segments' arrays joined, into an array allocated
-    once at its final size (growing it would briefly hold two copies)."""
-    ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through
-    out = array(tokens.TOKEN_TYPECODE, (0,)) * sum(map(len, ids))
-    view, at = memoryview(out), 0
-    for seg_ids in ids:
-        view[at : at + len(seg_ids)] = memoryview(seg_ids)  # a memcpy
-        at += len(seg_ids)
-    view.release()
-    return out
 
 
 def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
