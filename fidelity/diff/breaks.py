@@ -359,6 +359,10 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[Slot], found: l
     """Tools by name: the ones the child drops are one break, the ones it
     adds another, the ones it moves one; a tool kept in place whose bytes
     differ is a break of its own."""
+    if len(a) == len(b) and all(p.data == c.data for p, c in zip(a, b)):
+        slots.extend(Slot(p, c) for p, c in zip(a, b))  # the same tools: no name needs reading
+        return
+
     def key(s: Segment) -> Any:
         name = _tool_name(s.data)
         return name if name is not None else s.data
