@@ -172,3 +172,53 @@ def test_calibrate_gives_replays_prompt_and_read(capsys: pytest.CaptureFixture[s
     replayed = {(r.source, r.index): (r.predicted.prompt, r.predicted.cache_read)
                 for r in replay(DSH).rows if r.predicted is not None}
     assert calibrated and calibrated == replayed
+
+
+def _imported() -> list[Any]:
+    """Every recording of ``../shared/real`` the importers turn into snapshots."""
+    if not REAL.is_dir():
+        return []
+    return [pytest.param(s, id=str(s.path.relative_to(ROOT.parent)))
+            for s in list_sources(REAL) if s.kind in ("vcr", "har", "jsonl")]
+
+
+@pytest.mark.parametrize("source", _imported())
+def test_diff_folder_of_an_imported_recording_gives_replays_figures(source: Source, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A recording of ``../shared/real`` imported as snapshots (``fidelity
+    import``) and read by ``fidelity diff FOLDER --json``: each compared child
+    has the prompt, read and written tokens ``replay`` gives that request of
+    the recording (requests sent after the cache ran out included)."""
+    from fidelity import cli
+    from fidelity.capture import snapshot
+
+    exchanges = read(source)
+    rows = replay_recording(exchanges)
+    assert cli.main(["import", str(source.path), str(tmp_path / "snaps")]) in (0, 2)
+    capsys.readouterr()
+    folder = tmp_path / "snaps"
+    if not folder.is_dir() or len(list(folder.iterdir())) < 2:
+        return  # nothing to pair (embeddings, one request)
+    # the k-th snapshot of a body is the k-th request of the recording with that body
+    by_body: dict[bytes, list[Row]] = defaultdict(list)
+    for ex, row in zip(exchanges, rows):
+        by_body[ex.body].append(row)
+    seen: Counter[bytes] = Counter()
+    row_of: dict[str, Row] = {}
+    for path in snapshot.iter_folder(folder):
+        body = snapshot.read(path).body
+        if seen[body] < len(by_body[body]):
+            row_of[path.name] = by_body[body][seen[body]]
+        seen[body] += 1
+    if cli.main(["diff", str(folder), "--json"]) != 0:
+        capsys.readouterr()
+        return  # no pair fidelity compares (another API)
+    import json
+
+    for entry in json.loads(capsys.readouterr().out):
+        row = row_of[Path(entry["pair"]["child"]).name]
+        if row.predicted is None:
+            continue  # replay does not simulate it (set apart as skipped): no figure to match
+        got = (entry["tokens"]["child_prompt"], entry["cache"]["predicted_cached"], entry["cache"]["written"])
+        assert got == (row.predicted.prompt, row.predicted.cache_read or 0, row.predicted.cache_write or 0), \
+            entry["pair"]["child"]

@@ -150,16 +150,20 @@ def compare(
     child_path: str | None = None,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    times: tuple[float, float] | None = None,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
     not given). ``endpoint``: the URL both went to, for dialects whose cache
     view depends on it (``None``: the provider's own API). ``at``: when the
     child is sent, for prices that depend on the time of day (``None``: the
-    peak rate). Every break with what fixing it keeps:
+    peak rate). ``times``: when each was sent (epoch seconds, as recorded):
+    the simulator lets the parent's entries run out as it does in ``replay``,
+    and a child sent after they ran out loses nothing (``None``: one second
+    apart). Every break with what fixing it keeps:
     :func:`fidelity.diff.breaks.compare_with_breaks`. Bad input raises
     :class:`InputError` naming the file."""
     return compare_views(parent, child, dialect=dialect, model=model, prices=prices, parent_path=parent_path,
-                         child_path=child_path, endpoint=endpoint, at=at)[0]
+                         child_path=child_path, endpoint=endpoint, at=at, times=times)[0]
 
 
 def compare_views(
@@ -173,6 +177,7 @@ def compare_views(
     child_path: str | None = None,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    times: tuple[float, float] | None = None,
 ) -> tuple[DiffResult, list[Segment], list[Segment]]:
     """:func:`compare`, and the two cache views it compared (parent, child)."""
     parent_obj = jsonio.loads(parent, path=parent_path)
@@ -194,7 +199,8 @@ def compare_views(
         with jsonio.parsed_once(child, child_obj):
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
-        result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at)
+        result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at,
+                                times=times)
     return result, p_segs, c_segs
 
 
@@ -248,6 +254,7 @@ def _compare_views(
     key_changed: bool = False,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    times: tuple[float, float] | None = None,
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
@@ -288,12 +295,13 @@ def _compare_views(
     c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
 
     cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
+    t_p, t_c = times if times is not None else (0.0, 1.0)
     if d.provider == "anthropic":
         # the cache simulator's own Anthropic prompts: markers removed,
         # content blocks for the lookback, and the invalidation table folded
         # in (a tool_choice or thinking change keeps the tools and system)
         p_prompt, c_prompt, same_key = _anthropic_prompts(d, model, parent, child, p_segs, c_segs,
-                                                          endpoint, key_changed)
+                                                          endpoint, key_changed, t_p, t_c)
         shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
         from ..cache.prompts import anthropic_level_starts
 
@@ -309,10 +317,10 @@ def _compare_views(
         from ..tokens.billed import prompt_tail
 
         tail = prompt_tail(tok, d.name)
-        p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, 0.0, None).tokens,
-                                             0.0, _breakpoints(p_marked, p_ids))
-        c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, 1.0, None).tokens,
-                                             1.0, _breakpoints(c_marked, c_ids))
+        p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, t_p, None).tokens,
+                                             t_p, _breakpoints(p_marked, p_ids))
+        c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, t_c, None).tokens,
+                                             t_c, _breakpoints(c_marked, c_ids))
         # tokens both prompts begin with (the priming too, where the child's next message starts with it)
         shared = 0 if key_changed or split == 0 else cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens)
         levels = None
@@ -324,6 +332,8 @@ def _compare_views(
     # what a child that kept the parent's prefix would have read, less the
     # prediction (fidelity.diff.lost: by position, from the first divergence)
     lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
+    if times is not None and lost and not simulated(cm, [p_prompt], replace(p_prompt, time=t_c)).cache_read:
+        lost = 0  # nothing the parent wrote was alive when the child came (scan counts it so too)
     cache_fig = CacheFigures(cm.name, read, written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
@@ -468,8 +478,9 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
 
 
 def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_segs: Sequence[Segment],
-                       c_segs: Sequence[Segment], endpoint: str | None,
-                       key_changed: bool) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
+                       c_segs: Sequence[Segment], endpoint: str | None, key_changed: bool,
+                       t_p: float = 0.0, t_c: float = 1.0
+                       ) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
     """Both bodies as the cache simulator's Anthropic prompts
     (:func:`fidelity.cache.prompts.cache_prompt`: one rule for the simulator
     and the differ), and whether they share a cache partition: the same
@@ -488,7 +499,7 @@ def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes,
         return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
 
     same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
-    return prompt(parent, 0.0), prompt(child, 1.0), same
+    return prompt(parent, t_p), prompt(child, t_c), same
 
 
 #: the last few bodies' Anthropic prompts: one parent against its children and

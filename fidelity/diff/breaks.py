@@ -104,7 +104,7 @@ class Break:
 
 def compare_with_breaks(parent: bytes, child: bytes, *, prices: pricing.PriceTable | None = None,
                         endpoint: str | None = None, at: _dt.datetime | None = None,
-                        **kwargs: Any) -> DiffResult:
+                        times: tuple[float, float] | None = None, **kwargs: Any) -> DiffResult:
     """:func:`fidelity.diff.compare` with :attr:`DiffResult.breaks` filled:
     every break in cache order and what fixing it keeps (the views the
     headline compared are reused)."""
@@ -112,8 +112,10 @@ def compare_with_breaks(parent: bytes, child: bytes, *, prices: pricing.PriceTab
 
     if prices is None:
         prices = pricing.load()  # once for the headline and every counterfactual
-    result, p_segs, c_segs = compare_views(parent, child, prices=prices, endpoint=endpoint, at=at, **kwargs)
-    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs))
+    result, p_segs, c_segs = compare_views(parent, child, prices=prices, endpoint=endpoint, at=at, times=times,
+                                           **kwargs)
+    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs),
+                      times=times)
     return replace(result, breaks=tuple(found))
 
 
@@ -121,13 +123,14 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
               prices: pricing.PriceTable | None = None, endpoint: str | None = None,
               at: _dt.datetime | None = None, result: DiffResult | None = None,
               views: tuple[Sequence[Segment], Sequence[Segment]] | None = None,
-              counted: bool = True) -> list[Break]:
+              counted: bool = True, times: tuple[float, float] | None = None) -> list[Break]:
     """Every break of ``child`` against ``parent``, in cache order, each with
     what fixing it and the ones before it keeps (see the module docstring).
     ``result``: the headline comparison of the same pair when the caller has
     it (else it is computed); ``views``: the two cache views it was computed
     from (else they are cut again). Empty when the child only appends or is
-    identical. Bad input raises :class:`InputError`.
+    identical. Bad input raises :class:`InputError`. ``times``: when each
+    was sent (:func:`fidelity.diff.compare`), for every comparison.
 
     ``counted=False`` lists the same breaks (kind, detail, segment, pointer,
     side, offset, excerpts, bytes) without counting: ``tokens`` is 0 and
@@ -139,7 +142,8 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     if counted and prices is None:
         prices = pricing.load()  # once for every counterfactual
     if result is None and counted:
-        result = compare(parent, child, dialect=dialect, model=model, prices=prices, endpoint=endpoint, at=at)
+        result = compare(parent, child, dialect=dialect, model=model, prices=prices, endpoint=endpoint, at=at,
+                         times=times)
     if result is not None:
         d, model = wire.get(result.dialect), result.model
     elif dialect is None:
@@ -179,7 +183,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
                 body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
             # compare(parent, body)'s own steps, the parent's cache view cut once for all
             kept = _compare_views(d, model, parent, body, p_raw, _view(d, body, None, endpoint), prices,
-                                  endpoint=endpoint, at=at).cache.predicted_cached
+                                  endpoint=endpoint, at=at, times=times).cache.predicted_cached
         except InputError:
             kept = None
         if kept is not None:
