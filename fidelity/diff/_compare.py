@@ -20,7 +20,6 @@ See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
 from __future__ import annotations
 
 import datetime as _dt
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -151,16 +150,20 @@ def compare(
     child_path: str | None = None,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    times: tuple[float, float] | None = None,
 ) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
     not given). ``endpoint``: the URL both went to, for dialects whose cache
     view depends on it (``None``: the provider's own API). ``at``: when the
     child is sent, for prices that depend on the time of day (``None``: the
-    peak rate). Every break with what fixing it keeps:
+    peak rate). ``times``: when each was sent (epoch seconds, as recorded):
+    the simulator lets the parent's entries run out as it does in ``replay``,
+    and a child sent after they ran out loses nothing (``None``: one second
+    apart). Every break with what fixing it keeps:
     :func:`fidelity.diff.breaks.compare_with_breaks`. Bad input raises
     :class:`InputError` naming the file."""
     return compare_views(parent, child, dialect=dialect, model=model, prices=prices, parent_path=parent_path,
-                         child_path=child_path, endpoint=endpoint, at=at)[0]
+                         child_path=child_path, endpoint=endpoint, at=at, times=times)[0]
 
 
 def compare_views(
@@ -174,6 +177,7 @@ def compare_views(
     child_path: str | None = None,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    times: tuple[float, float] | None = None,
 ) -> tuple[DiffResult, list[Segment], list[Segment]]:
     """:func:`compare`, and the two cache views it compared (parent, child)."""
     parent_obj = jsonio.loads(parent, path=parent_path)
@@ -195,7 +199,8 @@ def compare_views(
         with jsonio.parsed_once(child, child_obj):
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
-        result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at)
+        result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at,
+                                times=times)
     return result, p_segs, c_segs
 
 
@@ -249,6 +254,7 @@ def _compare_views(
     key_changed: bool = False,
     endpoint: str | None = None,
     at: _dt.datetime | None = None,
+    times: tuple[float, float] | None = None,
 ) -> DiffResult:
     raw_at = first_divergence(parent, child)
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
@@ -287,16 +293,15 @@ def _compare_views(
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
     c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
-    p_len = sum(map(len, p_ids))
-    c_len = sum(map(len, c_ids))
 
     cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
+    t_p, t_c = times if times is not None else (0.0, 1.0)
     if d.provider == "anthropic":
         # the cache simulator's own Anthropic prompts: markers removed,
         # content blocks for the lookback, and the invalidation table folded
         # in (a tool_choice or thinking change keeps the tools and system)
         p_prompt, c_prompt, same_key = _anthropic_prompts(d, model, parent, child, p_segs, c_segs,
-                                                          endpoint, key_changed)
+                                                          endpoint, key_changed, t_p, t_c)
         shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
         from ..cache.prompts import anthropic_level_starts
 
@@ -306,10 +311,20 @@ def _compare_views(
         # prompt_cache_key and reasoning settings...): a parent under another
         # key holds nothing this child can read.
         same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-        p_prompt = cache_models.PromptTokens(_concat(p_ids), 0.0, _breakpoints(p_marked, p_ids))
-        c_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
-        shared = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
+        # the prompt the simulator's one builder assembles (replay's and
+        # scan's): the segments' ids, then the reply priming the provider appends
+        from ..cache.prompts import generic_request
+        from ..tokens.billed import prompt_tail
+
+        tail = prompt_tail(tok, d.name)
+        p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, t_p, None).tokens,
+                                             t_p, _breakpoints(p_marked, p_ids))
+        c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, t_c, None).tokens,
+                                             t_c, _breakpoints(c_marked, c_ids))
+        # tokens both prompts begin with (the priming too, where the child's next message starts with it)
+        shared = 0 if key_changed or split == 0 else cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens)
         levels = None
+    p_len, c_len = len(p_prompt.tokens), len(c_prompt.tokens)  # the prompts the simulator is asked about
     figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
     # the simulator replay and scan run: the parent fed, then the child asked about
     outcome = simulated(cm, [p_prompt] if same_key else [], c_prompt)
@@ -317,23 +332,12 @@ def _compare_views(
     # what a child that kept the parent's prefix would have read, less the
     # prediction (fidelity.diff.lost: by position, from the first divergence)
     lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
+    if times is not None and lost and not simulated(cm, [p_prompt], replace(p_prompt, time=t_c)).cache_read:
+        lost = 0  # nothing the parent wrote was alive when the child came (scan counts it so too)
     cache_fig = CacheFigures(cm.name, read, written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
-
-
-def _concat(ids: Sequence[array[int]]) -> array[int]:
-    """One prompt's ids: the segments' arrays joined, into an array allocated
-    once at its final size (growing it would briefly hold two copies)."""
-    ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through
-    out = array(tokens.TOKEN_TYPECODE, (0,)) * sum(map(len, ids))
-    view, at = memoryview(out), 0
-    for seg_ids in ids:
-        view[at : at + len(seg_ids)] = memoryview(seg_ids)  # a memcpy
-        at += len(seg_ids)
-    view.release()
-    return out
 
 
 def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
@@ -474,8 +478,9 @@ def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple
 
 
 def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_segs: Sequence[Segment],
-                       c_segs: Sequence[Segment], endpoint: str | None,
-                       key_changed: bool) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
+                       c_segs: Sequence[Segment], endpoint: str | None, key_changed: bool,
+                       t_p: float = 0.0, t_c: float = 1.0
+                       ) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
     """Both bodies as the cache simulator's Anthropic prompts
     (:func:`fidelity.cache.prompts.cache_prompt`: one rule for the simulator
     and the differ), and whether they share a cache partition: the same
@@ -494,7 +499,7 @@ def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes,
         return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
 
     same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
-    return prompt(parent, 0.0), prompt(child, 1.0), same
+    return prompt(parent, t_p), prompt(child, t_c), same
 
 
 #: the last few bodies' Anthropic prompts: one parent against its children and

@@ -104,7 +104,7 @@ class Break:
 
 def compare_with_breaks(parent: bytes, child: bytes, *, prices: pricing.PriceTable | None = None,
                         endpoint: str | None = None, at: _dt.datetime | None = None,
-                        **kwargs: Any) -> DiffResult:
+                        times: tuple[float, float] | None = None, **kwargs: Any) -> DiffResult:
     """:func:`fidelity.diff.compare` with :attr:`DiffResult.breaks` filled:
     every break in cache order and what fixing it keeps (the views the
     headline compared are reused)."""
@@ -112,34 +112,51 @@ def compare_with_breaks(parent: bytes, child: bytes, *, prices: pricing.PriceTab
 
     if prices is None:
         prices = pricing.load()  # once for the headline and every counterfactual
-    result, p_segs, c_segs = compare_views(parent, child, prices=prices, endpoint=endpoint, at=at, **kwargs)
-    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs))
+    result, p_segs, c_segs = compare_views(parent, child, prices=prices, endpoint=endpoint, at=at, times=times,
+                                           **kwargs)
+    found = breaks_of(parent, child, prices=prices, endpoint=endpoint, at=at, result=result, views=(p_segs, c_segs),
+                      times=times)
     return replace(result, breaks=tuple(found))
 
 
 def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model: str | None = None,
               prices: pricing.PriceTable | None = None, endpoint: str | None = None,
               at: _dt.datetime | None = None, result: DiffResult | None = None,
-              views: tuple[Sequence[Segment], Sequence[Segment]] | None = None) -> list[Break]:
+              views: tuple[Sequence[Segment], Sequence[Segment]] | None = None,
+              counted: bool = True, times: tuple[float, float] | None = None) -> list[Break]:
     """Every break of ``child`` against ``parent``, in cache order, each with
     what fixing it and the ones before it keeps (see the module docstring).
     ``result``: the headline comparison of the same pair when the caller has
     it (else it is computed); ``views``: the two cache views it was computed
     from (else they are cut again). Empty when the child only appends or is
-    identical. Bad input raises :class:`InputError`."""
+    identical. Bad input raises :class:`InputError`. ``times``: when each
+    was sent (:func:`fidelity.diff.compare`), for every comparison.
+
+    ``counted=False`` lists the same breaks (kind, detail, segment, pointer,
+    side, offset, excerpts, bytes) without counting: ``tokens`` is 0 and
+    ``kept``/``usd_saved`` are ``None``; no comparison is run, so
+    ``dialect`` is required (with ``model``) unless ``result`` is given.
+    That is what a scan's cause tables read for each broken request."""
     from ._compare import _compare_views, _unmarked, _view, compare
 
-    if prices is None:
+    if counted and prices is None:
         prices = pricing.load()  # once for every counterfactual
-    if result is None:
-        result = compare(parent, child, dialect=dialect, model=model, prices=prices, endpoint=endpoint, at=at)
-    d = wire.get(result.dialect)
-    model = result.model
+    if result is None and counted:
+        result = compare(parent, child, dialect=dialect, model=model, prices=prices, endpoint=endpoint, at=at,
+                         times=times)
+    if result is not None:
+        d, model = wire.get(result.dialect), result.model
+    elif dialect is None:
+        raise TypeError("breaks_of(counted=False) needs the dialect (or the headline result)")
+    else:
+        d, model = wire.get(dialect), model or ""
     p_raw, c_raw = views if views is not None else (_view(d, parent, None, endpoint), _view(d, child, None, endpoint))
     p_segs, c_segs = (_unmarked(p_raw), _unmarked(c_raw)) if d.provider == "anthropic" else (p_raw, c_raw)
     slots, found = _align(p_segs, c_segs)
     if not found:
         return []
+    if not counted or result is None:
+        return _listed(found, slots, child, c_segs, {}, {})
     from ..tokens.billed import billing_tokenizer, segment_ids
 
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
@@ -147,24 +164,12 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     p_ids = segment_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
     c_len = {id(s): len(i) for s, i in zip(c_segs, c_ids)}
     p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
-    offsets: dict[int, int] = {}
-    at_ = 0
-    for seg in c_segs:
-        offsets[id(seg)] = at_
-        at_ += len(seg.data)
-
-    out: list[Break] = []
+    out = _listed(found, slots, child, c_segs, c_len, p_len)
     base = result.cache.predicted_cached
     # each counterfactual is a whole comparison: the first MAX_BUILT breaks and
     # the last (the fully fixed child) get one, so a child that edits every
     # message of a long history costs a bounded number of them
     built = set(range(min(len(found), MAX_BUILT))) | {len(found) - 1}
-    owned: dict[int, list[Slot]] = {}
-    for s in slots:
-        if s.owner is not None:
-            owned.setdefault(s.owner, []).append(s)
-    for i, (kind, detail) in enumerate(found):
-        out.append(_describe(kind, detail, owned[i], slots, child, offsets, at_, c_len, p_len))
     fixed: list[Break] = []
     spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # the two bodies' arrays, for every rebuild
     for i, brk in enumerate(out):
@@ -178,7 +183,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
                 body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
             # compare(parent, body)'s own steps, the parent's cache view cut once for all
             kept = _compare_views(d, model, parent, body, p_raw, _view(d, body, None, endpoint), prices,
-                                  endpoint=endpoint, at=at).cache.predicted_cached
+                                  endpoint=endpoint, at=at, times=times).cache.predicted_cached
         except InputError:
             kept = None
         if kept is not None:
@@ -188,6 +193,23 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
             usd = None if cost is None else cost.usd_lost
         fixed.append(replace(brk, kept=kept, usd_saved=usd))
     return fixed
+
+
+def _listed(found: list[tuple[str, str]], slots: list[Slot], child: bytes, c_segs: Sequence[Segment],
+            c_len: dict[int, int], p_len: dict[int, int]) -> list[Break]:
+    """Each break found, described (tokens from ``c_len``/``p_len``, 0 where
+    they are not counted)."""
+    offsets: dict[int, int] = {}
+    end = 0
+    for seg in c_segs:
+        offsets[id(seg)] = end
+        end += len(seg.data)
+    owned: dict[int, list[Slot]] = {}
+    for s in slots:
+        if s.owner is not None:
+            owned.setdefault(s.owner, []).append(s)
+    return [_describe(kind, detail, owned[i], slots, child, offsets, end, c_len, p_len)
+            for i, (kind, detail) in enumerate(found)]
 
 
 # -- alignment -----------------------------------------------------------------
@@ -341,6 +363,10 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[Slot], found: l
     """Tools by name: the ones the child drops are one break, the ones it
     adds another, the ones it moves one; a tool kept in place whose bytes
     differ is a break of its own."""
+    if len(a) == len(b) and all(p.data == c.data for p, c in zip(a, b)):
+        slots.extend(Slot(p, c) for p, c in zip(a, b))  # the same tools: no name needs reading
+        return
+
     def key(s: Segment) -> Any:
         name = _tool_name(s.data)
         return name if name is not None else s.data
@@ -409,11 +435,25 @@ def _renumber(slots: list[Slot], found: list[tuple[str, str]], start: int) -> No
 
 # -- description -------------------------------------------------------------------
 
-def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child: bytes,
-              offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
+def _pointer_in(seg: Segment, inner: int, child: bytes) -> str:
+    """The pointer of the deepest value holding byte ``inner`` of ``seg``:
+    found in the segment's own bytes (the value at its pointer), so that the
+    whole body is not walked; the params segment (several top-level members)
+    and a segment that is not a JSON value are placed in the body."""
     from ._compare import _body_offset
     from .locate import pointer_at
 
+    if seg.kind != "params" and inner < len(seg.data):
+        try:
+            return seg.pointer + pointer_at(seg.data, inner)
+        except (InputError, ValueError, IndexError):  # not a JSON value of its own
+            pass
+    body_at = _body_offset(child, seg, inner)
+    return pointer_at(child, body_at) if body_at < len(child) else seg.pointer
+
+
+def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child: bytes,
+              offsets: dict[int, int], end: int, c_len: dict[int, int], p_len: dict[int, int]) -> Break:
     cs = [s.c for s in mine if s.c is not None]
     ps = [s.p for s in mine if s.p is not None]
     first = mine[0]
@@ -421,8 +461,7 @@ def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child
     if first.p is not None and first.c is not None:
         inner = first_divergence(first.p.data, first.c.data) or 0
         off = offsets[id(first.c)] + inner
-        body_at = _body_offset(child, first.c, inner)
-        pointer = pointer_at(child, body_at) if body_at < len(child) else first.c.pointer
+        pointer = _pointer_in(first.c, inner, child)
         p_ex, c_ex, side = excerpt(first.p.data, inner), excerpt(first.c.data, inner), "child"
     elif cs:
         off, pointer, side = offsets[id(cs[0])], cs[0].pointer, "child"
@@ -436,6 +475,6 @@ def _describe(kind: str, detail: str, mine: list[Slot], slots: list[Slot], child
         p_ex, c_ex = excerpt(ps[0].data, 0), None
     if kind == "messages_rewritten" and detail.startswith("text edited") and _ARGUMENTS.search(pointer):
         detail = f"tool-call arguments rewritten (at {pointer})"  # the call's id and name kept
-    toks = sum(c_len[id(s)] for s in cs) if cs else sum(p_len[id(s)] for s in ps)
+    toks = sum(c_len.get(id(s), 0) for s in cs) if cs else sum(p_len.get(id(s), 0) for s in ps)
     return Break(kind, detail, segment, pointer, side, off, p_ex, c_ex, sum(len(s.data) for s in ps),
                  sum(len(s.data) for s in cs), toks, max(len(cs), len(ps)))

@@ -64,7 +64,9 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
     (``path, body, meta``). ``lenient``: a pair that cannot be compared is a
     :class:`Skipped` instead of an :class:`InputError`. ``endpoint``: where
     the requests went (default: the parent snapshot's URL), for caches that
-    depend on it. ``at``: when the child is sent (time-of-day prices).
+    depend on it. ``at``: when the child is sent (time-of-day prices). The
+    snapshots' ``time`` metadata, where both have it, is when each was sent
+    (an expired parent is read as the folder's simulated cache reads it).
     ``with_breaks``: list every break (:attr:`DiffResult.breaks`)."""
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
@@ -105,11 +107,21 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
             run = compare_with_breaks if with_breaks else compare
             return run(parent.body, child.body, dialect=p_found.dialect, model=chosen, prices=prices,
                        parent_path=p_name, child_path=c_name,
-                       endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at)
+                       endpoint=endpoint or placed_url(getattr(parent.meta, "url", None)), at=at,
+                       times=_times(parent.meta, child.meta))
     except InputError as exc:
         if not lenient:
             raise
         return Skipped(p_name, c_name, exc.problem)
+
+
+def _times(p_meta: Any, c_meta: Any) -> tuple[float, float] | None:
+    """When the two snapshots were sent, where both say so (their ``time``
+    metadata), as :func:`fidelity.diff.compare` takes them."""
+    from ..traffic.exchange import iso_seconds
+
+    got = [iso_seconds(t) if isinstance(t := getattr(m, "time", None), str) else None for m in (p_meta, c_meta)]
+    return (got[0], got[1]) if got[0] is not None and got[1] is not None else None
 
 
 def _given(body: bytes, value: Any, *, once: bool = False) -> AbstractContextManager[None]:

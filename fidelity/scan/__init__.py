@@ -48,6 +48,7 @@ from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, Prices, build_result
 from .entries import PartitionRows, Rows
 from .executors import EXECUTORS, Executor, make_executor
+from .fix_list import body_of, fix_list
 from .partition import Task, change_label, index_chunk, replay_batch, where_of
 from .records import MAX_LINE, prepare_inputs
 
@@ -99,7 +100,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, executor: str | Executor = 
         prog.start("replaying partitions", len(tasks))
         for part in ex.map(replay_batch, [(t,) for t in tasks], prog.advance):
             partial.merge(part)
-        _cross(partial, Prices(table))
+        _cross(partial, Prices(table), names)
         example_files = _write_examples(partial, names, examples_dir, top) if examples_dir else None
         return build_result(partial, inputs=[str(p) for p in paths], table=table, top=top,
                             example_files=example_files)
@@ -256,10 +257,11 @@ def _column(typecode: str, values: Any) -> Any:
     return out
 
 
-def _cross(partial: Partial, prices: Prices) -> None:
+def _cross(partial: Partial, prices: Prices, names: list[str]) -> None:
     """Requests whose session predecessor sits in another partition: the
     head (model, params or first segment) changed. Lost tokens from both
-    prompt lengths; the cause from the two heads."""
+    prompt lengths; the breaks from the two lines' fix list (the cause from
+    the two heads where there is none: a model change)."""
     memo: dict[tuple[Any, ...], tuple[str, str | None, tuple[str, str, str]]] = {}
     for c in sorted(partial.cross_children, key=lambda c: (c.time, c.label, c.line)):
         p = partial.cross_preds.get(c.pred_loc)
@@ -289,14 +291,49 @@ def _cross(partial: Partial, prices: Prices) -> None:
                     got = (cause.kind, cause.detail, where_of(ps[0], cs[0]))
                 if len(memo) < 20_000:
                     memo[key] = got
+        listed = _fix_list_at(names, p.loc, c.loc) if (p.provider, p.model) == (c.provider, c.model) else []
+        if listed:  # every break, as `fidelity diff` lists them: the first carries the loss
+            got = (listed[0][0], listed[0][1], listed[0][2])
         kind, detail, (wk, ptr, label) = got
         partial.add_break(Break(cause=kind, change=change_label(detail), detail=detail or "", where_kind=wk,
+                                behind=tuple((c_, change_label(d), *w) for c_, d, w in listed[1:]),
                                 pointer=ptr, label=label, provider=c.provider, model=c.model, day=c.day, lost=lost,
                                 time=c.time, parent=p.where, child=(c.label, c.line), parent_loc=p.loc,
                                 child_loc=c.loc,
                                 usd_nano=prices.lost_nano(c.provider, c.model, lost, prompt=c.prompt, time=c.time)))
     partial.cross_children.clear()
     partial.cross_preds.clear()
+
+
+def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int, int, int]
+                 ) -> list[tuple[str, str, tuple[str, str, str]]]:
+    """The fix list of the child line at ``c_loc`` against the parent line at
+    ``p_loc`` (file, offset, length): ``(cause, detail, where)`` each, as the
+    replay counts them; empty for lines of two dialects."""
+    from ..cache._breakpoints import BreakpointCache
+    from ..cache.prompts import strip_markers
+    from .partition import pointer_pattern, view_of
+    from .records import parse_record
+    from .view import encode
+
+    recs = []
+    for f, off, length in (p_loc, c_loc):
+        with open(names[f], "rb") as fh:
+            fh.seek(off)
+            recs.append(parse_record(fh.read(length)))
+    p_rec, c_rec = recs
+    if p_rec.dialect is not c_rec.dialect:
+        return []
+    explicit = isinstance(cache_models.get(c_rec.provider, c_rec.model), BreakpointCache)
+    segs = []
+    for rec in recs:
+        view = view_of(rec)
+        data = encode(view.items, normalise=view.normalise)
+        segs.append([Segment("params", 0, "", view.params)] + [
+            Segment(it.kind, it.index, it.pointer, strip_markers(d) if explicit else d)  # type: ignore[arg-type]
+            for it, d in zip(view.items, data)])
+    return [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
+            for b in fix_list(c_rec.dialect, c_rec.model, body_of(p_rec), body_of(c_rec), segs[0], segs[1])]
 
 
 def _write_examples(partial: Partial, names: list[str], folder: str | Path,

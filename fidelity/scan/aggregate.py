@@ -48,6 +48,9 @@ class Break:
     child_loc: tuple[int, int, int]
     #: what the lost tokens cost, in nano-dollars (:func:`lost_nano`); ``None``: no price
     usd_nano: int | None = None
+    #: the breaks behind the first, in cache order (:func:`fidelity.scan.fix_list.fix_list`):
+    #: ``(cause, change, where kind, pointer pattern, label)`` each; they carry no loss
+    behind: tuple[tuple[str, str, str, str, str], ...] = ()
 
     def rank(self) -> tuple[Any, ...]:
         return (-self.lost, self.time, self.child, self.parent)
@@ -112,9 +115,9 @@ class Partial:
     models: dict[PM, list[int]] = field(default_factory=dict)
     #: (day, provider, model) -> requests, prompt, read, lost, breaks, nano, unpriced
     days: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-    #: (cause, change, provider, model) -> breaks, lost, nano, unpriced
+    #: (cause, change, provider, model) -> first breaks, lost, nano, unpriced, breaks behind another
     causes: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
-    #: (kind, pointer pattern, label, provider, model) -> breaks, lost, nano, unpriced
+    #: (kind, pointer pattern, label, provider, model) -> first breaks, lost, nano, unpriced, behind
     wheres: dict[tuple[str, str, str, str, str], list[int]] = field(default_factory=dict)
     #: (cause, change, kind, pointer, label, provider, model) -> breaks, lost, nano, unpriced
     changes: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
@@ -154,8 +157,11 @@ class Partial:
         cost = [b.usd_nano or 0, b.lost if b.usd_nano is None else 0]
         _add(self.models, pm, [0, 0, 0, 0, 0, b.lost, 1, 0, 0, 0, 0, 0, *cost])
         _add(self.days, (b.day, *pm), [0, 0, 0, b.lost, 1, *cost])
-        _add(self.causes, (b.cause, b.change, *pm), [1, b.lost, *cost])
-        _add(self.wheres, (b.where_kind, b.pointer, b.label, *pm), [1, b.lost, *cost])
+        _add(self.causes, (b.cause, b.change, *pm), [1, b.lost, *cost, 0])
+        _add(self.wheres, (b.where_kind, b.pointer, b.label, *pm), [1, b.lost, *cost, 0])
+        for cause, change, kind, pointer, label in b.behind:  # counted, not charged
+            _add(self.causes, (cause, change, *pm), [0, 0, 0, 0, 1])
+            _add(self.wheres, (kind, pointer, label, *pm), [0, 0, 0, 0, 1])
         ck = (b.cause, b.change, b.where_kind, b.pointer, b.label)
         _add(self.changes, (*ck, *pm), [1, b.lost, *cost])
         cur = self.examples.get(ck)
@@ -288,10 +294,10 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
         days.append({"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2],
                      "lost_tokens": v[3], "lost_usd": _usd(v[3], v[5], v[6]),
                      "breaks": v[4]})
-    causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "lost_tokens": v[1], "lost_usd": _usd(*v[1:4])}
-              for k, v in _ranked(_group(p.causes, 2))]
-    wheres = [{"kind": k[0], "pointer": k[1], "label": k[2], "breaks": v[0], "lost_tokens": v[1],
-               "lost_usd": _usd(*v[1:4])} for k, v in _ranked(_group(p.wheres, 3))]
+    causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "first": v[0], "behind": v[4], "lost_tokens": v[1],
+               "lost_usd": _usd(*v[1:4])} for k, v in _ranked(_group(p.causes, 2))]
+    wheres = [{"kind": k[0], "pointer": k[1], "label": k[2], "breaks": v[0], "first": v[0], "behind": v[4],
+               "lost_tokens": v[1], "lost_usd": _usd(*v[1:4])} for k, v in _ranked(_group(p.wheres, 3))]
     changes = []
     for rank, (k, v) in enumerate(_ranked(_group(p.changes, 5))[:top], start=1):
         ex = p.examples[k]
@@ -338,5 +344,6 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
 
 
 def _ranked(groups: dict[tuple[str, ...], list[int]]) -> list[Any]:
-    """Most lost tokens first, then most breaks, then the key."""
-    return sorted(groups.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))
+    """Most lost tokens first, then most first breaks, then most breaks
+    behind another (cause and where rows), then the key."""
+    return sorted(groups.items(), key=lambda kv: (-kv[1][1], -kv[1][0], -sum(kv[1][4:5]), kv[0]))

@@ -10,7 +10,8 @@ partition's lines are read again by offset, in time order; segments are
 interned and tokenized through the worker's memo, the cache is simulated
 (one :class:`fidelity.cache.simulator.Simulator` per cache model, fed
 the ids :class:`.prompt_ids.PromptIds` builds), and each request whose prefix broke against
-the request it continues is classified with :func:`fidelity.diff.classify`.
+the request it continues gets its fix list (:func:`.fix_list.fix_list`: every break, the
+first carrying the loss).
 A task returns a :class:`~fidelity.scan.aggregate.Partial`: sums that merge
 in any order to the same result.
 """
@@ -40,6 +41,7 @@ from ..errors import FidelityError
 from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .entries import Entry, PartitionRows, Rows
+from .fix_list import body_of, fix_list
 from .memo import TokenMemo
 from .prompt_ids import PromptIds
 from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
@@ -434,7 +436,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
                     data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
         segs = array("q", ln.segs[:k])
         segs.extend(map(st.data.number, data[k:]))
-        prev_view, prev_index = ln.view, ln.index
+        prev_view, prev_index, prev_parsed = ln.view, ln.index, ln.parsed
         ln.view, ln.index, ln.parsed, ln.data, ln.segs = view, index, parsed, data, segs
         t = e.time if e.time is not None else 0.0
         bp_ends = tuple(sreq.breakpoints)
@@ -485,20 +487,31 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
         pe = req_entries[j]
         # the predecessor is usually the one this request was compared with;
         # else its line is read again (a request keeps ids, not its body)
-        p_items = prev_view.items if j == prev_index and prev_view is not None else \
-            view_of(parse_record(_read(task, fds, pe))).items
-        mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
-                tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
-                tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
+        p_rec = prev_parsed.rec if j == prev_index and prev_parsed is not None else \
+            parse_record(_read(task, fds, pe))
+        p_items = prev_view.items if j == prev_index and prev_view is not None else view_of(p_rec).items
         p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
-        got = classify_memo.get(mkey)
-        if got is None:
-            cause = classify(p_segs, c_segs, k)
-            got = classify_memo[mkey] = (cause.kind, cause.detail)
-            if len(classify_memo) > 100_000:
-                classify_memo.clear()
-        kind, ptr, label = where_of(p_segs[k], c_segs[k])
+        # every break, as `fidelity diff` lists them; the first carries the loss
+        listed = [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
+                  for b in fix_list(rec.dialect, model, body_of(p_rec), body_of(rec), list(p_segs), list(c_segs))] \
+            if p_rec.dialect is rec.dialect else []
+        if listed:
+            got: tuple[str, str | None] = listed[0][:2]
+            kind, ptr, label = listed[0][2]
+        else:  # no list (two dialects): the first break alone
+            mkey = (p.segs[k], segs[k], tuple(p.segs[k + 1:k + 2]), tuple(segs[k + 1:k + 2]),
+                    tuple(sid for it, sid in zip(p_items, p.segs) if it.kind == "tools"),
+                    tuple(sid for it, sid in zip(view.items, segs) if it.kind == "tools"), p_items[k].index)
+            memo_got = classify_memo.get(mkey)
+            if memo_got is None:
+                cause = classify(p_segs, c_segs, k)
+                memo_got = classify_memo[mkey] = (cause.kind, cause.detail)
+                if len(classify_memo) > 100_000:
+                    classify_memo.clear()
+            got = memo_got
+            kind, ptr, label = where_of(p_segs[k], c_segs[k])
         out.add_break(Break(cause=got[0], change=change_label(got[1]), detail=got[1] or "",
+                            behind=tuple((c, change_label(d), *w) for c, d, w in listed[1:]),
                             where_kind=kind, pointer=ptr, label=label, provider=provider, model=model,
                             day=rec.day, lost=lost, time=t,
                             parent=(task.labels[pe.file], pe.line),

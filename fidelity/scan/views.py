@@ -48,12 +48,14 @@ def _headline(r: dict[str, Any]) -> list[str]:
 def _rows(r: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of each table, shared by every view."""
     out = []
-    out.append(("Lost by cause", ["cause", "change", "breaks", "lost tokens", "lost $"],
-                [[c["cause"], c["change"], f"{c['breaks']:,}", f"{c['lost_tokens']:,}", _usd(c["lost_usd"])]
-                 for c in r["by_cause"]]))
-    out.append(("Where the prefix broke", ["segment", "pointer", "tool / section", "breaks", "lost tokens", "lost $"],
-                [[w["kind"], w["pointer"], w["label"], f"{w['breaks']:,}", f"{w['lost_tokens']:,}",
-                  _usd(w["lost_usd"])] for w in r["by_where"]]))
+    # first: the request's first break (its loss is charged there); behind: a break after another one
+    out.append(("Lost by cause", ["cause", "change", "first", "behind", "lost tokens", "lost $"],
+                [[c["cause"], c["change"], f"{c['first']:,}", f"{c['behind']:,}", f"{c['lost_tokens']:,}",
+                  _usd(c["lost_usd"])] for c in r["by_cause"]]))
+    out.append(("Where the prefix broke", ["segment", "pointer", "tool / section", "first", "behind", "lost tokens",
+                                           "lost $"],
+                [[w["kind"], w["pointer"], w["label"], f"{w['first']:,}", f"{w['behind']:,}",
+                  f"{w['lost_tokens']:,}", _usd(w["lost_usd"])] for w in r["by_where"]]))
     out.append(("By model", ["provider", "model", "requests", "prompt tokens", "hit rate (predicted)",
                              "hit rate (reported)", "lost tokens", "lost $"],
                 [[m["provider"], m["model"] + (" (estimated tokens)" if m["estimated"] else ""),

@@ -109,10 +109,33 @@ def test_child_that_only_appends_loses_nothing():
     assert r.cause.kind == "appended_only"
     assert not r.raw.identical and r.raw.first_divergent_byte is not None
     assert r.view.segment == ("message", len(child_msgs) - 2)  # index within kind: system is its own kind
-    assert r.tokens.common_prefix == r.tokens.parent_prompt > 1024
+    # the parent's prompt ends with the reply priming OpenAI appends (<|start|>assistant<|message|>,
+    # 3 tokens, counted as replay and scan count it); the child's next turn shares its first token only
+    from fidelity.tokens import for_model
+    from fidelity.tokens.billed import prompt_tail
+
+    priming = len(prompt_tail(for_model("gpt-4o", "openai"), "openai-chat"))
+    assert priming == 3
+    assert r.tokens.common_prefix == r.tokens.parent_prompt - priming + 1 > 1024
     assert r.cache.lost == 0
     assert r.cache.predicted_cached > 0 and r.cache.predicted_cached <= r.tokens.parent_prompt
     assert r.tokens.tokenizer == "o200k_base" and not r.tokens.estimated
+
+
+def test_a_child_sent_after_the_parents_entries_ran_out_reads_and_loses_nothing():
+    """With the two send times (``compare(times=...)``, as ``diff FOLDER``
+    reads them from snapshot metadata) the parent's entries run out as in
+    ``replay``: a month later the child reads nothing and loses nothing."""
+    parent = openai_body(**PARENT)
+    msgs = history()
+    msgs[3] = {**msgs[3], "content": msgs[3]["content"] + " (edited)"}
+    child = openai_body(**{**PARENT, "messages": msgs + [{"role": "user", "content": "go on"}]})
+    near = compare(parent, child, times=(0.0, 60.0))
+    late = compare(parent, child, times=(0.0, 30 * 86400.0))
+    assert near == compare(parent, child)  # within the lifetime: as without times
+    assert near.cache.predicted_cached > 0 and near.cache.lost > 0
+    assert late.cache.predicted_cached == 0 and late.cache.lost == 0
+    assert late.cache.written >= near.cache.written + near.cache.predicted_cached - 128
 
 
 def test_identical_bodies():

@@ -4,7 +4,11 @@ through its library function, in process) and must agree, request by
 request, on the prompt, read and written tokens and on what is set apart;
 and on every captured parent/child pair (``fixtures/harness``,
 ``fixtures/harness-matrix``), ``diff``, the proxy's verdict and ``replay``
-name one read and one write for the child."""
+name one read and one write for the child. On the same snapshot folders
+``fidelity diff FOLDER --json`` gives each child replay's prompt, read and
+written tokens, and ``gate --snapshots`` the lost tokens ``diff FOLDER``
+gives; on the DeepSeek Harness logs of ``../shared/real``, ``fidelity
+calibrate --json`` gives each request replay's prompt and read."""
 
 from __future__ import annotations
 
@@ -118,3 +122,103 @@ def test_diff_and_the_proxy_verdict_read_what_replay_reads(folder: Path) -> None
     assert parent.meta is not None
     v = judge(parent.body, child.body, d.dialect, model=d.model, endpoint=placed_url(parent.meta.url))
     assert (v.predicted_cached, v.predicted_written) == (d.cache.predicted_cached, d.cache.written)
+
+
+def _run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    """A command run in process as the console script runs it; its JSON."""
+    import json
+
+    from fidelity import cli
+
+    assert cli.main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("folder", _pairs())
+def test_diff_folder_and_gate_snapshots_give_replays_figures(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``fidelity diff FOLDER --json``: per child, replay's prompt, read and
+    written tokens; ``fidelity gate --snapshots`` (its rows): per child, the
+    lost tokens ``diff FOLDER`` reports."""
+    from fidelity.gate_rows import rows_from_snapshots
+
+    exchanges = read(Source("snapshots", folder))
+    rows = {Path(ex.source).name: row for ex, row in zip(exchanges, replay_recording(exchanges))}
+    doc = _run_json(capsys, "diff", str(folder), "--json")
+    assert doc
+    lost: dict[str, int] = {}
+    for entry in doc:
+        name = Path(entry["pair"]["child"]).name
+        pred = rows[name].predicted
+        assert pred is not None, rows[name].note
+        got = (entry["tokens"]["child_prompt"], entry["cache"]["predicted_cached"], entry["cache"]["written"])
+        assert got == (pred.prompt, pred.cache_read or 0, pred.cache_write or 0), name
+        lost[name] = entry["cache"]["lost"]
+    gated = {r.key: r.lost_tokens for r in rows_from_snapshots(folder)}
+    assert gated == lost
+
+
+DSH = REAL / "deepseek-harness"
+
+
+@pytest.mark.skipif(not DSH.is_dir(), reason="no DeepSeek Harness logs")
+def test_calibrate_gives_replays_prompt_and_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """``fidelity calibrate --json`` and ``fidelity replay`` on the DeepSeek
+    Harness logs: per request, one predicted prompt and one predicted read."""
+    from fidelity.replay import replay
+
+    doc = _run_json(capsys, "calibrate", str(DSH), "--json")
+    calibrated = {(s["path"], i): (st["predicted_prompt"], st["predicted_cached"])
+                  for s in doc["sessions"] for i, st in enumerate(s["steps"])}
+    replayed = {(r.source, r.index): (r.predicted.prompt, r.predicted.cache_read)
+                for r in replay(DSH).rows if r.predicted is not None}
+    assert calibrated and calibrated == replayed
+
+
+def _imported() -> list[Any]:
+    """Every recording of ``../shared/real`` the importers turn into snapshots."""
+    if not REAL.is_dir():
+        return []
+    return [pytest.param(s, id=str(s.path.relative_to(ROOT.parent)))
+            for s in list_sources(REAL) if s.kind in ("vcr", "har", "jsonl")]
+
+
+@pytest.mark.parametrize("source", _imported())
+def test_diff_folder_of_an_imported_recording_gives_replays_figures(source: Source, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A recording of ``../shared/real`` imported as snapshots (``fidelity
+    import``) and read by ``fidelity diff FOLDER --json``: each compared child
+    has the prompt, read and written tokens ``replay`` gives that request of
+    the recording (requests sent after the cache ran out included)."""
+    from fidelity import cli
+    from fidelity.capture import snapshot
+
+    exchanges = read(source)
+    rows = replay_recording(exchanges)
+    assert cli.main(["import", str(source.path), str(tmp_path / "snaps")]) in (0, 2)
+    capsys.readouterr()
+    folder = tmp_path / "snaps"
+    if not folder.is_dir() or len(list(folder.iterdir())) < 2:
+        return  # nothing to pair (embeddings, one request)
+    # the k-th snapshot of a body is the k-th request of the recording with that body
+    by_body: dict[bytes, list[Row]] = defaultdict(list)
+    for ex, row in zip(exchanges, rows):
+        by_body[ex.body].append(row)
+    seen: Counter[bytes] = Counter()
+    row_of: dict[str, Row] = {}
+    for path in snapshot.iter_folder(folder):
+        body = snapshot.read(path).body
+        if seen[body] < len(by_body[body]):
+            row_of[path.name] = by_body[body][seen[body]]
+        seen[body] += 1
+    if cli.main(["diff", str(folder), "--json"]) != 0:
+        capsys.readouterr()
+        return  # no pair fidelity compares (another API)
+    import json
+
+    for entry in json.loads(capsys.readouterr().out):
+        row = row_of[Path(entry["pair"]["child"]).name]
+        if row.predicted is None:
+            continue  # replay does not simulate it (set apart as skipped): no figure to match
+        got = (entry["tokens"]["child_prompt"], entry["cache"]["predicted_cached"], entry["cache"]["written"])
+        assert got == (row.predicted.prompt, row.predicted.cache_read or 0, row.predicted.cache_write or 0), \
+            entry["pair"]["child"]
