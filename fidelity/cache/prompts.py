@@ -189,10 +189,15 @@ def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[S
 _VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
 
 
-def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str) -> list[array[int]]:
-    """Billed ids per segment of a cache view under the model's billing
-    tokenizer: the ids :func:`cache_prompt` computes, from the same memo."""
-    return _ids(billing_tokenizer(tokens.for_model(model, d.provider), d.name), segs, d, model)
+def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str,
+             tok: tokens.Tokenizer | None = None) -> list[array[int]]:
+    """Billed ids per segment of a cache view under ``tok`` (default: the
+    model's billing tokenizer): the ids :func:`cache_prompt` computes, from
+    the same memo, so that a report's diff, counterfactual children and
+    simulator prompts tokenize each view once."""
+    if tok is None:
+        tok = tokens.for_model(model, d.provider)
+    return _ids(billing_tokenizer(tok, d.name), segs, d, model)
 
 
 def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,

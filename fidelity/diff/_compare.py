@@ -30,7 +30,7 @@ import orjson
 from .. import cache as cache_models
 from .. import jsonbytes, jsonio, pricing, tokens, wire
 from ..bytediff import excerpt, first_divergence
-from ..cache.prompts import view_of
+from ..cache.prompts import view_ids, view_of
 from ..cache.simulator import simulated
 from ..errors import InputError, UnknownName
 from ..jsonbytes import member_spans, value_spans
@@ -285,8 +285,8 @@ def _compare_views(
     from ..tokens.billed import billing_tokenizer
 
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
-    p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
-    c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
+    p_ids = view_ids(d, p_segs, model, tok)
+    c_ids = view_ids(d, c_segs, model, tok)
     p_len = sum(map(len, p_ids))
     c_len = sum(map(len, c_ids))
 

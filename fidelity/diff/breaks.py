@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .. import pricing, tokens, wire
+from .. import pricing, wire
 from ..bytediff import excerpt, first_divergence
 from ..errors import InputError
 from ..jsonbytes import scan_memo
@@ -140,11 +140,10 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     slots, found = _align(p_segs, c_segs)
     if not found:
         return []
-    from ..tokens.billed import billing_tokenizer, segment_ids
+    from ..cache.prompts import view_ids
 
-    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
-    c_ids = segment_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
-    p_ids = segment_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
+    c_ids = view_ids(d, c_segs, model)
+    p_ids = view_ids(d, p_segs, model)
     c_len = {id(s): len(i) for s, i in zip(c_segs, c_ids)}
     p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
     offsets: dict[int, int] = {}
