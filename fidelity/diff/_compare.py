@@ -282,14 +282,54 @@ def _compare_views(
     elif d.provider == "anthropic" and cause.kind == "params_changed":
         cause = _with_invalidation(cause, p_segs, c_segs)
 
+    pr = _prompts(d, model, parent, child, p_marked, c_marked, p_segs, c_segs, split, endpoint, key_changed)
+    read, written = pr.read()
+    figures = TokenFigures(pr.tok.name, pr.tok.estimated, pr.shared, pr.p_len, pr.c_len)
+    cm, c_len, p_prompt, c_prompt, same_key = pr.cm, pr.c_len, pr.p_prompt, pr.c_prompt, pr.same_key
+    shared, levels = pr.shared, pr.levels
+    # what a child that kept the parent's prefix would have read, less the
+    # prediction (fidelity.diff.lost: by position, from the first divergence)
+    lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
+    cache_fig = CacheFigures(cm.name, read, written, lost)
+
+    cost, note = _cost(prices, d.provider, model, lost, c_len, at)
+    return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
+
+
+@dataclass
+class _Prompts:
+    """Both sides of a comparison as the cache simulator's prompts, and what
+    the figures read from them."""
+
+    tok: tokens.Tokenizer
+    cm: Any
+    p_prompt: cache_models.PromptTokens
+    c_prompt: cache_models.PromptTokens
+    same_key: bool
+    shared: int
+    levels: Any
+    p_len: int
+    c_len: int
+
+    def read(self) -> tuple[int, int]:
+        """The child's predicted cache read and write, the parent fed first
+        when both share a cache partition: the one computation of the
+        ``predicted cached`` figure (the headline's and each counterfactual's)."""
+        outcome = simulated(self.cm, [self.p_prompt] if self.same_key else [], self.c_prompt)
+        return outcome.cache_read or 0, outcome.cache_write or 0
+
+
+def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked: Sequence[Segment],
+             c_marked: Sequence[Segment], p_segs: Sequence[Segment], c_segs: Sequence[Segment],
+             split: int | None, endpoint: str | None, key_changed: bool) -> _Prompts:
+    """The two prompts of a comparison (``p_segs`` / ``c_segs``: the cache
+    views as the cache keys them, markers removed for Anthropic; ``*_marked``:
+    as sent; ``split``: the first differing segment of the unmarked views)."""
     from ..tokens.billed import billing_tokenizer
 
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
     p_ids = view_ids(d, p_segs, model, tok)
     c_ids = view_ids(d, c_segs, model, tok)
-    p_len = sum(map(len, p_ids))
-    c_len = sum(map(len, c_ids))
-
     cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
     if d.provider == "anthropic":
         # the cache simulator's own Anthropic prompts: markers removed,
@@ -310,17 +350,19 @@ def _compare_views(
         c_prompt = cache_models.PromptTokens(_concat(c_ids), 1.0, _breakpoints(c_marked, c_ids))
         shared = 0 if key_changed else _common_tokens(p_ids, c_ids, split)
         levels = None
-    figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
-    # the simulator replay and scan run: the parent fed, then the child asked about
-    outcome = simulated(cm, [p_prompt] if same_key else [], c_prompt)
-    read, written = outcome.cache_read or 0, outcome.cache_write or 0
-    # what a child that kept the parent's prefix would have read, less the
-    # prediction (fidelity.diff.lost: by position, from the first divergence)
-    lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
-    cache_fig = CacheFigures(cm.name, read, written, lost)
+    return _Prompts(tok, cm, p_prompt, c_prompt, same_key, shared, levels, sum(map(len, p_ids)),
+                    sum(map(len, c_ids)))
 
-    cost, note = _cost(prices, d.provider, model, lost, c_len, at)
-    return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
+
+def predicted_read(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_raw: Sequence[Segment],
+                   c_raw: Sequence[Segment], endpoint: str | None = None) -> int:
+    """The child's predicted cached tokens against the parent, from their
+    cache views as sent (what :func:`compare` reports as ``predicted
+    cached``, by the same steps, without the rest of the comparison): the
+    figure each partly fixed child of :mod:`fidelity.diff.breaks` keeps."""
+    p_segs, c_segs = (_unmarked(p_raw), _unmarked(c_raw)) if d.provider == "anthropic" else (p_raw, c_raw)
+    split = _first_differing_segment(p_segs, c_segs)
+    return _prompts(d, model, parent, child, p_raw, c_raw, p_segs, c_segs, split, endpoint, False).read()[0]
 
 
 def _concat(ids: Sequence[array[int]]) -> array[int]:

@@ -127,7 +127,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     it (else it is computed); ``views``: the two cache views it was computed
     from (else they are cut again). Empty when the child only appends or is
     identical. Bad input raises :class:`InputError`."""
-    from ._compare import _compare_views, _unmarked, _view, compare
+    from ._compare import _unmarked, _view, compare, predicted_read
 
     if prices is None:
         prices = pricing.load()  # once for every counterfactual
@@ -175,9 +175,9 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
                 body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
-            # compare(parent, body)'s own steps, the parent's cache view cut once for all
-            kept = _compare_views(d, model, parent, body, p_raw, _view(d, body, None, endpoint), prices,
-                                  endpoint=endpoint, at=at).cache.predicted_cached
+            # compare(parent, body)'s predicted cached tokens, by its own steps,
+            # the parent's cache view cut once for all
+            kept = predicted_read(d, model, parent, body, p_raw, _view(d, body, None, endpoint), endpoint)
         except InputError:
             kept = None
         if kept is not None:
