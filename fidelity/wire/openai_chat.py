@@ -64,6 +64,7 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
+from ._spans import parsed
 from .profiles import attach, write_request
 
 _ASSISTANT_KEYS = ("role", "content", "reasoning_content", "tool_calls")
@@ -236,7 +237,7 @@ class ChatDialect:
     # ------------------------------------------------------------ cache view
 
     def cache_view(self, body: bytes) -> list[Segment]:
-        obj = require_object(loads(body), "")
+        obj = require_object(parsed(body), "")
         messages = obj.get("messages")
         messages = messages if isinstance(messages, list) else []
         n_system = leading_system_count(messages)
