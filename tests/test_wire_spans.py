@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity import jsonbytes
-from fidelity.wire import _spans
+from fidelity.wire import spans as _spans
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8) \
     | st.floats(allow_nan=False, allow_infinity=False)
@@ -37,6 +37,14 @@ def test_spans_are_the_scanners(obj: dict[str, Any], compact: bool) -> None:
     assert _spans.top_members(body) == members
     for k in keys:
         assert _spans.top_elements(body, k) == elements[k], k
+    ptrs = ["", "/absent", "/a~1b", "/a~1b/0", "/é/01"]
+    for k in obj:
+        ptr = "/" + jsonbytes.escape_token(k)
+        ptrs += [ptr, ptr + "/0", ptr + "/2", ptr + "/0/0", ptr + "/-"]
+    assert _spans.value_spans(body, ptrs) == jsonbytes.value_spans(body, ptrs)
+    for ptr in ptrs:
+        assert _spans.element_spans(body, ptr) == jsonbytes.element_spans(body, ptr), ptr
+        assert _spans.member_spans(body, ptr) == jsonbytes.member_spans(body, ptr), ptr
     # the compact fast path is taken exactly when orjson writes the body back
     assert (_spans._compact_layout(body) is not None) == (body == orjson.dumps(obj))
 
@@ -50,11 +58,13 @@ def test_a_compact_body_is_sliced_without_the_scanner(monkeypatch: Any) -> None:
         raise AssertionError("the scanner was called")
 
     _spans._LAST.clear()
-    monkeypatch.setattr(_spans, "element_spans", refuse)
-    monkeypatch.setattr(_spans, "member_spans", refuse)
+    for name in ("element_spans", "member_spans", "value_spans", "loads"):
+        monkeypatch.setattr(jsonbytes, name, refuse)
     got = _spans.top_elements(body, "messages")
     assert got == expected and [body[s:e] for s, e in got][1] == b'[1,{"x":"}"}]'
     assert _spans.top_elements(body, "tools") == [] and _spans.top_elements(body, "model") == []
+    assert _spans.value_spans(body, ["/messages/1", "/model"]) == {"/messages/1": got[1], "/model": (9, 12)}
+    assert _spans.parsed(body) == orjson.loads(body)
 
 
 def test_duplicate_keys_and_spaced_bodies_go_to_the_scanner() -> None:

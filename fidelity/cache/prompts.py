@@ -42,9 +42,10 @@ import orjson
 
 from .. import providers, tokens, wire
 from ..errors import InputError
-from ..jsonbytes import element_spans, iter_members, loads, skip_value, skip_ws
+from ..jsonbytes import element_spans, skip_value, skip_ws
 from ..tokens.billed import billing_tokenizer, prompt_tail
 from ..wire import Segment
+from ..wire.spans import member_spans, parsed
 from .assemble import (
     _LEVEL_SALTS,
     Assembled,
@@ -199,7 +200,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
     d = wire.get(dialect) if dialect else None
     # the strict parse is needed to detect the dialect, find the model, or
     # read an Anthropic body's blocks; the cache view checks the rest
-    obj = loads(body, path=path) if d is None or model is None or d.provider == "anthropic" else None
+    obj = parsed(body, path) if d is None or model is None or d.provider == "anthropic" else None
     if d is None:
         d = wire.detect(obj, path=path)
     if model is None:
@@ -377,7 +378,7 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
         if level is None:
             continue
         blocks.append((level, seg_ids, anthropic_block_ends(tok, d, model, seg, seg_ids)))
-    salts = [(m.key, body[m.value_start : m.end]) for m in iter_members(body, skip_ws(body, 0))]
+    salts = [(m.key, body[m.value_start : m.end]) for m in member_spans(body)]
     return anthropic_request(params_ids, blocks, salts, obj, model, time, label, output)
 
 

@@ -33,10 +33,10 @@ from ..bytediff import excerpt, first_divergence
 from ..cache.prompts import view_ids, view_of
 from ..cache.simulator import simulated
 from ..errors import InputError, UnknownName
-from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
+from ..wire.spans import member_spans, value_spans
 from .causes import Cause, classify
 from .locate import pointer_at
 from .lost import lost_tokens

@@ -37,7 +37,7 @@ from ..errors import InputError
 from ..jsonbytes import dumps_compact, pointer
 from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, freeze
 from . import Segment
-from ._spans import top_elements, top_members
+from .spans import top_elements, top_members
 
 __all__ = [
     "CHAT_KEYS",

@@ -103,8 +103,8 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
-from ._spans import parsed, top_elements, top_members, top_value
 from .profiles import attach, write_request
+from .spans import parsed, top_elements, top_members, top_value
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
            "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]

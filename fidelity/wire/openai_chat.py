@@ -64,8 +64,8 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
-from ._spans import parsed
 from .profiles import attach, write_request
+from .spans import parsed
 
 _ASSISTANT_KEYS = ("role", "content", "reasoning_content", "tool_calls")
 _TOOL_KEYS = ("role", "tool_call_id", "content")

@@ -49,8 +49,8 @@ from ._openai_common import (
     same_json,
     sdk_ordered,
 )
-from ._spans import parsed, top_elements, top_value
 from .profiles import attach, write_request
+from .spans import parsed, top_elements, top_value
 
 
 def _render_part(part: Any) -> dict[str, Any]:
