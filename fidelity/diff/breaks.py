@@ -127,7 +127,8 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     it (else it is computed); ``views``: the two cache views it was computed
     from (else they are cut again). Empty when the child only appends or is
     identical. Bad input raises :class:`InputError`."""
-    from ._compare import _unmarked, _view, compare, predicted_read
+    from ._compare import _view, compare
+    from ._prompts import _unmarked, predicted_read
 
     if prices is None:
         prices = pricing.load()  # once for every counterfactual
