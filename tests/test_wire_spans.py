@@ -57,7 +57,6 @@ def test_a_compact_body_is_sliced_without_the_scanner(monkeypatch: Any) -> None:
     def refuse(*_: Any) -> Any:
         raise AssertionError("the scanner was called")
 
-    _spans._LAST.clear()
     for name in ("element_spans", "member_spans", "value_spans", "loads"):
         monkeypatch.setattr(jsonbytes, name, refuse)
     got = _spans.top_elements(body, "messages")
@@ -98,3 +97,12 @@ def test_parsed_refuses_what_the_strict_parser_refuses() -> None:
             assert str(got.value) == str(exc)
         else:
             assert _spans.parsed(body) == expected
+
+
+def test_the_layout_memo_is_bounded_by_bytes(monkeypatch: Any) -> None:
+    monkeypatch.setattr(_spans, "_LAST_BYTES", 3000)
+    bodies = [orjson.dumps({"model": "m", "messages": ["x" * 1000, k]}) for k in range(6)]
+    for body in bodies:
+        assert _spans.top_elements(body, "messages")[1] == (len(body) - 3, len(body) - 2)
+        assert _spans._SIZE[0] == sum(map(len, _spans._LAST)) <= 3000
+    assert bodies[-1] in _spans._LAST and bodies[0] not in _spans._LAST

@@ -42,11 +42,12 @@ def parsed(body: bytes, path: str | None = None) -> Any:
     integer past 64 bits, no lone surrogate) but nesting, checked as the
     strict parser checks it; any other body by the strict parser (its
     error names ``path``). A new value each call."""
-    layout = _layout(body)
+    fresh: list[Any] = []
+    layout = _layout(body, fresh)
     if layout is None or (body.count(b"[") + body.count(b"{") > jsonio.MAX_DEPTH
                           and jsonio.text_depth(body) > jsonio.MAX_DEPTH):
         return jsonbytes.loads(body, path=path)
-    return orjson.loads(body)
+    return fresh[0] if fresh else orjson.loads(body)
 
 
 def top_members(body: bytes) -> list[Member]:
@@ -125,23 +126,29 @@ def _span(body: bytes, ptr: str) -> tuple[int, int] | None:
     return spans[index] if index < len(spans) else None
 
 
-def _layout(body: bytes) -> dict[str, _Entry] | None:
+def _layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
     """Each top-level member of a compact body (``orjson.dumps`` of its parse
     gives it back byte for byte), with its elements' spans when its value is
     an array; ``None`` for any other body. Kept for the last few bodies (a
-    view asks several times)."""
+    view asks several times), at most :data:`_LAST_BYTES` of them. When it
+    is computed here, the parsed body (held by nothing else) is appended to
+    ``fresh``."""
     with _LOCK:
         if body in _LAST:
             return _LAST[body]
-    got = _compact_layout(body)
+    got = _compact_layout(body, fresh)
     with _LOCK:
-        if len(_LAST) >= 8:
-            _LAST.pop(next(iter(_LAST)))
-        _LAST[body] = got
+        if body not in _LAST:
+            _LAST[body] = got
+            _SIZE[0] += len(body)
+        while len(_LAST) > 1 and (len(_LAST) > 8 or _SIZE[0] > _LAST_BYTES):
+            oldest = next(iter(_LAST))
+            del _LAST[oldest]
+            _SIZE[0] -= len(oldest)
     return got
 
 
-def _compact_layout(body: bytes) -> dict[str, _Entry] | None:
+def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
     if body[:1] != b"{":
         return None
     try:
@@ -164,8 +171,13 @@ def _compact_layout(body: bytes) -> dict[str, _Entry] | None:
             at = end + 1  # past the comma
     except (orjson.JSONDecodeError, TypeError):  # not JSON, or a value orjson does not write back
         return None
+    if fresh is not None:
+        fresh.append(obj)
     return out
 
 
 _LAST: dict[bytes, dict[str, _Entry] | None] = {}
+#: bytes of the bodies held in :data:`_LAST` (a scan's bodies may be megabytes)
+_SIZE = [0]
+_LAST_BYTES = 32 << 20
 _LOCK = threading.Lock()
