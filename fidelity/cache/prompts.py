@@ -27,26 +27,37 @@ this module turns one request body into one, per provider:
   its segments tokenized as :func:`fidelity.tokens.prompt_ids.prompt_token_ids` does;
   the params segment (model, OpenAI's ``prompt_cache_key``, reasoning and
   tool-choice settings) is the partition key.
+
+The request is assembled from the per-segment ids by :mod:`fidelity.cache.assemble`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from array import array
-from bisect import bisect_left
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field, replace
-from operator import is_
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
 from .. import providers, tokens, wire
 from ..errors import InputError
-from ..jsonbytes import element_spans, iter_members, loads, skip_value, skip_ws
+from ..jsonbytes import element_spans, skip_value, skip_ws
 from ..tokens.billed import billing_tokenizer, prompt_tail
 from ..wire import Segment
-from .invalidation import ANTHROPIC_INVALIDATES, IMAGES_LEVEL
+from ..wire.spans import member_spans, parsed
+from .assemble import (
+    _LEVEL_SALTS,
+    Assembled,
+    _head_len,
+    _tool_prompt_moved,
+    anthropic_assemble,
+    anthropic_images,
+    anthropic_request,
+    generic_assemble,
+    generic_request,
+    ttl_seconds,
+)
 from .simulator import SimRequest
 
 __all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_markers", "ttl_seconds", "MARKER",
@@ -54,18 +65,6 @@ __all__ = ["CachePrompt", "cache_prompt", "anthropic_level_starts", "strip_marke
            "generic_assemble", "anthropic_assemble", "anthropic_images", "block_lengths", "view_of", "view_ids"]
 
 MARKER = b'"cache_control"'
-
-#: Lifetimes Anthropic documents for ``cache_control.ttl`` (seconds).
-_TTLS = {"5m": 300.0, "1h": 3600.0}
-
-
-def ttl_seconds(cache_control: Any, default: float = 300.0) -> float:
-    """Seconds an entry written under this ``cache_control`` value lives."""
-    if isinstance(cache_control, dict):
-        ttl = cache_control.get("ttl")
-        if isinstance(ttl, str):
-            return _TTLS.get(ttl, default)
-    return default
 
 
 def strip_markers(data: bytes) -> bytes:
@@ -114,11 +113,6 @@ class CachePrompt:
     estimated: bool
 
 
-def _salt(value: bytes) -> int:
-    """A large id that no tokenizer produces, derived from ``value``."""
-    # 40 bits shifted past every tokenizer's ids (< 2**32, CRC-32 estimates
-    # included): the XOR stays below 2**63, inside array('q')
-    return (int.from_bytes(hashlib.blake2b(value, digest_size=5).digest(), "big") | 1) << 22
 
 
 def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
@@ -189,10 +183,15 @@ def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[S
 _VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
 
 
-def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str) -> list[array[int]]:
-    """Billed ids per segment of a cache view under the model's billing
-    tokenizer: the ids :func:`cache_prompt` computes, from the same memo."""
-    return _ids(billing_tokenizer(tokens.for_model(model, d.provider), d.name), segs, d, model)
+def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str,
+             tok: tokens.Tokenizer | None = None) -> list[array[int]]:
+    """Billed ids per segment of a cache view under ``tok`` (default: the
+    model's billing tokenizer): the ids :func:`cache_prompt` computes, from
+    the same memo, so that a report's diff, counterfactual children and
+    simulator prompts tokenize each view once."""
+    if tok is None:
+        tok = tokens.for_model(model, d.provider)
+    return _ids(billing_tokenizer(tok, d.name), segs, d, model)
 
 
 def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,
@@ -201,7 +200,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
     d = wire.get(dialect) if dialect else None
     # the strict parse is needed to detect the dialect, find the model, or
     # read an Anthropic body's blocks; the cache view checks the rest
-    obj = loads(body, path=path) if d is None or model is None or d.provider == "anthropic" else None
+    obj = parsed(body, path) if d is None or model is None or d.provider == "anthropic" else None
     if d is None:
         d = wire.detect(obj, path=path)
     if model is None:
@@ -256,121 +255,20 @@ def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, mo
                            marked if explicit else None)
 
 
-def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
-                    label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
-                    marked: Sequence[bool] | None = None) -> SimRequest:
-    """A non-Anthropic :class:`SimRequest` from each segment's kind and billed
-    ids (what :func:`cache_prompt` computes per segment; ``fidelity scan``
-    memoises them per element and assembles with :func:`generic_assemble`,
-    the same loop, so both build the same request). ``marked``: DashScope
-    explicit caching, per segment whether it carries a marker (``None``:
-    implicit caching)."""
-    return generic_assemble(kinds, ids, tail, time, label, output, key, marked)[0]
 
 
-@dataclass
-class Assembled:
-    """What an assembled request leaves for the next one of its session, so
-    that the next one copies the prompt of the parts both share (a slice of
-    an array, in C) instead of walking them again: a session re-sends its
-    whole history with every request (:func:`generic_assemble`,
-    :func:`anthropic_assemble`).
-
-    ``parts``: each part as it was given (a segment's ids array, an
-    Anthropic block tuple), compared by identity; ``tokens``: the request's
-    prompt (read-only: the simulator holds it); per part ``i``, ``starts[i]``
-    is the token offset where it begins and ``n_ends[i]`` / ``n_marks[i]``
-    how many block ends and breakpoints come before it (each list one longer
-    than ``parts``); ``mods``: how a part was changed while assembling
-    (Anthropic: the tool-use prompt cut from the first tool, the request
-    pieces joined to the first message, a level's salt), by part index;
-    ``head``: the ids ahead of the first part; ``kinds`` and ``flags``: each
-    part's kind and DashScope marker flag (:func:`generic_assemble`)."""
-
-    parts: list[Any]
-    tokens: array[int]
-    starts: list[int]
-    n_ends: list[int]
-    ends: list[int]
-    n_marks: list[int]
-    marks: list[Any]
-    kinds: list[Any] = field(default_factory=list)
-    mods: dict[int, Any] = field(default_factory=dict)
-    head: Any = None
-    flags: list[bool] | None = None
-    #: Anthropic: the params ids, model and tool-prompt cut the head and cut came from
-    params: Any = None
-    model: str = ""
-    cut: int = 0
 
 
-def _same_parts(parts: Sequence[Any], prev: Sequence[Any], same: int) -> int:
-    """How many leading ``parts`` are the very objects of ``prev``: ``same``
-    (the caller's count) when it holds, checked in C; else counted."""
-    same = max(0, min(same, len(parts), len(prev)))
-    if all(map(is_, parts[:same], prev[:same])):
-        return same
-    return next((i for i in range(same) if parts[i] is not prev[i]), same)
 
 
-def _resume(prev: Assembled, j: int) -> tuple[Any, ...]:
-    """The first ``j`` parts of ``prev``'s assembled prompt: its ids, block
-    ends and marks up to there, and the per-part offsets into them."""
-    return (prev.tokens[: prev.starts[j]], prev.ends[: prev.n_ends[j]], prev.marks[: prev.n_marks[j]],
-            prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1])
 
 
-def _same_prefix(a: Sequence[Any], b: Sequence[Any], j: int) -> int:
-    """``j``, or less: how many of the first ``j`` items of ``a`` and ``b`` are equal."""
-    if a[:j] == b[:j]:
-        return j
-    return next(i for i in range(j) if i >= len(a) or i >= len(b) or a[i] != b[i])
 
 
-def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
-                     label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
-                     marked: Sequence[bool] | None = None, prev: Assembled | None = None,
-                     same: int = 0) -> tuple[SimRequest, Assembled]:
-    """:func:`generic_request`, and what it leaves for the next request:
-    with ``prev`` (the previous request's :class:`Assembled`) the leading
-    parts that are ``prev``'s own (the same ids objects, kinds and marks; at
-    most ``same`` of them) are copied from its prompt, and only the rest is
-    walked."""
-    kinds = list(kinds)
-    flags = list(marked) if marked is not None else None
-    n = min(len(kinds), len(ids))
-    j = 0
-    if prev is not None and same:
-        j = _same_parts(ids, prev.parts, same)
-        j = _same_prefix(kinds, prev.kinds, j)
-        if flags is not None or prev.flags is not None:
-            j = _same_prefix(flags or [], prev.flags or [], j) if flags is not None and prev.flags is not None else 0
-    if j:
-        flat, ends, marks, starts, n_ends, n_marks = _resume(prev, j)  # type: ignore[arg-type]
-    else:
-        flat = array(tokens.TOKEN_TYPECODE)
-        ends, marks, starts, n_ends, n_marks = [], [], [0], [0], [0]
-    for i in range(j, n):
-        flat.extend(ids[i])
-        if kinds[i] != "params" and len(flat) and (not ends or ends[-1] != len(flat)):
-            ends.append(len(flat))
-            if flags is not None and flags[i]:
-                marks.append(len(flat))
-        starts.append(len(flat))
-        n_ends.append(len(ends))
-        n_marks.append(len(marks))
-    # the reply priming the provider appends after the last message (OpenAI: 3)
-    flat.extend(tail)
-    explicit = marked is not None
-    req = SimRequest(flat, time, tuple(marks), (), tuple(ends) if explicit else (), output, key, label)
-    state = Assembled(list(ids[:n]), flat, starts, n_ends, ends, n_marks, marks, kinds[:n], flags=flags)
-    return req, state
 
 
 # --------------------------------------------------------------------------- Anthropic
 
-#: setting -> the first level it invalidates (the one table: :mod:`fidelity.cache.invalidation`)
-_LEVEL_SALTS = ANTHROPIC_INVALIDATES
 _LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 #: the public names the scan's element builder reads (no private name crosses a package)
 LEVEL_SALTS, LEVELS = _LEVEL_SALTS, _LEVELS
@@ -437,37 +335,10 @@ def block_ends_of(value: Any, kind: str, total: int, overhead: int,
     return out
 
 
-def _head_len(params_ids: Sequence[int]) -> int:
-    """Length of the fixed per-request run that leads an Anthropic params
-    segment's estimate (the same in every request: it goes first)."""
-    if not len(params_ids) or params_ids[0] >= 0:
-        return 0
-    return _run(params_ids, params_ids[0])
 
 
-def _run(ids: Sequence[int], value: int) -> int:
-    """How many leading ids equal ``value``."""
-    if not len(ids) or ids[0] != value:
-        return 0
-    n = 1
-    while n < len(ids) and ids[n] == value:  # runs are short (a few hundred ids at most)
-        n += 1
-    return n
 
 
-def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
-    """How many tokens of the tool-use system prompt's estimate, which leads
-    the first tool's ids, depend on ``tool_choice`` (the count above the
-    smallest one any choice gives: :func:`fidelity.tokens.framing_estimate.anthropic_tool_prompt`).
-    ``tool_choice`` invalidates the messages cache only (the invalidation
-    table), so that part is placed ahead of the first message."""
-    from ..tokens.framing_estimate import DOC, anthropic_tool_prompt
-
-    n = _run(tools_ids, DOC.id)
-    if not n:
-        return 0
-    shared = min(anthropic_tool_prompt(model, choice) for choice in (None, {"type": "any"}))
-    return max(0, n - shared)
 
 
 def anthropic_level_starts(segs: Sequence[Segment], ids: Sequence[Sequence[int]],
@@ -507,7 +378,7 @@ def _anthropic(body: bytes, obj: Any, segs: Sequence[Segment], tok: tokens.Token
         if level is None:
             continue
         blocks.append((level, seg_ids, anthropic_block_ends(tok, d, model, seg, seg_ids)))
-    salts = [(m.key, body[m.value_start : m.end]) for m in iter_members(body, skip_ws(body, 0))]
+    salts = [(m.key, body[m.value_start : m.end]) for m in member_spans(body)]
     return anthropic_request(params_ids, blocks, salts, obj, model, time, label, output)
 
 
@@ -525,163 +396,11 @@ def anthropic_block_ends(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg
     return _block_ends(tok, d, model, seg, value, seg_ids, blocks)
 
 
-def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
-                      members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
-                      label: Hashable | None, output: Sequence[int] = ()) -> SimRequest:
-    """Anthropic's :class:`SimRequest` from the params segment's ids, each
-    block's ``(level, ids, [(end, cache_control)])`` in cache order (tools,
-    then system, then messages) and the body's top-level members ``(key,
-    value bytes)`` (only the setting members are read).
-
-    The request-level pieces of the estimate (the params segment: a fixed
-    per-request count, then thinking and ``output_config`` pieces) are
-    placed as follows: the fixed run first (the same in every request), the
-    rest ahead of the first message, since those settings invalidate the
-    messages cache only (the invalidation table). The tool-use system
-    prompt's count depends on ``tool_choice`` (346 or 313 tokens...), which
-    also invalidates the messages cache only: the count every choice shares
-    stays ahead of the tools, the part that varies joins the rest
-    (:func:`_tool_prompt_moved`). The work is :func:`anthropic_assemble`'s
-    (the scan's element path calls it with the previous request's state)."""
-    return anthropic_assemble(params_ids, blocks, members, obj, model, time, label, output)[0]
 
 
-#: Anthropic's levels in cache order
-_RANK = {"tools": 0, "system": 1, "messages": 2}
 
 
-def _rank(block: tuple[str, Any, Any]) -> int:
-    return _RANK[block[0]]
 
 
-def anthropic_images(messages: Any) -> int:
-    """Image blocks across ``messages`` (image presence is a setting the
-    invalidation table names)."""
-    images = 0
-    for msg in messages or ():
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if isinstance(content, list):
-            images += sum(1 for part in content if isinstance(part, dict) and part.get("type") == "image")
-    return images
 
 
-def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
-                       members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
-                       label: Hashable | None, output: Sequence[int] = (), images: int | None = None,
-                       prev: Assembled | None = None, same: int = 0,
-                       cache_key: Hashable | None = None) -> tuple[SimRequest, Assembled]:
-    """:func:`anthropic_request`, and what it leaves for the next request
-    (:class:`Assembled`): with ``prev``, the leading blocks that are
-    ``prev``'s own block tuples (at most ``same`` of them) and were changed
-    alike (the head, the cut tool prompt, the joined request pieces, the
-    salts) are copied from its prompt, and only the rest is walked.
-    ``images``: the image blocks of ``obj``'s messages when the caller has
-    counted them (:func:`anthropic_images`). Blocks out of cache order are
-    refused (``ValueError``). ``cache_key``: the request's ``key`` (default
-    ``("anthropic", model)``)."""
-    if prev is not None and prev.params is params_ids and prev.model == model:
-        n = len(prev.head)
-    else:
-        n = _head_len(params_ids)
-    head, rest = params_ids[:n], params_ids[n:]
-    nb = len(blocks)
-    # the first block of each level: blocks come in cache order
-    first_tool = 0 if nb and blocks[0][0] == "tools" else None
-    first_msg: int | None = bisect_left(blocks, 2, key=_rank)
-    first_msg = None if first_msg == nb else first_msg
-    cut = 0
-    if first_tool is not None:
-        if prev is not None and prev.parts and prev.parts[0] is blocks[0] and prev.model == model:
-            cut = prev.cut
-        else:
-            cut = _tool_prompt_moved(model, blocks[first_tool][1])
-        if cut:  # the tool_choice-dependent part of the tool-use prompt
-            rest = blocks[first_tool][1][:cut] + rest
-    salts: dict[str, list[bytes]] = {"system": [], "messages": []}
-    for key, value in members:
-        level = _LEVEL_SALTS.get(key)
-        if level is not None:
-            salts[level].append(key.encode() + b"=" + value)
-    if images is None:
-        images = anthropic_images(obj.get("messages"))
-    if images:
-        salts[IMAGES_LEVEL].append(b"images=%d" % images)
-    extra = None
-    if len(rest) and first_msg is None:
-        extra = ("messages", rest, [(len(rest), None)])
-    joined = len(rest) if first_msg is not None else 0
-
-    def size(idx: int) -> int:
-        if idx == nb:
-            return len(extra[1]) if extra is not None else 0
-        got = len(blocks[idx][1])
-        return got - cut if idx == first_tool else got + joined if idx == first_msg else got
-
-    def first_of(rank: int) -> int | None:
-        lo = bisect_left(blocks, rank, key=_rank)
-        hi = bisect_left(blocks, rank + 1, lo, key=_rank)
-        if rank == 2 and extra is not None:
-            hi += 1
-        return next((i for i in range(lo, hi) if size(i)), None)
-
-    first_sys, first_m = first_of(1), first_of(2)
-    targets: dict[int, list[bytes]] = {}
-    # a level's salt goes on its first token; without a system prompt the
-    # system-level salt falls on the first message (it invalidates both)
-    for level, at in (("system", first_sys if first_sys is not None else first_m), ("messages", first_m)):
-        if at is not None and salts[level]:
-            targets.setdefault(at, []).extend(salts[level])
-    mods: dict[int, Any] = {i: (None, None, b"|".join(t)) for i, t in targets.items()}
-    if cut and first_tool is not None:
-        mods[first_tool] = (cut, None, mods.get(first_tool, (0, None, None))[2])
-    if joined and first_msg is not None:
-        mods[first_msg] = (0, rest.tobytes(), mods.get(first_msg, (0, None, None))[2])
-    parts = list(blocks)
-    if extra is not None:
-        parts.append(extra)
-    j = 0
-    if prev is not None and same and prev.head == head:
-        j = _same_parts(parts, prev.parts, same)
-        for idx in set(mods) | set(prev.mods):
-            if idx < j and mods.get(idx) != prev.mods.get(idx):
-                j = idx
-    if j:
-        flat, ends, marks, starts, n_ends, n_marks = _resume(prev, j)  # type: ignore[arg-type]
-    else:
-        flat = array(tokens.TOKEN_TYPECODE, head)
-        ends, marks, starts, n_ends, n_marks = [], [], [len(flat)], [0], [0]
-    last = _RANK[parts[j - 1][0]] if j else 0
-    for idx in range(j, len(parts)):
-        level, b_ids, b_ends = parts[idx]
-        rank = _RANK[level]
-        if rank < last:
-            raise ValueError("Anthropic blocks out of cache order (tools, system, messages)")
-        last = rank
-        shift = 0
-        if idx == first_tool and cut:
-            b_ids, shift = b_ids[cut:], -cut
-        elif idx == first_msg and joined:
-            b_ids, shift = rest + b_ids, joined
-        start = len(flat)
-        flat.extend(b_ids)
-        if idx in targets and len(b_ids):
-            flat[start] = flat[start] ^ _salt(b"|".join(targets[idx]))
-        for e, cc in b_ends:
-            at = start + e + shift
-            if at and (not ends or ends[-1] != at):
-                ends.append(at)
-            if isinstance(cc, dict) and at:
-                marks.append((at, ttl_seconds(cc)))
-        starts.append(len(flat))
-        n_ends.append(len(ends))
-        n_marks.append(len(marks))
-    state = Assembled(parts, flat, starts, n_ends, ends, n_marks, marks, [], mods, head, None, params_ids, model, cut)
-    top = obj.get("cache_control")
-    every = marks + [(len(flat), ttl_seconds(top))] if isinstance(top, dict) and len(flat) else marks
-    best: dict[int, float] = {}
-    for at, ttl in every:
-        best[at] = max(best.get(at, 0.0), ttl)
-    bps = tuple(sorted(best))
-    req = SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output,
-                     ("anthropic", model) if cache_key is None else cache_key, label)
-    return req, state

@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .. import cache as cache_models
-from .. import jsonbytes, jsonio, pricing, tokens, wire
+from .. import jsonbytes, jsonio, pricing, wire
 from ..bytediff import excerpt, first_divergence
 from ..cache.prompts import view_of
 from ..cache.simulator import simulated
 from ..errors import InputError, UnknownName
-from ..jsonbytes import member_spans, value_spans
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
+from ..wire.spans import member_spans, value_spans
+from ._prompts import _common_tokens, _first_differing_segment, _params, _prompts, _unmarked
 from .causes import Cause, classify
 from .locate import pointer_at
 from .lost import lost_tokens
@@ -288,56 +288,29 @@ def _compare_views(
     elif d.provider == "anthropic" and cause.kind == "params_changed":
         cause = _with_invalidation(cause, p_segs, c_segs)
 
-    from ..tokens.billed import billing_tokenizer
-
-    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
-    p_ids = prompt_token_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
-    c_ids = prompt_token_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
-
-    cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
-    t_p, t_c = times if times is not None else (0.0, 1.0)
-    if d.provider == "anthropic":
-        # the cache simulator's own Anthropic prompts: markers removed,
-        # content blocks for the lookback, and the invalidation table folded
-        # in (a tool_choice or thinking change keeps the tools and system)
-        p_prompt, c_prompt, same_key = _anthropic_prompts(d, model, parent, child, p_segs, c_segs,
-                                                          endpoint, key_changed, t_p, t_c)
-        shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
-        from ..cache.prompts import anthropic_level_starts
-
-        levels = (anthropic_level_starts(p_segs, p_ids, model), anthropic_level_starts(c_segs, c_ids, model))
-    else:
-        # The provider keys its cache by the params segment (model, OpenAI's
-        # prompt_cache_key and reasoning settings...): a parent under another
-        # key holds nothing this child can read.
-        same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-        # the prompt the simulator's one builder assembles (replay's and
-        # scan's): the segments' ids, then the reply priming the provider appends
-        from ..cache.prompts import generic_request
-        from ..tokens.billed import prompt_tail
-
-        tail = prompt_tail(tok, d.name)
-        p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, t_p, None).tokens,
-                                             t_p, _breakpoints(p_marked, p_ids))
-        c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, t_c, None).tokens,
-                                             t_c, _breakpoints(c_marked, c_ids))
-        # tokens both prompts begin with (the priming too, where the child's next message starts with it)
-        shared = 0 if key_changed or split == 0 else cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens)
-        levels = None
-    p_len, c_len = len(p_prompt.tokens), len(c_prompt.tokens)  # the prompts the simulator is asked about
-    figures = TokenFigures(tok.name, tok.estimated, shared, p_len, c_len)
-    # the simulator replay and scan run: the parent fed, then the child asked about
-    outcome = simulated(cm, [p_prompt] if same_key else [], c_prompt)
-    read, written = outcome.cache_read or 0, outcome.cache_write or 0
+    pr = _prompts(d, model, parent, child, p_marked, c_marked, p_segs, c_segs, split, endpoint, key_changed,
+                  times)
+    read, written = pr.read()
+    figures = TokenFigures(pr.tok.name, pr.tok.estimated, pr.shared, pr.p_len, pr.c_len)
+    cm, c_len, p_prompt, c_prompt, same_key = pr.cm, pr.c_len, pr.p_prompt, pr.c_prompt, pr.same_key
+    shared, levels = pr.shared, pr.levels
     # what a child that kept the parent's prefix would have read, less the
     # prediction (fidelity.diff.lost: by position, from the first divergence)
     lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
-    if times is not None and lost and not simulated(cm, [p_prompt], replace(p_prompt, time=t_c)).cache_read:
+    if times is not None and lost and not simulated(cm, [p_prompt], replace(p_prompt, time=c_prompt.time)).cache_read:
         lost = 0  # nothing the parent wrote was alive when the child came (scan counts it so too)
     cache_fig = CacheFigures(cm.name, read, written, lost)
 
     cost, note = _cost(prices, d.provider, model, lost, c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
+
+
+
+
+
+
+
+
 
 
 def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
@@ -346,15 +319,6 @@ def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
     return _common_tokens(p_ids, c_ids, _first_differing_segment(p_segs, c_segs))
 
 
-def _first_differing_segment(p: Sequence[Segment], c: Sequence[Segment]) -> int | None:
-    """Index of the first segment that differs (``None``: identical views).
-    When one view is a segment-prefix of the other, the shorter length."""
-    for i, (a, b) in enumerate(zip(p, c)):
-        if a.data != b.data or a.kind != b.kind:
-            return i
-    if len(p) == len(c):
-        return None
-    return min(len(p), len(c))
 
 
 def _offset(segs: Sequence[Segment], index: int) -> int:
@@ -447,75 +411,14 @@ def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
     return span[0] + inner
 
 
-def _common_tokens(p_ids: Sequence[Sequence[int]], c_ids: Sequence[Sequence[int]],
-                   split: int | None) -> int:
-    if split is None:
-        return sum(map(len, c_ids))
-    if split == 0:  # the cache key (params) differs: no prefix is shared
-        return 0
-    common = sum(len(ids) for ids in c_ids[:split])
-    if split < len(p_ids) and split < len(c_ids):
-        common += cache_models.common_prefix(p_ids[split], c_ids[split])
-    return common
 
 
-def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """Token offsets that close a segment carrying an explicit ``cache_control``
-    marker (Anthropic and DashScope explicit caching)."""
-    out: list[int] = []
-    total = 0
-    automatic = False
-    for seg, seg_ids in zip(segs, ids):
-        total += len(seg_ids)
-        if b'"cache_control"' in seg.data:
-            if seg.kind == "params":  # top-level automatic caching: the last block
-                automatic = True
-            elif total:
-                out.append(total)
-    if automatic and total and total not in out:
-        out.append(total)
-    return tuple(out)
 
 
-def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_segs: Sequence[Segment],
-                       c_segs: Sequence[Segment], endpoint: str | None, key_changed: bool,
-                       t_p: float = 0.0, t_c: float = 1.0
-                       ) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
-    """Both bodies as the cache simulator's Anthropic prompts
-    (:func:`fidelity.cache.prompts.cache_prompt`: one rule for the simulator
-    and the differ), and whether they share a cache partition: the same
-    model (the params segment's other members are folded into the prompts
-    by the invalidation table)."""
-    from ..cache.prompts import cache_prompt
-
-    def prompt(body: bytes, time: float) -> cache_models.PromptTokens:
-        key = (d.name, model, endpoint, body)
-        req = _PROMPTS.get(key)
-        if req is None:
-            req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
-            if len(_PROMPTS) >= 4:
-                _PROMPTS.pop(next(iter(_PROMPTS)))  # oldest first
-            _PROMPTS[key] = req
-        return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
-
-    same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
-    return prompt(parent, t_p), prompt(child, t_c), same
 
 
-#: the last few bodies' Anthropic prompts: one parent against its children and
-#: against each partly fixed child (fidelity.diff.breaks) is built once
-_PROMPTS: dict[tuple[str, str, str | None, bytes], Any] = {}
 
 
-def _params(segs: Sequence[Segment]) -> dict[str, Any]:
-    """The params segment's members (empty when there is none or it does not parse)."""
-    if not segs or segs[0].kind != "params":
-        return {}
-    try:
-        value = jsonio.loads(b"{" + segs[0].data + b"}")
-    except InputError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _invalidation_note(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> str | None:
@@ -557,11 +460,6 @@ def _with_invalidation(cause: Cause, p_segs: Sequence[Segment], c_segs: Sequence
 _ABSENT = object()
 
 
-def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
-    from ..cache.prompts import strip_markers
-
-    return [seg if b'"cache_control"' not in seg.data else
-            Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,

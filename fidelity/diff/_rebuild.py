@@ -21,8 +21,9 @@ from functools import lru_cache
 import orjson
 
 from ..errors import InputError
-from ..jsonbytes import element_spans, iter_members, member_spans, pointer, split_pointer, value_spans
+from ..jsonbytes import iter_members, pointer, split_pointer
 from ..wire import Segment
+from ..wire.spans import element_spans, member_spans, value_spans
 
 __all__ = ["Slot", "fixed_child"]
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .. import pricing, tokens, wire
+from .. import pricing, wire
 from ..bytediff import excerpt, first_divergence
 from ..errors import InputError
 from ..jsonbytes import scan_memo
@@ -137,7 +137,8 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     ``kept``/``usd_saved`` are ``None``; no comparison is run, so
     ``dialect`` is required (with ``model``) unless ``result`` is given.
     That is what a scan's cause tables read for each broken request."""
-    from ._compare import _compare_views, _unmarked, _view, compare
+    from ._compare import _view, compare
+    from ._prompts import _unmarked, predicted_read
 
     if counted and prices is None:
         prices = pricing.load()  # once for every counterfactual
@@ -157,11 +158,10 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         return []
     if not counted or result is None:
         return _listed(found, slots, child, c_segs, {}, {})
-    from ..tokens.billed import billing_tokenizer, segment_ids
+    from ..cache.prompts import view_ids
 
-    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
-    c_ids = segment_ids(tok, c_segs, dialect=d.name, provider=d.provider, model=model)
-    p_ids = segment_ids(tok, p_segs, dialect=d.name, provider=d.provider, model=model)
+    c_ids = view_ids(d, c_segs, model)
+    p_ids = view_ids(d, p_segs, model)
     c_len = {id(s): len(i) for s, i in zip(c_segs, c_ids)}
     p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
     out = _listed(found, slots, child, c_segs, c_len, p_len)
@@ -181,9 +181,9 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
                 body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
-            # compare(parent, body)'s own steps, the parent's cache view cut once for all
-            kept = _compare_views(d, model, parent, body, p_raw, _view(d, body, None, endpoint), prices,
-                                  endpoint=endpoint, at=at, times=times).cache.predicted_cached
+            # compare(parent, body)'s predicted cached tokens, by its own steps,
+            # the parent's cache view cut once for all
+            kept = predicted_read(d, model, parent, body, p_raw, _view(d, body, None, endpoint), endpoint, times)
         except InputError:
             kept = None
         if kept is not None:

@@ -29,8 +29,8 @@ Each request of a partition is built from the previous one where it can
 the shared leading elements are kept unless what they read changed (a call
 id renamed, the last user message moved, tools or system changed), and the
 request is assembled from the previous one's prompt
-(:func:`fidelity.cache.prompts.generic_assemble`,
-:func:`~fidelity.cache.prompts.anthropic_assemble`), so the work per
+(:func:`fidelity.cache.assemble.generic_assemble`,
+:func:`~fidelity.cache.assemble.anthropic_assemble`), so the work per
 request follows its new elements.
 
 The bytes of an element are ``orjson.dumps`` of its parsed value: exactly
@@ -51,18 +51,8 @@ from typing import Any
 import orjson
 
 from .. import providers, tokens, wire
-from ..cache.prompts import (
-    LEVEL_SALTS,
-    LEVELS,
-    MARKER,
-    Assembled,
-    anthropic_assemble,
-    anthropic_images,
-    block_ends_of,
-    block_lengths,
-    generic_assemble,
-    strip_markers,
-)
+from ..cache.assemble import Assembled, anthropic_assemble, anthropic_images, generic_assemble
+from ..cache.prompts import LEVEL_SALTS, LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
 from ..cache.simulator import SimRequest
 from ..tokens import framing_estimate, framing_openai
 from ..tokens.billed import billing_tokenizer, media_in, pieces_ids, prompt_tail

@@ -34,9 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..jsonbytes import dumps_compact, element_spans, escape_token, member_spans, pointer
+from ..jsonbytes import dumps_compact, pointer
 from ..model import EMPTY, FrozenDict, Image, Message, Text, Tool, ToolCall, freeze
 from . import Segment
+from .spans import top_elements, top_members
 
 __all__ = [
     "CHAT_KEYS",
@@ -246,7 +247,7 @@ def parse_arguments(text: str) -> Any:
 def params_segment(body: bytes, keys: Iterable[str], text: str | None = None) -> Segment:
     """The leading params segment: each cache-key member ``"key":value`` as it
     appears in ``body``, in the order of ``keys`` (absent keys skipped)."""
-    members = {m.key: m for m in member_spans(body)}
+    members = {m.key: m for m in top_members(body)}
     data = b",".join(body[members[k].start : members[k].end] for k in keys if k in members)
     return Segment("params", 0, "", data, text)
 
@@ -256,7 +257,7 @@ def array_segments(body: bytes, key: str, kind: str, first_index: int,
                    limit: int | None = None) -> list[Segment]:
     """One segment per element of the top-level array ``key`` (elements
     ``skip`` to ``limit``), slicing the exact bytes."""
-    spans = element_spans(body, "/" + escape_token(key))
+    spans = top_elements(body, key)
     out = []
     stop = len(spans) if limit is None else min(limit, len(spans))
     for n, i in enumerate(range(skip, stop)):

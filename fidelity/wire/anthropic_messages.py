@@ -85,7 +85,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..jsonbytes import dumps_compact, element_spans, loads, member_spans, pointer, value_spans
+from ..jsonbytes import dumps_compact, loads, pointer
 from ..model import (
     EMPTY,
     Image,
@@ -104,6 +104,7 @@ from ..model import (
 )
 from . import Segment, register
 from .profiles import attach, write_request
+from .spans import parsed, top_elements, top_members, top_value
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
            "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]
@@ -406,7 +407,7 @@ def parse_body(obj: Any, path: str | None = None, *, model: str = "") -> Request
 
 
 def _params_segment(body: bytes) -> Segment:
-    members = {m.key: m for m in member_spans(body)}
+    members = {m.key: m for m in top_members(body)}
     data = b",".join(body[members[k].start : members[k].end] for k in CACHE_KEYS if k in members)
     return Segment("params", 0, "", data)
 
@@ -414,7 +415,7 @@ def _params_segment(body: bytes) -> Segment:
 def _array(body: bytes, key: str, kind: str) -> list[Segment]:
     return [
         Segment(kind, i, pointer(key, i), body[s:e])  # type: ignore[arg-type]
-        for i, (s, e) in enumerate(element_spans(body, "/" + key))
+        for i, (s, e) in enumerate(top_elements(body, key))
     ]
 
 
@@ -503,7 +504,7 @@ class AnthropicMessages:
         API). On Anthropic's API, Claude Code's billing block is not part of
         what the cache keys on and is left out; on any other endpoint it is
         prompt text like the rest (:func:`billing_block_keyed`)."""
-        obj = _obj(loads(body), "")
+        obj = _obj(parsed(body), "")
         body = bytes(body)
         segments = [_params_segment(body)]
         segments += _array(body, "tools", "tools") if isinstance(obj.get("tools"), list) else []
@@ -514,7 +515,7 @@ class AnthropicMessages:
                 blocks = [b for i, b in enumerate(blocks) if not _is_billing_block(system[i] if i < len(system) else None)]
             segments += blocks
         elif system is not None:
-            s, e = value_spans(body, ["/system"])["/system"]
+            s, e = top_value(body, "system")  # type: ignore[misc]
             segments.append(Segment("system", 0, "/system", body[s:e]))
         segments += _array(body, "messages", "message") if isinstance(obj.get("messages"), list) else []
         return segments

@@ -65,6 +65,7 @@ from ._openai_common import (
     sdk_ordered,
 )
 from .profiles import attach, write_request
+from .spans import parsed
 
 _ASSISTANT_KEYS = ("role", "content", "reasoning_content", "tool_calls")
 _TOOL_KEYS = ("role", "tool_call_id", "content")
@@ -236,7 +237,7 @@ class ChatDialect:
     # ------------------------------------------------------------ cache view
 
     def cache_view(self, body: bytes) -> list[Segment]:
-        obj = require_object(loads(body), "")
+        obj = require_object(parsed(body), "")
         messages = obj.get("messages")
         messages = messages if isinstance(messages, list) else []
         n_system = leading_system_count(messages)

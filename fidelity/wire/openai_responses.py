@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..jsonbytes import element_spans, loads, value_spans
+from ..jsonbytes import loads
 from ..model import EMPTY, Image, Message, Request, Route, SystemBlock, Text, Tool, ToolCall, ToolResult, freeze
 from . import Segment, register
 from ._openai_common import (
@@ -50,6 +50,7 @@ from ._openai_common import (
     sdk_ordered,
 )
 from .profiles import attach, write_request
+from .spans import parsed, top_elements, top_value
 
 
 def _render_part(part: Any) -> dict[str, Any]:
@@ -221,19 +222,19 @@ class ResponsesDialect:
                       body, obj, self.name, url_keys=("model",))
 
     def cache_view(self, body: bytes) -> list[Segment]:
-        obj = require_object(loads(body), "")
+        obj = require_object(parsed(body), "")
         out = [params_segment(body, self.cache_keys)]
-        for i, (s, e) in enumerate(element_spans(body, "/tools")):
+        for i, (s, e) in enumerate(top_elements(body, "tools")):
             out.append(Segment("tools", i, f"/tools/{i}", body[s:e]))
         system: list[Segment] = []
         if "instructions" in obj:
-            s, e = value_spans(body, ["/instructions"])["/instructions"]
+            s, e = top_value(body, "instructions")  # type: ignore[misc]
             system.append(Segment("system", 0, "/instructions", body[s:e]))
         rest: list[Segment] = []
         items = obj.get("input")
         if isinstance(items, list):
             leading = True
-            for i, (s, e) in enumerate(element_spans(body, "/input")):
+            for i, (s, e) in enumerate(top_elements(body, "input")):
                 item = items[i]
                 if leading and isinstance(item, dict) and item.get("role") in ("system", "developer"):
                     system.append(Segment("system", len(system), f"/input/{i}", body[s:e]))
@@ -241,7 +242,7 @@ class ResponsesDialect:
                     leading = False
                     rest.append(Segment("message", len(rest), f"/input/{i}", body[s:e]))
         elif "input" in obj:
-            s, e = value_spans(body, ["/input"])["/input"]
+            s, e = top_value(body, "input")  # type: ignore[misc]
             rest.append(Segment("message", 0, "/input", body[s:e]))
         return out + system + rest
 

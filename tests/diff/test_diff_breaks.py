@@ -471,7 +471,7 @@ def anthropic_bodies(draw):
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(anthropic_bodies(), anthropic_bodies())
 def test_fixing_every_break_of_an_anthropic_child_leaves_one_that_only_appends(parent, child):
-    from fidelity.diff._compare import _unmarked
+    from fidelity.diff._prompts import _unmarked
     from fidelity.diff._rebuild import fixed_child
     from fidelity.diff.breaks import _align
     from fidelity.errors import InputError

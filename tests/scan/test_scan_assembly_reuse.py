@@ -1,8 +1,8 @@
 """The scan's fast path builds each request from an earlier one of its
 partition (:mod:`fidelity.scan.prompt_ids`): it keeps the contexts of the
 shared leading elements unless what they read changed, assembles the prompt
-from the earlier request's (:func:`fidelity.cache.prompts.generic_assemble`,
-:func:`~fidelity.cache.prompts.anthropic_assemble`), and picks that earlier
+from the earlier request's (:func:`fidelity.cache.assemble.generic_assemble`,
+:func:`~fidelity.cache.assemble.anthropic_assemble`), and picks that earlier
 request among the last few when sessions interleave. Each request must still
 equal :func:`fidelity.cache.prompts.cache_prompt`'s: checked here on drawn
 sessions whose history is edited mid-way (messages inserted, deleted,

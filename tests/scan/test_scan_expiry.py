@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fidelity import cache
 from fidelity.cache._breakpoints import LONGEST_MARKER_TTL
-from fidelity.cache.prompts import _TTLS
+from fidelity.cache.assemble import _TTLS
 from fidelity.scan import scan
 
 _T0 = 1_764_500_000.0  # 2025-11-30T10:53:20Z

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import orjson
 import pytest
+from tests.test_diff_breaks import QWEN, _bodies, _qwen_parent_next
 
 from fidelity.capture import snapshot
 from fidelity.diff import breaks_of
 from fidelity.scan import scan
 from fidelity.scan.partition import change_label
 from fidelity.scan.views import github, html_page, markdown
-from tests.test_diff_breaks import QWEN, _bodies, _qwen_parent_next
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REAL = REPO.parent / "shared" / "real"
 
 

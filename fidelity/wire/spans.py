@@ -1,0 +1,183 @@
+"""Where a body's top-level members and the elements of its top-level
+arrays sit: what each dialect's cache view slices.
+
+:func:`fidelity.jsonbytes.member_spans` and :func:`~fidelity.jsonbytes.element_spans`
+find them with a byte scanner written in Python, for any JSON text. Most
+bodies are compact JSON as orjson writes it (the SDKs' ``separators=(",",
+":")`` rendering, the proxy's and the report's bodies): for such a body,
+``orjson.dumps(orjson.loads(body)) == body``, and since orjson writes an
+object as ``{`` + ``"key":value`` members joined by ``,`` + ``}`` and an
+array likewise, every member's and element's offset follows from the
+lengths of their own serialisations, computed in C. Any other body (spaces
+after separators, escapes orjson would not write, numbers written
+otherwise) fails that equality and goes to the scanner, so the spans are
+the same either way (``tests/wire/test_wire_spans.py`` checks both on generated
+bodies). The functions take the scanner's arguments and give its results.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from .. import jsonbytes, jsonio
+from ..jsonbytes import Member
+
+__all__ = ["parsed", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
+
+#: one member's span and, when its value is an array, its elements' spans
+_Entry = tuple[Member, "list[tuple[int, int]] | None"]
+#: what :func:`_span` answers when the layout cannot tell (the scanner decides)
+_UNKNOWN = (-1, -1)
+
+
+def parsed(body: bytes, path: str | None = None) -> Any:
+    """``body`` parsed strictly, as :func:`fidelity.jsonbytes.loads` parses
+    it (same value, same refusals): a compact body (see the module
+    docstring) by orjson, in C, since orjson writing it back byte for byte
+    leaves nothing the strict parser refuses (no duplicate key, no NaN, no
+    integer past 64 bits, no lone surrogate) but nesting, checked as the
+    strict parser checks it; any other body by the strict parser (its
+    error names ``path``). A new value each call."""
+    fresh: list[Any] = []
+    layout = _layout(body, fresh)
+    if layout is None or (body.count(b"[") + body.count(b"{") > jsonio.MAX_DEPTH
+                          and jsonio.text_depth(body) > jsonio.MAX_DEPTH):
+        return jsonbytes.loads(body, path=path)
+    return fresh[0] if fresh else orjson.loads(body)
+
+
+def top_members(body: bytes) -> list[Member]:
+    """The members of the object ``body`` in body order (``[]`` if it is not an object)."""
+    return member_spans(body)
+
+
+def top_elements(body: bytes, key: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each element of the top-level array ``key`` (``[]``
+    if absent or not an array)."""
+    return element_spans(body, "/" + jsonbytes.escape_token(key))
+
+
+def top_value(body: bytes, key: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the value of the top-level member ``key`` (``None`` if absent)."""
+    ptr = "/" + jsonbytes.escape_token(key)
+    return value_spans(body, [ptr]).get(ptr)
+
+
+def member_spans(body: bytes, ptr: str = "") -> list[Member]:
+    """:func:`fidelity.jsonbytes.member_spans`, the same result."""
+    layout = _layout(body) if ptr == "" else None
+    if layout is None:
+        return jsonbytes.member_spans(body, ptr)
+    return [m for m, _ in layout.values()]
+
+
+def element_spans(body: bytes, ptr: str) -> list[tuple[int, int]]:
+    """:func:`fidelity.jsonbytes.element_spans`, the same result."""
+    layout = _layout(body)
+    parts = jsonbytes.split_pointer(ptr) if layout is not None else []
+    if layout is None or len(parts) != 1:
+        return jsonbytes.element_spans(body, ptr)
+    found = layout.get(parts[0])
+    return [] if found is None or found[1] is None else list(found[1])
+
+
+def value_spans(body: bytes, ptrs: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """:func:`fidelity.jsonbytes.value_spans`, the same result: each pointer
+    found, with the ``(start, end)`` of its value."""
+    out: dict[str, tuple[int, int]] = {}
+    rest: list[str] = []
+    for ptr in ptrs:
+        got = _span(body, ptr)
+        if got is _UNKNOWN:
+            rest.append(ptr)
+        elif got is not None:
+            out[ptr] = got
+    if rest:
+        out.update(jsonbytes.value_spans(body, rest))
+    return out
+
+
+def _span(body: bytes, ptr: str) -> tuple[int, int] | None:
+    """The span of the value at ``ptr`` from a compact body's layout (a
+    top-level member, or an element of a top-level array), ``None`` when it
+    is absent, :data:`_UNKNOWN` when the layout cannot tell."""
+    layout = _layout(body)
+    if layout is None:
+        return _UNKNOWN
+    if ptr == "":
+        return (0, len(body))
+    parts = jsonbytes.split_pointer(ptr)
+    if len(parts) > 2:
+        return _UNKNOWN
+    found = layout.get(parts[0])
+    if found is None:
+        return None
+    member, spans = found
+    if len(parts) == 1:
+        return (member.value_start, member.end)
+    token = parts[1]
+    if spans is None or not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+        return _UNKNOWN
+    index = int(token)
+    return spans[index] if index < len(spans) else None
+
+
+def _layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
+    """Each top-level member of a compact body (``orjson.dumps`` of its parse
+    gives it back byte for byte), with its elements' spans when its value is
+    an array; ``None`` for any other body. Kept for the last few bodies (a
+    view asks several times), at most :data:`_LAST_BYTES` of them. When it
+    is computed here, the parsed body (held by nothing else) is appended to
+    ``fresh``."""
+    with _LOCK:
+        if body in _LAST:
+            return _LAST[body]
+    got = _compact_layout(body, fresh)
+    with _LOCK:
+        if body not in _LAST:
+            _LAST[body] = got
+            _SIZE[0] += len(body)
+        while len(_LAST) > 1 and (len(_LAST) > 8 or _SIZE[0] > _LAST_BYTES):
+            oldest = next(iter(_LAST))
+            del _LAST[oldest]
+            _SIZE[0] -= len(oldest)
+    return got
+
+
+def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
+    if body[:1] != b"{":
+        return None
+    try:
+        obj = orjson.loads(body)
+        if not isinstance(obj, dict) or orjson.dumps(obj) != body:
+            return None
+        out: dict[str, _Entry] = {}
+        at = 1  # past the opening brace
+        for key, value in obj.items():
+            value_start = at + len(orjson.dumps(key)) + 1  # past the colon
+            spans: list[tuple[int, int]] | None = None
+            if isinstance(value, list):
+                spans, pos = [], value_start + 1  # past the opening bracket
+                for element in value:
+                    end = pos + len(orjson.dumps(element))
+                    spans.append((pos, end))
+                    pos = end + 1  # past the comma
+            end = value_start + len(orjson.dumps(value))
+            out[key] = (Member(key, at, value_start, end), spans)
+            at = end + 1  # past the comma
+    except (orjson.JSONDecodeError, TypeError):  # not JSON, or a value orjson does not write back
+        return None
+    if fresh is not None:
+        fresh.append(obj)
+    return out
+
+
+_LAST: dict[bytes, dict[str, _Entry] | None] = {}
+#: bytes of the bodies held in :data:`_LAST` (a scan's bodies may be megabytes)
+_SIZE = [0]
+_LAST_BYTES = 32 << 20
+_LOCK = threading.Lock()
