@@ -42,6 +42,7 @@ from .cache.simulator import simulated
 from .errors import InputError
 from .model import Request, Route
 from .sources import dsh
+from .stats import percentile
 from .tokens import Tokenizer
 from .wire.deepseek import deepseek_v4_prompt, deepseek_v4_reply
 
@@ -193,13 +194,6 @@ class Calibration:
         }
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return float(ordered[int(rank) - 1])
-
-
 def summarize(steps: Sequence[StepResult], unit: int = DEEPSEEK_UNIT) -> Summary:
     """Median and 95th percentile of the absolute prompt-token error (anchor
     steps left out), share of exact and within-one-unit cached predictions,
@@ -212,7 +206,7 @@ def summarize(steps: Sequence[StepResult], unit: int = DEEPSEEK_UNIT) -> Summary
         steps=n,
         prompt_steps=len(prompt),
         prompt_error_median=float(statistics.median(prompt)) if prompt else 0.0,
-        prompt_error_p95=_percentile(prompt, 95) if prompt else 0.0,
+        prompt_error_p95=percentile(prompt, 95) if prompt else 0.0,
         absolute_steps=len(absolute),
         absolute_error_median=float(statistics.median(absolute)) if absolute else None,
         cached_exact=sum(s.cached_error == 0 for s in steps) / n if n else 0.0,

@@ -289,13 +289,13 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
                         model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
     """Diff each child request of a snapshot folder against the earlier
-    request its cache reads from (:func:`fidelity.diff.by_cache.pairs_by_cache`); one row per child, keyed by
+    request its cache reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`); one row per child, keyed by
     its file name, pointing at the child file and the line of its first
     divergent byte. A pair fidelity cannot compare (an embeddings call, an
     unsupported API) is counted in ``skipped_out``, never fatal."""
-    from .diff.by_cache import pairs_by_cache
-    from .diff.folder import Skipped, compare_pair, summary
     from .diff.views import annotation
+    from .pairs.by_cache import pairs_by_cache
+    from .pairs.folder import Skipped, compare_pair, summary
 
     rows = []
     skipped: list[Skipped] = []

@@ -16,9 +16,9 @@ whose requests are all the same as an earlier one's is replayed once.
 
 * detection: share of generation requests whose provider dialect is known;
 * scored / set apart (by reason): the decision ``tokens-check`` makes
-  (:func:`fidelity.tokens.check.check_records`) on requests with a reported prompt;
+  (:func:`fidelity.tokens_check.check_records`) on requests with a reported prompt;
 * prompt-token error median / p95 per provider and kind: the groups of
-  :func:`~fidelity.tokens.check.check_records`, the function ``tokens-check`` uses;
+  :func:`~fidelity.tokens_check.check_records`, the function ``tokens-check`` uses;
 * cache reads exact per provider: :func:`fidelity.replay.summarize` over
   :func:`fidelity.replay.replay_recording`, the functions ``replay`` uses.
 
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from fidelity.errors import FidelityError
 from fidelity.replay import replay_recording, summarize
-from fidelity.tokens.check import KINDS, check_records
+from fidelity.tokens_check import KINDS, check_records
 from fidelity.traffic.exchange import Exchange
 from fidelity.traffic.sources import READ_KINDS, list_sources, read
 

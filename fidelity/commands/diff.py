@@ -16,8 +16,8 @@ from rich.text import Text
 from .. import pricing
 from ..capture import snapshot
 from ..diff import DiffResult, views
-from ..diff.folder import Skipped, compare_pair, summary
 from ..errors import InputError
+from ..pairs.folder import Skipped, compare_pair, summary
 from ._console import StdoutConsole
 
 __all__ = ["HELP", "add_arguments", "run", "render"]
@@ -188,7 +188,7 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[snapshot.Loaded, snapshot
     if args.child is None:
         if not parent.is_dir():
             raise InputError("give a CHILD file, or a snapshot folder as the only argument", path=parent)
-        from ..diff.by_cache import pairs_by_cache
+        from ..pairs.by_cache import pairs_by_cache
 
         found = False
         for pair in pairs_by_cache(parent):

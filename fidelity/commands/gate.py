@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
     if args.snapshots:
-        from ..diff.folder import Skipped, summary
+        from ..pairs.folder import Skipped, summary
 
         prices = pricing.load(args.prices) if args.prices else None
         skipped: list[Skipped] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 
 from ..errors import InputError
-from ..tokens.check import CheckResult, check
+from ..tokens_check import CheckResult, check
 from ..views.tokens_check import render
 from ._console import stdout_console
 

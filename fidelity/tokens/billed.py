@@ -315,9 +315,9 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     """The billed prompt tokens of one request body: its segments'
     :func:`segment_ids` plus the provider's reply priming (OpenAI: 3)."""
     from .. import providers, tokens, wire
-    from ..capture.snapshot import describe
+    from ..wire.evidence import describe_bytes
 
-    d_name, family, found_model = describe(url, body)
+    d_name, family, found_model, _ = describe_bytes(url, body)
     name = dialect or d_name
     d = wire.get(name) if name else wire.detect(orjson.loads(body))
     model = model or found_model or ""

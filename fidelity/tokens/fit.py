@@ -289,7 +289,7 @@ def _hf_base(path: str) -> str:
 
 
 def _line(name: str, part: Sequence[Sample], e: Sequence[float]) -> str:
-    from .check import percentile
+    from ..stats import percentile
 
     return (f"  {name}: {len(part)} requests, {len({s.group for s in part})} tests, "
             f"median {statistics.median(e):.2%}, p95 {percentile(e, 95):.2%}, max {max(e):.2%}")

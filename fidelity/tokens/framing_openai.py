@@ -261,6 +261,21 @@ def render_function(fn: Mapping[str, Any]) -> str:
     return out
 
 
+def render_namespace(tool: Mapping[str, Any]) -> str:
+    """A Responses ``namespace`` tool (function tools grouped under a name,
+    as Codex CLI sends ``multi_agent_v1``) as its own section of the tools
+    header, in the form the Harmony format gives a named tool namespace
+    (``## name``, its description, ``namespace name { ... }``:
+    https://cookbook.openai.com/articles/openai-harmony, "Tools"); ``""``
+    for anything else."""
+    if tool.get("type") != "namespace" or not isinstance(tool.get("name"), str):
+        return ""
+    name, desc = tool["name"], tool.get("description")
+    inner = [f for f in (function_of(t) for t in tool.get("tools") or ()) if f is not None]
+    head = f"## {name}\n\n" + (f"// {desc}\n" if isinstance(desc, str) and desc else "")
+    return head + f"namespace {name} {{\n\n" + "".join(render_function(f) for f in inner) + f"}} // namespace {name}\n\n"
+
+
 TOOLS_HEAD = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
 TOOLS_TAIL = "} // namespace functions"
 
@@ -486,7 +501,9 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
     elif seg.kind == "tools":
         tool = _loads(seg.data)
         fn = function_of(tool)
-        if fn is not None:
+        if isinstance(tool, Mapping) and tool.get("type") == "namespace":
+            pieces.append(render_namespace(tool))
+        elif fn is not None:
             if first_function:
                 pieces.append(TOOLS_HEAD)
             pieces.append(render_function(fn))

@@ -1,5 +1,5 @@
-"""Console view of a :class:`fidelity.tokens.check.CheckResult` (its JSON
-view is :meth:`~fidelity.tokens.check.CheckResult.to_json`): error per
+"""Console view of a :class:`fidelity.tokens_check.CheckResult` (its JSON
+view is :meth:`~fidelity.tokens_check.CheckResult.to_json`): error per
 provider and kind, optionally every request, and what was set apart."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from .. import formats
-from ..tokens.check import CheckResult
+from ..tokens_check import CheckResult
 from .replay import set_apart_table
 
 __all__ = ["render"]

@@ -288,7 +288,7 @@ def test_diff_and_scan_agree_on_the_claude_code_fork_folder():
     Claude Code's billing block, and the snapshots' loopback URL names no
     provider)."""
     from fidelity.capture.snapshot import Loaded
-    from fidelity.diff.folder import compare_pair
+    from fidelity.pairs.folder import compare_pair
     from fidelity.scan import scan
 
     (p_body, p_meta), (c_body, c_meta) = (snapshot.load_body(CLAUDE / n) for n in ("parent.snapshot",

@@ -48,3 +48,22 @@ def test_a_fork_carries_the_conversation_and_a_spawn_does_not(cap: Capture) -> N
         assert "FIDELITY-FORK" in text
     else:
         assert "FIDELITY-SUBAGENT" not in text
+
+
+def test_the_namespace_tool_is_billed_and_dropping_it_costs_the_prefix_after_it() -> None:
+    """The namespace tool renders as its own tools section (its functions
+    inside ``namespace multi_agent_v1``), so it has tokens; a child without
+    it keeps only the four tools ahead of it (it was counted as 0 tokens
+    once, which made every Codex row read "kept, 0 lost")."""
+    from fidelity.diff import compare
+    from fidelity.tokens.framing_openai import render_namespace
+
+    cap = next(c for c in CAPS if c.kind == "fork")
+    parent_b, child_b = read_pair(cap)
+    ns = orjson.loads(parent_b)["tools"][4]
+    text = render_namespace(ns)
+    assert text.startswith("## multi_agent_v1\n") and "namespace multi_agent_v1 {" in text
+    assert "type spawn_agent = (_: {" in text and text.rstrip().endswith("} // namespace multi_agent_v1")
+    r = compare(parent_b, child_b, dialect="openai-responses", model="gpt-5.1")
+    assert r.cause.kind == "tools_changed" and r.view.pointer.startswith("/tools/4")
+    assert r.cache.lost > 1000 and r.cache.predicted_cached < r.tokens.common_prefix + 1

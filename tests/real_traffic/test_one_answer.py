@@ -20,7 +20,7 @@ import pytest
 
 from fidelity.replay import Row, replay_recording
 from fidelity.scan import scan
-from fidelity.tokens.check import check
+from fidelity.tokens_check import check
 from fidelity.traffic.sources import READ_KINDS, Source, list_sources, read
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_diff_and_the_proxy_verdict_read_what_replay_reads(folder: Path) -> None
     the folder name one read and one write for the child (one simulator, one
     endpoint rule)."""
     from fidelity.capture import snapshot
-    from fidelity.diff.folder import compare_pair
+    from fidelity.pairs.folder import compare_pair
     from fidelity.providers import placed_url
     from fidelity.proxy.parent import judge
 

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from fidelity import jsonbytes, jsonio, tokens, wire
 from fidelity.capture.snapshot import Loaded
 from fidelity.diff import compare
-from fidelity.diff.folder import compare_pair
 from fidelity.errors import InputError
 from fidelity.model import Message, Request, Route, SystemBlock, Text, ToolCall, ToolResult
+from fidelity.pairs.folder import compare_pair
 
 
 def _pair(turns: int = 30) -> tuple[bytes, bytes]:

@@ -187,7 +187,7 @@ needs_real = pytest.mark.skipif(not (REAL / "recorded-usage").is_dir(), reason="
 
 @needs_real
 def test_recorded_figures_hold() -> None:
-    from fidelity.tokens.check import check
+    from fidelity.tokens_check import check
 
     result = check([REAL / "recorded-usage", REAL / "cassettes"])
     g = {(x.provider, x.kind): x for x in result.groups}

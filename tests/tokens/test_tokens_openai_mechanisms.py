@@ -321,7 +321,7 @@ REAL = ROOT.parent / "shared" / "real"
 @pytest.mark.skipif(not (REAL / "recorded-usage").is_dir(), reason="../shared/real is absent")
 def test_claude_through_openrouter_on_recorded_traffic() -> None:
     # pydantic-ai's OpenRouter cassettes in ../shared/real: claude-sonnet-4.6 with tools, billed by Anthropic
-    from fidelity.tokens.check import check
+    from fidelity.tokens_check import check
 
     result = check([REAL / "recorded-usage"])
     rows = [r for r in result.rows if r.provider == "openrouter" and r.kind == "tools" and "claude" in r.model]

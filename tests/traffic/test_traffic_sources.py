@@ -17,7 +17,7 @@ from fidelity.capture.classify import classify
 from fidelity.capture.survey import survey
 from fidelity.replay import replay
 from fidelity.scan import scan
-from fidelity.tokens.check import check
+from fidelity.tokens_check import check
 from fidelity.traffic.sources import list_sources, read_all
 
 HARNESS = Path(__file__).resolve().parents[2] / "fixtures" / "harness"

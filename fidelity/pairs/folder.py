@@ -22,10 +22,9 @@ from typing import Any
 
 from .. import jsonio
 from ..capture.classify import classify
+from ..diff import DiffResult, compare, compare_with_breaks
 from ..errors import InputError
 from ..providers import placed_url
-from ._compare import DiffResult, compare
-from .breaks import compare_with_breaks
 
 __all__ = ["Skipped", "compare_pair", "summary", "describe_request"]
 

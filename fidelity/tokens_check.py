@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UnknownName
-from ..traffic.exchange import Exchange
-from ..traffic.sources import reported
-from .billed import count_prompt
+from .errors import InputError, UnknownName
+from .stats import percentile
+from .tokens.billed import count_prompt
+from .traffic.exchange import Exchange
+from .traffic.sources import reported
 
 __all__ = ["CheckRow", "CheckGroup", "CheckResult", "check", "check_records", "percentile"]
 
@@ -85,13 +86,6 @@ class CheckResult:
         if rows:
             out["requests"] = [r.to_json() for r in self.rows]
         return out
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in 0..100) of a non-empty sequence."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return float(ordered[int(rank) - 1])
 
 
 def _provider_of(family: str | None, dialect: str, model: str) -> str:
