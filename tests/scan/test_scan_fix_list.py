@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from tests.test_diff_breaks import QWEN, _bodies, _qwen_parent_next
+from diff.test_diff_breaks import QWEN, _bodies, _qwen_parent_next
 
 from fidelity.capture import snapshot
 from fidelity.diff import breaks_of
@@ -88,7 +88,7 @@ def test_counting_the_fix_list_leaves_the_totals_as_they_were(where: Path) -> No
     expected = json.loads((REPO / "tests" / "data" / "scan_totals_before_fix_list.json").read_text())[where.name]
     r = scan([where], workers=1)
     got = {k: r["totals"][k] for k in expected}
-    assert got == expected
+    assert got == expected  # the requests and first breaks counted before the fix list (token figures move with counting)
     assert sum(c["lost_tokens"] for c in r["by_cause"]) == r["totals"]["lost_tokens"]
     assert sum(c["first"] for c in r["by_cause"]) == r["totals"]["breaks"]
 

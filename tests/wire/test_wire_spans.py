@@ -28,7 +28,7 @@ def _expected(body: bytes, keys: list[str]) -> tuple[list[Any], dict[str, Any]]:
     return members, {k: jsonbytes.element_spans(body, "/" + jsonbytes.escape_token(k)) for k in keys}
 
 
-@settings(max_examples=150)
+@settings(max_examples=200)
 @given(obj=_bodies, compact=st.booleans())
 def test_spans_are_the_scanners(obj: dict[str, Any], compact: bool) -> None:
     body = orjson.dumps(obj) if compact else json.dumps(obj, ensure_ascii=False).encode()
@@ -72,7 +72,7 @@ def test_duplicate_keys_and_spaced_bodies_go_to_the_scanner() -> None:
     assert _spans.top_elements(b'{"a": [1, 2]}', "a") == [(7, 8), (10, 11)]
 
 
-@settings(max_examples=150)
+@settings(max_examples=200)
 @given(obj=_bodies, compact=st.booleans())
 def test_parsed_is_the_strict_parse(obj: dict[str, Any], compact: bool) -> None:
     body = orjson.dumps(obj) if compact else json.dumps(obj, ensure_ascii=False).encode()
