@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..diff import compare
 from ..proxy.harness_rows import SCENARIOS, Scenario
 
-__all__ = ["Finding", "PROVIDERS", "judge", "providers_for", "provider_id"]
+__all__ = ["Finding", "PROVIDERS", "VERDICTS", "judge", "providers_for", "provider_id", "verdict"]
 
 #: a Gemini body scored as sent to Google's Gemini API (implicit caching)
 _GEMINI = (Scenario("Gemini API (gemini-2.5-pro)", "gemini", "gemini-2.5-pro"),)
@@ -45,12 +45,23 @@ def providers_for(family: str, wanted: list[str] | None = None) -> list[Scenario
     return [sc for sc in _FAMILIES[family] if not wanted or provider_id(sc) in wanted]
 
 
+#: what a judged row says: the child reads the parent's cache and loses nothing
+#: ("kept"), loses cached tokens ("broken"), or neither side holds anything the
+#: provider caches, the prompts being under its minimum ("too small to cache")
+VERDICTS = ("kept", "broken", "too small to cache")
+
+
+def verdict(lost: int, read: int) -> str:
+    """The row's verdict from the child's lost and predicted cached tokens."""
+    return "broken" if lost > 0 else "kept" if read > 0 else "too small to cache"
+
+
 @dataclass(frozen=True)
 class Finding:
     """What one child costs against its parent at one provider."""
 
     provider: str
-    verdict: str  # "kept": nothing lost; "broken": the child loses cached tokens
+    verdict: str  # one of VERDICTS
     segment: str | None
     pointer: str | None
     cause: str
@@ -69,7 +80,7 @@ def judge(parent: bytes, child: bytes, sc: Scenario, *, parent_path: str | None 
     seg = r.view.segment
     return Finding(
         provider=sc.label,
-        verdict="broken" if r.cache.lost > 0 else "kept",
+        verdict=verdict(r.cache.lost, r.cache.predicted_cached),
         segment=None if seg is None else f"{seg[0]}[{seg[1]}]",
         pointer=r.view.pointer,
         cause=r.cause.kind,

@@ -23,7 +23,7 @@ from ..jsonio import atomic_write
 from .capture import Capture, read_captures, read_pair
 from .descriptor import Descriptor
 from .install import version_key
-from .judge import judge, provider_id, providers_for
+from .judge import VERDICTS, judge, provider_id, providers_for
 
 __all__ = ["SCHEMA", "build", "build_from", "to_json", "to_markdown", "to_html", "table", "write", "DEFAULT_FIXTURES"]
 
@@ -53,7 +53,7 @@ def _first_broken(rows: list[dict[str, Any]]) -> None:
     """Fill ``first_broken_in`` / ``first_broken_exact`` on broken rows."""
     series: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if r["verdict"] in ("kept", "broken"):
+        if r["verdict"] in VERDICTS:
             series.setdefault((r["harness"], r["kind"], r["provider_id"]), []).append(r)
     for runs in series.values():
         runs.sort(key=lambda r: version_key(r["release"]))

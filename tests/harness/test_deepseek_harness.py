@@ -30,6 +30,7 @@ from fidelity.diff import compare
 from fidelity.fork import fork_request
 from fidelity.harness import load
 from fidelity.harness.capture import read_captures, read_pair
+from fidelity.harness.judge import VERDICTS
 from fidelity.harness.matrix import DEFAULT_FIXTURES
 from fidelity.model import Message, Request, Route, SystemBlock, Text
 from fidelity.wire.evidence import parse_body
@@ -105,7 +106,7 @@ def test_a_leading_system_message_is_head_when_no_turn_has_completed() -> None:
 def test_the_matrix_rows_for_dsh_come_from_these_bytes() -> None:
     rows = [r for r in orjson.loads((Path(__file__).resolve().parents[2] / "reports" / "harness-matrix.json")
                                     .read_bytes())["rows"] if r["harness"] == "deepseek-harness"]
-    judged = [r for r in rows if r["verdict"] in ("kept", "broken")]
+    judged = [r for r in rows if r["verdict"] in VERDICTS]
     assert {r["release"] for r in judged} == {"0.1.0-rc.8"}
     for r in judged:  # the child's directive replaces the parent's prompt: the first message after the system
         assert (r["segment"], r["pointer"], r["cause"]) == ("message[0]", "/messages/1/content", "messages_rewritten")

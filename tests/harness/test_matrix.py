@@ -13,6 +13,7 @@ import pytest
 from fidelity.harness import load_all
 from fidelity.harness.capture import read_captures, read_pair
 from fidelity.harness.drive import DUMMY_KEY, tool_names
+from fidelity.harness.judge import VERDICTS
 from fidelity.harness.matrix import DEFAULT_FIXTURES, build, table, to_html, to_json, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def test_the_reports_are_the_views_of_that_matrix_byte_for_byte(matrix: dict) ->
 
 
 def test_the_matrix_covers_what_the_issue_asks(matrix: dict) -> None:
-    judged = [r for r in matrix["rows"] if r["verdict"] in ("kept", "broken")]
+    judged = [r for r in matrix["rows"] if r["verdict"] in VERDICTS]
     harnesses = {r["harness"] for r in judged}
     assert len(harnesses) >= 4, harnesses
     assert len({r["provider_id"] for r in judged}) >= 3
@@ -98,3 +99,16 @@ def test_the_command_rebuilds_the_committed_reports_without_running(tmp_path: Pa
                                                           "harness-matrix.md"]  # no temporary file left
     assert {p: p.read_bytes() for p in DEFAULT_FIXTURES.rglob("*") if p.is_file()} == before  # inputs untouched
     assert f"harness matrix: {len(COMMITTED['rows'])} rows" in capsys.readouterr().err
+
+
+def test_a_row_with_nothing_cached_on_either_side_says_so() -> None:
+    """A child that loses nothing because the prompts are under the provider's
+    minimum is not "kept": nothing was there to keep (the OpenAI Agents SDK's
+    small prompts on DashScope and OpenAI)."""
+    from fidelity.harness.judge import verdict
+
+    assert verdict(lost=0, read=0) == "too small to cache"
+    assert verdict(lost=0, read=1024) == "kept" and verdict(lost=5, read=1024) == "broken"
+    small = [r for r in COMMITTED["rows"] if r["verdict"] == "too small to cache"]
+    assert small and all(r["kept_tokens"] == 0 and r["lost_tokens"] == 0 for r in small)
+    assert not [r for r in COMMITTED["rows"] if r["verdict"] == "kept" and r["kept_tokens"] == 0]
