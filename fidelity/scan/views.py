@@ -10,11 +10,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .. import formats
+
 __all__ = ["console_view", "markdown", "html_page", "github"]
 
 
 def _usd(x: float | None) -> str:
-    return "n/a" if x is None else f"${x:,.4f}"
+    return formats.usd(x, 4, "n/a")
 
 
 def _pct(x: float | None) -> str:
@@ -108,10 +110,6 @@ def console_view(r: dict[str, Any], *, limit: int = 10) -> Group:
     return Group(*parts)
 
 
-def _md_cell(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(r: dict[str, Any]) -> str:
     out = ["# fidelity scan", ""]
     out += [f"- {line}" for line in _headline(r)]
@@ -122,7 +120,7 @@ def markdown(r: dict[str, Any]) -> str:
             continue
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "---|" * len(header))
-        out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+        out += ["| " + " | ".join(formats.md_cell(c) for c in row) + " |" for row in rows]
     if r["top_changes"]:
         out += ["", "## Example of each change", ""]
         for c in r["top_changes"]:
@@ -155,14 +153,6 @@ def html_page(r: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _esc_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _esc_prop(s: str) -> str:
-    return _esc_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 def github(r: dict[str, Any]) -> str:
     """GitHub workflow commands as ``fidelity gate`` writes them: a
     ``::warning`` per top change at its example child's file and line, a
@@ -171,14 +161,14 @@ def github(r: dict[str, Any]) -> str:
     for c in r["top_changes"]:
         where = c["example"]["child"]
         path, _, line = where.rpartition(":")
-        props = [f"file={_esc_prop(path)}"] + ([f"line={line}"] if line.isdigit() else [])
-        props.append("title=" + _esc_prop(f"fidelity scan: {c['cause']}"))
+        props = [f"file={formats.gh_property(path)}"] + ([f"line={line}"] if line.isdigit() else [])
+        props.append("title=" + formats.gh_property(f"fidelity scan: {c['cause']}"))
         msg = (f"{c['change'] or c['cause']} at {c['pointer']} {c['label']}".strip()
                + f": {c['lost_tokens']:,} tokens lost in {c['breaks']:,} request(s) ({_usd(c['lost_usd'])})")
-        out.append(f"::warning {','.join(props)}::{_esc_data(msg)}")
+        out.append(f"::warning {','.join(props)}::{formats.gh_data(msg)}")
     for ex in r["bad_lines"]["examples"][:10]:
         path, _, line = ex["where"].rpartition(":")
-        props = [f"file={_esc_prop(path)}"] + ([f"line={line}"] if line.isdigit() else [])
-        props.append("title=" + _esc_prop("fidelity scan: bad line"))
-        out.append(f"::error {','.join(props)}::{_esc_data(ex['reason'] + (': ' + ex['detail'] if ex['detail'] else ''))}")
+        props = [f"file={formats.gh_property(path)}"] + ([f"line={line}"] if line.isdigit() else [])
+        props.append("title=" + formats.gh_property("fidelity scan: bad line"))
+        out.append(f"::error {','.join(props)}::{formats.gh_data(ex['reason'] + (': ' + ex['detail'] if ex['detail'] else ''))}")
     return "\n".join(out) + ("\n" if out else "") + markdown(r)
