@@ -84,10 +84,10 @@ def _as_float(v: int | float, key: str) -> float:
 
 
 def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return _as_float(v, k)
+    keys = tuple(keys)  # read twice
+    found = _num_flat(obj, keys)
+    if found is not None:
+        return found
     for nest in ("cache", "cost", "loss", "lost", "per_fork"):
         sub = obj.get(nest)
         if isinstance(sub, dict):
