@@ -9,7 +9,6 @@ the simulator's prompts), Anthropic prompts from
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +35,14 @@ class _Prompts:
     same_key: bool
     shared: int
     levels: Any
-    p_len: int
-    c_len: int
+
+    @property
+    def p_len(self) -> int:
+        return len(self.p_prompt.tokens)
+
+    @property
+    def c_len(self) -> int:
+        return len(self.c_prompt.tokens)
 
     def read(self) -> tuple[int, int]:
         """The child's predicted cache read and write, the parent fed first
@@ -90,8 +95,7 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
         # tokens both prompts begin with (the priming too, where the child's next message starts with it)
         shared = 0 if key_changed or split == 0 else cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens)
         levels = None
-    return _Prompts(tok, cm, p_prompt, c_prompt, same_key, shared, levels, len(p_prompt.tokens),
-                    len(c_prompt.tokens))
+    return _Prompts(tok, cm, p_prompt, c_prompt, same_key, shared, levels)
 
 
 def predicted_read(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_raw: Sequence[Segment],
@@ -104,19 +108,6 @@ def predicted_read(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_r
     p_segs, c_segs = (_unmarked(p_raw), _unmarked(c_raw)) if d.provider == "anthropic" else (p_raw, c_raw)
     split = _first_differing_segment(p_segs, c_segs)
     return _prompts(d, model, parent, child, p_raw, c_raw, p_segs, c_segs, split, endpoint, False, times).read()[0]
-
-
-def _concat(ids: Sequence[array[int]]) -> array[int]:
-    """One prompt's ids: the segments' arrays joined, into an array allocated
-    once at its final size (growing it would briefly hold two copies)."""
-    ids = [cache_models.as_token_array(seg_ids) for seg_ids in ids]  # arrays pass through
-    out = array(tokens.TOKEN_TYPECODE, (0,)) * sum(map(len, ids))
-    view, at = memoryview(out), 0
-    for seg_ids in ids:
-        view[at : at + len(seg_ids)] = memoryview(seg_ids)  # a memcpy
-        at += len(seg_ids)
-    view.release()
-    return out
 
 
 def _first_differing_segment(p: Sequence[Segment], c: Sequence[Segment]) -> int | None:
