@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FidelityError
+from ._args import positive_int
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_p.add_argument("--out", metavar="DIR", default="harness-runs",
                        help="where the captures go, DIR/NAME-VERSION/KIND/ (default ./harness-runs)")
     mat = sub.add_parser("matrix", help="descriptors x last N releases x providers -> reports/harness-matrix.*")
-    mat.add_argument("--releases", type=int, default=3, metavar="N", help="newest N releases each (default 3)")
+    mat.add_argument("--releases", type=positive_int, default=3, metavar="N", help="newest N releases each (default 3)")
     mat.add_argument("--harness", action="append", metavar="NAME", help="only these harnesses (repeatable)")
     mat.add_argument("--fixtures", metavar="DIR", help="capture folders (default: the checkout's "
                      "fixtures/harness-matrix)")
@@ -77,8 +78,6 @@ def _matrix(args: argparse.Namespace) -> int:
     from ..harness.capture import capture_release, prune
     from ..harness.matrix import DEFAULT_FIXTURES, build, write
 
-    if args.releases < 1:
-        raise FidelityError("--releases must be at least 1")
     root = Path(args.fixtures) if args.fixtures else DEFAULT_FIXTURES
     chosen = [load(n) for n in (args.harness or names())]
     start = time.monotonic()

@@ -84,8 +84,6 @@ def run(args: argparse.Namespace) -> int:
     from ..jsonio import atomic_write
     from ..scan import scan, views
 
-    if args.workers is not None and args.workers < 1:
-        raise InputError("--workers must be at least 1")
     if args.format == "json":
         print("fidelity scan: --format json is deprecated; use --json", file=sys.stderr)
     elif args.json and args.format:

@@ -15,6 +15,7 @@ CASES = [
     ["import", "in", "out", "--max-gzip-ratio"],
     ["proxy", "--max-connections"],
     ["probe", "http://127.0.0.1:9", "--cases"],
+    ["harness", "matrix", "--no-run", "--releases"],
 ]
 
 
