@@ -11,8 +11,9 @@ order where no time is known), through one
 predicted prompt, read and written tokens beside the reported ones.
 
 A request that reads from the cache although nothing earlier in the
-recording could have written what it reads (its first read, with no
-predicted read) came from a cache warmed before the recording started:
+recording could have written what it reads (its partition's first read, or
+its first since the recording's earlier entries expired, with no predicted
+read) came from a cache warmed before the recording started:
 it is flagged ``warm_outside`` and left out of the accuracy figures, like
 calibration's anchors.
 
@@ -164,7 +165,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
     sims: dict[tuple[str, str], Simulator] = {}
     # time order, the recorded order among equal or unknown times
     order = sorted(prepared, key=lambda kc: (_sort_time(exchanges, kc[0]), kc[0]))
-    seen_read: set[Hashable] = set()
+    seen_read: dict[Hashable, float | None] = {}
     views: dict[Hashable, tuple[bytes, Any]] = {}
     for k, cp in order:
         ex = exchanges[k]
@@ -179,9 +180,14 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
             rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, None, note=str(exc))
             continue
         part = (key, cp.request.key)
-        warm = bool(rep.cache_read) and pred.cache_read == 0 and part not in seen_read
+        last = seen_read.get(part)
+        # the partition's first read, or its first since every entry the
+        # recording wrote has expired (a cassette recorded again a year on)
+        first = part not in seen_read or (ex.time is not None and last is not None
+                                          and ex.time - last > LONGEST_LIFETIME)
+        warm = bool(rep.cache_read) and pred.cache_read == 0 and first
         if rep.cache_read:
-            seen_read.add(part)
+            seen_read[part] = ex.time
         apart = ex.apart
         view = (as_token_array(cp.request.tokens).tobytes(), cp.request.key)
         views[cp.request.label] = view
@@ -189,6 +195,11 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
         rows[k] = Row(ex.source, ex.index, cp.provider, cp.model, rep, pred, warm and apart is None, cp.estimated,
                       apart=apart, repeat=repeat)
     return [rows[k] for k in sorted(rows)]
+
+
+#: no provider keeps a cache entry longer: OpenAI's extended retention,
+#: ``prompt_cache_retention="24h"`` (https://platform.openai.com/docs/guides/prompt-caching)
+LONGEST_LIFETIME = 24 * 3600.0
 
 
 def _sort_time(exchanges: Sequence[Exchange], k: int) -> float:

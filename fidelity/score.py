@@ -43,8 +43,9 @@ from typing import Any
 
 from . import breakpoints, pricing, tokens, wire
 from . import diff as differ
-from .cache.prompts import cache_prompt, view_ids, view_of
+from .cache.prompts import cache_prompt
 from .cache.simulator import Prediction, Simulator
+from .cache.whole_view import view_ids, view_of
 from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
 from .errors import FidelityError, UnknownName

@@ -28,8 +28,8 @@ import orjson
 
 from .. import jsonbytes, jsonio, pricing, wire
 from ..bytediff import excerpt, first_divergence
-from ..cache.prompts import view_of
 from ..cache.simulator import simulated
+from ..cache.whole_view import view_of
 from ..errors import InputError, UnknownName
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids

@@ -15,8 +15,8 @@ from typing import Any
 
 from .. import cache as cache_models
 from .. import jsonio, tokens, wire
-from ..cache.prompts import view_ids
 from ..cache.simulator import simulated
+from ..cache.whole_view import view_ids
 from ..errors import InputError
 from ..wire import Segment
 
@@ -74,7 +74,7 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
         p_prompt, c_prompt, same_key = _anthropic_prompts(d, model, parent, child, p_segs, c_segs,
                                                           endpoint, key_changed, t_p, t_c)
         shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
-        from ..cache.prompts import anthropic_level_starts
+        from ..cache.whole_view import anthropic_level_starts
 
         levels = (anthropic_level_starts(p_segs, p_ids, model), anthropic_level_starts(c_segs, c_ids, model))
     else:
@@ -84,7 +84,7 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
         same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
         # the prompt the simulator's one builder assembles (replay's and
         # scan's): the segments' ids, then the reply priming the provider appends
-        from ..cache.prompts import generic_request
+        from ..cache.assemble import generic_request
         from ..tokens.billed import prompt_tail
 
         tail = prompt_tail(tok, d.name)
@@ -193,7 +193,7 @@ def _params(segs: Sequence[Segment]) -> dict[str, Any]:
 
 
 def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
-    from ..cache.prompts import strip_markers
+    from ..cache.whole_view import strip_markers
 
     return [seg if b'"cache_control"' not in seg.data else
             Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]

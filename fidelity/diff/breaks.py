@@ -158,7 +158,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         return []
     if not counted or result is None:
         return _listed(found, slots, child, c_segs, {}, {})
-    from ..cache.prompts import view_ids
+    from ..cache.whole_view import view_ids
 
     c_ids = view_ids(d, c_segs, model)
     p_ids = view_ids(d, p_segs, model)

@@ -311,10 +311,10 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
     ``p_loc`` (file, offset, length): ``(cause, detail, where)`` each, as the
     replay counts them; empty for lines of two dialects."""
     from ..cache._breakpoints import BreakpointCache
-    from ..cache.prompts import strip_markers
+    from ..cache.items import encode
+    from ..cache.whole_view import strip_markers
     from .partition import pointer_pattern, view_of
     from .records import parse_record
-    from .view import encode
 
     recs = []
     for f, off, length in (p_loc, c_loc):

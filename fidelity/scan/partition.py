@@ -34,20 +34,8 @@ from .. import cache as cache_models
 from .. import pricing, server_side, tokens
 from ..bytediff import first_divergence
 from ..cache._breakpoints import BreakpointCache
-from ..cache.simulator import Simulator
-from ..diff.causes import classify, tool_name
-from ..diff.locate import pointer_at
-from ..errors import FidelityError
-from ..wire import Segment
-from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
-from .entries import Entry, PartitionRows, Rows
-from .fix_list import body_of, fix_list
-from .memo import TokenMemo
-from .prompt_ids import PromptIds
-from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
-from .segments import SegmentBytes
-from .splice import Parsed, parse_after
-from .view import (
+from ..cache.builder import PromptIds
+from ..cache.items import (
     SUPPORTED,
     FastView,
     Item,
@@ -59,6 +47,19 @@ from .view import (
     shared_items,
     view_after,
 )
+from ..cache.memo import TokenMemo
+from ..cache.simulator import Simulator
+from ..diff.causes import classify, tool_name
+from ..diff.locate import pointer_at
+from ..errors import FidelityError
+from ..providers import placed_url
+from ..wire import Segment
+from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
+from .entries import Entry, PartitionRows, Rows
+from .fix_list import body_of, fix_list
+from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
+from .segments import SegmentBytes
+from .splice import Parsed, parse_after
 
 __all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
            "where_of", "alive_until"]
@@ -415,7 +416,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
             continue
         index = len(st.reqs)
         try:
-            cm_name, sreq = ln.builder.build(rec, view, k, e.time, index)
+            cm_name, sreq = ln.builder.build(rec, view, k, e.time, index, _placed(rec.url))
             sim = st.sims.get(cm_name)
             if sim is None:
                 # fed in time order, never asked about an earlier time: dead entries can go
@@ -546,6 +547,11 @@ def _apart(parsed: Parsed) -> str | None:
         parsed.marks = server_side.has_marks(line, parsed.shared if parsed.shared_clean else (0, 0))
     ep = endpoint_of(rec.url) if rec.url else None
     return server_side.reason(rec.body, server_prompt=ep.server_prompt if ep is not None else "", marks=parsed.marks)
+
+
+@functools.lru_cache(maxsize=4096)  # a log names few URLs
+def _placed(url: str | None) -> str | None:
+    return placed_url(url)
 
 
 def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:

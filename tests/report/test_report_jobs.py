@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from fidelity import compose, fixtures, score, wire
-from fidelity.cache import prompts
+from fidelity.cache import prompts, whole_view
 from fidelity.cli import main
 from fidelity.commands import report
 from fidelity.model import Route
@@ -93,17 +93,17 @@ def test_a_remembered_prompt_takes_the_callers_time_and_label(dialect: str) -> N
 def test_the_prompt_memo_is_bounded() -> None:
     body = _body("openai-chat")
     prompts._PROMPTS.clear()
-    for k in range(prompts._MEMO_SIZE + 5):
+    for k in range(whole_view.MEMO_SIZE + 5):
         prompts.cache_prompt(body, dialect="openai-chat", model=f"gpt-4.1-{k}")
-    assert len(prompts._PROMPTS) == prompts._MEMO_SIZE
+    assert len(prompts._PROMPTS) == whole_view.MEMO_SIZE
 
 
 def test_a_remembered_view_is_a_fresh_list_of_the_same_segments() -> None:
     body = _body("openai-chat")
     d = wire.get("openai-chat")
-    first = prompts.view_of(d, body)
+    first = whole_view.view_of(d, body)
     first.clear()  # a caller's list is its own
-    assert prompts.view_of(d, body) == d.cache_view(body)
+    assert whole_view.view_of(d, body) == d.cache_view(body)
 
 
 def test_a_request_is_rendered_once_per_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,10 +132,11 @@ def test_a_serial_score_restores_the_collectors_thresholds() -> None:
 
 def test_a_large_body_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     body = _body("openai-chat")
-    monkeypatch.setattr(prompts, "_MEMO_BODY", len(body) - 1)
+    monkeypatch.setattr(prompts, "MEMO_BODY", len(body) - 1)
+    monkeypatch.setattr(whole_view, "MEMO_BODY", len(body) - 1)
     prompts._PROMPTS.clear()
-    prompts._VIEWS.clear()
+    whole_view._VIEWS.clear()
     got = prompts.cache_prompt(body, dialect="openai-chat", time=3.0, label="x")
-    assert prompts._PROMPTS == {} and prompts._VIEWS == {}
+    assert prompts._PROMPTS == {} and whole_view._VIEWS == {}
     monkeypatch.undo()
     assert got == prompts.cache_prompt(body, dialect="openai-chat", time=3.0, label="x")

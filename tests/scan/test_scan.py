@@ -14,10 +14,10 @@ import pytest
 from hypothesis import strategies as st
 
 from fidelity import wire
+from fidelity.cache.items import build_view, encode
 from fidelity.commands.scan import _dumps
 from fidelity.scan import scan, synthetic
 from fidelity.scan.records import parse_record
-from fidelity.scan.view import build_view, encode
 
 REPO = Path(__file__).resolve().parents[2]
 _T = "2026-11-30T12:{:02d}:{:02d}Z"

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity import wire
+from fidelity.cache.items import build_view, common_prefix, shared_items, view_after
 from fidelity.scan import partition, scan, synthetic
 from fidelity.scan.records import iter_lines
-from fidelity.scan.view import build_view, common_prefix, shared_items, view_after
 
 # -- the line reader ------------------------------------------------------------
 
@@ -382,8 +382,8 @@ def test_the_example_in_docs_scan_fast_path_runs() -> None:
 
 def test_the_segments_of_a_break_read_alike_by_index_slice_and_iteration() -> None:
     """The replay's lazy segments (made when the classifier reads them)."""
-    from fidelity.scan.memo import TokenMemo
-    from fidelity.scan.view import Item
+    from fidelity.cache.items import Item
+    from fidelity.cache.memo import TokenMemo
     from fidelity.wire import Segment
 
     st = partition._State(TokenMemo())

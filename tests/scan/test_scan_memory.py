@@ -2,7 +2,7 @@
 
 ``orjson.dumps`` hands back a ``bytes`` object that keeps the whole buffer
 it grew while writing (4 KiB at least from orjson 3.12:
-:func:`fidelity.scan.view.trimmed`). The scan keeps many of them (each
+:func:`fidelity.cache.items.trimmed`). The scan keeps many of them (each
 unique segment of a partition, each memo key), so it keeps copies of their
 own size; these tests fail if raw orjson output is kept again.
 """
@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fidelity.scan import partition, prompt_ids, scan, synthetic, view
-from fidelity.scan.memo import TokenMemo
+from fidelity.cache import items as view
+from fidelity.cache.memo import TokenMemo
+from fidelity.scan import partition, scan, synthetic
 from fidelity.scan.segments import SegmentBytes
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # orjson refuses lone surrogates
@@ -137,7 +138,7 @@ def _dumps_lines() -> list[tuple[str, int]]:
     """(file, line) of the ``orjson.dumps`` calls whose results the scan
     used to keep: the cache-view segments and the fast path's element bytes."""
     out = []
-    for fn in (view.dumps_value, prompt_ids._dumps):  # noqa: SLF001
+    for fn in (view.dumps_value,):
         src, start = inspect.getsourcelines(fn)
         line = next(start + i for i, text in enumerate(src) if "orjson.dumps(value)" in text)
         out.append((inspect.getsourcefile(fn), line))

@@ -51,15 +51,15 @@ from typing import Any
 import orjson
 
 from .. import providers, tokens, wire
-from ..cache.assemble import Assembled, anthropic_assemble, anthropic_images, generic_assemble
-from ..cache.prompts import LEVEL_SALTS, LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
-from ..cache.simulator import SimRequest
 from ..tokens import framing_estimate, framing_openai
 from ..tokens.billed import billing_tokenizer, media_in, pieces_ids, prompt_tail
 from ..wire import Segment
 from ..wire import _template as tpl
 from ..wire.anthropic_messages import billing_block_keyed, is_billing_block
-from .view import FastView, Item, dumps_value
+from .assemble import Assembled, anthropic_assemble, anthropic_images, generic_assemble
+from .items import FastView, Item, dumps_value
+from .simulator import SimRequest
+from .whole_view import LEVEL_SALTS, LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
 
 __all__ = ["Handler", "Previous", "Unsupported", "handler_for", "SKIP"]
 
@@ -107,8 +107,10 @@ class Handler:
         return billing_tokenizer(tokens.for_model(model, self.dialect.provider, nearest=True), self.dialect.name)
 
     # -- the steps (overridden per dialect) ---------------------------------
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> Any:
-        """What the request's elements read from the rest of the view."""
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
+                endpoint: str | None = None) -> Any:
+        """What the request's elements read from the rest of the view (and,
+        for Anthropic, from the endpoint: :func:`billing_block_keyed`)."""
         raise NotImplementedError
 
     def contexts(self, prep: Any, items: Sequence[Item], prev: Previous | None = None) -> list[Hashable]:
@@ -144,7 +146,7 @@ class Handler:
 
     def assemble(self, prep: Any, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
                  results: list[Any], prev: Previous | None, same: int, time: float | None,
-                 label: Hashable) -> tuple[SimRequest, Any]:
+                 label: Hashable, output: Sequence[int] = ()) -> tuple[SimRequest, Any]:
         """The request, and what the next one reuses; ``results[:same]``
         are ``prev.results[:same]``. Default: :func:`generic_assemble`."""
         st: _GenericState | None = prev.state if prev is not None else None
@@ -153,8 +155,9 @@ class Handler:
             kinds += [it.kind for it in items[same:]]
         else:
             kinds = ["params", *(it.kind for it in items)]
+        # the params bytes are the partition key (model, prompt_cache_key...)
         req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok), time, label,
-                                    (), "", None, st.asm if st is not None else None, same + 1)
+                                    output, prep.params, None, st.asm if st is not None else None, same + 1)
         return req, _GenericState(asm, kinds)
 
 
@@ -204,7 +207,8 @@ def _refs(v: Any) -> tuple[str, ...]:
 
 
 class _OpenAI(Handler):
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _OpenAIPrep:
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
+                endpoint: str | None = None) -> _OpenAIPrep:
         items = view.items
         if self.dialect.name == "openai-responses" and "tools" in obj and not isinstance(obj["tools"], list):
             raise Unsupported("tools is not an array")
@@ -319,7 +323,8 @@ class _AnthropicState:
 
 
 class _Anthropic(Handler):
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _AnthropicPrep:
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
+                endpoint: str | None = None) -> _AnthropicPrep:
         if prev is not None and prev.prep.params == view.params and MARKER not in view.params:
             pp: _AnthropicPrep = prev.prep
             params, value, tok, overhead = pp.params, pp.params_value, pp.tok, pp.overhead
@@ -330,7 +335,7 @@ class _Anthropic(Handler):
             overhead = self._overhead(tok, model)
         first = 0 if view.items and view.items[0].kind == "tools" else None
         return _AnthropicPrep(tok, model, params, value, first,
-                              isinstance(obj.get("system"), list) and not billing_block_keyed(None), overhead)
+                              isinstance(obj.get("system"), list) and not billing_block_keyed(endpoint), overhead)
 
     def _overhead(self, tok: tokens.Tokenizer, model: str) -> int:
         """The ids of a message with no blocks: what :func:`fidelity.cache.prompts._block_ends`
@@ -408,7 +413,7 @@ class _Anthropic(Handler):
 
     def assemble(self, prep: _AnthropicPrep, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
                  results: list[Any], prev: Previous | None, same: int, time: float | None,
-                 label: Hashable) -> tuple[SimRequest, Any]:
+                 label: Hashable, output: Sequence[int] = ()) -> tuple[SimRequest, Any]:
         members = [(k, dumps_value(v)) for k, v in obj.items() if k in LEVEL_SALTS]
         st: _AnthropicState | None = prev.state if prev is not None else None
         if st is not None and same:
@@ -422,8 +427,8 @@ class _Anthropic(Handler):
         for it in items[same:]:
             total += anthropic_images((it.value,)) if it.kind == "message" else 0
             images.append(total)
-        req, asm = anthropic_assemble(params_ids, blocks, members, obj, prep.model, time, label, (), total,
-                                      st.asm if st is not None else None, n_blocks, cache_key="")
+        req, asm = anthropic_assemble(params_ids, blocks, members, obj, prep.model, time, label, output, total,
+                                      st.asm if st is not None else None, n_blocks)
         return req, _AnthropicState(asm, blocks, images)
 
 
@@ -444,10 +449,13 @@ class _DeepSeekPrep:
     #: except those at ``redo``
     keep: int = 0
     redo: tuple[int, ...] = ()
+    #: the cache-key members (the partition key)
+    params: bytes = b""
 
 
 class _DeepSeek(Handler):
-    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None) -> _DeepSeekPrep:
+    def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
+                endpoint: str | None = None) -> _DeepSeekPrep:
         messages = obj.get("messages")
         if not isinstance(messages, list):
             raise Unsupported("messages is not an array")
@@ -469,9 +477,9 @@ class _DeepSeek(Handler):
                     lo, hi = min(last, pp.last_user), max(last, pp.last_user)
                     redo = {k - 1, *range(max(lo + 1, n_system) + len(tools), min(hi, m_k - 1) + 1 + len(tools))}
                     return _DeepSeekPrep(tok, messages, bool(tools), n_system, system, last, model, len(tools), k,
-                                         tuple(sorted(i for i in redo if head <= i < k)))
+                                         tuple(sorted(i for i in redo if head <= i < k)), view.params)
         return _DeepSeekPrep(tok, messages, bool(tools), n_system, system, tpl.deepseek_v4_last_user(messages),
-                             model, len(tools))
+                             model, len(tools), params=view.params)
 
     def _context(self, prep: _DeepSeekPrep, it: Item) -> Hashable:
         if it.kind == "system":

@@ -1,5 +1,5 @@
-"""The scan's fast path builds each request from an earlier one of its
-partition (:mod:`fidelity.scan.prompt_ids`): it keeps the contexts of the
+"""The builder builds each request from an earlier one of its
+partition (:mod:`fidelity.cache.builder`): it keeps the contexts of the
 shared leading elements unless what they read changed, assembles the prompt
 from the earlier request's (:func:`fidelity.cache.assemble.generic_assemble`,
 :func:`~fidelity.cache.assemble.anthropic_assemble`), and picks that earlier
@@ -21,14 +21,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cache.test_builder import ELEMENTS, check
 from fidelity import wire
-from fidelity.cache.prompts import anthropic_assemble, anthropic_request, generic_assemble, generic_request
+from fidelity.cache import builder
+from fidelity.cache.assemble import anthropic_assemble, anthropic_request, generic_assemble, generic_request
+from fidelity.cache.builder import KEEP
+from fidelity.cache.memo import TokenMemo
 from fidelity.model import Route
-from fidelity.scan import prompt_ids
-from fidelity.scan.memo import TokenMemo
-from fidelity.scan.prompt_ids import KEEP
 from fidelity.strategies import requests
-from scan.test_scan_fast_ids import FAST, check
 
 OPS = ("append", "append", "append", "insert", "delete", "replace", "tools", "system", "marker", "setting",
        "rename", "image")
@@ -144,7 +144,7 @@ def edited_sessions(draw: st.DrawFn, dialect: str, provider: str, model: str) ->
 def interleaved(draw: st.DrawFn) -> tuple[str, list[bytes]]:
     """Two or three edited sessions of one dialect and model, their lines
     interleaved in a drawn order (each session's own order kept)."""
-    dialect, provider, model = draw(st.sampled_from(FAST))
+    dialect, provider, model = draw(st.sampled_from(ELEMENTS))
     sessions = [draw(edited_sessions(dialect, provider, model)) for _ in range(draw(st.integers(2, 3)))]
     out: list[bytes] = []
     while any(sessions):
@@ -159,7 +159,7 @@ def test_interleaved_edited_sessions_equal_cache_prompt(case: tuple[str, list[by
     _, lines = case
     if lines:
         n, fast = check(lines)
-        assert fast == n  # compact bodies of handled dialects: none falls back
+        assert fast == n  # each built element by element
 
 
 @pytest.mark.parametrize("keep", [1, KEEP])
@@ -169,7 +169,7 @@ def test_edits_are_built_from_the_right_parent(keep: int, monkeypatch: pytest.Mo
     memo (the per-request work follows the new elements); keeping one
     request (the partition's previous, another session's) looks up the
     whole history. Every request equals cache_prompt's either way."""
-    monkeypatch.setattr(prompt_ids, "KEEP", keep)
+    monkeypatch.setattr(builder, "KEEP", keep)
 
     def turn(s: int, n: int) -> bytes:
         msgs = [{"role": "user" if i % 2 == 0 else "assistant",

@@ -1,12 +1,13 @@
-"""The scan's fast path (:mod:`fidelity.scan.prompt_ids`) builds the same
-:class:`SimRequest` as :func:`fidelity.cache.prompts.cache_prompt` for every
-request: on drawn sessions in each dialect it handles, on recorded traffic,
-and the ``--json`` output is the same with the fast path on and off."""
+"""The one builder (:class:`fidelity.cache.builder.PromptIds`): a request
+built from earlier ones (the scan's order: one builder per partition, each
+view extended from the previous one) is the request a fresh builder makes
+from the body alone, and the one ``cache_prompt`` makes from the body's
+bytes, on drawn sessions in each dialect with an element handler, on the
+generated logs and on recorded traffic. Reuse must never change a figure."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,26 +19,29 @@ from hypothesis import strategies as st
 
 from fidelity import replay as R
 from fidelity import wire
+from fidelity.cache.builder import PromptIds
+from fidelity.cache.memo import TokenMemo
 from fidelity.cache.prompts import cache_prompt
 from fidelity.model import Route
+from fidelity.providers import placed_url
 from fidelity.scan import scan, synthetic
-from fidelity.scan.memo import TokenMemo
 from fidelity.scan.partition import view_after_rec, view_of
-from fidelity.scan.prompt_ids import PromptIds
 from fidelity.scan.records import parse_record
 from fidelity.scan.splice import parse_after
 from fidelity.strategies import requests
 
-#: (dialect, provider, model) of each dialect the fast path handles
-FAST = [("openai-chat", "openai", "gpt-4.1"), ("openai-chat", "openai", "gpt-5-mini"),
-        ("openai-responses", "openai", "gpt-5"), ("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
-        ("deepseek", "deepseek", "deepseek-v4-flash")]
+#: (dialect, provider, model) of each dialect built element by element
+ELEMENTS = [("openai-chat", "openai", "gpt-4.1"), ("openai-chat", "openai", "gpt-5-mini"),
+            ("openai-responses", "openai", "gpt-5"), ("anthropic-messages", "anthropic", "claude-sonnet-4-5"),
+            ("deepseek", "deepseek", "deepseek-v4-flash")]
 
 
 def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, int]:
     """Feed ``lines`` (one partition's requests, in order) through one
-    builder per model; each request's (cache model, SimRequest) must equal
-    cache_prompt's on the same body bytes. Returns (requests, built fast)."""
+    builder per model, as the scan does; each request's (cache model,
+    SimRequest) must equal a fresh builder's on the same record and
+    ``cache_prompt``'s on the same body bytes. Returns (requests, built
+    element by element)."""
     memo = TokenMemo() if memo is None else memo
     builders: dict[str, tuple[PromptIds, list[Any]]] = {}
     parsed = None
@@ -46,16 +50,19 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
         # its view extended from the previous view of its builder
         parsed = parse_after(line, parsed)
         rec = parsed.rec
-        b, prev = builders.setdefault(rec.model, (PromptIds(memo, fast=True), [None]))
+        b, prev = builders.setdefault(rec.model, (PromptIds(memo), [None]))
         view, k = view_after_rec(rec, prev[0])
         prev[0] = view
-        name, got = b.build(rec, view, k, float(i), i)
+        endpoint = placed_url(rec.url)
+        name, got = b.build(rec, view, k, float(i), i, endpoint)
+        fresh = PromptIds(TokenMemo()).build(rec, None, None, float(i), i, endpoint)
+        assert (name, got) == fresh, (i, rec.dialect.name)
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
-                            endpoint=rec.url or None, provider=rec.provider)
+                            endpoint=endpoint, provider=rec.provider)
         assert name == want.cache_model, (i, rec.dialect.name)
-        assert got == dataclasses.replace(want.request, key=""), (i, rec.dialect.name, b.reasons)
-    return len(lines), sum(b.fast for b, _ in builders.values())
+        assert got == want.request, (i, rec.dialect.name)
+    return len(lines), sum(b.elements for b, _ in builders.values())
 
 
 def _line(dialect: str, body: bytes) -> bytes:
@@ -68,7 +75,7 @@ def sessions(draw: st.DrawFn) -> tuple[str, list[bytes]]:
     turn (each request the previous one plus a message), then a drawn
     change (a tool or the system prompt dropped, a message edited) and the
     history again."""
-    dialect, provider, model = draw(st.sampled_from(FAST))
+    dialect, provider, model = draw(st.sampled_from(ELEMENTS))
     req = draw(requests(route=st.just(Route(provider, model))))
     d = wire.get(dialect)
     seq = [dataclasses.replace(req, messages=req.messages[:k]) for k in range(1, len(req.messages) + 1)]
@@ -90,32 +97,32 @@ def sessions(draw: st.DrawFn) -> tuple[str, list[bytes]]:
 
 
 @given(sessions())
-def test_fast_path_equals_cache_prompt_on_drawn_sessions(session: tuple[str, list[bytes]]) -> None:
+def test_reuse_changes_no_request_on_drawn_sessions(session: tuple[str, list[bytes]]) -> None:
     """200 drawn sessions (ci profile), each request checked."""
     dialect, lines = session
-    n, fast = check(lines)
-    assert fast == n  # compact bodies in a handled dialect: none falls back
+    n, elements = check(lines)
+    assert elements == n  # each built element by element
 
 
-def test_fast_path_equals_cache_prompt_on_the_generated_logs() -> None:
+def test_reuse_changes_no_request_on_the_generated_logs() -> None:
     for append_only in (False, True):
         by_session: dict[str, list[bytes]] = {}
         for line in synthetic.generate(1_000_000, seed=3, append_only=append_only):
             by_session.setdefault(orjson.loads(line).get("session") or "", []).append(line.rstrip(b"\n"))
         memo = TokenMemo()
-        total = fast = elements = 0
+        total = built = elements = 0
         for seq in by_session.values():
             n, f = check(seq, memo)
-            total, fast = total + n, fast + f
+            total, built = total + n, built + f
             elements += sum(len(view_of(parse_record(line)).items) for line in seq)
-        assert total > 40 and fast == total
+        assert total > 40 and built == total
         # repeated history is reused or found, not tokenized again
         assert memo.misses * 4 < elements, (memo.misses, elements)
 
 
 def _recorded(root: Path) -> list[list[bytes]]:
     """Each recording's requests as log lines: the body as a JSON object
-    (compact: the fast path) and as the recorded text (exact bytes)."""
+    and as the recorded text (exact bytes, whitespace kept)."""
     out: list[list[bytes]] = []
     for rec in R.read_recordings(root):
         as_obj, as_text = [], []
@@ -136,35 +143,14 @@ def _recorded(root: Path) -> list[list[bytes]]:
     return out
 
 
-def test_fast_path_equals_cache_prompt_on_recorded_traffic(shared_real: Path) -> None:
-    total = fast = 0
+def test_reuse_changes_no_request_on_recorded_traffic(shared_real: Path) -> None:
+    total = built = 0
     for sub in ("recorded-usage", "cassettes"):
         for seq in _recorded(shared_real / sub):
             n, f = check(seq)
-            total, fast = total + n, fast + f
+            total, built = total + n, built + f
     assert total >= 300
-    assert fast >= total // 3  # the compact copies of handled dialects (text bodies go to cache_prompt)
-
-
-def _scan_json(paths: list[Path], monkeypatch: pytest.MonkeyPatch, fast: bool) -> str:
-    monkeypatch.setenv("FIDELITY_SCAN_FAST", "1" if fast else "0")
-    return json.dumps(scan(paths, workers=1), sort_keys=True)
-
-
-def test_scan_json_is_the_same_with_the_fast_path_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = tmp_path / "log.jsonl"
-    synthetic.write_log(str(log), 1_500_000, seed=7)
-    on = _scan_json([log], monkeypatch, True)
-    assert on == _scan_json([log], monkeypatch, False)
-    assert json.loads(on)["totals"]["breaks"] > 0
-
-
-def test_scan_json_is_the_same_with_the_fast_path_off_on_recordings(shared_real: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    root = shared_real / "recorded-usage"
-    on = _scan_json([root], monkeypatch, True)
-    assert on == _scan_json([root], monkeypatch, False)
-    assert json.loads(on)["totals"]["requests"] >= 40
+    assert built >= total // 2  # the rest: dialects and gateways built from the whole view
 
 
 def _tools(order: str, style: str) -> list[Any]:
@@ -181,9 +167,9 @@ def _tools(order: str, style: str) -> list[Any]:
                                            ("deepseek", "deepseek-v4-flash")])
 def test_python_equal_json_that_differs_is_a_change(dialect: str, model: str) -> None:
     """Reordered keys in a tool schema, and 1 against 1.0 or true: equal in
-    Python, other bytes on the wire. The fast path must not reuse the earlier
-    element (it did: the reviewer's case gave 2,508 cache reads the plain path
-    does not give)."""
+    Python, other bytes on the wire. The builder must not reuse the earlier
+    element (it did once: a reviewer's case gave 2,508 cache reads a fresh
+    build does not give)."""
     style = "anthropic" if dialect == "anthropic-messages" else "openai"
     msgs = [{"role": "user", "content": "hello there " * 40}]
     bodies = [{"model": model, "max_tokens": 10, "tools": _tools("ab", style), "messages": msgs},
@@ -195,11 +181,11 @@ def test_python_equal_json_that_differs_is_a_change(dialect: str, model: str) ->
               {"model": model, "max_tokens": 10, "tools": _tools("ba", style),
                "messages": [{**msgs[0], "n": True}, {"role": "user", "content": "more"}]}]
     lines = [_line(dialect, orjson.dumps(b)) for b in bodies]
-    n, fast = check(lines)
-    assert n == fast == len(bodies)
+    n, built = check(lines)
+    assert n == built == len(bodies)
 
 
-def test_reordered_tool_keys_break_the_cache_in_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reordered_tool_keys_break_the_cache_in_the_scan(tmp_path: Path) -> None:
     # the reordered tool is the second: the first segment, and so the
     # partition, stays the same
     first = {"name": "g", "description": "another tool", "input_schema": {"type": "object"}}
@@ -211,10 +197,7 @@ def test_reordered_tool_keys_break_the_cache_in_the_scan(tmp_path: Path, monkeyp
                                                                     "tools": tools[o], "system": system,
                                                                     "messages": [{"role": "user", "content": "hi"}]}})
                              + b"\n" for i, o in enumerate(["ab", "ba"])))
-    fast = scan([log], workers=1)
-    monkeypatch.setenv("FIDELITY_SCAN_FAST", "0")
-    plain = scan([log], workers=1)
-    assert fast["totals"] == plain["totals"]
+    got = scan([log], workers=1)
     # the tools come first: only the first tool survives, far below Anthropic's 1,024-token minimum
-    assert fast["totals"]["read_tokens"] == 0
-    assert fast["totals"]["breaks"] == 1
+    assert got["totals"]["read_tokens"] == 0
+    assert got["totals"]["breaks"] == 1

@@ -1,0 +1,184 @@
+"""The one builder of the cache simulator's input: a request body's
+:class:`~fidelity.cache.simulator.SimRequest`, for every command
+(``cache_prompt`` for ``diff``, ``replay``, ``report``, the proxy; the scan
+per partition).
+
+The dialect and endpoint choose how (:meth:`PromptIds.build`): a dialect
+with an element handler (:mod:`.element_ids`: OpenAI Chat and Responses,
+Anthropic Messages, DeepSeek V4) at its own provider's cache is built
+element by element; any other (Gemini, DashScope, vLLM, SGLang, a body an
+OpenAI-shaped gateway serves) from its whole cache view
+(:func:`.whole_view.whole_request`). Each request has exactly one way.
+
+Element by element: a session re-sends its history with every request, so
+each request is built from the earlier request it shares most with (among
+the last :data:`KEEP` this builder built; mostly the session's previous
+turn): an element holding the same JSON as the one at the same place there,
+with the same context, reuses that request's ids, its contexts where what
+they read did not change, and its assembled prompt (the shared leading part
+is a slice of it); any other element is looked up in the memo by its bytes
+and context (:class:`~fidelity.cache.memo.TokenMemo`), and tokenized only
+when new. An element's bytes are its parsed value as compact JSON
+(:func:`.items.dumps_value`): a provider decodes the body before it renders
+the prompt, so whitespace and escapes between a body's tokens are not part
+of what its cache sees. Building with or without earlier requests gives the
+same request (``tests/cache/test_builder.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from operator import attrgetter
+from typing import Any
+
+from .. import tokens
+from ..errors import InputError
+from ..tokens.billed import billing_tokenizer
+from .element_ids import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
+from .items import FastView, Item, build_view, dumps_value, shared_values, trimmed
+from .memo import TokenMemo
+from .simulator import SimRequest
+from .whole_view import view_of, whole_request
+
+__all__ = ["PromptIds", "KEEP"]
+
+#: requests kept per builder to build the next ones from (sessions interleave)
+KEEP = 8
+
+_value = attrgetter("value")
+
+
+class PromptIds:
+    """Builds each request's :class:`SimRequest`; a scan keeps one per
+    partition (requests fed in the partition's order), ``cache_prompt`` one
+    per process."""
+
+    def __init__(self, memo: TokenMemo) -> None:
+        self.memo = memo
+        #: requests built from the whole view / element by element
+        self.whole = 0
+        self.elements = 0
+        # the latest requests built element by element, oldest first:
+        # (dialect, model, what it left: its elements included); the last one is the
+        # partition's previous request while ``_last`` holds
+        self._states: list[tuple[str, str, Previous]] = []
+        self._last = False
+
+    def build(self, rec: Any, view: FastView | None, shared: int | None, time: float | None, label: Hashable,
+              endpoint: str | None = None, output: Sequence[int] = ()) -> tuple[str, SimRequest]:
+        """The cache model name and the simulator request of ``rec`` (its
+        ``dialect``, ``provider``, ``model``, parsed ``body`` and, when held
+        as sent, ``raw_body``) sent to ``endpoint`` (a placed URL,
+        :func:`fidelity.providers.placed_url`; ``None``: the provider's own
+        API). ``view`` is its item view (``None``: built here) and
+        ``shared`` how many of its leading items hold the same JSON as the
+        previous request this builder built (:func:`.items.view_after`;
+        ``None``: not known, compared here). ``output``: the reply's ids
+        where known (DeepSeek and engines keep them in the cache)."""
+        d = rec.dialect
+        handler = handler_for(d) if rec.provider == d.provider else None
+        if handler is None:
+            self._last = False
+            self.whole += 1
+            body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
+            tok = billing_tokenizer(tokens.for_model(rec.model, rec.provider, nearest=True), d.name)
+            return whole_request(d, body, rec.body, tok, rec.model, rec.provider, endpoint, time, label, output)
+        try:
+            if view is None:
+                view, shared = build_view(d, rec.body), None
+            got = self._elements(handler, rec, view, shared, time, label, endpoint, output)
+        except (Unsupported, TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            self._last = False
+            # the dialect's cache view names what is wrong with the body
+            body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
+            view_of(d, body, endpoint)
+            raise InputError(f"a {d.name} body fidelity cannot read: {exc}") from None
+        self.elements += 1
+        return handler.cache_model, got
+
+    def _elements(self, h: Handler, rec: Any, view: FastView, shared: int | None, time: float | None,
+                  label: Hashable, endpoint: str | None, output: Sequence[int]) -> SimRequest:
+        model = rec.model
+        items = view.items
+        prev = self._parent(h.name, model, items, shared)
+        self._last = False  # until this request is built
+        prep = h.prepare(rec.body, view, model, prev, endpoint)
+        ctxs = h.contexts(prep, items, prev)
+        results: list[Any] = []
+        if prev is not None:
+            p_ctxs, p_res = prev.ctxs, prev.results
+            k = min(prev.k, len(p_res))
+            if ctxs[:k] == p_ctxs[:k]:
+                results = p_res[:k]
+            else:
+                for i in range(k):
+                    if ctxs[i] != p_ctxs[i]:
+                        break
+                    results.append(p_res[i])
+        same = len(results)
+        memo, name = self.memo, h.name
+        # past the shared run, an element that is the very object at the same
+        # place of the parent, with the same context, has the parent's result
+        # (a history re-sent after a changed first message: no serialisation)
+        p_items = prev.items if prev is not None else ()
+        n_same = min(len(p_items), len(prev.ctxs), len(prev.results)) if prev is not None else 0
+        for i in range(same, len(items)):
+            ctx = ctxs[i]
+            if ctx is SKIP:
+                results.append(None)
+                continue
+            it = items[i]
+            if i < n_same and p_items[i].value is it.value and p_items[i].kind == it.kind \
+                    and prev.ctxs[i] == ctx and prev.results[i] is not None:  # type: ignore[union-attr]
+                results.append(prev.results[i])  # type: ignore[union-attr]
+                continue
+            data = dumps_value(it.value)
+            mb = h.memo_bytes(data)
+            got = memo.get((name, model, it.kind, mb, ctx))
+            if got is None:
+                got = h.element(prep, it, data, ctx)
+                # the key the memo keeps holds a copy of its own size (orjson's is larger)
+                memo.put((name, model, it.kind, trimmed(mb), ctx), got,
+                         len(data) + 8 * len(result_ids(got)) + 128, len(data))
+            results.append(h.finish(it, got))
+        pkey = (name, model, "params", view.params)
+        params_ids = memo.get(pkey)
+        if params_ids is None:
+            params_ids = h.params_ids(prep)
+            memo.put(pkey, params_ids, len(view.params) + 8 * len(params_ids) + 128)
+        req, state = h.assemble(prep, rec.body, params_ids, items, results, prev, same, time, label, output)
+        states = self._states
+        if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
+            states[:] = [st for st in states if st[2] is not prev]
+        states.append((name, model, Previous(0, len(items), prep, ctxs, results, state, items)))
+        if len(states) > KEEP:
+            del states[0]
+        self._last = True
+        return req
+
+    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None) -> Previous | None:
+        """The kept request whose leading elements this one shares most (a
+        session's previous turn, though other sessions' requests came in
+        between): the partition's previous request shares ``shared``; an
+        earlier one is compared in full only when it agrees on the element
+        after those (a compare in C)."""
+        best: Previous | None = None
+        best_k = 0
+        n = len(items)
+        for i in range(len(self._states) - 1, -1, -1):
+            s_name, s_model, st = self._states[i]
+            s_items = st.items
+            if s_name != name or s_model != model:
+                continue
+            if i == len(self._states) - 1 and self._last and shared is not None:
+                k = min(shared, st.n)
+            else:
+                at = best_k if best is not None else 0
+                if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
+                    continue
+                k = shared_values(items, s_items, _value)
+            if best is None or k > best_k:
+                best, best_k = st, k
+        if best is not None:
+            best.k = best_k
+        return best
