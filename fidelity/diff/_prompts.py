@@ -2,9 +2,7 @@
 the child's predicted read: what :func:`fidelity.diff.compare` reports as
 ``predicted cached`` and each partly fixed child of :mod:`fidelity.diff.breaks`
 keeps (:func:`predicted_read`), computed by one function (:meth:`_Prompts.read`).
-Billed ids come from :func:`fidelity.cache.prompts.view_ids` (one memo with
-the simulator's prompts), Anthropic prompts from
-:func:`fidelity.cache.prompts.cache_prompt`.
+The prompts are the one builder's (:func:`fidelity.cache.prompts.cache_prompt`).
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Any
 from .. import cache as cache_models
 from .. import jsonio, tokens, wire
 from ..cache.simulator import simulated
-from ..cache.whole_view import view_ids
+from ..cache.whole_view import anthropic_level_starts, view_ids
 from ..errors import InputError
 from ..wire import Segment
 
@@ -56,46 +54,49 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
              c_marked: Sequence[Segment], p_segs: Sequence[Segment], c_segs: Sequence[Segment],
              split: int | None, endpoint: str | None, key_changed: bool,
              times: tuple[float, float] | None = None) -> _Prompts:
-    """The two prompts of a comparison (``p_segs`` / ``c_segs``: the cache
-    views as the cache keys them, markers removed for Anthropic; ``*_marked``:
-    as sent; ``split``: the first differing segment of the unmarked views;
-    ``times``: when each was sent, ``None``: the child one second after)."""
+    """The two prompts of a comparison, each the one builder's
+    (:func:`fidelity.cache.prompts.cache_prompt`, as ``replay`` and ``scan``
+    build it). ``p_segs`` / ``c_segs``: the cache views as the cache keys
+    them, markers removed for Anthropic; ``*_marked``: as sent; ``split``:
+    the first differing segment of the unmarked views; ``times``: when each
+    was sent, ``None``: the child one second after."""
     from ..tokens.billed import billing_tokenizer
 
     tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
-    p_ids = view_ids(d, p_segs, model, tok)
-    c_ids = view_ids(d, c_segs, model, tok)
-    cm = cache_models.for_provider(d.provider, model)  # per-model minimums (Anthropic, Gemini)
     t_p, t_c = times if times is not None else (0.0, 1.0)
+    p_cp, c_cp = _built(d, model, parent, endpoint), _built(d, model, child, endpoint)
+    # per-model minimums (Anthropic, Gemini); DashScope's explicit mode where the child marks a segment
+    cm = cache_models.get(c_cp.cache_model, model)
+    p_prompt, c_prompt = _tokens(p_cp.request, t_p), _tokens(c_cp.request, t_c)
     if d.provider == "anthropic":
-        # the cache simulator's own Anthropic prompts: markers removed,
-        # content blocks for the lookback, and the invalidation table folded
-        # in (a tool_choice or thinking change keeps the tools and system)
-        p_prompt, c_prompt, same_key = _anthropic_prompts(d, model, parent, child, p_segs, c_segs,
-                                                          endpoint, key_changed, t_p, t_c)
+        # the invalidation table folds the other settings into the prompts
+        # (a tool_choice or thinking change keeps the tools and system)
+        same_key = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
         shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
-        from ..cache.whole_view import anthropic_level_starts
-
+        p_ids = view_ids(d, p_segs, model, tok)
+        c_ids = view_ids(d, c_segs, model, tok)
         levels = (anthropic_level_starts(p_segs, p_ids, model), anthropic_level_starts(c_segs, c_ids, model))
     else:
         # The provider keys its cache by the params segment (model, OpenAI's
         # prompt_cache_key and reasoning settings...): a parent under another
         # key holds nothing this child can read.
         same_key = not key_changed and (split != 0 or not p_segs or p_segs[0].kind != "params")
-        # the prompt the simulator's one builder assembles (replay's and
-        # scan's): the segments' ids, then the reply priming the provider appends
-        from ..cache.assemble import generic_request
-        from ..tokens.billed import prompt_tail
-
-        tail = prompt_tail(tok, d.name)
-        p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, t_p, None).tokens,
-                                             t_p, _breakpoints(p_marked, p_ids))
-        c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, t_c, None).tokens,
-                                             t_c, _breakpoints(c_marked, c_ids))
         # tokens both prompts begin with (the priming too, where the child's next message starts with it)
         shared = 0 if key_changed or split == 0 else cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens)
         levels = None
     return _Prompts(tok, cm, p_prompt, c_prompt, same_key, shared, levels)
+
+
+def _tokens(req: Any, time: float) -> cache_models.PromptTokens:
+    return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
+
+
+def _built(d: wire.Dialect, model: str, body: bytes, endpoint: str | None) -> Any:
+    """``cache_prompt`` of one side (remembered: one parent against its
+    children and each partly fixed child of :mod:`fidelity.diff.breaks`)."""
+    from ..cache.prompts import cache_prompt
+
+    return cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint)
 
 
 def predicted_read(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_raw: Sequence[Segment],
@@ -131,54 +132,6 @@ def _common_tokens(p_ids: Sequence[Sequence[int]], c_ids: Sequence[Sequence[int]
     if split < len(p_ids) and split < len(c_ids):
         common += cache_models.common_prefix(p_ids[split], c_ids[split])
     return common
-
-
-def _breakpoints(segs: Sequence[Segment], ids: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """Token offsets that close a segment carrying an explicit ``cache_control``
-    marker (Anthropic and DashScope explicit caching)."""
-    out: list[int] = []
-    total = 0
-    automatic = False
-    for seg, seg_ids in zip(segs, ids):
-        total += len(seg_ids)
-        if b'"cache_control"' in seg.data:
-            if seg.kind == "params":  # top-level automatic caching: the last block
-                automatic = True
-            elif total:
-                out.append(total)
-    if automatic and total and total not in out:
-        out.append(total)
-    return tuple(out)
-
-
-def _anthropic_prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_segs: Sequence[Segment],
-                       c_segs: Sequence[Segment], endpoint: str | None, key_changed: bool,
-                       t_p: float = 0.0, t_c: float = 1.0,
-                       ) -> tuple[cache_models.PromptTokens, cache_models.PromptTokens, bool]:
-    """Both bodies as the cache simulator's Anthropic prompts
-    (:func:`fidelity.cache.prompts.cache_prompt`: one rule for the simulator
-    and the differ), and whether they share a cache partition: the same
-    model (the params segment's other members are folded into the prompts
-    by the invalidation table)."""
-    from ..cache.prompts import cache_prompt
-
-    def prompt(body: bytes, time: float) -> cache_models.PromptTokens:
-        key = (d.name, model, endpoint, body)
-        req = _PROMPTS.get(key)
-        if req is None:
-            req = cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint).request
-            if len(_PROMPTS) >= 4:
-                _PROMPTS.pop(next(iter(_PROMPTS)))  # oldest first
-            _PROMPTS[key] = req
-        return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
-
-    same = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
-    return prompt(parent, t_p), prompt(child, t_c), same
-
-
-#: the last few bodies' Anthropic prompts: one parent against its children and
-#: against each partly fixed child (fidelity.diff.breaks) is built once
-_PROMPTS: dict[tuple[str, str, str | None, bytes], Any] = {}
 
 
 def _params(segs: Sequence[Segment]) -> dict[str, Any]:

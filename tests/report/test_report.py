@@ -123,6 +123,11 @@ def test_siblings_share_the_prefix_up_to_the_directive(coding, small):
             forms = {json.dumps(directive, ensure_ascii=a)[1:-1] for a in (True, False)}
             assert any(f in held for f in forms), (r.session, r.dialect)
             assert s.cause == "messages_rewritten"
+            if r.cache_model == "dashscope-explicit":
+                # explicit caching writes at markers only: the first sibling's
+                # marked head, not its placeholders, is there to read
+                assert 0 < s.reused <= s.child_prompt
+                continue
             assert s.reused >= r.reused  # the first sibling also wrote its placeholders
             if r.provider != "anthropic":  # explicit breakpoints only at the head in these fixtures
                 assert s.child_prompt - s.reused < 700  # only the directive (and granularity) is new
