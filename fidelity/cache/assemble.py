@@ -28,7 +28,7 @@ from .invalidation import ANTHROPIC_INVALIDATES, IMAGES_LEVEL
 from .simulator import SimRequest
 
 __all__ = ["Assembled", "generic_assemble", "generic_request", "anthropic_assemble", "anthropic_request",
-           "anthropic_images", "ttl_seconds"]
+           "anthropic_images", "ttl_seconds", "level_starts"]
 
 
 #: Lifetimes Anthropic documents for ``cache_control.ttl`` (seconds).
@@ -226,6 +226,16 @@ _RANK = {"tools": 0, "system": 1, "messages": 2}
 
 def _rank(block: tuple[str, Any, Any]) -> int:
     return _RANK[block[0]]
+
+
+def level_starts(asm: Assembled) -> tuple[int, int, int]:
+    """Token offsets where the tools, system and messages levels start in an
+    assembled Anthropic prompt (:func:`anthropic_assemble`'s state): where
+    the first part of that level or a later one begins (a level absent
+    starts where the next does)."""
+    parts, starts = asm.parts, asm.starts
+    at = [bisect_left(parts, rank, key=_rank) for rank in range(3)]
+    return starts[at[0]], starts[at[1]], starts[at[2]]
 
 
 def anthropic_images(messages: Any) -> int:

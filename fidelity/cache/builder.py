@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import tokens
 from ..errors import InputError
@@ -40,12 +40,22 @@ from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import view_of, whole_request
 
-__all__ = ["PromptIds", "KEEP"]
+__all__ = ["PromptIds", "Built", "KEEP"]
 
 #: requests kept per builder to build the next ones from (sessions interleave)
 KEEP = 8
 
 _value = attrgetter("value")
+
+
+class Built(NamedTuple):
+    """A built request: its cache model's name, the simulator's request, and
+    (Anthropic) the token offsets where the tools, system and messages
+    levels start in it."""
+
+    cache_model: str
+    request: SimRequest
+    levels: tuple[int, int, int] | None = None
 
 
 class PromptIds:
@@ -65,7 +75,7 @@ class PromptIds:
         self._last = False
 
     def build(self, rec: Any, view: FastView | None, shared: int | None, time: float | None, label: Hashable,
-              endpoint: str | None = None, output: Sequence[int] = ()) -> tuple[str, SimRequest]:
+              endpoint: str | None = None, output: Sequence[int] = ()) -> Built:
         """The cache model name and the simulator request of ``rec`` (its
         ``dialect``, ``provider``, ``model``, parsed ``body`` and, when held
         as sent, ``raw_body``) sent to ``endpoint`` (a placed URL,
@@ -82,11 +92,11 @@ class PromptIds:
             self.whole += 1
             body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
             tok = billing_tokenizer(tokens.for_model(rec.model, rec.provider, nearest=True), d.name)
-            return whole_request(d, body, rec.body, tok, rec.model, rec.provider, endpoint, time, label, output)
+            return Built(*whole_request(d, body, tok, rec.model, rec.provider, endpoint, time, label, output))
         try:
             if view is None:
                 view, shared = build_view(d, rec.body), None
-            got = self._elements(handler, rec, view, shared, time, label, endpoint, output)
+            req, state = self._elements(handler, rec, view, shared, time, label, endpoint, output)
         except (Unsupported, TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
             self._last = False
             # the dialect's cache view names what is wrong with the body
@@ -94,10 +104,10 @@ class PromptIds:
             view_of(d, body, endpoint)
             raise InputError(f"a {d.name} body fidelity cannot read: {exc}") from None
         self.elements += 1
-        return handler.cache_model, got
+        return Built(handler.cache_model, req, handler.levels(state))
 
     def _elements(self, h: Handler, rec: Any, view: FastView, shared: int | None, time: float | None,
-                  label: Hashable, endpoint: str | None, output: Sequence[int]) -> SimRequest:
+                  label: Hashable, endpoint: str | None, output: Sequence[int]) -> tuple[SimRequest, Any]:
         model = rec.model
         items = view.items
         prev = self._parent(h.name, model, items, shared)
@@ -154,7 +164,7 @@ class PromptIds:
         if len(states) > KEEP:
             del states[0]
         self._last = True
-        return req
+        return req, state
 
     def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None) -> Previous | None:
         """The kept request whose leading elements this one shares most (a

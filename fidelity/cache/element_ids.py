@@ -56,10 +56,10 @@ from ..tokens.billed import billing_tokenizer, media_in, pieces_ids, prompt_tail
 from ..wire import Segment
 from ..wire import _template as tpl
 from ..wire.anthropic_messages import billing_block_keyed, is_billing_block
-from .assemble import Assembled, anthropic_assemble, anthropic_images, generic_assemble
+from .anthropic_blocks import LEVEL_SALTS, LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
+from .assemble import Assembled, anthropic_assemble, anthropic_images, generic_assemble, level_starts
 from .items import FastView, Item, dumps_value
 from .simulator import SimRequest
-from .whole_view import LEVEL_SALTS, LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
 
 __all__ = ["Handler", "Previous", "Unsupported", "handler_for", "SKIP"]
 
@@ -135,6 +135,10 @@ class Handler:
     def params_ids(self, prep: Any) -> array[int]:
         """The params segment's ids (memoised by the caller on the params bytes)."""
         return _EMPTY
+
+    def levels(self, state: Any) -> tuple[int, int, int] | None:
+        """Where the levels start in the assembled prompt (Anthropic's only)."""
+        return None
 
     def _tail(self, tok: tokens.Tokenizer) -> array[int]:
         """:func:`~fidelity.tokens.billed.prompt_tail` of this dialect (kept per tokenizer)."""
@@ -430,6 +434,9 @@ class _Anthropic(Handler):
         req, asm = anthropic_assemble(params_ids, blocks, members, obj, prep.model, time, label, output, total,
                                       st.asm if st is not None else None, n_blocks)
         return req, _AnthropicState(asm, blocks, images)
+
+    def levels(self, state: _AnthropicState) -> tuple[int, int, int]:
+        return level_starts(state.asm)
 
 
 # --------------------------------------------------------------------------- DeepSeek

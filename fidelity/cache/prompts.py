@@ -42,6 +42,8 @@ class CachePrompt:
     model: str
     tokenizer: str
     estimated: bool
+    #: Anthropic: where the tools, system and messages levels start in the prompt
+    levels: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
         raise InputError(f"a {d.name} request body must be a JSON object", path=path)
     try:
         with _LOCK:
-            cm, req = _BUILDER.build(_Body(d, prov, model, obj, body), None, None, time, label, endpoint, output)
+            built = _BUILDER.build(_Body(d, prov, model, obj, body), None, None, time, label, endpoint, output)
     except InputError as exc:
         raise (exc.at(path) if path else exc) from None
-    return CachePrompt(req, d.name, prov, cm, model, tok.name, tok.estimated)
+    return CachePrompt(built.request, d.name, prov, built.cache_model, model, tok.name, tok.estimated, built.levels)

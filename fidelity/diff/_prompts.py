@@ -14,7 +14,6 @@ from typing import Any
 from .. import cache as cache_models
 from .. import jsonio, tokens, wire
 from ..cache.simulator import simulated
-from ..cache.whole_view import anthropic_level_starts, view_ids
 from ..errors import InputError
 from ..wire import Segment
 
@@ -73,9 +72,7 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
         # (a tool_choice or thinking change keeps the tools and system)
         same_key = not key_changed and _params(p_segs).get("model") == _params(c_segs).get("model")
         shared = cache_models.common_prefix(p_prompt.tokens, c_prompt.tokens) if same_key else 0
-        p_ids = view_ids(d, p_segs, model, tok)
-        c_ids = view_ids(d, c_segs, model, tok)
-        levels = (anthropic_level_starts(p_segs, p_ids, model), anthropic_level_starts(c_segs, c_ids, model))
+        levels = (p_cp.levels, c_cp.levels)
     else:
         # The provider keys its cache by the params segment (model, OpenAI's
         # prompt_cache_key and reasoning settings...): a parent under another
@@ -146,7 +143,7 @@ def _params(segs: Sequence[Segment]) -> dict[str, Any]:
 
 
 def _unmarked(segs: Sequence[Segment]) -> list[Segment]:
-    from ..cache.whole_view import strip_markers
+    from ..cache.anthropic_blocks import strip_markers
 
     return [seg if b'"cache_control"' not in seg.data else
             Segment(seg.kind, seg.index, seg.pointer, strip_markers(seg.data), seg.text) for seg in segs]

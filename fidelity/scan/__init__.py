@@ -311,8 +311,8 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
     ``p_loc`` (file, offset, length): ``(cause, detail, where)`` each, as the
     replay counts them; empty for lines of two dialects."""
     from ..cache._breakpoints import BreakpointCache
+    from ..cache.anthropic_blocks import strip_markers
     from ..cache.items import encode
-    from ..cache.whole_view import strip_markers
     from .partition import pointer_pattern, view_of
     from .records import parse_record
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from fidelity import replay as R
 from fidelity import wire
+from fidelity.cache import common_prefix
 from fidelity.cache.builder import PromptIds
 from fidelity.cache.memo import TokenMemo
 from fidelity.cache.prompts import cache_prompt
@@ -54,14 +55,12 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
         view, k = view_after_rec(rec, prev[0])
         prev[0] = view
         endpoint = placed_url(rec.url)
-        name, got = b.build(rec, view, k, float(i), i, endpoint)
-        fresh = PromptIds(TokenMemo()).build(rec, None, None, float(i), i, endpoint)
-        assert (name, got) == fresh, (i, rec.dialect.name)
+        built = b.build(rec, view, k, float(i), i, endpoint)
+        assert built == PromptIds(TokenMemo()).build(rec, None, None, float(i), i, endpoint), (i, rec.dialect.name)
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
                             endpoint=endpoint, provider=rec.provider)
-        assert name == want.cache_model, (i, rec.dialect.name)
-        assert got == want.request, (i, rec.dialect.name)
+        assert built == (want.cache_model, want.request, want.levels), (i, rec.dialect.name)
     return len(lines), sum(b.elements for b, _ in builders.values())
 
 
@@ -201,3 +200,48 @@ def test_reordered_tool_keys_break_the_cache_in_the_scan(tmp_path: Path) -> None
     # the tools come first: only the first tool survives, far below Anthropic's 1,024-token minimum
     assert got["totals"]["read_tokens"] == 0
     assert got["totals"]["breaks"] == 1
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40)
+
+
+@given(tools=st.lists(_TEXT, max_size=3), system=st.lists(_TEXT, max_size=2), first=_TEXT, other=_TEXT,
+       choice=st.sampled_from([None, {"type": "any"}]))
+def test_anthropic_levels_are_where_the_prompts_stop_agreeing(tools: list[str], system: list[str], first: str,
+                                                             other: str, choice: Any) -> None:
+    """The builder's level starts (what ``diff`` measures lost tokens
+    from) sit in order inside the prompt, and two bodies that differ only
+    in their messages share at least the tokens ahead of the messages
+    level; only in their system prompt, at least those ahead of the system
+    level."""
+    def body(sys_texts: list[str], text: str) -> bytes:
+        obj: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 8,
+                               "tools": [{"name": f"t{i}", "description": t, "input_schema": {"type": "object"}}
+                                         for i, t in enumerate(tools)],
+                               "messages": [{"role": "user", "content": text}]}
+        if sys_texts:
+            obj["system"] = [{"type": "text", "text": t} for t in sys_texts]
+        if choice is not None and tools:
+            obj["tool_choice"] = choice
+        return orjson.dumps(obj)
+
+    def built(b: bytes) -> Any:
+        return PromptIds(TokenMemo()).build(_Rec(orjson.loads(b)), None, None, 0.0, 0)
+
+    a = built(body(system, first))
+    tools_at, system_at, messages_at = a.levels
+    assert 0 < tools_at <= system_at <= messages_at < len(a.request.tokens)  # the request's fixed run leads
+    assert (system_at > tools_at) == bool(tools) and (messages_at > system_at) == bool(system)
+    shared = common_prefix(a.request.tokens, built(body(system, first + other)).request.tokens)
+    assert shared >= messages_at
+    changed = [s + other for s in system] or [other]
+    assert common_prefix(a.request.tokens, built(body(changed, first)).request.tokens) >= system_at
+
+
+@dataclasses.dataclass
+class _Rec:
+    body: Any
+    dialect: Any = wire.get("anthropic-messages")
+    provider: str = "anthropic"
+    model: str = "claude-sonnet-4-5"
+    raw_body: bytes | None = None

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fidelity.cache._base import common_prefix
+from fidelity.cache.anthropic_blocks import strip_markers
 from fidelity.cache.prompts import cache_prompt
 from fidelity.cache.simulator import PrefixStore, SimRequest, Simulator
-from fidelity.cache.whole_view import strip_markers
 from fidelity.errors import InputError
 
 # --------------------------------------------------------------------------- strategies
