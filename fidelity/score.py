@@ -45,7 +45,7 @@ from . import breakpoints, pricing, tokens, wire
 from . import diff as differ
 from .cache.prompts import cache_prompt
 from .cache.simulator import Prediction, Simulator
-from .cache.whole_view import view_ids, view_of
+from .cache.whole_view import view_of
 from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
 from .errors import FidelityError, UnknownName
@@ -174,7 +174,7 @@ def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
     if hit is None:
         d = wire.get(dialect)
         segs = view_of(d, body)
-        ids = view_ids(d, segs, model)
+        ids = cache_prompt(body, dialect=dialect, model=model).segment_ids
         if len(_VIEW_MEMO) >= _VIEW_MEMO_SIZE:
             _VIEW_MEMO.pop(next(iter(_VIEW_MEMO)))
         hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))

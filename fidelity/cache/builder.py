@@ -56,6 +56,9 @@ class Built(NamedTuple):
     cache_model: str
     request: SimRequest
     levels: tuple[int, int, int] | None = None
+    #: each cache-view segment's billed ids, the params segment first
+    #: (Anthropic's markers removed; segments the cache leaves out, none)
+    ids: tuple[Any, ...] = ()
 
 
 class PromptIds:
@@ -96,7 +99,7 @@ class PromptIds:
         try:
             if view is None:
                 view, shared = build_view(d, rec.body), None
-            req, state = self._elements(handler, rec, view, shared, time, label, endpoint, output)
+            req, state, ids = self._elements(handler, rec, view, shared, time, label, endpoint, output)
         except (Unsupported, TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
             self._last = False
             # the dialect's cache view names what is wrong with the body
@@ -104,10 +107,10 @@ class PromptIds:
             view_of(d, body, endpoint)
             raise InputError(f"a {d.name} body fidelity cannot read: {exc}") from None
         self.elements += 1
-        return Built(handler.cache_model, req, handler.levels(state))
+        return Built(handler.cache_model, req, handler.levels(state), ids)
 
     def _elements(self, h: Handler, rec: Any, view: FastView, shared: int | None, time: float | None,
-                  label: Hashable, endpoint: str | None, output: Sequence[int]) -> tuple[SimRequest, Any]:
+                  label: Hashable, endpoint: str | None, output: Sequence[int]) -> tuple[SimRequest, Any, tuple[Any, ...]]:
         model = rec.model
         items = view.items
         prev = self._parent(h.name, model, items, shared)
@@ -164,7 +167,7 @@ class PromptIds:
         if len(states) > KEEP:
             del states[0]
         self._last = True
-        return req, state
+        return req, state, (params_ids, *(result_ids(r) for r in results if r is not None))
 
     def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None) -> Previous | None:
         """The kept request whose leading elements this one shares most (a

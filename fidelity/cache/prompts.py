@@ -44,6 +44,8 @@ class CachePrompt:
     estimated: bool
     #: Anthropic: where the tools, system and messages levels start in the prompt
     levels: tuple[int, int, int] | None = None
+    #: each cache-view segment's billed ids (:attr:`fidelity.cache.builder.Built.ids`)
+    segment_ids: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,4 +115,5 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
             built = _BUILDER.build(_Body(d, prov, model, obj, body), None, None, time, label, endpoint, output)
     except InputError as exc:
         raise (exc.at(path) if path else exc) from None
-    return CachePrompt(built.request, d.name, prov, built.cache_model, model, tok.name, tok.estimated, built.levels)
+    return CachePrompt(built.request, d.name, prov, built.cache_model, model, tok.name, tok.estimated, built.levels,
+                       built.ids)

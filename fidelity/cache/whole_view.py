@@ -5,8 +5,7 @@ It builds the requests of the dialects and endpoints that have no element
 handler (:mod:`fidelity.cache.element_ids`: Gemini, DashScope, vLLM,
 SGLang, template DeepSeek models other than V4, and bodies an OpenAI-shaped
 gateway serves with its own provider's rules), and gives the differ each
-segment's billed ids (:func:`view_ids`, for the break list's and the
-report's token counts per segment): its segments carry the bytes as sent,
+body's cache view (:func:`view_of`): its segments carry the bytes as sent,
 where the first divergent byte is found.
 
 * **DashScope** explicit caching is used when a body carries a
@@ -26,12 +25,12 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from .. import providers, tokens, wire
-from ..tokens.billed import billing_tokenizer, prompt_tail
+from ..tokens.billed import prompt_tail
 from ..wire import Segment
 from .assemble import generic_request
 from .simulator import SimRequest
 
-__all__ = ["view_of", "view_ids", "segment_ids", "whole_request", "remember", "MEMO_BODY", "MARKER"]
+__all__ = ["view_of", "segment_ids", "whole_request", "remember", "MEMO_BODY", "MARKER"]
 
 #: a ``cache_control`` member (Anthropic's and DashScope's explicit breakpoints)
 MARKER = b'"cache_control"'
@@ -70,30 +69,19 @@ def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[S
 _VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
 
 
-def view_ids(d: wire.Dialect, segs: Sequence[Segment], model: str,
-             tok: tokens.Tokenizer | None = None) -> list[array[int]]:
-    """Billed ids per segment of a cache view under ``tok`` (default: the
-    model's billing tokenizer): the ids :func:`cache_prompt` computes, from
-    the same memo, so that a report's diff, counterfactual children and
-    simulator prompts tokenize each view once."""
-    if tok is None:
-        tok = tokens.for_model(model, d.provider)
-    return segment_ids(billing_tokenizer(tok, d.name), segs, d, model)
-
-
-
-
 def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: str, prov: str,
                   endpoint: str | None, time: float | None, label: Hashable | None,
-                  output: Sequence[int]) -> tuple[str, SimRequest]:
-    """The cache model's name and the :class:`SimRequest` of ``body`` sent to
+                  output: Sequence[int]) -> tuple[str, SimRequest, None, tuple[array[int], ...]]:
+    """The cache model's name, the :class:`SimRequest` (no levels) and each
+    segment's billed ids of ``body`` sent to
     ``prov``'s cache at ``endpoint``, from its whole cache view (never an
     Anthropic body at Anthropic's cache: the element builder's). Raises
     :class:`InputError` on a body the dialect's cache view refuses."""
     segs = view_of(d, body, endpoint)
     explicit = prov == "dashscope" and MARKER in body
     cm = "dashscope-explicit" if explicit else (providers.get(prov).cache_model or prov)
-    return cm, _generic(d, segs, tok, model, time, label, output, explicit)
+    ids = segment_ids(tok, segs, d, model)
+    return cm, _generic(d, segs, ids, tok, time, label, output, explicit), None, tuple(ids)
 
 
 def segment_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
@@ -118,9 +106,8 @@ def segment_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect,
 _IDS_MEMO: dict[Any, list[array[int]]] = {}
 
 
-def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, model: str, time: float | None,
-             label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
-    ids = segment_ids(tok, segs, d, model)
+def _generic(d: wire.Dialect, segs: Sequence[Segment], ids: Sequence[array[int]], tok: tokens.Tokenizer,
+             time: float | None, label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
     key = b"".join(s.data for s in segs if s.kind == "params")
     marked = [explicit and MARKER in s.data for s in segs]
     return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name), time, label, output, key,

@@ -158,10 +158,11 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         return []
     if not counted or result is None:
         return _listed(found, slots, child, c_segs, {}, {})
-    from ..cache.whole_view import view_ids
+    from ..cache.prompts import cache_prompt
 
-    c_ids = view_ids(d, c_segs, model)
-    p_ids = view_ids(d, p_segs, model)
+    # each segment's ids as the one builder counted them (markers removed for Anthropic, as in c_segs)
+    c_ids = cache_prompt(child, dialect=d.name, model=model, endpoint=endpoint).segment_ids
+    p_ids = cache_prompt(parent, dialect=d.name, model=model, endpoint=endpoint).segment_ids
     c_len = {id(s): len(i) for s, i in zip(c_segs, c_ids)}
     p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
     out = _listed(found, slots, child, c_segs, c_len, p_len)

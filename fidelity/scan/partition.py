@@ -416,7 +416,8 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
             continue
         index = len(st.reqs)
         try:
-            cm_name, sreq, _ = ln.builder.build(rec, view, k, e.time, index, _placed(rec.url))
+            built = ln.builder.build(rec, view, k, e.time, index, _placed(rec.url))
+            cm_name, sreq = built.cache_model, built.request
             sim = st.sims.get(cm_name)
             if sim is None:
                 # fed in time order, never asked about an earlier time: dead entries can go

@@ -60,7 +60,7 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
                             endpoint=endpoint, provider=rec.provider)
-        assert built == (want.cache_model, want.request, want.levels), (i, rec.dialect.name)
+        assert built == (want.cache_model, want.request, want.levels, want.segment_ids), (i, rec.dialect.name)
     return len(lines), sum(b.elements for b, _ in builders.values())
 
 
