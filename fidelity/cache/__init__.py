@@ -19,6 +19,11 @@ Registry names: ``openai``, ``anthropic``, ``deepseek``, ``gemini``,
 engine's settings (``cache.get("vllm", block_size=128)``; defaults per
 engine and backend in ``ENGINE_DEFAULTS``). ``for_provider`` maps a wire dialect's provider family (and
 optionally a model, for per-model minimums) to its model.
+
+The package also owns the simulator (:mod:`.simulator`, state over a stream
+of requests) and the one builder of its input (:mod:`.builder`: a request
+body to a :class:`~fidelity.cache.simulator.SimRequest`, for every command;
+:func:`fidelity.cache.prompts.cache_prompt` is its entry for a body's bytes).
 """
 
 from __future__ import annotations

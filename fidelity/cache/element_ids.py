@@ -1,14 +1,12 @@
-"""Billed token ids element by element, per dialect, for the scan's fast path.
+"""Billed token ids element by element, per dialect: the element builder's
+handlers (:class:`fidelity.cache.builder.PromptIds`).
 
-:func:`fidelity.cache.prompts.cache_prompt` turns a whole body into a
-:class:`~fidelity.cache.simulator.SimRequest`: the dialect's cache view, the
-billed ids of every segment, then the request. Each segment's ids depend on
-the segment and on a little *context* from the rest of the view. A
-:class:`Handler` names that context for each element of the scan's fast view
-(:class:`~fidelity.scan.view.FastView`) and computes one element's ids with
-the very per-segment functions ``cache_prompt`` runs, so that
-:class:`~fidelity.scan.prompt_ids.PromptIds` can reuse an element's ids
-whenever the element and its context are unchanged:
+Each element's ids (a tool, a system block, a message of the item view,
+:class:`~fidelity.cache.items.FastView`) depend on the element and on a
+little *context* from the rest of the view. A :class:`Handler` names that
+context and computes one element's ids with the dialect's per-segment
+functions, so that the builder can reuse an element's ids whenever the
+element and its context are unchanged:
 
 * **openai-chat, openai-responses** (:mod:`fidelity.tokens.framing_openai`):
   a function tool reads whether it is the first and the last function tool
@@ -16,10 +14,11 @@ whenever the element and its context are unchanged:
   of the call it answers (``names.get(str(call_id))`` over the whole view);
   ``/instructions`` and a string ``/input`` have their own framing.
 * **anthropic-messages** (:mod:`fidelity.tokens.framing_estimate`, markers
-  removed, block ends by :func:`fidelity.cache.prompts.block_ends_of`; the memo keys on the
+  removed, block ends by :func:`fidelity.cache.anthropic_blocks.block_ends_of`; the memo keys on the
   element without its markers, so the message a breakpoint moved off is a memo hit):
   the first tool reads ``tool_choice`` in the params (the tool-use system
-  prompt); Claude Code's billing block is left out as the cache view does.
+  prompt); Claude Code's billing block is left out at Anthropic's own API
+  (:func:`fidelity.wire.anthropic_messages.billing_block_keyed`).
 * **deepseek** (:mod:`fidelity.wire._template`): a message's template text
   reads whether it follows the last user message, its neighbours' roles and
   whether it opens the prompt; a tool reads its place and the system text.
@@ -33,10 +32,9 @@ request is assembled from the previous one's prompt
 :func:`~fidelity.cache.assemble.anthropic_assemble`), so the work per
 request follows its new elements.
 
-The bytes of an element are ``orjson.dumps`` of its parsed value: exactly
-the slice ``cache_prompt`` cuts from the body when the body is compact JSON as
-orjson writes it, which the caller checks. Other dialects have no handler
-(the caller uses ``cache_prompt``).
+An element's bytes are its parsed value as compact JSON
+(:func:`fidelity.cache.items.dumps_value`). Dialects without a handler are
+built from their whole cache view (:mod:`fidelity.cache.whole_view`).
 """
 
 from __future__ import annotations
@@ -69,14 +67,14 @@ _EMPTY = array(tokens.TOKEN_TYPECODE)
 
 
 class Unsupported(Exception):
-    """A body the fast path does not build exactly as ``cache_prompt`` does."""
+    """A body a handler cannot read (the dialect's cache view names what is wrong)."""
 
 
 @dataclass
 class Previous:
     """The partition's previous request, built element by element: its
     first ``k`` elements equal this request's (the caller's count,
-    :func:`~fidelity.scan.view.shared_items`); ``n`` elements in all; what
+    :func:`~fidelity.cache.items.shared_items`); ``n`` elements in all; what
     :meth:`Handler.prepare` gave, each element's context and result, what
     :meth:`Handler.assemble` left, and the elements themselves."""
 
@@ -342,7 +340,7 @@ class _Anthropic(Handler):
                               isinstance(obj.get("system"), list) and not billing_block_keyed(endpoint), overhead)
 
     def _overhead(self, tok: tokens.Tokenizer, model: str) -> int:
-        """The ids of a message with no blocks: what :func:`fidelity.cache.prompts._block_ends`
+        """The ids of a message with no blocks: what :func:`fidelity.cache.anthropic_blocks.block_lengths`
         takes off each block counted as a one-block message."""
         memo: dict[tuple[str, str], int] = self.__dict__.setdefault("_overheads", {})
         got = memo.get((tok.name, model))
@@ -524,7 +522,7 @@ _HANDLERS: dict[str, Handler] = {}
 
 
 def handler_for(dialect: wire.Dialect) -> Handler | None:
-    """The fast path's handler of ``dialect``, or ``None``."""
+    """The element handler of ``dialect``, or ``None`` (built from the whole view)."""
     h = _HANDLERS.get(dialect.name)
     if h is None and dialect.name not in _HANDLERS:
         cls: type[Handler] | None = None

@@ -1,10 +1,12 @@
-"""The cache view of a request body, fast: segments in the provider's cache
-order, each as normalised JSON bytes, and the partition key.
+"""The item view of a parsed request body: its cache view's segments in the
+provider's cache order as parsed values (items), each serialised as
+normalised JSON bytes, and the partition key; the one builder's input
+(:mod:`fidelity.cache.builder`) and the scan's partitioning.
 
 :meth:`fidelity.wire.Dialect.cache_view` slices each segment's exact bytes
-with a byte-level scanner written in Python (about 10 MB/s). A scan reads
-gigabytes, so this module parses the body once with orjson (C) and
-re-serialises each segment with ``orjson.dumps``: key order is kept (it is
+from a body's text (where the differ finds the first divergent byte). The
+builder works on parsed values instead, re-serialising an element with
+``orjson.dumps`` only when it is new: key order is kept (it is
 cache-relevant), whitespace and string escapes are normalised (a provider
 decodes the JSON before it renders the prompt, so they do not change what
 its cache sees). Kinds, indexes and pointers are those of the dialect's own

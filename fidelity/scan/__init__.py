@@ -17,7 +17,8 @@ The pipeline (docs/scan.md):
    predecessor is found.
 4. **Replay** (parallel over batches of partitions): the cache of each
    partition in time order (one :class:`fidelity.cache.simulator.Simulator`
-   per partition and cache model, fed ids from :mod:`.prompt_ids`), breaks
+   per partition and cache model, fed by the one builder,
+   :mod:`fidelity.cache.builder`), breaks
    classified with the differ's causes; what grows with a partition and is
    read rarely (the requests' token ids the trie walks along, the distinct
    segment bytes: :mod:`.segments`) lives in temporary files.

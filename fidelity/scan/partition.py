@@ -9,7 +9,7 @@ never in memory. Bad lines are counted here, with their reason.
 partition's lines are read again by offset, in time order; segments are
 interned and tokenized through the worker's memo, the cache is simulated
 (one :class:`fidelity.cache.simulator.Simulator` per cache model, fed
-the ids :class:`.prompt_ids.PromptIds` builds), and each request whose prefix broke against
+the requests :class:`fidelity.cache.builder.PromptIds` builds), and each request whose prefix broke against
 the request it continues gets its fix list (:func:`.fix_list.fix_list`: every break, the
 first carrying the loss).
 A task returns a :class:`~fidelity.scan.aggregate.Partial`: sums that merge

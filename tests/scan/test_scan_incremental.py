@@ -373,11 +373,11 @@ def test_a_growing_session_reuses_its_history() -> None:
 def test_the_example_in_docs_scan_fast_path_runs() -> None:
     import re
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "scan-fast-path.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "builder.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
     assert blocks
     for block in blocks:
-        exec(compile(block, "docs/scan-fast-path.md", "exec"), {})  # noqa: S102 -- the doc's own example
+        exec(compile(block, "docs/builder.md", "exec"), {})  # noqa: S102 -- the doc's own example
 
 
 def test_the_segments_of_a_break_read_alike_by_index_slice_and_iteration() -> None:
