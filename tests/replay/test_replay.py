@@ -155,3 +155,31 @@ def test_repeats_counted(tmp_path: Path) -> None:
     assert rows[1].predicted is not None and rows[1].predicted.parent == "0001.snapshot#0"
     s = R.summarize([replace(r, reported=R.Usage(r.reported.prompt, c, None)) for r, c in zip(rows, (0, 0, 1024))])
     assert s["openai"]["repeats"] == {"rows": 1, "reported_hits": 0}
+
+
+def test_a_read_after_every_entry_expired_came_from_outside() -> None:
+    """A cassette recorded again a year on (the openllmetry prompt-caching
+    cassettes are: 2025 and 2026 runs in one file): the second run's first
+    read cannot come from what the first run wrote, whatever the two runs'
+    whitespace, so it is warm from outside and left out of the figures; a
+    read within the day is the recording's own."""
+    from fidelity.traffic.apart import exchange
+
+    system = "You summarise. " * 400
+    spaced = json.dumps({"messages": [{"role": "system", "content": system}, {"role": "user", "content": "a"}],
+                         "model": "gpt-4o-mini"}).encode()
+    compact = json.dumps(json.loads(spaced), separators=(",", ":")).encode()
+    url = "https://api.openai.com/v1/chat/completions"
+
+    def rows(gap: float) -> list[R.Row]:
+        ex = [exchange("c.yaml", i, body, url=url, time=t, usage={"prompt": 1150, "cache_read": read})
+              for i, (body, t, read) in enumerate([(spaced, 0.0, 0), (spaced, 6.0, 1024),
+                                                   (compact, 6.0 + gap, 1024), (compact, 12.0 + gap, 1024)])]
+        return R.replay_recording(ex)
+
+    later = rows(365 * 86400.0)
+    reads = [r.predicted.cache_read if r.predicted else None for r in later]
+    assert reads[0] == reads[2] == 0 and reads[1] > 0  # the year-old entries are gone
+    assert [r.warm_outside for r in later] == [False, False, True, False]
+    soon = rows(600.0)  # ten minutes on: OpenAI's entry may have gone, but nothing outside explains the read
+    assert not any(r.warm_outside for r in soon)
