@@ -35,7 +35,7 @@ from .. import tokens
 from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
 from .element_ids import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
-from .items import FastView, Item, build_view, dumps_value, shared_values, trimmed
+from .items import FastView, Item, build_view, common_prefix, dumps_value, shared_values, trimmed
 from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import view_of, whole_request
@@ -113,7 +113,10 @@ class PromptIds:
                   label: Hashable, endpoint: str | None, output: Sequence[int]) -> tuple[SimRequest, Any, tuple[Any, ...]]:
         model = rec.model
         items = view.items
-        prev = self._parent(h.name, model, items, shared)
+        # a body read from bytes shares no parsed objects with earlier ones:
+        # its elements' bytes, made once, find the earlier request (a compare in C)
+        datas = [dumps_value(it.value) for it in items] if shared is None else None
+        prev = self._parent(h.name, model, items, shared, datas)
         self._last = False  # until this request is built
         prep = h.prepare(rec.body, view, model, prev, endpoint)
         ctxs = h.contexts(prep, items, prev)
@@ -145,7 +148,7 @@ class PromptIds:
                     and prev.ctxs[i] == ctx and prev.results[i] is not None:  # type: ignore[union-attr]
                 results.append(prev.results[i])  # type: ignore[union-attr]
                 continue
-            data = dumps_value(it.value)
+            data = datas[i] if datas is not None else dumps_value(it.value)
             mb = h.memo_bytes(data)
             got = memo.get((name, model, it.kind, mb, ctx))
             if got is None:
@@ -163,18 +166,20 @@ class PromptIds:
         states = self._states
         if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
             states[:] = [st for st in states if st[2] is not prev]
-        states.append((name, model, Previous(0, len(items), prep, ctxs, results, state, items)))
+        states.append((name, model, Previous(0, len(items), prep, ctxs, results, state, items, datas)))
         if len(states) > KEEP:
             del states[0]
         self._last = True
         return req, state, (params_ids, *(result_ids(r) for r in results if r is not None))
 
-    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None) -> Previous | None:
+    def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None,
+                datas: list[bytes] | None) -> Previous | None:
         """The kept request whose leading elements this one shares most (a
         session's previous turn, though other sessions' requests came in
         between): the partition's previous request shares ``shared``; an
         earlier one is compared in full only when it agrees on the element
-        after those (a compare in C)."""
+        after those (a compare in C). ``datas``: the elements' bytes, where
+        the caller made them (compared with a kept request's own)."""
         best: Previous | None = None
         best_k = 0
         n = len(items)
@@ -187,9 +192,14 @@ class PromptIds:
                 k = min(shared, st.n)
             else:
                 at = best_k if best is not None else 0
-                if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
-                    continue
-                k = shared_values(items, s_items, _value)
+                if datas is not None and st.datas is not None:
+                    if at >= min(n, len(s_items)) or datas[at] != st.datas[at]:
+                        continue
+                    k = common_prefix(datas, st.datas)
+                else:
+                    if at >= min(n, len(s_items)) or items[at].value != s_items[at].value:
+                        continue
+                    k = shared_values(items, s_items, _value)
             if best is None or k > best_k:
                 best, best_k = st, k
         if best is not None:

@@ -84,8 +84,9 @@ class Previous:
     ctxs: list[Hashable]
     results: list[Any]
     state: Any
-    #: its elements
+    #: its elements, and their bytes where the builder made them all
     items: Sequence[Item] = ()
+    datas: list[bytes] | None = None
 
 
 @dataclass

@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
 from ..wire.spans import parsed
 from .builder import PromptIds
+from .element_ids import handler_for
 from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import MEMO_BODY, remember
@@ -100,16 +101,18 @@ _LOCK = threading.Lock()
 def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,
                   label: Hashable | None, output: Sequence[int], path: str | None, endpoint: str | None,
                   provider: str | None) -> CachePrompt:
-    obj = parsed(body, path)
-    d = wire.get(dialect) if dialect else wire.detect(obj, path=path)
+    d = wire.get(dialect) if dialect else None
+    # the whole-view builder reads the bytes; detection, the model and the element builder, the value
+    need = d is None or model is None or (handler_for(d) is not None and (provider or d.provider) == d.provider)
+    obj = parsed(body, path) if need else None
+    if d is None:
+        d = wire.detect(obj, path=path)
     if model is None:
         model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
     prov = provider or d.provider
     tok = billing_tokenizer(tokens.for_model(model, prov, nearest=True), d.name)  # unknown: nearest family, estimated
-    if not isinstance(obj, dict):
-        raise InputError(f"a {d.name} request body must be a JSON object", path=path)
     try:
         with _LOCK:
             built = _BUILDER.build(_Body(d, prov, model, obj, body), None, None, time, label, endpoint, output)
