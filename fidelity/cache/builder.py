@@ -27,6 +27,7 @@ same request (``tests/cache/test_builder.py``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable, Sequence
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -35,7 +36,7 @@ from .. import tokens
 from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
 from .element_ids import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
-from .items import FastView, Item, build_view, common_prefix, dumps_value, shared_values, trimmed
+from .items import FastView, Item, build_view, common_prefix, dumps_value, shared_values
 from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import view_of, whole_request
@@ -46,6 +47,11 @@ __all__ = ["PromptIds", "Built", "KEEP"]
 KEEP = 8
 
 _value = attrgetter("value")
+
+
+def _digest(data: bytes) -> bytes:
+    """16 bytes that stand for an element's bytes when requests are compared."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 class Built(NamedTuple):
@@ -114,8 +120,8 @@ class PromptIds:
         model = rec.model
         items = view.items
         # a body read from bytes shares no parsed objects with earlier ones:
-        # its elements' bytes, made once, find the earlier request (a compare in C)
-        datas = [dumps_value(it.value) for it in items] if shared is None else None
+        # digests of its elements' bytes find the earlier request (a compare in C)
+        datas = [_digest(dumps_value(it.value)) for it in items] if shared is None else None
         prev = self._parent(h.name, model, items, shared, datas)
         self._last = False  # until this request is built
         prep = h.prepare(rec.body, view, model, prev, endpoint)
@@ -148,13 +154,13 @@ class PromptIds:
                     and prev.ctxs[i] == ctx and prev.results[i] is not None:  # type: ignore[union-attr]
                 results.append(prev.results[i])  # type: ignore[union-attr]
                 continue
-            data = datas[i] if datas is not None else dumps_value(it.value)
+            data = dumps_value(it.value)
             mb = h.memo_bytes(data)
             got = memo.get((name, model, it.kind, mb, ctx))
             if got is None:
                 got = h.element(prep, it, data, ctx)
-                # the key the memo keeps holds a copy of its own size (orjson's is larger)
-                memo.put((name, model, it.kind, trimmed(mb), ctx), got,
+                # the key holds bytes of their own size (dumps_value's and strip_markers' are)
+                memo.put((name, model, it.kind, mb, ctx), got,
                          len(data) + 8 * len(result_ids(got)) + 128, len(data))
             results.append(h.finish(it, got))
         pkey = (name, model, "params", view.params)
@@ -166,7 +172,9 @@ class PromptIds:
         states = self._states
         if prev is not None and prev.k >= prev.n - 1:  # this request continues it: its session's latest turn now
             states[:] = [st for st in states if st[2] is not prev]
-        states.append((name, model, Previous(0, len(items), prep, ctxs, results, state, items, datas)))
+        # a body read from bytes keeps its elements' digests, not its parsed values (no later body shares them)
+        kept = items if datas is None else ()
+        states.append((name, model, Previous(0, len(items), prep, ctxs, results, state, kept, datas)))
         if len(states) > KEEP:
             del states[0]
         self._last = True
@@ -178,8 +186,9 @@ class PromptIds:
         session's previous turn, though other sessions' requests came in
         between): the partition's previous request shares ``shared``; an
         earlier one is compared in full only when it agrees on the element
-        after those (a compare in C). ``datas``: the elements' bytes, where
-        the caller made them (compared with a kept request's own)."""
+        after those (a compare in C). ``datas``: the digests of the
+        elements' bytes, where the caller made them (compared with a kept
+        request's own)."""
         best: Previous | None = None
         best_k = 0
         n = len(items)
@@ -193,7 +202,7 @@ class PromptIds:
             else:
                 at = best_k if best is not None else 0
                 if datas is not None and st.datas is not None:
-                    if at >= min(n, len(s_items)) or datas[at] != st.datas[at]:
+                    if at >= min(n, st.n) or datas[at] != st.datas[at]:
                         continue
                     k = common_prefix(datas, st.datas)
                 else:

@@ -84,7 +84,8 @@ class Previous:
     ctxs: list[Hashable]
     results: list[Any]
     state: Any
-    #: its elements, and their bytes where the builder made them all
+    #: its elements (a body read from bytes: none), and the digests of
+    #: their bytes where the builder made them all
     items: Sequence[Item] = ()
     datas: list[bytes] | None = None
 
