@@ -34,6 +34,7 @@ from ..errors import InputError, UnknownName
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
+from ..wire.evidence import detect_request
 from ..wire.spans import member_spans, value_spans
 from ._prompts import _common_tokens, _first_differing_segment, _params, _prompts, _unmarked
 from .causes import Cause, classify
@@ -185,7 +186,7 @@ def compare_views(
     if dialect is not None:
         d = wire.get(dialect)
     else:
-        d = wire.detect(parent_obj, path=parent_path)
+        d = wire.get(detect_request(parent_obj, path=parent_path).dialect)
         if not d.detect(child_obj):
             raise InputError(f"child body is not a {d.name} request like its parent", path=child_path)
     if model is None:
