@@ -36,14 +36,14 @@ OpenAI-family dialect. :func:`detect_request` raises where nothing tells;
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 import orjson
 
 from .. import providers
 from ..errors import FidelityError, InputError, UnknownName
+from . import _DIALECTS, detect, get, names
 
 __all__ = ["Detection", "detect_request", "route", "describe_bytes", "dialect_of_path", "endpoint_of",
            "anthropic_marks", "parse_body", "OPENAI_FAMILY"]
@@ -55,8 +55,7 @@ _CHAT_COMPATIBLE = frozenset(("deepseek", "dashscope", "vllm", "sglang"))
 _MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(NamedTuple):
     """The dialect and provider family chosen for one request, and why.
 
     ``supported`` is false when the evidence names an API that fidelity has
@@ -140,8 +139,6 @@ def _typed_blocks(messages: list[Any]) -> bool:
 
 
 def _body_dialect(obj: Any) -> str | None:
-    from . import detect
-
     if anthropic_marks(obj):
         return "anthropic-messages"
     try:
@@ -168,8 +165,6 @@ def _fits(dialect: str, body: str | None) -> bool:
 def _accepts(dialect: str, obj: Any) -> bool:
     """Does the dialect itself recognise the body? (A dialect registered by a
     plugin belongs to no built-in shape; its own ``detect`` decides.)"""
-    from . import get
-
     try:
         return bool(get(dialect).detect(obj))
     except Exception:  # noqa: BLE001 - a detect that cannot read the body does not accept it
@@ -184,8 +179,6 @@ def _family(dialect: str) -> str | None:
 
 
 def _registered(dialect: str) -> bool:
-    from . import _DIALECTS
-
     return dialect in _DIALECTS
 
 
@@ -276,8 +269,6 @@ def detect_request(
     endpoint = endpoint_of(url) if url else None
     model = _model(obj, url, endpoint, meta_model)
     if override:
-        from . import get
-
         try:
             d = get(override).name
         except UnknownName as exc:
@@ -292,8 +283,6 @@ def detect_request(
     if url:
         found = _by_path(found, url, endpoint, model)
     if found is None:
-        from . import names
-
         raise InputError("cannot detect the provider of this body; pass --provider (known: "
                          + ", ".join(names()) + ")", path=path)
     return found
