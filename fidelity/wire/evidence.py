@@ -238,7 +238,7 @@ def _by_url_and_body(obj: Any, endpoint: Any, meta_dialect: str | None, model: s
 
 def _by_path(found: Detection | None, url: str, endpoint: Any, model: str | None) -> Detection | None:
     """Step 5: the API path, where no known provider's host decided."""
-    if endpoint is not None and endpoint.rule.startswith("host "):
+    if providers.places_host(endpoint):
         return found
     try:
         path = urlsplit(url).path

@@ -60,9 +60,6 @@ def load_cassette(path: str | Path) -> Any:
     return load_yaml(data, path)
 
 
-#: the name the readers outside the importers call
-_load = load_cassette
-
 
 def reserialised_by_vcrpy(body: bytes) -> bool:
     """True when ``body`` is JSON written with ``json.dumps`` defaults and
