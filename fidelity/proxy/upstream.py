@@ -49,7 +49,7 @@ from ._listen import listen
 from .parent import ParentIndex, Seen, judge, prompt_tokens, view_digests
 from .script import Reply, RequestView, Script
 
-__all__ = ["ScriptedUpstream", "Received", "dialect_of_path"]
+__all__ = ["ScriptedUpstream", "Received"]
 
 
 @dataclass(frozen=True)
