@@ -11,7 +11,10 @@ the one decision every command, the proxy and the scripted upstream take.
 4. Body marks (each dialect's ``detect``). A body with Anthropic-only marks
    (a top-level ``system``, ``max_tokens`` first as the anthropic SDK writes
    it, ``input_schema`` tools, typed content blocks, ``anthropic_version``)
-   is never given to an OpenAI-family dialect.
+   is never given to an OpenAI-family dialect; over an OpenAI-family URL
+   only the marks of the request itself count (:func:`request_marks`: its
+   top-level keys), since typed ``image`` or ``document`` blocks also reach
+   OpenAI-compatible gateways.
 5. When no known provider's host decides (a local server, an unknown
    gateway), the API path has the last word (:func:`dialect_of_path`):
    ``/responses`` is the Responses API whatever the body; on the Chat
@@ -21,7 +24,7 @@ the one decision every command, the proxy and the scripted upstream take.
 When two kinds of evidence disagree, :class:`Detection` says which dialect
 was chosen and why (``conflict``). The URL wins unless the body cannot be a
 request of the URL's dialect at all (a Gemini ``contents`` body posted to a
-chat URL), or carries Anthropic-only marks while the URL names an
+chat URL), or carries request-level Anthropic marks while the URL names an
 OpenAI-family dialect. :func:`detect_request` raises where nothing tells;
 :func:`route` is the same decision as ``(dialect, provider, model)`` with
 ``None`` where nothing tells.
@@ -46,7 +49,7 @@ from ..errors import FidelityError, InputError, UnknownName
 from . import _DIALECTS, detect, get, names
 
 __all__ = ["Detection", "detect_request", "route", "describe_bytes", "dialect_of_path", "endpoint_of",
-           "anthropic_marks", "parse_body", "OPENAI_FAMILY"]
+           "anthropic_marks", "request_marks", "parse_body", "OPENAI_FAMILY"]
 
 #: dialects with the Chat Completions / Responses body shape
 OPENAI_FAMILY = frozenset(("openai-chat", "openai-responses", "deepseek", "dashscope", "vllm", "sglang"))
@@ -101,8 +104,12 @@ def dialect_of_path(path: str) -> str | None:
     return None
 
 
-def anthropic_marks(obj: Any) -> list[str]:
-    """The Anthropic-only marks of a body (empty: none)."""
+def request_marks(obj: Any) -> list[str]:
+    """The Anthropic-only marks of the request itself (its top-level keys:
+    ``anthropic_version``, a top-level ``system``, ``max_tokens`` first);
+    the only marks that outweigh a provider's URL. (A log scanner may stand
+    in placeholders for a request's ``tools`` and shared messages: these
+    marks read neither.)"""
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         return []
     marks = []
@@ -110,8 +117,17 @@ def anthropic_marks(obj: Any) -> list[str]:
         marks.append("anthropic_version")
     if "system" in obj:
         marks.append("top-level system")
-    if list(obj)[:1] == ["max_tokens"]:
+    if next(iter(obj), None) == "max_tokens":
         marks.append("max_tokens first")
+    return marks
+
+
+def anthropic_marks(obj: Any) -> list[str]:
+    """The Anthropic-only marks of a body (empty: none): :func:`request_marks`,
+    ``input_schema`` tools, typed content blocks."""
+    marks = request_marks(obj)
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        return marks
     tools = obj.get("tools")
     if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
         marks.append("input_schema tools")
@@ -125,8 +141,7 @@ _TYPED = frozenset(("tool_use", "tool_result", "thinking", "redacted_thinking", 
 
 
 def _typed_blocks(messages: list[Any]) -> bool:
-    """Does a message hold an Anthropic-typed content block? (Plain loops:
-    every request of a scanned log passes here.)"""
+    """Does a message hold an Anthropic-typed content block?"""
     for m in messages:
         content = m.get("content") if type(m) is dict else None
         if type(content) is list:
@@ -206,7 +221,7 @@ def _by_url_and_body(obj: Any, endpoint: Any, meta_dialect: str | None, model: s
         why = f"URL: {endpoint.rule}"
         if not _registered(endpoint.dialect):
             return Detection(endpoint.dialect, endpoint.provider, model, why, supported=False)
-        marks = anthropic_marks(obj) if endpoint.dialect in OPENAI_FAMILY else []
+        marks = request_marks(obj) if endpoint.dialect in OPENAI_FAMILY else []
         if marks:
             fam = endpoint.provider
             try:
