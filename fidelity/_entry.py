@@ -5,9 +5,8 @@ Leaving normally tears the interpreter down: every object still alive is
 freed one by one. After a ``fidelity diff`` of megabytes that is the
 tokenizer's vocabulary (tiktoken's encoder and decoder tables, 200,000
 entries each, and the Python dict it was built from), the token memos and
-every module: 0.1 to 0.15 s of CPU (measured on the 9.1 MB pair of
-``benchmarks/diff.py``, about a tenth of the whole process) spent on memory
-the operating system takes back at once anyway.
+every module: CPU time spent on memory the operating system takes back at
+once anyway (``docs/speed.md`` gives the figure).
 
 So for the commands listed in :data:`FAST_EXIT`, which write nothing but
 standard output and standard error, the process ends with ``os._exit``

@@ -46,6 +46,7 @@ __all__ = [
     "names",
     "family",
     "for_dialect",
+    "places_host",
     "from_url",
     "placed_url",
     "report_setups",
@@ -226,8 +227,13 @@ def placed_url(url: str | None) -> str | None:
     on any host) does not place the host either. ``diff``, ``replay``,
     ``scan``, ``tokens-check`` and the proxy all read a recorded URL through
     here; a user who means a third-party cache says so (``--endpoint``)."""
-    found = from_url(url) if url else None
-    return url if found is not None and found.rule.startswith("host ") else None
+    return url if url and places_host(from_url(url)) else None
+
+
+def places_host(endpoint: Endpoint | None) -> bool:
+    """Did a route match ``endpoint`` by its host (not by its path alone)?
+    (:func:`placed_url`'s rule, for a caller that has the endpoint.)"""
+    return endpoint is not None and endpoint.rule.startswith("host ")
 
 
 def report_setups() -> tuple[ReportSetup, ...]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import orjson
 
@@ -34,6 +34,7 @@ from ..errors import InputError, UnknownName
 from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
+from ..wire.evidence import detect_request
 from ..wire.spans import member_spans, value_spans
 from ._prompts import _common_tokens, _first_differing_segment, _params, _prompts, _unmarked
 from .causes import Cause, classify
@@ -139,19 +140,20 @@ class DiffResult:
         return to_json(self)
 
 
-def compare(
-    parent: bytes,
-    child: bytes,
-    *,
-    dialect: str | None = None,
-    model: str | None = None,
-    prices: pricing.PriceTable | None = None,
-    parent_path: str | None = None,
-    child_path: str | None = None,
-    endpoint: str | None = None,
-    at: _dt.datetime | None = None,
-    times: tuple[float, float] | None = None,
-) -> DiffResult:
+class CompareOptions(TypedDict, total=False):
+    """The keywords of :func:`compare` and :func:`compare_views`."""
+
+    dialect: str | None
+    model: str | None
+    prices: pricing.PriceTable | None
+    parent_path: str | None
+    child_path: str | None
+    endpoint: str | None
+    at: _dt.datetime | None
+    times: tuple[float, float] | None
+
+
+def compare(parent: bytes, child: bytes, **options: Unpack[CompareOptions]) -> DiffResult:
     """Compare two wire bodies of one dialect (detected from the parent when
     not given). ``endpoint``: the URL both went to, for dialects whose cache
     view depends on it (``None``: the provider's own API). ``at``: when the
@@ -159,33 +161,27 @@ def compare(
     peak rate). ``times``: when each was sent (epoch seconds, as recorded):
     the simulator lets the parent's entries run out as it does in ``replay``,
     and a child sent after they ran out loses nothing (``None``: one second
-    apart). Every break with what fixing it keeps:
+    apart). ``parent_path`` / ``child_path``: the files named in errors.
+    Every break with what fixing it keeps:
     :func:`fidelity.diff.breaks.compare_with_breaks`. Bad input raises
     :class:`InputError` naming the file."""
-    return compare_views(parent, child, dialect=dialect, model=model, prices=prices, parent_path=parent_path,
-                         child_path=child_path, endpoint=endpoint, at=at, times=times)[0]
+    return compare_views(parent, child, **options)[0]
 
 
-def compare_views(
-    parent: bytes,
-    child: bytes,
-    *,
-    dialect: str | None = None,
-    model: str | None = None,
-    prices: pricing.PriceTable | None = None,
-    parent_path: str | None = None,
-    child_path: str | None = None,
-    endpoint: str | None = None,
-    at: _dt.datetime | None = None,
-    times: tuple[float, float] | None = None,
-) -> tuple[DiffResult, list[Segment], list[Segment]]:
+def compare_views(parent: bytes, child: bytes,
+                  **options: Unpack[CompareOptions]) -> tuple[DiffResult, list[Segment], list[Segment]]:
     """:func:`compare`, and the two cache views it compared (parent, child)."""
+    unknown = options.keys() - CompareOptions.__annotations__.keys()
+    if unknown:
+        raise TypeError(f"compare() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    dialect, model, endpoint = options.get("dialect"), options.get("model"), options.get("endpoint")
+    parent_path, child_path = options.get("parent_path"), options.get("child_path")
     parent_obj = jsonio.loads(parent, path=parent_path)
     child_obj = jsonio.loads(child, path=child_path)
     if dialect is not None:
         d = wire.get(dialect)
     else:
-        d = wire.detect(parent_obj, path=parent_path)
+        d = wire.get(detect_request(parent_obj, path=parent_path).dialect)
         if not d.detect(child_obj):
             raise InputError(f"child body is not a {d.name} request like its parent", path=child_path)
     if model is None:
@@ -199,8 +195,8 @@ def compare_views(
         with jsonio.parsed_once(child, child_obj):
             c_segs = _view(d, child, child_path, endpoint)
         del child_obj
-        result = _compare_views(d, model, parent, child, p_segs, c_segs, prices, endpoint=endpoint, at=at,
-                                times=times)
+        result = _compare_views(d, model, parent, child, p_segs, c_segs, options.get("prices"), endpoint=endpoint,
+                                at=options.get("at"), times=options.get("times"))
     return result, p_segs, c_segs
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from ..errors import FidelityError, InputError
-from ..jsonio import atomic_write
+from ..jsonio import atomic_write, load_toml
 from ..proxy import _store
 from ..proxy.script import parse_script
 from . import install
@@ -129,12 +128,7 @@ def prune(d: Descriptor, keep: list[str], root: Path) -> None:
 
 def _read(folder: Path) -> Capture:
     path = folder / "capture.toml"
-    try:
-        meta = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError:
-        raise InputError("missing capture.toml", path=path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not TOML: {exc}", path=path) from None
+    meta = load_toml(path)
     try:
         cap = Capture(folder, str(meta["harness"]), str(meta["version"]), str(meta["kind"]), str(meta["family"]),
                       str(meta["status"]), meta.get("reason"))

@@ -22,12 +22,12 @@ says so as data: ``prereleases``, ``npm_args`` (``{version}``), ``post_install``
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UnknownName
+from ..jsonio import load_toml
 
 __all__ = ["Descriptor", "Kind", "FOLDER", "load", "load_all", "names"]
 
@@ -99,11 +99,7 @@ def load(name: str, folder: Path = FOLDER) -> Descriptor:
     path = folder / f"{name}.toml"
     if not path.is_file():
         raise UnknownName("harness", name, names(folder))
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not TOML: {exc}", path=path) from None
-    return parse(name, doc, path=str(path))
+    return parse(name, load_toml(path), path=str(path))
 
 
 def load_all(folder: Path = FOLDER) -> list[Descriptor]:

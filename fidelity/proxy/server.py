@@ -38,15 +38,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
 from ..errors import FidelityError
 from ..providers import placed_url
 from ..traffic.usage import Decoder, StreamReader
 from . import _store
 from ._guard import ConnectionGuard, FailureLog
 from ._listen import listen
-from .dialect import request_dialect
 from .parent import ParentIndex, Seen, Verdict, judge, view_digests
 
 __all__ = ["RecordingProxy", "ProxyError", "serve", "HOP_BY_HOP"]
@@ -362,15 +359,7 @@ class RecordingProxy:
         register its body (intake worker, in arrival order)."""
         snap = _store.from_request(method=method, url=target, headers=headers, body=body, source="proxy",
                                    redactor=self.redactor, seq=seq)
-        try:
-            obj: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            obj = None
-        dialect = request_dialect(target, obj)  # the function the scripted upstream calls too
-        if dialect is not None and dialect != snap.provider:
-            from .. import wire
-
-            snap = replace(snap, provider=dialect, family=wire.get(dialect).provider)
+        # snap.provider: the dialect fidelity.wire.evidence.detect_request decides, as the scripted upstream does
         seen = parent = None
         if not path.rstrip("/").endswith("count_tokens") and snap.provider:
             digests, first = view_digests(snap.provider, snap.body, placed_url(target))

@@ -42,14 +42,14 @@ import orjson
 
 from ..errors import FidelityError
 from ..jsonio import atomic_write
+from ..wire.evidence import dialect_of_path, route
 from . import _store
 from ._guard import ConnectionGuard, FailureLog
 from ._listen import listen
-from .dialect import dialect_of_path, request_dialect
 from .parent import ParentIndex, Seen, judge, prompt_tokens, view_digests
 from .script import Reply, RequestView, Script
 
-__all__ = ["ScriptedUpstream", "Received", "dialect_of_path"]
+__all__ = ["ScriptedUpstream", "Received"]
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class ScriptedUpstream:
             n = await loop.run_in_executor(None, self._count, body, "anthropic-messages", model)
             return web.json_response({"input_tokens": n})
         # the cache rules the figures follow: the dialect the proxy files this request under
-        cache_dialect = request_dialect(str(request.url), obj) or kind
+        cache_dialect = route(obj, str(request.url))[0] or kind
         view = RequestView(kind, model, path, body, obj)
         rule, reply = self.script.reply_for(view)
         self._remember(seq, request, body, rule)

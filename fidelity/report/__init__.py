@@ -26,7 +26,7 @@ __all__ = ["SCHEMA", "to_json", "render_json", "render_markdown", "render_html",
 FILES = ("fidelity-report.md", "fidelity-report.json", "fidelity-report.html")
 
 
-def write(score: Score, out_dir: str | Path, *, runtime_note: str | None = None) -> list[str]:
+def write(score: Score, out_dir: str | Path) -> list[str]:
     """Write the three report files atomically into ``out_dir``; returns
     their paths as given (relative stays relative)."""
     out = Path(out_dir)

@@ -2,8 +2,9 @@
 others are set apart.
 
 Every reader builds its :class:`~fidelity.traffic.exchange.Exchange` with
-:func:`exchange`, which routes the request (dialect, provider, model) and
-calls :func:`decide`; ``replay``, ``tokens-check``, ``scan`` and the survey
+:func:`exchange`, which routes the request (dialect, provider, model: the one
+decision of :func:`fidelity.wire.evidence.detect_request`) and calls
+:func:`decide`; ``replay``, ``tokens-check``, ``scan`` and the survey
 then take the decision as it is. Two kinds of decision:
 
 * **skip** -- the simulator does not take the request: not a generation
@@ -28,15 +29,13 @@ then take the decision as it is. Two kinds of decision:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from .. import providers, server_side, wire
+from .. import server_side, wire
 from ..capture.classify import classify
 from ..capture.redact import url_problem
-from ..errors import FidelityError, UnknownName
+from ..wire.evidence import endpoint_of, route
 from .exchange import Exchange, header
 
 __all__ = ["exchange", "decide", "route", "endpoint_of", "NOT_AS_SENT"]
@@ -44,51 +43,6 @@ __all__ = ["exchange", "decide", "route", "endpoint_of", "NOT_AS_SENT"]
 #: a recorded body whose length is not the ``Content-Length`` it was sent with:
 #: edited after recording (a stand-in for a long prompt, another model's name)
 NOT_AS_SENT = "the recording does not hold the body as sent (Content-Length differs)"
-
-
-_URL_CACHE: dict[str, Any] = {}
-_MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
-
-
-def endpoint_of(url: str) -> Any:
-    """:func:`fidelity.providers.from_url`, memoised (a log names few URLs)."""
-    hit = _URL_CACHE.get(url)
-    if hit is None and url not in _URL_CACHE:
-        hit = _URL_CACHE[url] = providers.from_url(url)
-        if len(_URL_CACHE) > 4096:
-            _URL_CACHE.clear()
-    return hit
-
-
-def route(obj: Any, url: str | None, hint: str | None = None) -> tuple[str | None, str | None, str | None]:
-    """``(dialect, provider, model)`` of a parsed request body, evidence
-    strongest first: a dialect the recording names (``hint``: snapshot
-    metadata, a log's ``provider``), the URL's route, the body's marks.
-    The provider is the one whose cache the URL reaches (DeepSeek's
-    ``/responses``, OpenRouter, Gemini's OpenAI-compatible endpoint), else
-    the dialect's. ``None`` where nothing tells."""
-    ep = endpoint_of(url) if url else None
-    dialect: str | None = None
-    if hint and hint in wire.names():
-        dialect = hint
-    elif ep is not None:
-        dialect = ep.dialect
-    else:
-        try:
-            dialect = wire.detect(obj).name
-        except FidelityError:
-            dialect = None
-    provider = ep.provider if ep is not None else None
-    if provider is None and dialect is not None:
-        try:
-            provider = providers.for_dialect(dialect).name
-        except UnknownName:
-            provider = None
-    model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
-    if model is None and url:
-        m = _MODEL_IN_URL.search(unquote(urlsplit(url).path))
-        model = m.group(1) if m else (ep.model if ep is not None else None)
-    return dialect, provider, model
 
 
 def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: int | None = None,
@@ -130,8 +84,8 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
         obj = json.loads(body)  # the standard library's: it reads lone surrogates too
     except (ValueError, RecursionError):
         obj = None
-    dialect, provider, named = route(obj, url, hint)
+    dialect, provider, named = route(obj, url, hint, model)
     skip, apart = decide(obj, body, url, dialect, status, method, headers, reserialised)
-    return Exchange(source, index, body, url, dialect, named or model, time, usage, skip=skip, apart=apart,
+    return Exchange(source, index, body, url, dialect, named, time, usage, skip=skip, apart=apart,
                     status=status, session=session, where=where, reserialised=reserialised,
                     response_model=response_model, provider=provider)

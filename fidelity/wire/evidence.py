@@ -1,64 +1,115 @@
-"""Which dialect a request speaks, weighing the evidence strongest first.
+"""Which dialect a request speaks, weighing the evidence strongest first:
+the one decision every command, the proxy and the scripted upstream take.
 
 1. ``--provider`` (the user said so).
 2. The URL: host and path (:func:`fidelity.providers.from_url`); it also
    names the provider family (DeepSeek, DashScope and OpenRouter bodies look
    like OpenAI's) and, for Gemini, Azure deployments, Bedrock and Vertex AI,
    the model.
-3. Snapshot metadata (the dialect an importer recorded), when there is no URL.
+3. Snapshot metadata or a log's ``provider`` (the dialect the recording
+   names), when no provider's URL decides.
 4. Body marks (each dialect's ``detect``). A body with Anthropic-only marks
    (a top-level ``system``, ``max_tokens`` first as the anthropic SDK writes
    it, ``input_schema`` tools, typed content blocks, ``anthropic_version``)
-   is never given to an OpenAI-family dialect.
+   is never given to an OpenAI-family dialect; over an OpenAI-family URL
+   only the marks of the request itself count (:func:`request_marks`: its
+   top-level keys), since typed ``image`` or ``document`` blocks also reach
+   OpenAI-compatible gateways.
+5. When no known provider's host decides (a local server, an unknown
+   gateway), the API path has the last word (:func:`dialect_of_path`):
+   ``/responses`` is the Responses API whatever the body; on the Chat
+   Completions path the OpenAI-compatible dialects (DeepSeek, DashScope,
+   vLLM, SGLang) keep what the body marks say.
 
 When two kinds of evidence disagree, :class:`Detection` says which dialect
 was chosen and why (``conflict``). The URL wins unless the body cannot be a
 request of the URL's dialect at all (a Gemini ``contents`` body posted to a
-chat URL), or carries Anthropic-only marks while the URL names an
-OpenAI-family dialect.
+chat URL), or carries request-level Anthropic marks while the URL names an
+OpenAI-family dialect. :func:`detect_request` raises where nothing tells;
+:func:`route` is the same decision as ``(dialect, provider, model)`` with
+``None`` where nothing tells.
 
 >>> d = detect_request({"model": "m", "messages": []}, url="https://api.deepseek.com/chat/completions")
 >>> (d.dialect, d.family, d.why)
 ('deepseek', 'deepseek', 'URL: host api.deepseek.com')
+>>> route({"model": "qwen3-coder-plus", "messages": []}, "http://127.0.0.1:8090/v1/chat/completions")
+('dashscope', 'dashscope', 'qwen3-coder-plus')
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 import orjson
 
 from .. import providers
-from ..errors import InputError, UnknownName
+from ..errors import FidelityError, InputError, UnknownName
+from . import _DIALECTS, detect, get, names
 
-__all__ = ["Detection", "detect_request", "describe_bytes", "anthropic_marks", "OPENAI_FAMILY"]
+__all__ = ["Detection", "detect_request", "route", "describe_bytes", "dialect_of_path", "endpoint_of",
+           "anthropic_marks", "request_marks", "parse_body", "OPENAI_FAMILY"]
 
 #: dialects with the Chat Completions / Responses body shape
 OPENAI_FAMILY = frozenset(("openai-chat", "openai-responses", "deepseek", "dashscope", "vllm", "sglang"))
-_CHAT_SHAPE = frozenset(("openai-chat", "deepseek", "dashscope", "vllm", "sglang"))
+#: the OpenAI-compatible dialects that share the Chat Completions path (the body marks say which)
+_CHAT_COMPATIBLE = frozenset(("deepseek", "dashscope", "vllm", "sglang"))
+_MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(NamedTuple):
     """The dialect and provider family chosen for one request, and why.
 
     ``supported`` is false when the evidence names an API that fidelity has
-    no wire dialect for (Bedrock Converse); ``model`` comes from the body,
-    else the snapshot metadata, else the URL."""
+    no wire dialect for (Bedrock Converse); ``family`` is ``None`` for a
+    dialect no provider sends (one a plugin registered); ``model`` comes
+    from the body, else the URL, else the snapshot metadata."""
 
     dialect: str
-    family: str
+    family: str | None
     model: str | None
     why: str
     conflict: str | None = None
     supported: bool = True
 
 
-def anthropic_marks(obj: Any) -> list[str]:
-    """The Anthropic-only marks of a body (empty: none)."""
+_URL_CACHE: dict[str, Any] = {}
+
+
+def endpoint_of(url: str) -> Any:
+    """:func:`fidelity.providers.from_url`, memoised (a log names few URLs)."""
+    hit = _URL_CACHE.get(url)
+    if hit is None and url not in _URL_CACHE:
+        hit = _URL_CACHE[url] = providers.from_url(url)
+        if len(_URL_CACHE) > 4096:
+            _URL_CACHE.clear()
+    return hit
+
+
+def dialect_of_path(path: str) -> str | None:
+    """The API a request path belongs to (``None``: none fidelity knows;
+    ``anthropic-count``: the Messages API's token counter)."""
+    p = path.rstrip("/")
+    if p.endswith("/chat/completions"):
+        return "openai-chat"
+    if p.endswith("/responses"):
+        return "openai-responses"
+    if p.endswith("/messages/count_tokens"):
+        return "anthropic-count"
+    if p.endswith("/messages"):
+        return "anthropic-messages"
+    if ":generateContent" in p or ":streamGenerateContent" in p:
+        return "gemini"
+    return None
+
+
+def request_marks(obj: Any) -> list[str]:
+    """The Anthropic-only marks of the request itself (its top-level keys:
+    ``anthropic_version``, a top-level ``system``, ``max_tokens`` first);
+    the only marks that outweigh a provider's URL. (A log scanner may stand
+    in placeholders for a request's ``tools`` and shared messages: these
+    marks read neither.)"""
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         return []
     marks = []
@@ -66,29 +117,48 @@ def anthropic_marks(obj: Any) -> list[str]:
         marks.append("anthropic_version")
     if "system" in obj:
         marks.append("top-level system")
-    if list(obj)[:1] == ["max_tokens"]:
+    if next(iter(obj), None) == "max_tokens":
         marks.append("max_tokens first")
-    tools = obj.get("tools")
-    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
-        marks.append("input_schema tools")
-    typed = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "image", "server_tool_use"}
-    for m in obj["messages"]:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str)
-                                             and b["type"] in typed for b in content):
-            marks.append("typed content blocks")
-            break
     return marks
 
 
-def _body_dialect(obj: Any) -> str | None:
-    from . import detect
+def anthropic_marks(obj: Any) -> list[str]:
+    """The Anthropic-only marks of a body (empty: none): :func:`request_marks`,
+    ``input_schema`` tools, typed content blocks."""
+    marks = request_marks(obj)
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        return marks
+    tools = obj.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        marks.append("input_schema tools")
+    if _typed_blocks(obj["messages"]):
+        marks.append("typed content blocks")
+    return marks
 
+
+_TYPED = frozenset(("tool_use", "tool_result", "thinking", "redacted_thinking", "document", "image",
+                    "server_tool_use"))
+
+
+def _typed_blocks(messages: list[Any]) -> bool:
+    """Does a message hold an Anthropic-typed content block?"""
+    for m in messages:
+        content = m.get("content") if type(m) is dict else None
+        if type(content) is list:
+            for b in content:
+                if type(b) is dict:
+                    t = b.get("type")
+                    if type(t) is str and t in _TYPED:
+                        return True
+    return False
+
+
+def _body_dialect(obj: Any) -> str | None:
     if anthropic_marks(obj):
         return "anthropic-messages"
     try:
         return detect(obj).name
-    except InputError:
+    except FidelityError:
         return None
 
 
@@ -110,29 +180,93 @@ def _fits(dialect: str, body: str | None) -> bool:
 def _accepts(dialect: str, obj: Any) -> bool:
     """Does the dialect itself recognise the body? (A dialect registered by a
     plugin belongs to no built-in shape; its own ``detect`` decides.)"""
-    from . import get
-
     try:
         return bool(get(dialect).detect(obj))
     except Exception:  # noqa: BLE001 - a detect that cannot read the body does not accept it
         return False
 
 
-def _family(dialect: str) -> str:
+def _family(dialect: str) -> str | None:
     try:
         return providers.for_dialect(dialect).name
     except UnknownName:
-        return dialect
+        return None
 
 
 def _registered(dialect: str) -> bool:
-    from . import names
-
-    return dialect in names()
+    return dialect in _DIALECTS
 
 
-def _body_model(obj: Any) -> str | None:
-    return obj["model"] if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
+def _model(obj: Any, url: str | None, endpoint: Any, meta_model: str | None) -> str | None:
+    """The body's ``model``, else the URL's (``/models/<model>``, a route's
+    model pattern), else the metadata's."""
+    named = obj.get("model") if isinstance(obj, dict) else None
+    if isinstance(named, str):
+        return named
+    if url:
+        try:
+            m = _MODEL_IN_URL.search(unquote(urlsplit(url).path))
+        except ValueError:
+            m = None
+        if m:
+            return m.group(1)
+        if endpoint is not None and endpoint.model:
+            return str(endpoint.model)
+    return meta_model
+
+
+def _by_url_and_body(obj: Any, endpoint: Any, meta_dialect: str | None, model: str | None) -> Detection | None:
+    """Steps 2 to 4 of the module docstring (``None``: nothing tells)."""
+    if endpoint is not None:
+        why = f"URL: {endpoint.rule}"
+        if not _registered(endpoint.dialect):
+            return Detection(endpoint.dialect, endpoint.provider, model, why, supported=False)
+        marks = request_marks(obj) if endpoint.dialect in OPENAI_FAMILY else []
+        if marks:
+            fam = endpoint.provider
+            try:
+                owns = any(r.dialect == "anthropic-messages" for r in providers.get(fam).routes)
+            except UnknownName:
+                owns = False
+            return Detection("anthropic-messages", fam if owns else "anthropic", model,
+                             f"body marks: {', '.join(marks)}",
+                             f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body has Anthropic-only "
+                             f"marks ({', '.join(marks)}): read as anthropic-messages")
+        if _accepts(endpoint.dialect, obj):
+            return Detection(endpoint.dialect, endpoint.provider, model, why)
+        body = _body_dialect(obj)
+        if _fits(endpoint.dialect, body):
+            return Detection(endpoint.dialect, endpoint.provider, model, why)
+        return Detection(body, _family(body), model, f"body marks ({body})",  # type: ignore[arg-type]
+                         f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body is not a request "
+                         f"of that shape: read as {body}")
+    body = _body_dialect(obj)
+    if meta_dialect and _registered(meta_dialect):
+        if _fits(meta_dialect, body) and not (meta_dialect in OPENAI_FAMILY and body == "anthropic-messages"):
+            return Detection(meta_dialect, _family(meta_dialect), model, f"snapshot metadata: {meta_dialect}")
+        conflict = f"the snapshot metadata says {meta_dialect}, but the body looks like {body}: read as {body}"
+        return Detection(body, _family(body), model, f"body marks ({body})", conflict)  # type: ignore[arg-type]
+    if body is None:
+        return None
+    return Detection(body, _family(body), model, f"body marks ({body})")
+
+
+def _by_path(found: Detection | None, url: str, endpoint: Any, model: str | None) -> Detection | None:
+    """Step 5: the API path, where no known provider's host decided."""
+    if providers.places_host(endpoint):
+        return found
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return found
+    by_path = dialect_of_path(path)
+    if by_path in (None, "anthropic-count") or (found is not None and (
+            found.dialect == by_path or (by_path == "openai-chat" and found.dialect in _CHAT_COMPATIBLE))):
+        return found
+    assert by_path is not None
+    conflict = None if found is None else (f"the body looks like {found.dialect}, but the path is "
+                                           f"{by_path}'s: read as {by_path}")
+    return Detection(by_path, _family(by_path), model, f"URL path ({by_path})", conflict)
 
 
 def detect_request(
@@ -144,54 +278,41 @@ def detect_request(
     override: str | None = None,
     path: str | None = None,
 ) -> Detection:
-    """Weigh URL, metadata and body (see the module docstring). ``obj`` is
-    the parsed body. :class:`InputError` when nothing identifies it."""
-    endpoint = providers.from_url(url) if url else None
-    model = _body_model(obj) or meta_model or (endpoint.model if endpoint else None)
-    body = _body_dialect(obj)
+    """Weigh ``--provider`` (``override``), URL, metadata and body (see the
+    module docstring). ``obj`` is the parsed body (``None``: not JSON).
+    :class:`InputError` (naming ``path``) when nothing identifies it."""
+    endpoint = endpoint_of(url) if url else None
+    model = _model(obj, url, endpoint, meta_model)
     if override:
-        from . import get
-
         try:
             d = get(override).name
         except UnknownName as exc:
             raise InputError(str(exc), path=path) from None
+        body = _body_dialect(obj)
         others = [f"URL says {endpoint.dialect}" for _ in [0] if endpoint and endpoint.dialect != d]
         others += [f"body looks like {body}" for _ in [0] if body and not _fits(d, body) and body != d]
         family = endpoint.provider if endpoint and endpoint.dialect == d else _family(d)
         return Detection(d, family, model, f"--provider {override}",
                          ("; ".join(others) + f"; --provider {override} wins") if others else None)
-    if endpoint is not None:
-        why = f"URL: {endpoint.rule}"
-        if not _registered(endpoint.dialect):
-            return Detection(endpoint.dialect, endpoint.provider, model, why, supported=False)
-        marks = anthropic_marks(obj)
-        if endpoint.dialect in OPENAI_FAMILY and marks:
-            fam = endpoint.provider
-            try:
-                owns = any(r.dialect == "anthropic-messages" for r in providers.get(fam).routes)
-            except UnknownName:
-                owns = False
-            family = fam if owns else "anthropic"
-            return Detection("anthropic-messages", family, model, f"body marks: {', '.join(marks)}",
-                             f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body has Anthropic-only "
-                             f"marks ({', '.join(marks)}): read as anthropic-messages")
-        if not (_fits(endpoint.dialect, body) or _accepts(endpoint.dialect, obj)):
-            return Detection(body, _family(body), model, f"body marks ({body})",  # type: ignore[arg-type]
-                             f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body is not a request "
-                             f"of that shape: read as {body}")
-        return Detection(endpoint.dialect, endpoint.provider, model, why)
-    if meta_dialect and _registered(meta_dialect):
-        if _fits(meta_dialect, body) and not (meta_dialect in OPENAI_FAMILY and body == "anthropic-messages"):
-            return Detection(meta_dialect, _family(meta_dialect), model, f"snapshot metadata: {meta_dialect}")
-        conflict = f"the snapshot metadata says {meta_dialect}, but the body looks like {body}: read as {body}"
-        return Detection(body, _family(body), model, f"body marks ({body})", conflict)  # type: ignore[arg-type]
-    if body is None:
-        from . import names
-
+    found = _by_url_and_body(obj, endpoint, meta_dialect, model)
+    if url:
+        found = _by_path(found, url, endpoint, model)
+    if found is None:
         raise InputError("cannot detect the provider of this body; pass --provider (known: "
                          + ", ".join(names()) + ")", path=path)
-    return Detection(body, _family(body), model, f"body marks ({body})")
+    return found
+
+
+def route(obj: Any, url: str | None, hint: str | None = None,
+          model: str | None = None) -> tuple[str | None, str | None, str | None]:
+    """:func:`detect_request` as ``(dialect, provider, model)``: ``hint`` is
+    the dialect the recording names, ``model`` the model it names where
+    neither body nor URL does; ``None`` where nothing tells."""
+    try:
+        d = detect_request(obj, url=url or None, meta_dialect=hint, meta_model=model)
+    except InputError:
+        return None, None, _model(obj, url, None, model)
+    return d.dialect, d.family, d.model
 
 
 def parse_body(dialect: Any, body: bytes, model: str | None = None) -> Any:
@@ -208,36 +329,19 @@ def parse_body(dialect: Any, body: bytes, model: str | None = None) -> Any:
     return dialect.parse(body)
 
 
-__all__ += ["parse_body"]
-
-
 def describe_bytes(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None, str | None]:
     """``(provider, family, model, conflict)`` of a request, from its URL and
-    body: ``provider`` is the wire dialect name (``openai-chat``), ``family``
-    the cache/price family (``openai``), ``conflict`` what the evidence
-    disagreed on (``None`` when it agreed).
-
-    The evidence is weighed by :func:`fidelity.wire.evidence.detect_request`:
-    the URL first (a DeepSeek body looks like an OpenAI one), then the body;
-    Anthropic-only marks are never read as an OpenAI-family dialect. The
-    model comes from the body, else the URL (Gemini ``models/<model>:``,
-    Azure deployments, Bedrock and Vertex AI model ids).
-    """
+    body (:func:`detect_request`): ``provider`` is the wire dialect name
+    (``openai-chat``), ``family`` the cache/price family (``openai``),
+    ``conflict`` what the evidence disagreed on (``None`` when it agreed)."""
     obj: Any = None
     if body.lstrip()[:1] == b"{":
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError:
             obj = None
-    model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
-    if model is None and url:
-        m = re.search(r"/models/([^/:]+)", unquote(urlsplit(url).path))
-        model = m.group(1) if m else None
     try:
         found = detect_request(obj, url=url)
     except InputError:  # nothing identifies it
-        endpoint = providers.from_url(url) if url else None
-        if endpoint is None:
-            return None, None, model, None
-        return endpoint.dialect, endpoint.provider, model or endpoint.model, None
-    return found.dialect, found.family, found.model or model, found.conflict
+        return None, None, _model(obj, url, None, None), None
+    return found.dialect, found.family, found.model, found.conflict

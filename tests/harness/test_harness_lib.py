@@ -176,7 +176,7 @@ def test_matrix_without_run_on_a_bad_capture_is_one_line_exit_2(tmp_path: Path,
     code = cli.main(["harness", "matrix", "--no-run", "--fixtures", str(tmp_path / "caps"),
                      "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "capture.toml: not TOML" in err
+    assert code == 2 and err.count("\n") == 1 and "capture.toml: not valid TOML" in err
     assert not (tmp_path / "out").exists()
 
 

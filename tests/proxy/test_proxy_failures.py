@@ -27,10 +27,10 @@ httpx = pytest.importorskip("httpx")
 from fidelity.errors import FidelityError  # noqa: E402
 from fidelity.proxy import _store  # noqa: E402
 from fidelity.proxy._guard import FailureLog, default_max_connections  # noqa: E402
-from fidelity.proxy.dialect import request_dialect  # noqa: E402
 from fidelity.proxy.script import parse_script  # noqa: E402
 from fidelity.proxy.server import ProxyError, RecordingProxy  # noqa: E402
 from fidelity.proxy.testing import ProxyThread, UpstreamThread  # noqa: E402
+from fidelity.wire.evidence import route  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
@@ -351,7 +351,7 @@ def test_proxy_and_upstream_agree_on_a_qwen_code_fork(tmp_path):
     assert predicted == reported > 0, line  # was: predicted 5,918 / reported 0
     snaps = [_store.snapshot.read(p) for p in sorted((tmp_path / "o").glob("*.snapshot"))]
     assert [s.provider for s in snaps] == ["dashscope", "dashscope"]
-    assert request_dialect(up.url + "/v1/chat/completions", orjson.loads(child.body)) == "dashscope"
+    assert route(orjson.loads(child.body), up.url + "/v1/chat/completions")[0] == "dashscope"
 
 
 PATHS = ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1beta/models/m:generateContent", "/v1/other"]
@@ -368,7 +368,7 @@ BODIES = [{"model": "qwen3-coder-plus", "messages": [{"role": "user", "content":
        st.sampled_from(PATHS), st.sampled_from(BODIES))
 def test_snapshot_dialect_is_the_shared_function(base, path, obj):
     """Whatever the host, path and body, the proxy files a request under
-    what :func:`request_dialect` says (the function the upstream calls)."""
+    what :func:`fidelity.wire.evidence.route` says (the decision the upstream takes)."""
     body = orjson.dumps(obj)
     proxy = RecordingProxy("http://127.0.0.1:1", "unused")
     try:
@@ -376,7 +376,7 @@ def test_snapshot_dialect_is_the_shared_function(base, path, obj):
     finally:
         proxy._intake_pool.shutdown()
         proxy._pool.shutdown()
-    want = request_dialect(base + path, obj)
+    want = route(obj, base + path)[0]
     assert want is not None and got == want
 
 

@@ -56,11 +56,12 @@ class Imported:
         parent: Any = None,
         has_parent: bool = False,
         time: Any = None,
-        usage: Any = None,
+        response: tuple[Any, Any] | None = None,
     ) -> Snapshot | None:
         """Redact and append one request; ``where`` locates it in the source.
-        ``time`` (ISO 8601 UTC) and ``usage`` (:mod:`fidelity.traffic.usage`)
-        go into the snapshot metadata, ``null`` when unknown. A request whose
+        ``time`` (ISO 8601 UTC) and the usage the recorded ``response``
+        (``(headers, body)``: :func:`response_usage`) reported go into the
+        snapshot metadata, ``null`` when unknown. A request whose
         URL, method or headers cannot be written (a malformed URL, a lone
         surrogate: :func:`unwritable`) is set apart with its reason and a
         warning naming ``where``, and ``None`` is returned."""
@@ -69,7 +70,7 @@ class Imported:
             self.skip(why)
             self.warnings.append(f"{where}: set apart: {why}")
             return None
-        kwargs: dict[str, Any] = {"time": time, "usage": usage}
+        kwargs: dict[str, Any] = {"time": time, "usage": None}
         if has_parent:
             kwargs["parent"] = parent
         snap = from_request(
@@ -84,6 +85,9 @@ class Imported:
             seq=len(self.snapshots) + 1,
             **kwargs,
         )
+        usage = response_usage(snap.provider, *response) if response is not None else None
+        if usage is not None:
+            snap = replace(snap, usage=usage)
         self.snapshots.append(snap)
         return snap
 

@@ -36,14 +36,13 @@ alias bomb) are refused before anything walks the expanded tree.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ...jsonio import loads
 from ..classify import classify
-from ._base import Imported, iso_time, read_source, request_body, response_usage
+from ._base import Imported, iso_time, read_source, request_body
 from ._yaml import load_yaml
 
 __all__ = ["read_cassette", "reserialised_by_vcrpy", "load_cassette"]
@@ -60,9 +59,6 @@ def load_cassette(path: str | Path) -> Any:
         return loads(data, path=path)
     return load_yaml(data, path)
 
-
-#: the name the readers outside the importers call
-_load = load_cassette
 
 
 def reserialised_by_vcrpy(body: bytes) -> bool:
@@ -170,13 +166,10 @@ def read_cassette(path: str | Path) -> Imported:
             notes=notes,
             body_exact=exact,
             time=iso_time(_first(r_headers, "date")),
-            usage=None,
+            response=(r_headers, r_body),
         )
         if snap is None:  # set apart (a malformed URL): the warnings say why
             continue
-        if r_body:
-            usage = response_usage(snap.provider, r_headers, r_body)
-            out.snapshots[-1] = replace(snap, usage=usage)
         out.warnings.extend(f"{where}: {n}" for n in notes if "Content-Encoding" not in n)
     return out
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ...jsonio import loads
 from ..classify import classify
-from ._base import Imported, iso_time, read_source, request_body, response_usage
+from ._base import Imported, iso_time, read_source, request_body
 
 __all__ = ["read_har"]
 
@@ -86,13 +85,10 @@ def read_har(path: str | Path) -> Imported:
             notes=notes,
             body_exact=exact,
             time=iso_time(entry.get("startedDateTime")),
-            usage=None,
+            response=_response(entry.get("response")),
         )
         if snap is None:  # set apart (a malformed URL): the warnings say why
             continue
-        usage = _response_usage(snap.provider, entry.get("response"))
-        if usage is not None:
-            out.snapshots[-1] = replace(snap, usage=usage)
         if not exact:
             out.warnings.append(f"{where}: {notes[-1]}")
     if not out.snapshots:
@@ -100,9 +96,10 @@ def read_har(path: str | Path) -> Imported:
     return out
 
 
-def _response_usage(provider: str | None, response: Any) -> Any:
-    """Usage from ``response.content.text`` (base64 when ``encoding`` says so).
-    HAR keeps the decoded content, so its Content-Encoding header is not applied."""
+def _response(response: Any) -> tuple[dict[str, str], bytes] | None:
+    """``(headers, body)`` of ``response.content.text`` (base64 when
+    ``encoding`` says so) for the usage it reported. HAR keeps the decoded
+    content, so its Content-Encoding header is not applied."""
     if not isinstance(response, dict) or not isinstance(response.get("content"), dict):
         return None
     content = response["content"]
@@ -116,7 +113,7 @@ def _response_usage(provider: str | None, response: Any) -> Any:
         except (binascii.Error, ValueError):
             return None
     mime = content.get("mimeType")
-    return response_usage(provider, {"content-type": mime if isinstance(mime, str) else ""}, body)
+    return {"content-type": mime if isinstance(mime, str) else ""}, body
 
 
 def _headers(value: Any, path: str | Path, where: str) -> list[tuple[str, str]]:

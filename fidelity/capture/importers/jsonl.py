@@ -26,14 +26,13 @@ requests (token counting, telemetry...) are skipped and counted by reason.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ... import jsonbytes as _json
 from ...errors import InputError
 from ..classify import classify
-from ._base import Imported, iso_time, looks_like_model_request, read_source, response_usage
+from ._base import Imported, iso_time, looks_like_model_request, read_source
 
 __all__ = ["read_jsonl"]
 
@@ -88,6 +87,14 @@ def read_jsonl(path: str | Path) -> Imported:
             if parent in set_apart:
                 notes = [*notes, f"its parent, line {parent}, was set apart: the snapshot names no parent"]
             kwargs = {"has_parent": True, "parent": names_by_line.get(parent) if parent is not None else None}
+        response = obj.get("response")
+        recorded = None
+        if isinstance(response, dict):
+            r_body = response.get("body_raw", response.get("body"))
+            if isinstance(r_body, (dict, list)):
+                r_body = _json.dumps_compact(r_body)
+            r_headers = response.get("headers")
+            recorded = (r_headers if isinstance(r_headers, dict) else {}, r_body)
         snap = out.add(
             method=str(envelope.get("method") or "POST"),
             url=str(envelope.get("url") or ""),
@@ -97,24 +104,12 @@ def read_jsonl(path: str | Path) -> Imported:
             notes=notes,
             body_exact=exact,
             time=iso_time(envelope.get("timestamp", obj.get("logged_at", obj.get("time")))),
-            usage=None,
+            response=recorded,
             **kwargs,
         )
         if snap is None:  # set apart (a malformed URL): the warnings say why
             set_apart.add(number)
             continue
-        response = obj.get("response")
-        response = response if isinstance(response, dict) else None
-        if response is not None:
-            r_body = response.get("body_raw", response.get("body"))
-            if isinstance(r_body, (dict, list)):
-                r_body = _json.dumps_compact(r_body)
-            r_headers = response.get("headers")
-            r_headers = r_headers if isinstance(r_headers, dict) else {}
-            usage = response_usage(snap.provider, r_headers, r_body)
-            if usage is not None:
-                snap = replace(snap, usage=usage)
-                out.snapshots[-1] = snap
         names_by_line[number] = snap.filename
     if any(not s.body_exact for s in out.snapshots):
         out.warnings.append("some bodies were logged as JSON objects; their bytes are the logger's serialisation")
