@@ -11,7 +11,15 @@ apart with the reason :func:`reason` gives.
   execution: https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview)
   and OpenAI Responses' hosted tools (https://platform.openai.com/docs/guides/tools)
   run a tool loop inside one request, sampling several times and caching as
-  they go, and the provider adds the tools' own definitions; so do Gemini's
+  they go, and the provider adds the tools' own definitions; so do
+  Anthropic's tool search tool, which loads deferred tools' definitions into
+  the prompt as it finds them
+  (``tool_search_tool_regex_*`` / ``tool_search_tool_bm25_*``:
+  https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool),
+  and its advisor tool, whose sub-inference on another model reads the whole
+  transcript and returns advice into the same response
+  (``advisor_*``: https://platform.claude.com/docs/en/agents-and-tools/tool-use/advisor-tool);
+  so do Gemini's
   built-in tools (``googleSearch``, ``urlContext``, ``codeExecution``:
   https://ai.google.dev/gemini-api/docs/url-context,
   https://ai.google.dev/gemini-api/docs/google-search); and remote MCP
@@ -60,7 +68,7 @@ REASONS = ("server tools", "provider tools", "server template", "server state")
 
 #: tool ``type`` prefixes of provider-run (server) tools (sources in the module docstring)
 _SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
-                      "image_generation", "mcp")
+                      "image_generation", "mcp", "tool_search_tool_", "advisor_")
 #: Gemini tool members of built-in (server) tools, REST camelCase and SDK snake_case
 _GEMINI_SERVER_TOOLS = ("googleSearch", "google_search", "googleSearchRetrieval", "google_search_retrieval",
                         "urlContext", "url_context", "codeExecution", "code_execution")
@@ -69,7 +77,7 @@ _PROVIDER_TOOL_TYPES = ("computer_", "bash_", "text_editor_", "memory_")
 #: content blocks / items that carry a server tool's call or result
 _SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
                       b'"file_search_call"', b'"image_generation_call"', b'"mcp_tool_use"', b'"mcp_call"',
-                      b'"mcp_list_tools"')
+                      b'"mcp_list_tools"', b'"tool_search_tool_result"', b'"advisor_tool_result"')
 #: body members naming remote MCP servers the provider calls (Anthropic's MCP connector)
 _SERVER_TOOL_MEMBERS = ("mcp_servers",)
 #: OpenRouter plugins that add to the prompt what they fetched

@@ -34,6 +34,7 @@ ANTHROPIC_INVALIDATES: dict[str, str] = {
     "tool_choice": "messages",
     "thinking": "messages",
     "output_config": "messages",
+    "output_format": "messages",  # the earlier spelling of output_config.format
     "speed": "system",
 }
 

@@ -5,7 +5,7 @@ No public tokenizer exists for either model, so the count is an estimate
 (``claude-estimate``, ``gemini-estimate``) count characters with each
 provider's rule of thumb; on recorded usage they are off by 10-40%. These
 count the text with o200k_base (a public BPE vocabulary of a similar size)
-and scale by a factor fitted on recorded usage: Claude 1.149, Gemini 1.100
+and scale by a factor fitted on recorded usage: Claude 1.146, Gemini 1.0
 Claude/Gemini tokens per o200k token (``python -m fidelity.tokens.fit``;
 fitted and held-out errors in ``docs/tokens-billed.md``).
 
@@ -34,8 +34,8 @@ from ._base import TOKEN_TYPECODE, Tokenizer
 
 __all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "GEMINI_FACTOR", "claude_calibrated", "gemini_calibrated"]
 
-CLAUDE_FACTOR = 1.149
-GEMINI_FACTOR = 1.100
+CLAUDE_FACTOR = 1.146
+GEMINI_FACTOR = 1.0
 _EXTRA = 1 << 40
 #: texts of fewer base tokens are stretched in a loop (numpy's per-call cost dominates)
 _SHORT = 32

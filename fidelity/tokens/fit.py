@@ -13,17 +13,20 @@ in three).
 
 Model: ``billed - media - tool-use system prompt = factor * o200k tokens of
 the text + m * messages + t * tools + k * thinking + a * adaptive thinking
-+ s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``, solved by least
-squares weighted by ``1 / billed`` with a small ridge on the per-message,
-tool, thinking and request counts. The ridge shrinks them towards 0 on
-purpose: solved without it, the Claude fit gives 146 tokens a tool and a
-worse leave-one-test-out error (2.08% median against 1.48%).
++ s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``,
+solved by least squares weighted by ``1 / billed`` with a small ridge on the
+per-message, tool, thinking and request counts (docs/tokens-billed.md says
+why). The counts are then taken as whole tokens, as the estimate uses them:
+of the whole numbers either side of each, the combination with the least
+weighted error, the factor and the per-request count solved again for each.
+The factor is at least 1 (the scaled tokenizer never drops a base id).
 
 Left out of the fit: Claude Opus 4.7 and later (another tokenizer; their
-error is printed apart) and requests whose recorded body cannot hold the
-billed prompt (:func:`body_holds_prompt`). ``--leave-one-out`` adds each
-test's error under constants fitted on all the other tests, a check that
-rests on no single split. ``--tokenizer-json FILE`` counts the text with a
+error is printed apart), requests whose recorded body cannot hold the
+billed prompt (:func:`body_holds_prompt`) and requests with media
+(:func:`usable`). ``--leave-one-out`` adds each test's error under
+constants fitted on all the other tests, a check that rests on no single
+split. ``--tokenizer-json FILE`` counts the text with a
 Hugging Face ``tokenizer.json`` instead of o200k_base (how the Claude-2
 vocabulary was compared; ``docs/tokens-billed.md``).
 """
@@ -32,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
+import math
 import re
 import statistics
 import sys
@@ -70,6 +75,7 @@ class Sample:
     repo: str = ""  # the source repository (repo_of)
     calls: int = 0  # tool_use and tool_result blocks
     systems: int = 0  # system segments (blocks)
+    media: int = 0  # of ``fixed``, the media parts' tokens (counted by rule, not fitted)
 
 
 _VARIANT = re.compile(r"(_async|_stream|_legacy|_with_events_with_(no_)?content|anthropic_beta_|anthropic_|google_|\[.*\])")
@@ -136,7 +142,7 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         segs = wire.get(dialect).cache_view(rec.body)
         counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0,
                   CALL.id: 0, SYSTEM.id: 0}
-        chars = fixed = proxy = tool_proxy = 0
+        chars = fixed = proxy = tool_proxy = media = 0
         for seg, pieces in zip(segs, segment_pieces(provider, segs, model, _media_in, _UNIT)):
             for p in pieces:
                 if isinstance(p, str):
@@ -148,12 +154,12 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
                 elif isinstance(p, Special):
                     counts[p.id] = counts.get(p.id, 0) + 1
                 elif isinstance(p, Media):
-                    fixed += _measure(p, provider, model).tokens
-        fixed += counts[DOC.id]
+                    media += _measure(p, provider, model).tokens
+        fixed = media + counts[DOC.id]
         out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
                           proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),
-                          counts[CALL.id], counts[SYSTEM.id]))
+                          counts[CALL.id], counts[SYSTEM.id], media))
     return out
 
 
@@ -191,10 +197,58 @@ def fit(data: Sequence[Sample]) -> dict[str, float]:
                      s.schema * w, s.calls * w, s.systems * w])
         ys.append((s.billed - s.fixed) * w)
     factor, m, t, k, b, a, sc, cl, sy = _solve(rows, ys)
-    return {"factor": round(factor, 3), "message": round(max(m, 0), 3),
-            "tool": round(max(t, 0), 3), "thinking": round(max(k, 0), 3), "base": round(max(b, 0), 3),
-            "adaptive": round(max(a, 0), 3), "schema": round(max(sc, 0), 3), "call": round(max(cl, 0), 3),
-            "system": round(max(sy, 0), 3)}
+    counts = _whole_counts(data, [max(x, 0) for x in (m, t, k, a, sc, cl, sy)])
+    factor, b = _factor_and_base(data, counts)
+    return {"factor": round(factor, 3), **dict(zip(_COUNTS, map(float, counts))), "base": float(b)}
+
+
+#: the per-message, per-tool... counts of :func:`fit` other than the per-request one
+_COUNTS = ("message", "tool", "thinking", "adaptive", "schema", "call", "system")
+
+
+def _columns(s: Sample) -> tuple[int, ...]:
+    return s.messages, s.tools, s.thinking, s.adaptive, s.schema, s.calls, s.systems
+
+
+def _factor_and_base(data: Sequence[Sample], counts: Sequence[int]) -> tuple[float, int]:
+    """The factor and the whole per-request count that fit ``data`` best with
+    the other counts held at ``counts``. The scaled tokenizer stretches the
+    base ids and never drops one (:class:`.calibrated.ScaledTokenizer`), so a
+    factor under 1 is held at 1."""
+    rows, ys = [], []
+    for s in data:
+        w = 1.0 / max(s.billed, 1)
+        rows.append((s.proxy * w, s.base * w))
+        ys.append((s.billed - s.fixed - sum(n * c for n, c in zip(_columns(s), counts))) * w)
+    factor, b = _solve(rows, ys)
+    if factor < 1:
+        factor = 1.0
+        b = _solve([r[1:] for r in rows], [y - r[0] for r, y in zip(rows, ys)])[0]
+    base = max(0, round(b))
+    if factor > 1:  # the factor again, with the per-request count whole
+        factor = max(1.0, _solve([r[:1] for r in rows], [y - base * r[1] for r, y in zip(rows, ys)])[0])
+    return factor, base
+
+
+def _whole_counts(data: Sequence[Sample], solved: Sequence[float]) -> list[int]:
+    """The counts are used as whole tokens (:func:`predict`), and on short
+    prompts one token is 5-15 % of the prompt: of the whole numbers either
+    side of each solved count (only for counts some request uses), the
+    combination whose prediction, with the factor and the per-request count
+    solved again (:func:`_factor_and_base`), has the least weighted squared
+    error. The first such combination wins a tie (floors first)."""
+    used = [any(_columns(s)[i] for s in data) for i in range(len(solved))]
+    choices = [sorted({math.floor(x), math.ceil(x)}) if u else [round(x)] for x, u in zip(solved, used)]
+    best: tuple[float, list[int]] | None = None
+    for combo in itertools.product(*choices):
+        counts = list(combo)
+        factor, base = _factor_and_base(data, counts)
+        c = {"factor": factor, **dict(zip(_COUNTS, counts)), "base": base}
+        err = sum(abs(predict(s, c) - s.billed) / max(s.billed, 1) for s in data)
+        if best is None or err < best[0]:
+            best = (err, counts)
+    assert best is not None
+    return best[1]
 
 
 #: a request the first fit misses by more than this share is left out of the
@@ -237,10 +291,13 @@ def body_holds_prompt(s: Sample) -> bool:
 
 
 def usable(data: Iterable[Sample], provider: str) -> list[Sample]:
-    """The samples of ``provider`` the fit uses: not an excluded model, and a
-    body that holds the billed prompt."""
+    """The samples of ``provider`` the fit uses: not an excluded model, a
+    body that holds the billed prompt, and no media. Media is counted by each
+    provider's rule (:mod:`.media`), not by the fitted constants, and a rule
+    that misses (a video, a URL image of unknown size) would otherwise move
+    every constant towards its error."""
     return [s for s in data if s.provider == provider and not any(x in s.model for x in EXCLUDED)
-            and body_holds_prompt(s)]
+            and body_holds_prompt(s) and not s.media]
 
 
 def errors(data: Sequence[Sample], c: dict[str, float]) -> list[float]:

@@ -16,16 +16,17 @@ per request, and the tool-use system prompt:
   Sonnet: 159 / 235. Claude 4.5 and later bill more than the documented 346 /
   313 in recorded usage: :data:`TOOL_PROMPT_RECORDED` (how it was measured is in
   ``docs/tokens-billed.md``, "Claude, refitted on the public corpus's fit side").
-* Structured outputs (``output_config.format``, ``output_format``) add a
-  system prompt of their own besides the schema: a fixed count per request
-  (``schema`` in :data:`CONSTANTS`, fitted). ``output_config.effort`` adds
-  nothing (the same prompt bills the same with and without it), so it is not
-  counted.
+* Structured outputs (``output_config.format``, and ``output_format``, its
+  earlier spelling, read as the same member:
+  https://platform.claude.com/docs/en/build-with-claude/structured-outputs)
+  add a system prompt of their own besides the schema: a fixed count per
+  request (``schema`` in :data:`CONSTANTS`, fitted). ``output_config.effort``
+  adds nothing, so it is not counted.
+* Gemini bills the text with about one token a turn and one a system
+  instruction, and no per-request count (``gemini`` in :data:`CONSTANTS`).
 * Extended thinking adds a fixed count per request: ``thinking`` for
   ``{"type": "enabled"}``, ``adaptive`` for ``{"type": "adaptive"}`` (both
-  fitted); adaptive thinking on Opus 4.7 and later bills nothing extra in
-  recorded usage (a request with it bills what the same prompt without it
-  bills on Opus 4.6).
+  fitted); adaptive thinking on Opus 4.7 and later adds nothing.
 * A tool with ``"defer_loading": true`` is left out of the context until the
   tool search tool loads it
   (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool):
@@ -36,10 +37,10 @@ per request, and the tool-use system prompt:
   "How context window is calculated"): they are not counted.
 
 Text is counted by the calibrated tokenizers (:mod:`.calibrated`); the
-fixed counts (:data:`CONSTANTS`) were fitted by :mod:`fidelity.tokens.fit`
-(Claude: on ``../shared/real`` and the fit side of the public corpus,
-``scripts/heldout.py``'s ``FIT``; Gemini: on ``../shared/real``); fitted and
-held-out figures are in ``docs/tokens-billed.md``.
+fixed counts (:data:`CONSTANTS`, whole tokens) were fitted by
+:mod:`fidelity.tokens.fit` on ``../shared/real`` and the fit side of the
+public corpus (``scripts/heldout.py``'s ``FIT``); fitted and held-out
+figures are in ``docs/tokens-billed.md``.
 """
 
 from __future__ import annotations
@@ -61,13 +62,13 @@ __all__ = ["CONSTANTS", "TOOL_PROMPT_RECORDED", "claude_version", "anthropic_too
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
 ADAPT, SCHEMA, CALL, SYSTEM = Special(-106), Special(-107), Special(-108), Special(-109)
 
-#: fitted per provider: characters per token, tokens per message, per tool,
-#: for extended thinking, per request (see the module docstring)
+#: fitted per provider (:mod:`fidelity.tokens.fit`): tokens per message, per
+#: tool, for extended thinking, per request... (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"message": 3.933, "tool": 5.968, "thinking": 24.051, "base": 2.142, "adaptive": 16.614,
-                  "schema": 129.009, "call": 18.985, "system": 0.773},
-    "gemini": {"message": 2.292, "tool": 0, "thinking": 0, "base": 0, "adaptive": 0, "schema": 0, "call": 0,
-               "system": 2.292},
+    "anthropic": {"message": 4.0, "tool": 4.0, "thinking": 25.0, "adaptive": 17.0, "schema": 129.0, "call": 16.0,
+                  "system": 0.0, "base": 2.0},
+    "gemini": {"message": 1.0, "tool": 0.0, "thinking": 0.0, "adaptive": 0.0, "schema": 0.0, "call": 0.0,
+               "system": 1.0, "base": 0.0},
 }
 
 #: keys whose string values the model does not read as text
@@ -271,7 +272,9 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
         for key in ("output_format", "output_config"):
             value = params.get(key)
             if isinstance(value, Mapping):
-                read = {k: v for k, v in value.items() if k != "effort"}  # effort bills nothing
+                # output_format is the earlier spelling of output_config.format: read as that
+                read = {"format": value} if key == "output_format" else \
+                    {k: v for k, v in value.items() if k != "effort"}  # effort bills nothing
                 schema = schema or key == "output_format" or "format" in read
                 if read:
                     pieces.append(orjson.dumps(read).decode())

@@ -72,7 +72,10 @@ decides how long the prefix lives), ``thinking`` and ``output_config``
 (thinking parameters per the guide; ``output_config.effort`` steers adaptive
 thinking -- users report that changing it misses the cache, see
 https://platform.claude.com/docs/en/build-with-claude/effort; fidelity
-treats it as a key), ``speed`` and ``tool_choice`` (both listed by the guide).
+treats it as a key), ``output_format`` (the earlier spelling of
+``output_config.format``, still accepted:
+https://platform.claude.com/docs/en/build-with-claude/structured-outputs),
+``speed`` and ``tool_choice`` (both listed by the guide).
 Per-block ``cache_control`` (with its ``ttl``) stays inside the block's own
 segment, where the breakpoint is.
 """
@@ -118,7 +121,8 @@ SDK_KEYS: tuple[str, ...] = (
 )
 
 #: Top-level members gathered in the params segment (see module docstring).
-CACHE_KEYS: tuple[str, ...] = ("model", "cache_control", "thinking", "output_config", "speed", "tool_choice")
+CACHE_KEYS: tuple[str, ...] = ("model", "cache_control", "thinking", "output_config", "output_format", "speed",
+                               "tool_choice")
 
 #: Keys that ``Request`` carries outside ``params``.
 _STRUCTURAL = ("messages", "model", "system", "tools")

@@ -187,3 +187,18 @@ def test_plain_text_document_is_read() -> None:
     from fidelity.tokens import get
 
     assert _count(body) - plain == get("claude-calibrated").count(doc["source"]["data"])
+
+
+def test_legacy_output_format_counts_as_output_config_format() -> None:
+    """``output_format`` is the earlier spelling of ``output_config.format``
+    (https://platform.claude.com/docs/en/build-with-claude/structured-outputs):
+    it reaches the params segment and counts exactly as the newer member does."""
+    from fidelity import wire
+
+    schema = {"type": "json_schema", "schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                "required": ["city"], "additionalProperties": False}}
+    legacy = _body(output_format=schema)
+    segs = wire.get("anthropic-messages").cache_view(orjson.dumps(legacy))
+    assert b'"output_format"' in next(s.data for s in segs if s.kind == "params")
+    assert _count(legacy) == _count(_body(output_config={"format": schema}))
+    assert _count(legacy) - _count(_body()) > round(CONSTANTS["anthropic"]["schema"])

@@ -136,3 +136,32 @@ def test_leave_one_repo_out_fits_without_the_repository() -> None:
     assert sorted(out) == ["a/x", "b/y", "c/z"]
     assert min(out["c/z"]) > 0.1  # its own factor is seen nowhere else
     assert min(out["c/z"]) > 2 * max(out["a/x"] + out["b/y"])
+
+
+def test_counts_are_fitted_as_whole_tokens() -> None:
+    """One-message prompts billed their text plus 7 (Claude's frame for one
+    user message: "hello" bills 8 on Haiku 4.5). The per-message and
+    per-request counts always come together there, so the solver splits the 7
+    between them (3.5 and 3.5, each rounding to 4: every prediction one token
+    over); fitted as whole tokens they add up to 7 and every prediction is exact."""
+    data = [_sample(f"t{i}", p, 1, 0, p + 7) for i, p in enumerate((1, 3, 6, 7, 10, 25, 40, 120))]
+    c = F.fit(data)
+    assert round(c["message"]) + round(c["base"]) == 7
+    assert all(abs(F.predict(s, c) - s.billed) < 0.5 for s in data)
+
+
+def test_factor_is_held_at_one() -> None:
+    """Samples billed 0.9 tokens per base token: the scaled tokenizer cannot
+    drop ids, so the fitted factor is 1 (the per-request count takes what it can)."""
+    data = [_sample(f"t{i}", p, 0, 0, round(p * 0.9)) for i, p in enumerate((300, 900, 2_000, 5_000))]
+    assert F.fit(data)["factor"] == 1.0
+
+
+def test_requests_with_media_are_not_fitted() -> None:
+    """Media is counted by rule; a rule that misses (a video: 87,000 % on
+    pydantic-ai's test_google_url_input) must not move the text constants."""
+    text = _sample("t", 500, 1, 0, 580)
+    video = F.Sample("gemini", "v", "gemini-2.0-flash", 9, chars=40, messages=1, tools=0, thinking=0, base=1,
+                     fixed=7_890, proxy=10, media=7_890)
+    assert F.usable([text, video], "anthropic") == [text]
+    assert F.usable([text, video], "gemini") == []

@@ -37,6 +37,20 @@ _SYSTEM = "You are a careful assistant. " + "Rules follow. " * 400
     ({"input": "hi", "tools": [{"type": "mcp", "server_label": "x", "server_url": "https://mcp.example"}]}, None, "",
      "server tools"),
     ({"input": []}, b'{"output":[{"type":"mcp_list_tools","id":"mcpl_1"}]}', "", "server tools"),
+    # Anthropic's tool search and advisor tools (issue 31: pydantic-ai's test_anthropic_lazy_advertisement_live
+    # and test_anthropic_advisor_tool bill 1,600-5,000 tokens the body does not hold)
+    ({"messages": [], "tools": [{"name": "tool_search_tool_bm25", "type": "tool_search_tool_bm25_20251119"},
+                                {"name": "searchable_tool", "defer_loading": True, "input_schema": {}}]},
+     None, "", "server tools"),
+    ({"messages": [], "tools": [{"name": "tool_search_tool_regex", "type": "tool_search_tool_regex_20251119"}]},
+     None, "", "server tools"),
+    ({"messages": [], "tools": [{"type": "advisor_20260301", "name": "advisor", "model": "claude-opus-4-8",
+                                 "max_tokens": 1024}]}, None, "", "server tools"),
+    ({"messages": []}, b'{"content":[{"type":"advisor_tool_result","tool_use_id":"srvtoolu_1"}]}', "",
+     "server tools"),
+    ({"messages": []}, b'{"content":[{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1"}]}', "",
+     "server tools"),
+    ({"messages": [], "tools": [{"name": "advisor", "input_schema": {"type": "object"}}]}, None, "", None),
     ({"messages": [], "mcp_servers": []}, None, "", None),
     # web search the endpoint runs for a Chat Completions request (OpenAI search models, OpenRouter's web plugin)
     ({"model": "gpt-4o-search-preview", "messages": [], "web_search_options": {}}, None, "", "server tools"),
