@@ -251,7 +251,7 @@ def _generic(d: wire.Dialect, segs: Sequence[Segment], tok: tokens.Tokenizer, mo
     ids = _ids(tok, segs, d, model)
     key = b"".join(s.data for s in segs if s.kind == "params")
     marked = [explicit and MARKER in s.data for s in segs]
-    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name), time, label, output, key,
+    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name, model=model), time, label, output, key,
                            marked if explicit else None)
 
 

@@ -87,7 +87,7 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
         from ..cache.prompts import generic_request
         from ..tokens.billed import prompt_tail
 
-        tail = prompt_tail(tok, d.name)
+        tail = prompt_tail(tok, d.name, model=model)
         p_prompt = cache_models.PromptTokens(generic_request([s.kind for s in p_segs], p_ids, tail, t_p, None).tokens,
                                              t_p, _breakpoints(p_marked, p_ids))
         c_prompt = cache_models.PromptTokens(generic_request([s.kind for s in c_segs], c_ids, tail, t_c, None).tokens,

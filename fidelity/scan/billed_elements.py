@@ -134,12 +134,12 @@ class Handler:
         """The params segment's ids (memoised by the caller on the params bytes)."""
         return _EMPTY
 
-    def _tail(self, tok: tokens.Tokenizer) -> array[int]:
-        """:func:`~fidelity.tokens.billed.prompt_tail` of this dialect (kept per tokenizer)."""
+    def _tail(self, tok: tokens.Tokenizer, model: str) -> array[int]:
+        """:func:`~fidelity.tokens.billed.prompt_tail` of this dialect (kept per tokenizer and model)."""
         tails = self.__dict__.setdefault("_tails", {})
-        got = tails.get(tok.name)
+        got = tails.get((tok.name, model))
         if got is None:
-            got = tails[tok.name] = prompt_tail(tok, self.name)
+            got = tails[(tok.name, model)] = prompt_tail(tok, self.name, model=model)
         return got  # type: ignore[no-any-return]
 
     def assemble(self, prep: Any, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
@@ -153,7 +153,7 @@ class Handler:
             kinds += [it.kind for it in items[same:]]
         else:
             kinds = ["params", *(it.kind for it in items)]
-        req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok), time, label,
+        req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok, prep.model), time, label,
                                     (), "", None, st.asm if st is not None else None, same + 1)
         return req, _GenericState(asm, kinds)
 
