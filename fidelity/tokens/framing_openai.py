@@ -155,8 +155,7 @@ PRIMING: tuple[Piece, ...] = (START, "assistant", MESSAGE)
 #: model writes the channel and ``<|message|>`` itself (Harmony format article,
 #: https://cookbook.openai.com/articles/openai-harmony: the rendered prompt
 #: ends with ``<|start|>assistant``, as gpt-oss's chat template's generation
-#: prompt does). Recorded usage agrees: gpt-5 and o-series prompts bill one
-#: token less than the 3-token priming (docs/tokens-billed.md)
+#: prompt does; docs/tokens-billed.md, "Harmony priming")
 HARMONY_PRIMING: tuple[Piece, ...] = (START, "assistant")
 
 
@@ -256,22 +255,27 @@ def _media_from_url(kind: str, url: str, detail: str | None = None) -> Media:
 
 #: data-URL types of a file part that the model reads as plain text
 _TEXT_FILES = ("text/", "application/json", "application/xml", "application/yaml", "application/x-yaml")
+#: text types that are spreadsheets: augmented (first rows and a generated summary), not read as text
+_SPREADSHEETS = ("text/csv", "text/tab-separated-values")
 
 
 def text_file(part: Mapping[str, Any]) -> str | None:
     """The text of a ``file`` / ``input_file`` part whose ``file_data`` is a
-    ``data:`` URL of a text type (``text/plain``, ``text/csv``, JSON, YAML),
-    else ``None``. Such a file reaches the model as its text, not by the
-    PDF rule (OpenAI's file inputs guide, https://platform.openai.com/docs/guides/pdf-files:
-    for a non-PDF document only its text is extracted and passed to the
-    model; recorded usage agrees: docs/tokens-billed.md, "Text files")."""
+    ``data:`` URL of a text type (``text/plain``, markdown, code, JSON,
+    YAML), else ``None``. Such a file reaches the model as its text, not by
+    the PDF rule (OpenAI's file inputs guide,
+    https://developers.openai.com/api/docs/guides/file-inputs: for non-PDF
+    document and text files "the API extracts text only"; spreadsheets such
+    as CSV go through an augmentation flow instead and are left to the PDF
+    rule's estimate)."""
     if part.get("type") not in ("file", "input_file"):
         return None
     f = part.get("file")
     f = f if isinstance(f, Mapping) else part
     data = f.get("file_data")
     d = decode_data_url(data) if isinstance(data, str) else None
-    if d is None or not (d[0] or "").lower().startswith(_TEXT_FILES):
+    mime = (d[0] or "").lower() if d is not None else ""
+    if d is None or not mime.startswith(_TEXT_FILES) or mime.startswith(_SPREADSHEETS):
         return None
     import base64
     import binascii

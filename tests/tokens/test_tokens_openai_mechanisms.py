@@ -267,9 +267,11 @@ def test_a_text_file_part_is_read_as_its_text() -> None:
                                                {"type": "input_text", "text": text}]), url=RESPONSES)
     assert got.tokens == plain.tokens and got.media == () and got.kind == "text"
     assert framing_openai.text_file(part) == text
-    chat_part = {"type": "file", "file": {"filename": "a.csv", "file_data": "data:text/csv;base64,"
-                                          + base64.b64encode(b"a,b\n1,2\n").decode()}}
-    assert framing_openai.text_file(chat_part) == "a,b\n1,2\n"
+    md = {"type": "file", "file": {"filename": "a.md", "file_data": "data:text/markdown;base64,"
+                                   + base64.b64encode(b"# Title\n").decode()}}
+    assert framing_openai.text_file(md) == "# Title\n"
+    csv = {"type": "input_file", "file_data": "data:text/csv;base64," + base64.b64encode(b"a,b\n1,2\n").decode()}
+    assert framing_openai.text_file(csv) is None  # a spreadsheet: augmented by the API, not read as text
     pdf = {"type": "input_file", "file_data": "data:application/pdf;base64," + base64.b64encode(_pdf("x")).decode()}
     assert framing_openai.text_file(pdf) is None  # a PDF keeps the PDF rule
     assert framing_openai.text_file({"type": "input_file", "file_url": "https://example.com/a.txt"}) is None
