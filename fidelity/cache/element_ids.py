@@ -140,12 +140,12 @@ class Handler:
         """Where the levels start in the assembled prompt (Anthropic's only)."""
         return None
 
-    def _tail(self, tok: tokens.Tokenizer) -> array[int]:
-        """:func:`~fidelity.tokens.billed.prompt_tail` of this dialect (kept per tokenizer)."""
+    def _tail(self, tok: tokens.Tokenizer, model: str) -> array[int]:
+        """:func:`~fidelity.tokens.billed.prompt_tail` of this dialect (kept per tokenizer and model)."""
         tails = self.__dict__.setdefault("_tails", {})
-        got = tails.get(tok.name)
+        got = tails.get((tok.name, model))
         if got is None:
-            got = tails[tok.name] = prompt_tail(tok, self.name)
+            got = tails[(tok.name, model)] = prompt_tail(tok, self.name, model=model)
         return got  # type: ignore[no-any-return]
 
     def assemble(self, prep: Any, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
@@ -160,7 +160,7 @@ class Handler:
         else:
             kinds = ["params", *(it.kind for it in items)]
         # the params bytes are the partition key (model, prompt_cache_key...)
-        req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok), time, label,
+        req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok, prep.model), time, label,
                                     output, prep.params, None, st.asm if st is not None else None, same + 1)
         return req, _GenericState(asm, kinds)
 

@@ -81,7 +81,7 @@ def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: st
     explicit = prov == "dashscope" and MARKER in body
     cm = "dashscope-explicit" if explicit else (providers.get(prov).cache_model or prov)
     ids = segment_ids(tok, segs, d, model)
-    return cm, _generic(d, segs, ids, tok, time, label, output, explicit), None, tuple(ids)
+    return cm, _generic(d, segs, ids, tok, model, time, label, output, explicit), None, tuple(ids)
 
 
 def segment_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
@@ -107,10 +107,10 @@ _IDS_MEMO: dict[Any, list[array[int]]] = {}
 
 
 def _generic(d: wire.Dialect, segs: Sequence[Segment], ids: Sequence[array[int]], tok: tokens.Tokenizer,
-             time: float | None, label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
+             model: str, time: float | None, label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
     key = b"".join(s.data for s in segs if s.kind == "params")
     marked = [explicit and MARKER in s.data for s in segs]
-    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name), time, label, output, key,
+    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name, model=model), time, label, output, key,
                            marked if explicit else None)
 
 

@@ -112,6 +112,11 @@ def _measure(media: Media, provider: str, model: str, tok: Tokenizer | None = No
 
         return MediaPart("reasoning", reasoning_tokens(len(media.data or b"")), True,
                          "openai reasoning item: fitted on encrypted_content length", "body")
+    if media.kind == "compaction":
+        from .framing_openai import compaction_tokens
+
+        return MediaPart("compaction", compaction_tokens(len(media.data or b"")), True,
+                         "openai compaction item: fitted on encrypted_content length", "body")
     info = None
     sized = _ATTACHMENT_SIZE.match(media.url or "") if media.data is None else None
     if sized is not None:  # a DeepSeek Harness attachment: the log records its size
@@ -294,15 +299,21 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
-def prompt_tail(tok: Tokenizer, dialect: str) -> array[int]:
+def prompt_tail(tok: Tokenizer, dialect: str, *, model: str | None = None) -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
-    reply priming of the framed dialects (OpenAI: ``<|start|>assistant<|message|>``,
-    3 tokens); empty for the others."""
+    reply priming of the framed dialects, empty for the others.
+
+    Without a ``model`` (``None``): ``<|start|>assistant<|message|>``, 3
+    tokens, for every framed dialect. With one: that model's priming
+    (:func:`fidelity.tokens.framing_openai.priming`): 2 tokens,
+    ``<|start|>assistant``, for a Harmony model (gpt-5, o-series, gpt-oss);
+    none for a Claude or Gemini model in an OpenAI-shaped body, which is
+    billed as its own provider renders the conversation."""
     out = array(TOKEN_TYPECODE)
     if dialect in _FRAMED:
-        from .framing_openai import PRIMING
+        from .framing_openai import PRIMING, priming
 
-        for p in PRIMING:
+        for p in (PRIMING if model is None else priming(model)):
             if isinstance(p, str):
                 out.extend(tok.ids(p))
             elif isinstance(p, Special):
@@ -313,7 +324,7 @@ def prompt_tail(tok: Tokenizer, dialect: str) -> array[int]:
 def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
                  url: str | None = None) -> PromptCount:
     """The billed prompt tokens of one request body: its segments'
-    :func:`segment_ids` plus the provider's reply priming (OpenAI: 3)."""
+    :func:`segment_ids` plus the provider's reply priming (:func:`prompt_tail`)."""
     from .. import providers, tokens, wire
     from ..wire.evidence import describe_bytes
 
@@ -327,7 +338,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     parts: list[MediaPart] = []
     ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
     kinds = _kinds(body, d.name, segs, parts)
-    tail = len(prompt_tail(tok, d.name))
+    tail = len(prompt_tail(tok, d.name, model=model))
     estimated = tok.estimated or any(p.estimated for p in parts)
     return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
 

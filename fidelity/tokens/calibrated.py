@@ -3,8 +3,7 @@
 No public tokenizer exists for either model, so the count is an estimate
 (every output says ``estimated``). The plain estimates
 (``claude-estimate``, ``gemini-estimate``) count characters with each
-provider's rule of thumb; on recorded usage they are off by 10-40%. These
-count the text with o200k_base (a public BPE vocabulary of a similar size)
+provider's rule of thumb. These count the text with o200k_base (a public BPE vocabulary of a similar size)
 and scale by a factor fitted on recorded usage: Claude 1.146, Gemini 1.0
 Claude/Gemini tokens per o200k token (``python -m fidelity.tokens.fit``;
 fitted and held-out errors in ``docs/tokens-billed.md``).
@@ -16,10 +15,8 @@ share the ids of that prefix. Claude Opus 4.7 and later use a new tokenizer
 ("up to 35% more tokens", https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7);
 no recorded usage here fits it, so they use the same factor (a stated limit).
 
-Anthropic's own Claude-2 vocabulary (``anthropic/tokenizer.json`` in the
-anthropic SDK 0.34.2) was tried as the base in place of o200k_base: it
-is not better on tests left out of the fit (``docs/tokens-billed.md``,
-"Which base vocabulary"), so o200k_base stays.
+Why the base is o200k_base and not Anthropic's Claude-2 vocabulary:
+``docs/tokens-billed.md``, "Which base vocabulary".
 """
 
 from __future__ import annotations

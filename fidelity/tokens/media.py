@@ -59,8 +59,12 @@ audio 32 tokens a second; each PDF page 258 tokens. Gemini 3
 tokens, PDF pages 560, video 70 a frame at the default resolution.
 
 A part whose bytes are not in the body (a URL, a file id) cannot be
-measured: it is counted with the rule's typical size and marked
-``estimated``.
+measured (no network: a remote URL is never fetched; a ``data:`` URL is
+decoded): it is counted with a typical size and marked ``estimated``. An
+image under the OpenAI rule is taken as 480 x 360 (:data:`OPENAI_URL_IMAGE`,
+fitted), a PDF under the OpenAI part rules as one page without text (its
+per-page tokens only, fitted), every other part as :data:`_TYPICAL` (a
+1024 x 1024 image, one letter-size page with 2,000 characters, 30 s).
 """
 
 from __future__ import annotations
@@ -342,6 +346,11 @@ def gemini_image_tokens(model: str, width: int, height: int) -> int:
 #: image, a one-page letter-size PDF, 30 s of audio or video
 _TYPICAL = MediaInfo("typical", width=1024, height=1024, pages=1, page_sizes=((612.0, 792.0),),
                      page_text_chars=(2000,), seconds=30.0)
+#: fitted: the typical size of an image an OpenAI-shaped request names by URL,
+#: 480 x 360 (the web images the fit side's requests name are 400 x 301 and
+#: about 540 x 360, as other requests of the same tests sent them as bytes:
+#: docs/tokens-billed.md, "URL images")
+OPENAI_URL_IMAGE = (480, 360)
 
 
 #: fitted per-page tokens of an OpenAI PDF besides its text, by the part that carries it
@@ -367,8 +376,10 @@ def count_media(provider: str, model: str, kind: str, info: MediaInfo | None, *,
             return MediaCount(anthropic_image_tokens(w, h), estimated, "anthropic w*h/750")
         if fam == "gemini":
             return MediaCount(gemini_image_tokens(model, w, h), estimated, "gemini 258/tile")
+        if estimated:
+            w, h = OPENAI_URL_IMAGE
         return MediaCount(openai_image_tokens(model, w, h, detail), estimated or fam != "openai",
-                          "openai tiles/patches")
+                          "openai tiles/patches" + (" (typical URL image)" if estimated else ""))
     if kind == "pdf":
         pages = got.pages or 1
         sizes = got.page_sizes or ((612.0, 792.0),) * pages
@@ -383,6 +394,8 @@ def count_media(provider: str, model: str, kind: str, info: MediaInfo | None, *,
         if part in OPENAI_PDF_PAGE:
             per = OPENAI_PDF_PAGE[part]
             text = text_tokens(got.text) if text_tokens is not None and got.text else text_est
+            if estimated:  # not in the body: its text is not known, only the page is counted (fitted)
+                return MediaCount(per * pages, True, f"openai pdf {per}/page ({part}, typical URL PDF: no text)")
             return MediaCount(text + per * pages, True, f"openai pdf text + {per}/page ({part})")
         img = sum(openai_image_tokens(model, *_page_px(pw, ph), "high") for pw, ph in sizes)
         return MediaCount(img + text_est, True, "openai page image + text")

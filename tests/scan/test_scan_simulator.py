@@ -1,6 +1,6 @@
 """scan replays each partition through the real cache simulator: its figures
-equal ``fidelity replay``'s (that each request's simulator input equals
-``cache_prompt``'s is tests/scan/test_scan_fast_ids.py)."""
+equal ``fidelity replay``'s (both build each request with the one builder,
+:mod:`fidelity.cache.builder`; tests/cache/test_builder.py checks that reuse changes nothing)."""
 
 from __future__ import annotations
 
