@@ -4,7 +4,7 @@ No public tokenizer exists for either model, so the count is an estimate
 (every output says ``estimated``). The plain estimates
 (``claude-estimate``, ``gemini-estimate``) count characters with each
 provider's rule of thumb. These count the text with o200k_base (a public BPE vocabulary of a similar size)
-and scale by a factor fitted on recorded usage: Claude 1.146, Gemini 1.0
+and scale by a factor fitted on recorded usage: Claude 1.142, Gemini 1.0
 Claude/Gemini tokens per o200k token (``python -m fidelity.tokens.fit``;
 fitted and held-out errors in ``docs/tokens-billed.md``).
 
@@ -31,7 +31,7 @@ from ._base import TOKEN_TYPECODE, Tokenizer
 
 __all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "GEMINI_FACTOR", "claude_calibrated", "gemini_calibrated"]
 
-CLAUDE_FACTOR = 1.146
+CLAUDE_FACTOR = 1.142
 GEMINI_FACTOR = 1.0
 _EXTRA = 1 << 40
 #: texts of fewer base tokens are stretched in a loop (numpy's per-call cost dominates)

@@ -464,8 +464,9 @@ needs_corpus = pytest.mark.skipif(not (CORPUS / "pydantic__pydantic-ai").is_dir(
     ("test_openai_responses_document_as_binary_content_input.yaml", "/interactions/0", 8),  # Responses PDF
     ("test_native_output.yaml", "/interactions/0", 3),                               # strict schema
     ("test_reasoning_wire_contract[groq-gpt-oss-thinking-medium].yaml", "/interactions/0", 4),  # gpt-oss: 4 under
-    ("test_openrouter_tool_optional_parameters.yaml", "/interactions/0", 6),         # claude-sonnet-4.5, tools
-    ("test_openrouter_cache_tool_definitions_e2e.yaml", "/interactions/0", 6),       # claude-sonnet-4.6, tools
+    # claude-sonnet-4.5 / 4.6 tools: 8 under (1.4 %) with the Claude factor refitted to 1.142 on the merged rules
+    ("test_openrouter_tool_optional_parameters.yaml", "/interactions/0", 8),
+    ("test_openrouter_cache_tool_definitions_e2e.yaml", "/interactions/0", 8),
     ("test_openrouter_map_messages_reasoning.yaml", "/interactions/0", 5),           # claude-3.7-sonnet:thinking
 ])
 def test_fit_side_recordings_are_counted_within_a_few_tokens(name: str, where: str, within: int) -> None:
