@@ -7,7 +7,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fidelity import cache
@@ -47,7 +47,6 @@ def questions(draw: Any) -> list[tuple[int, list[PromptTokens], PromptTokens]]:
     return out
 
 
-@settings(max_examples=100)
 @given(asked=questions())
 def test_kept_simulators_answer_as_fresh_ones(asked: list[Any]) -> None:
     simulator._FED.clear()
