@@ -16,11 +16,14 @@ walking it again (``fidelity scan``'s element builder passes it).
 from __future__ import annotations
 
 import hashlib
+import threading
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from operator import is_
+from itertools import compress, count
+from operator import is_, is_not
 from typing import Any
 
 from .. import tokens
@@ -59,8 +62,47 @@ def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array
     memoises them per element and assembles with :func:`generic_assemble`,
     the same loop, so both build the same request). ``marked``: DashScope
     explicit caching, per segment whether it carries a marker (``None``:
-    implicit caching)."""
-    return generic_assemble(kinds, ids, tail, time, label, output, key, marked)[0]
+    implicit caching).
+
+    The report and the differ assemble the same segments' ids (the very
+    arrays, from the billed-ids memo) many times over: the last few
+    assemblies are kept, and the one sharing the most leading ids arrays
+    with this request (by identity) is resumed from, as the scan resumes
+    from the previous request of its session (the same request either way).
+    So an ids array must not change once given (the simulator keeps the
+    prompt built from it too)."""
+    n = min(len(kinds), len(ids))
+    prev, same = _recent(ids, n)
+    req, state = generic_assemble(kinds, ids, tail, time, label, output, key, marked, prev, same)
+    with _RECENT_LOCK:
+        _RECENT.append(state)
+    return req
+
+
+#: the last few :func:`generic_request` assemblies (each holds its ids
+#: arrays, so that no other object takes their identity while it is here)
+_RECENT: deque[Assembled] = deque(maxlen=8)
+_RECENT_LOCK = threading.Lock()
+
+
+def _recent(ids: Sequence[array[int]], n: int) -> tuple[Assembled | None, int]:
+    """Of :data:`_RECENT`, the assembly whose leading parts are the most
+    leading ``ids`` (the very objects), and how many; ``(None, 0)`` when
+    none shares the first."""
+    with _RECENT_LOCK:
+        recent = list(_RECENT)
+    best, most = None, 0
+    for state in reversed(recent):  # the latest first: ties go to it
+        parts = state.parts
+        if not n or not parts or parts[0] is not ids[0]:
+            continue
+        m = min(n, len(parts))
+        shared = next(compress(count(), map(is_not, ids[:m], parts[:m])), m)  # the first that differs, in C
+        if shared > most:
+            best, most = state, shared
+            if shared == n:
+                break
+    return best, most
 
 
 @dataclass

@@ -13,6 +13,7 @@ plain block trie's with a last-use stamp per node
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable
@@ -36,6 +37,8 @@ _BLOCK = itemgetter(1)
 _hash = hash
 #: the key of a node no longer in the trie
 _GONE = (-1, b"")
+#: packed ids are native ``array('q')`` bytes, which :func:`first_id` reads as little-endian
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 class PrefixStore:
@@ -385,10 +388,13 @@ class PrefixStore:
         self._live_blocks += 1
         return nid
 
-    def _new_chain(self, parent: int, blocks: list[bytes], seg: int) -> int:
-        """Nodes for ``blocks`` (full blocks), each the child of the one
-        before, the first a child of ``parent``, all in segment ``seg``;
-        built with list operations, not one call per block. Returns the last."""
+    def _new_chain(self, parent: int, data: bytes, k: int, nfull: int, seg: int) -> int:
+        """Nodes for the full blocks ``k`` to ``nfull`` of the packed ids
+        ``data``, each the child of the one before, the first a child of
+        ``parent``, all in segment ``seg``; built with list operations, not
+        one call per block. Returns the last."""
+        u = self.unit * ITEM
+        blocks = [data[i * u : (i + 1) * u] for i in range(k, nfull)]
         m = len(blocks)
         first = len(self._kids)
         ids = range(first, first + m)
@@ -400,7 +406,10 @@ class PrefixStore:
         else:
             self._children.update(zip(pairs, ids))
         self._key += pairs
-        self._first.extend(map(first_id, blocks))
+        if _LITTLE_ENDIAN:  # each block's first id (first_id's reading), strided in C
+            self._first.extend(memoryview(data).cast("q")[k * self.unit : nfull * self.unit : self.unit])
+        else:
+            self._first.extend(map(first_id, blocks))
         self._kids += [[j] for j in ids[1:]]
         self._kids.append([])
         self._adopt(parent, first, blocks[0])
@@ -442,7 +451,7 @@ class PrefixStore:
                 touched.append(cur)
             if self.capacity is None:
                 self._drop_leaves_under(node, data[k * u : (k + 1) * u])
-            node = self._new_chain(node, [data[i * u : (i + 1) * u] for i in range(k, nfull)], cur)
+            node = self._new_chain(node, data, k, nfull, cur)
         if len(data) > nfull * u:
             tail = data[nfull * u :]
             leaf = self._child_holding(node, tail)

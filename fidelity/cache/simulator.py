@@ -47,6 +47,7 @@ children) against all of it.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -442,7 +443,36 @@ def simulated(cm: CacheModel, earlier: Sequence[PromptTokens], request: PromptTo
     """What ``request`` reads and writes when sent after ``earlier`` (fed in
     time order to a fresh simulator of the cache model ``cm``): the one cache
     computation behind ``diff``, calibration and ``probe``, as behind
-    ``replay`` and ``scan``."""
+    ``replay`` and ``scan``.
+
+    The simulators fed the last few ``earlier`` sequences (equal prompts,
+    an equal cache model: the same class and settings) are kept, since a
+    question leaves a simulator as it was: the report asks about many
+    children (each variant, each partly fixed child) after the same parent.
+    So neither a cache model nor the prompts may change once asked about
+    (a :class:`PromptTokens` is read-only)."""
+    earlier = tuple(earlier)
+    with _FED_LOCK:
+        for k in range(len(_FED) - 1, -1, -1):
+            fed_cm, fed_earlier, sim = _FED[k]
+            if fed_earlier == earlier and _same_model(fed_cm, cm):
+                _FED.append(_FED.pop(k))  # the latest used goes last
+                return sim.predict(as_request(request, "child"))
     sim = Simulator(cache_model=cm)
     sim.run([as_request(p, f"parent#{i}") for i, p in enumerate(earlier)])
-    return sim.predict(as_request(request, "child"))
+    with _FED_LOCK:  # one question at a time to a simulator others may hold
+        _FED.append((cm, earlier, sim))
+        del _FED[:-_FED_KEPT]
+        return sim.predict(as_request(request, "child"))
+
+
+def _same_model(a: CacheModel, b: CacheModel) -> bool:
+    """Whether two cache models answer alike: the same class and settings
+    (each call of :func:`fidelity.cache.get` makes a new model)."""
+    return a is b or (type(a) is type(b) and vars(a) == vars(b))
+
+
+#: (cache model, earlier prompts, the simulator fed them), the latest used last
+_FED: list[tuple[CacheModel, tuple[PromptTokens, ...], Simulator]] = []
+_FED_KEPT = 8
+_FED_LOCK = threading.Lock()

@@ -58,14 +58,15 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[i
     spans = {} if spans is None else spans
     covered: dict[str, set[int]] = {}
     singles: dict[str, bytes] = {}
-    changed: set[str] = set()
+    # the containers a fixed break owns a slot of: the others keep the child's bytes, unread
+    changed = {_container(one.pointer)[0] for one in map(_one, touched) if one.kind != "params"}
     for s in slots:
         one = _one(s)
         if one.kind == "params":
             continue
         container = _container(one.pointer)[0]
-        if s.owner in fixed:
-            changed.add(container)
+        if container not in changed:
+            continue
         if s.c is not None:
             c_index = _container(s.c.pointer)[1]
             if c_index is not None:

@@ -39,12 +39,14 @@ def parsed(body: bytes, path: str | None = None) -> Any:
     it (same value, same refusals): a compact body (see the module
     docstring) by orjson, in C, since orjson writing it back byte for byte
     leaves nothing the strict parser refuses (no duplicate key, no NaN, no
-    integer past 64 bits, no lone surrogate) but nesting, checked as the
-    strict parser checks it; any other body by the strict parser (its
-    error names ``path``). A new value each call."""
+    integer past 64 bits, no lone surrogate, and no nesting past
+    :data:`fidelity.jsonio.MAX_DEPTH`: orjson writes at most 254 levels,
+    see :data:`_COMPACT_WITHIN_MAX_DEPTH`; were that ever not so, the
+    nesting is checked as the strict parser checks it); any other body by
+    the strict parser (its error names ``path``). A new value each call."""
     fresh: list[Any] = []
     layout = _layout(body, fresh)
-    if layout is None or (body.count(b"[") + body.count(b"{") > jsonio.MAX_DEPTH
+    if layout is None or (not _COMPACT_WITHIN_MAX_DEPTH and body.count(b"[") + body.count(b"{") > jsonio.MAX_DEPTH
                           and jsonio.text_depth(body) > jsonio.MAX_DEPTH):
         return jsonbytes.loads(body, path=path)
     return fresh[0] if fresh else orjson.loads(body)
@@ -175,6 +177,28 @@ def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _E
         fresh.append(obj)
     return out
 
+
+def _dumps_refuses_past_max_depth() -> bool:
+    """True when ``orjson.dumps`` refuses an array and an object nested
+    :data:`fidelity.jsonio.MAX_DEPTH` + 1 levels deep (orjson 3 stops at 255
+    levels, ``jsonio.MAX_DEPTH`` is 256): then no body that orjson writes back
+    byte for byte (a compact body) nests deeper than the strict parser
+    accepts, and :func:`parsed` need not measure its depth."""
+    array: Any = []
+    obj: Any = {}
+    for _ in range(jsonio.MAX_DEPTH):
+        array, obj = [array], {"k": obj}
+    for value in (array, obj):
+        try:
+            orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            continue
+        return False
+    return True
+
+
+#: see :func:`_dumps_refuses_past_max_depth` (checked once, on import)
+_COMPACT_WITHIN_MAX_DEPTH = _dumps_refuses_past_max_depth()
 
 _LAST: dict[bytes, dict[str, _Entry] | None] = {}
 #: bytes of the bodies held in :data:`_LAST` (a scan's bodies may be megabytes)

@@ -471,3 +471,28 @@ def test_common_tokens_is_the_common_prefix(a: list[int], b: list[int], shared: 
     while expected < min(len(a), len(b)) and a[expected] == b[expected]:
         expected += 1
     assert common_tokens(array("q", a).tobytes(), array("q", b).tobytes()) == expected
+
+
+@pytest.mark.parametrize("little_endian", [True, False])
+@given(prompts=st.lists(st.lists(st.integers(-(2**40), 2**40), max_size=40), min_size=1, max_size=8),
+       unit=st.integers(1, 5))
+def test_each_node_keeps_its_blocks_first_id(little_endian: bool, prompts: list[list[int]], unit: int) -> None:
+    """A chain of new blocks takes each block's first id with one strided
+    read of the request's packed ids (the other branch: one ``first_id``
+    per block): every node in the trie holds its own block's first id, as
+    ``first_id`` reads it."""
+    from fidelity.cache import prefix_store
+    from fidelity.cache.packed_ids import first_id
+
+    native = prefix_store._LITTLE_ENDIAN
+    prefix_store._LITTLE_ENDIAN = little_endian
+    try:
+        store = PrefixStore(unit)
+        for i, prompt in enumerate(prompts):
+            store.feed(array("q", prompts[0][: i * 3] + prompt), array("q"), float(i), f"r{i}")
+    finally:
+        prefix_store._LITTLE_ENDIAN = native
+    live = [v for v in range(1, len(store._key)) if store._key[v][0] >= 0]
+    assert live or not any(prompts)
+    for v in live:
+        assert store._first[v] == first_id(store._block(v)), v

@@ -9,10 +9,12 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fidelity import jsonbytes
+from fidelity import jsonbytes, jsonio
+from fidelity.errors import InputError
 from fidelity.wire import spans as _spans
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8) \
@@ -106,3 +108,23 @@ def test_the_layout_memo_is_bounded_by_bytes(monkeypatch: Any) -> None:
         assert _spans.top_elements(body, "messages")[1] == (len(body) - 3, len(body) - 2)
         assert _spans._SIZE[0] == sum(map(len, _spans._LAST)) <= 3000
     assert bodies[-1] in _spans._LAST and bodies[0] not in _spans._LAST
+
+
+def test_a_compact_body_is_never_too_deep_so_its_depth_is_not_measured(monkeypatch: Any) -> None:
+    assert _spans._COMPACT_WITHIN_MAX_DEPTH  # orjson writes at most 254 levels; MAX_DEPTH is 256
+    assert _spans._dumps_refuses_past_max_depth()
+
+    def refuse(text: Any) -> int:
+        raise AssertionError("text_depth measured a compact body")
+
+    monkeypatch.setattr(jsonio, "text_depth", refuse)
+    deep = b'{"a":' + b"[" * 253 + b"]" * 253 + b',"b":[' + b"{}," * 300 + b"{}]}"  # 254 levels, 600 brackets
+    assert _spans.parsed(deep) == orjson.loads(deep)
+
+
+@pytest.mark.parametrize("levels", [257, 300, 1024])
+def test_too_deep_bodies_are_refused_compact_or_not(levels: int) -> None:
+    for body in (b"[" * levels + b"]" * levels, b'{"k":' * levels + b"1" + b"}" * levels):
+        assert _spans._compact_layout(body) is None  # orjson does not write it back
+        with pytest.raises(InputError, match="nested more than 256 levels"):
+            _spans.parsed(body, path="deep.json")
