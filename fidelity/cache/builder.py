@@ -72,8 +72,11 @@ class PromptIds:
     partition (requests fed in the partition's order), ``cache_prompt`` one
     per process."""
 
-    def __init__(self, memo: TokenMemo) -> None:
+    def __init__(self, memo: TokenMemo, digests: bool = False) -> None:
         self.memo = memo
+        #: key the memo on 16-byte digests of the elements' bytes, not the
+        #: bytes (a process-wide builder then holds ids, not copies of bodies)
+        self.digests = digests
         #: requests built from the whole view / element by element
         self.whole = 0
         self.elements = 0
@@ -156,12 +159,14 @@ class PromptIds:
                 continue
             data = dumps_value(it.value)
             mb = h.memo_bytes(data)
+            if self.digests:
+                mb = _digest(mb)
             got = memo.get((name, model, it.kind, mb, ctx))
             if got is None:
                 got = h.element(prep, it, data, ctx)
-                # the key holds bytes of their own size (dumps_value's and strip_markers' are)
+                # the key holds bytes of their own size (dumps_value's, strip_markers' and digests are)
                 memo.put((name, model, it.kind, mb, ctx), got,
-                         len(data) + 8 * len(result_ids(got)) + 128, len(data))
+                         len(mb) + 8 * len(result_ids(got)) + 128, len(data))
             results.append(h.finish(it, got))
         pkey = (name, model, "params", view.params)
         params_ids = memo.get(pkey)

@@ -94,7 +94,7 @@ _PROMPTS: dict[tuple[Any, ...], CachePrompt] = {}
 #: the builder every cache_prompt call shares (its memo holds each element's
 #: ids, so a body that repeats another's history tokenizes only what is new);
 #: the proxy serves requests on threads
-_BUILDER = PromptIds(TokenMemo(64 << 20))
+_BUILDER = PromptIds(TokenMemo(64 << 20), digests=True)
 _LOCK = threading.Lock()
 
 

@@ -40,8 +40,10 @@ def test_diff_peak_memory_is_a_small_multiple_of_the_input() -> None:
     finally:
         tracemalloc.stop()
     assert result.raw.first_divergent_byte is not None and result.tokens.common_prefix > 0
-    # measured 7.0x with billed framing (4.5x before it), the vocabulary loaded before the window
-    assert peak < 10 * (len(parent) + len(child)), peak / (len(parent) + len(child))
+    # measured 10.5x with the one builder (7.8x before it: the process-wide builder keeps each
+    # element's ids for reuse beside the flat prompts; the parse of a 3 MB body peaks at 6.5x
+    # its size on its own), the vocabulary loaded before the window
+    assert peak < 12 * (len(parent) + len(child)), peak / (len(parent) + len(child))
 
 
 def test_segment_memo_is_bounded_by_bytes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
