@@ -1,8 +1,9 @@
 """Predicted prompt tokens against what providers billed, over recorded traffic.
 
 For every recorded request with reported usage
-(:func:`fidelity.traffic.sources.reported`), predict the prompt with :func:`fidelity.tokens.billed.count_prompt` and compare with
-the billed prompt; summarise per provider and kind of request (text, tools,
+(:func:`fidelity.traffic.sources.reported`), predict the prompt with
+:func:`count_prompt` (the one builder's prompt, as ``replay`` and ``scan``
+feed it to the simulator) and compare with the billed prompt; summarise per provider and kind of request (text, tools,
 schema, image, pdf, audio) as the median and 95th percentile of
 ``|predicted - billed| / billed``.
 
@@ -21,13 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import providers, tokens, wire
+from .cache.prompts import cache_prompt
+from .cache.whole_view import view_of
 from .errors import InputError, UnknownName
 from .stats import percentile
-from .tokens.billed import count_prompt
+from .tokens.billed import PromptCount, billing_tokenizer, prompt_media
 from .traffic.exchange import Exchange
 from .traffic.sources import reported
 
-__all__ = ["CheckRow", "CheckGroup", "CheckResult", "check", "check_records", "percentile"]
+__all__ = ["CheckRow", "CheckGroup", "CheckResult", "check", "check_records", "count_prompt", "percentile"]
 
 KINDS = ("text", "tools", "schema", "image", "pdf", "audio", "video")
 
@@ -95,6 +99,29 @@ def _provider_of(family: str | None, dialect: str, model: str) -> str:
     return family or dialect
 
 
+def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None, url: str | None = None,
+                 provider: str | None = None) -> PromptCount:
+    """The billed prompt tokens of one request body sent to ``url``: the
+    length of the one builder's prompt (:func:`fidelity.cache.prompts.cache_prompt`:
+    its segments' billed ids and the reply priming), whether it is an
+    estimate, and what it holds (:func:`fidelity.tokens.billed.prompt_media`).
+    ``provider``: whose cache serves it where that is not the dialect's
+    (the URL's, as ``replay`` passes it)."""
+    from .wire.evidence import describe_bytes
+
+    if dialect is None or model is None:
+        d_name, _, found_model, _ = describe_bytes(url, body)
+        dialect, model = dialect or d_name, model or found_model
+    endpoint = providers.placed_url(url)  # the URL places the cache, as in replay
+    cp = cache_prompt(body, dialect=dialect, model=model, endpoint=endpoint, provider=provider)
+    d = wire.get(cp.dialect)
+    tok = billing_tokenizer(tokens.for_model(cp.model, d.provider, nearest=True), d.name)
+    kinds, media = prompt_media(body, view_of(d, body, endpoint), tok, dialect=d.name, provider=d.provider,
+                                model=cp.model)
+    estimated = cp.estimated or any(p.estimated for p in media)
+    return PromptCount(len(cp.request.tokens), estimated, cp.tokenizer, kinds, media)
+
+
 def check_records(records: Iterable[Exchange]) -> CheckResult:
     rows: list[CheckRow] = []
     skipped: Counter[str] = Counter()
@@ -114,7 +141,7 @@ def check_records(records: Iterable[Exchange]) -> CheckResult:
             continue
         assert dialect is not None and model is not None
         try:
-            got = count_prompt(rec.body, dialect=dialect, model=model, url=rec.url)
+            got = count_prompt(rec.body, dialect=dialect, model=model, url=rec.url, provider=family)
         except (InputError, UnknownName) as exc:
             skipped[f"not countable: {str(exc)[:60]}"] += 1
             continue

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from .. import wire
 from ..errors import FidelityError
@@ -158,20 +157,10 @@ def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | N
 
 
 def prompt_tokens(body: bytes, dialect: str, model: str | None = None, endpoint: str | None = None) -> int:
-    """Prompt tokens of one request as its provider's tokenizer counts them
-    (an estimate where no public tokenizer exists)."""
-    from .. import tokens
-    from ..diff import prompt_token_ids
+    """Prompt tokens of one request as its provider bills them: the one
+    builder's prompt (:func:`fidelity.cache.prompts.cache_prompt`, what
+    ``replay`` and ``tokens-check`` count), an estimate where no public
+    tokenizer exists."""
+    from ..cache.prompts import cache_prompt
 
-    d = wire.get(dialect)
-    segs = wire.cache_view_at(d, body, endpoint)
-    if model is None:
-        import orjson
-
-        try:
-            obj: Any = orjson.loads(body)
-            model = obj.get("model") if isinstance(obj, dict) else None
-        except orjson.JSONDecodeError:
-            model = None
-    tok = tokens.for_model(model or "", d.provider)
-    return sum(map(len, prompt_token_ids(tok, segs)))
+    return len(cache_prompt(body, dialect=dialect, model=model, endpoint=endpoint).request.tokens)

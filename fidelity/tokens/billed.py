@@ -10,9 +10,9 @@ a hash of the media bytes (or URL), so two requests carrying the same image
 still share those tokens in a prefix match, and a different image breaks
 the match where it starts.
 
-:func:`count_prompt` is the whole prompt of one body: the total, whether it
-is estimated, which kinds of content it holds (text, tools, schema, image,
-pdf, audio) and each media part's rule.
+:func:`prompt_media` says what one body's prompt holds: which kinds of
+content (text, tools, schema, image, pdf, audio) and each media part's rule;
+its count is the one builder's (``fidelity.tokens_check.count_prompt``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ._parallel import encode_texts
 from ._pieces import Media, Piece, Special
 from .media import MediaInfo, count_media, probe, probe_b64
 
-__all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "count_prompt", "media_ids",
+__all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "prompt_media", "media_ids",
            "billing_tokenizer", "prompt_tail",
            "pieces_ids", "media_in"]
 
@@ -321,26 +321,19 @@ def prompt_tail(tok: Tokenizer, dialect: str, *, model: str | None = None) -> ar
     return out
 
 
-def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None = None,
-                 url: str | None = None) -> PromptCount:
-    """The billed prompt tokens of one request body: its segments'
-    :func:`segment_ids` plus the provider's reply priming (:func:`prompt_tail`)."""
-    from .. import providers, tokens, wire
-    from ..wire.evidence import describe_bytes
-
-    d_name, family, found_model, _ = describe_bytes(url, body)
-    name = dialect or d_name
-    d = wire.get(name) if name else wire.detect(orjson.loads(body))
-    model = model or found_model or ""
-    # a model no rule names: the nearest family's ids, marked as an estimate (recorded traffic)
-    tok = billing_tokenizer(tokens.for_model(model, d.provider, nearest=True), d.name)
-    segs = wire.cache_view_at(d, body, providers.placed_url(url))  # the URL places the cache, as in replay
-    parts: list[MediaPart] = []
-    ids = segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model, media=parts)
-    kinds = _kinds(body, d.name, segs, parts)
-    tail = len(prompt_tail(tok, d.name, model=model))
-    estimated = tok.estimated or any(p.estimated for p in parts)
-    return PromptCount(sum(map(len, ids)) + tail, estimated, tok.name, kinds, tuple(parts))
+def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialect: str, provider: str,
+                 model: str) -> tuple[tuple[str, ...], tuple[MediaPart, ...]]:
+    """What one body's prompt holds, beside its count (the one builder's,
+    :func:`fidelity.cache.prompts.cache_prompt`): the kinds of content (text,
+    tools, schema, image, pdf, audio) and each media part's rule, measured
+    from the cache view's pieces without tokenizing their text."""
+    framed = segment_pieces(dialect, segs, model)
+    if framed is None:
+        framed = [(_generic_pieces(s) if s.text is None and s.kind != "params" else None) or [] for s in segs]
+    tok = billing_tokenizer(tok, dialect)
+    parts = tuple(_measure(p, provider, model, tok) for pieces in framed for p in pieces
+                  if not isinstance(p, (str, Special)))
+    return _kinds(body, dialect, segs, parts), parts
 
 
 def _kinds(body: bytes, dialect: str, segs: Sequence[Segment], parts: Sequence[MediaPart]) -> tuple[str, ...]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from fidelity.tokens.billed import count_prompt
 from fidelity.tokens.framing_estimate import CONSTANTS, TOOL_PROMPT_RECORDED, anthropic_tool_prompt, claude_version
+from fidelity.tokens_check import count_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path("/work/corpus")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import orjson
 
 from fidelity.tokens import get
-from fidelity.tokens.billed import count_prompt
 from fidelity.tokens.framing_estimate import CONSTANTS
+from fidelity.tokens_check import count_prompt
 
 
 def _count(body: dict, model: str) -> int:

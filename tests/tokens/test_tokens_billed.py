@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from fidelity import tokens, wire
 from fidelity.tokens import media
 from fidelity.tokens._pieces import Media
-from fidelity.tokens.billed import count_prompt, media_ids, segment_ids
+from fidelity.tokens.billed import media_ids, segment_ids
 from fidelity.tokens.framing_openai import render_tools
+from fidelity.tokens_check import count_prompt
 from fidelity.traffic.usage import from_response
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real"

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from fidelity import tokens
 from fidelity.tokens import framing_openai, media
-from fidelity.tokens.billed import count_prompt
 from fidelity.tokens.framing_estimate import anthropic_tool_prompt
+from fidelity.tokens_check import count_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path("/work/corpus")
