@@ -22,6 +22,7 @@ from typing import Any
 from .. import tokens, wire
 from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
+from ..wire.evidence import detect_request
 from ..wire.spans import parsed
 from .builder import PromptIds
 from .element_ids import handler_for
@@ -105,8 +106,8 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
     # the whole-view builder reads the bytes; detection, the model and the element builder, the value
     need = d is None or model is None or (handler_for(d) is not None and (provider or d.provider) == d.provider)
     obj = parsed(body, path) if need else None
-    if d is None:
-        d = wire.detect(obj, path=path)
+    if d is None:  # the one detection rule: the URL first, then the body
+        d = wire.get(detect_request(obj, url=endpoint, path=path).dialect)
     if model is None:
         model = obj.get("model") if isinstance(obj, dict) and isinstance(obj.get("model"), str) else None
         if model is None:

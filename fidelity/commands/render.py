@@ -28,6 +28,7 @@ from .. import providers, wire
 from ..canonical import FORMAT, request_from_obj
 from ..errors import InputError, UnknownName
 from ..jsonio import load
+from ..wire.evidence import detect_request
 
 __all__ = ["HELP", "EXAMPLE", "add_arguments", "run", "dialect_for"]
 
@@ -58,7 +59,7 @@ def _wire_body_error(obj: Any, path: str) -> InputError | None:
     if not isinstance(obj, dict) or "fidelity" in obj:
         return None
     try:
-        dialect = wire.detect(obj).name
+        dialect = detect_request(obj).dialect
     except InputError:
         return None
     return InputError(f"this is a provider wire body (it looks like {dialect}), not a canonical request; render takes "
