@@ -245,3 +245,15 @@ class _Rec:
     provider: str = "anthropic"
     model: str = "claude-sonnet-4-5"
     raw_body: bytes | None = None
+
+
+def test_a_body_the_element_builder_cannot_read_is_a_one_line_input_error() -> None:
+    """No second builder to fall back to: the dialect's cache view names the
+    problem when it can, else the handler's reason, with the file."""
+    from fidelity.errors import InputError
+
+    for body, dialect in [(b'{"model":"deepseek-v4-flash","messages":{}}', "deepseek"),
+                          (b'[1,2]', "openai-chat")]:
+        with pytest.raises(InputError) as err:
+            cache_prompt(body, dialect=dialect, model="m" if body.startswith(b"[") else None, path="x.json")
+        assert str(err.value).startswith("x.json") and "\n" not in str(err.value)
