@@ -31,7 +31,10 @@ apart with the reason :func:`reason` gives.
   ``web_search_options``: https://platform.openai.com/docs/guides/tools-web-search?api-mode=chat;
   OpenRouter's ``web`` plugin or a model slug ending in ``:online``:
   https://openrouter.ai/docs/features/web-search), whose results the
-  endpoint adds to the prompt;
+  endpoint adds to the prompt; and OpenRouter's server tools, any tool whose
+  type has the ``openrouter:`` prefix (``openrouter:web_search``,
+  ``openrouter:advisor``), which OpenRouter runs itself zero or more times
+  in one request (https://openrouter.ai/docs/guides/features/server-tools);
 * **provider tools**: tools the provider defines and the client runs
   (Anthropic's ``computer``, ``bash``, ``text_editor``:
   https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool),
@@ -51,6 +54,8 @@ apart with the reason :func:`reason` gives.
 'server tools'
 >>> reason({"model": "openai/gpt-4o", "messages": [], "plugins": [{"id": "web"}]})
 'server tools'
+>>> reason({"model": "openai/gpt-4.1-mini", "messages": [], "tools": [{"type": "openrouter:web_search"}]})
+'server tools'
 >>> reason({"model": "gpt-5", "previous_response_id": "resp_1", "input": "hi"})
 'server state'
 >>> reason({"model": "gpt-5", "input": "hi"}) is None
@@ -68,7 +73,7 @@ REASONS = ("server tools", "provider tools", "server template", "server state")
 
 #: tool ``type`` prefixes of provider-run (server) tools (sources in the module docstring)
 _SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
-                      "image_generation", "mcp", "tool_search_tool_", "advisor_")
+                      "image_generation", "mcp", "tool_search_tool_", "advisor_", "openrouter:")
 #: Gemini tool members of built-in (server) tools, REST camelCase and SDK snake_case
 _GEMINI_SERVER_TOOLS = ("googleSearch", "google_search", "googleSearchRetrieval", "google_search_retrieval",
                         "urlContext", "url_context", "codeExecution", "code_execution")

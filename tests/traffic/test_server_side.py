@@ -61,6 +61,15 @@ _SYSTEM = "You are a careful assistant. " + "Rules follow. " * 400
      "server tools"),
     ({"model": "anthropic/claude-sonnet-4:online", "messages": []}, None, "", "server tools"),
     ({"model": "openai/gpt-4o", "messages": [], "plugins": [{"id": "file-parser"}]}, None, "", None),
+    # OpenRouter's server tools (pydantic-ai's test_openrouter_web_search_tool_usage and
+    # test_openrouter_advisor_tool_stream bill 888-8,174 tokens for a one-line prompt)
+    ({"model": "openai/gpt-4.1-mini", "messages": [],
+      "tools": [{"type": "openrouter:web_search", "parameters": {"max_uses": 1}}]}, None, "", "server tools"),
+    ({"model": "openai/gpt-4.1-mini", "messages": [],
+      "tools": [{"type": "openrouter:advisor", "parameters": {"model": "~anthropic/claude-opus-latest"}}]},
+     None, "", "server tools"),
+    ({"model": "openai/gpt-4.1-mini", "messages": [],
+      "tools": [{"type": "function", "function": {"name": "openrouter_search", "parameters": {}}}]}, None, "", None),
     # client tools, and empty or absent members, are not
     ({"tools": [{"type": "function", "name": "web_search_helper", "parameters": {}}]}, None, "", None),
     ({"tools": [{"name": "get_weather", "input_schema": {}}]}, b'{"tools":[{"name":"web_search"}]}', "", None),
