@@ -30,7 +30,7 @@ class _HasBreakpoints(Protocol):
 
 
 #: the longest lifetime a ``cache_control`` marker can ask for: Anthropic
-#: documents ``"5m"`` and ``"1h"`` (``fidelity.cache.prompts.ttl_seconds``)
+#: documents ``"5m"`` and ``"1h"`` (``fidelity.cache.assemble.ttl_seconds``)
 LONGEST_MARKER_TTL = 3600.0
 
 

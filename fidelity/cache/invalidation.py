@@ -16,7 +16,7 @@ read 2026-11):
   messages cache only; the tools and system caches stay.
 
 One table, read by the cache simulator's Anthropic prompt builder
-(:mod:`fidelity.cache.prompts`, which folds each setting into the first token
+(:mod:`fidelity.cache.assemble`, which folds each setting into the first token
 of the level it invalidates) and by the differ (which says what a params
 change invalidates), so the two cannot disagree.
 """

@@ -258,7 +258,7 @@ def _compare_views(
     if d.provider == "anthropic":
         # Anthropic keys its cache on content, not on where cache_control
         # markers sit: a moved marker is no change in the cache view (the
-        # raw-byte diff above still shows it). See fidelity.cache.prompts.
+        # raw-byte diff above still shows it). See fidelity.cache.anthropic_blocks.
         p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
 
     split = _first_differing_segment(p_segs, c_segs)

@@ -183,7 +183,7 @@ def message_block_pieces(value: Any, media_of: Any,
     message's own pieces (:func:`one_segment_pieces` less its overhead) are
     exactly theirs one after the other (no other member the model reads),
     else ``None``: what a block counts as a one-block message less the
-    overhead (Anthropic's block ends, :func:`fidelity.cache.prompts.block_ends_of`),
+    overhead (Anthropic's block ends, :func:`fidelity.cache.anthropic_blocks.block_ends_of`),
     without a second pass over the message."""
     if not (isinstance(value, dict) or isinstance(value, Mapping)) or media_of(value) is not None:
         return None
