@@ -291,7 +291,7 @@ def _mp4_seconds(data: bytes) -> float | None:
     """Duration of an MP4/QuickTime file from its movie header (``mvhd`` in
     ``moov``: ISO/IEC 14496-12, 8.2.2): duration / timescale."""
     i = data.find(b"mvhd")
-    if i < 4:
+    if i < 4 or len(data) <= i + 4:
         return None
     version = data[i + 4]
     if version == 1:

@@ -100,3 +100,12 @@ def test_cbr_duration_grows_with_its_frames(frames: int, tag: int) -> None:
     """Any CBR stream, after any ID3 tag: duration = frames x 1,152 / 48,000."""
     info = probe(_mp3(frames, _id3(tag) if tag else b""), "audio/mpeg")
     assert info.seconds is not None and abs(info.seconds - frames * 1152 / 48000) < 1e-9
+
+
+@given(st.binary(max_size=600), st.sampled_from([b"", b"ID3\x03\x00", b"\xff\xfb\x74\x44", b"mvhd", b"Xing"]),
+       st.sampled_from(["audio/mpeg", "video/mp4"]))
+def test_any_bytes_give_a_duration_or_none(data: bytes, head: bytes, mime: str) -> None:
+    """Truncated or hostile media never raises: a duration (positive) or ``None``."""
+    for blob in (head + data, data + head, head):
+        seconds = probe(blob, mime).seconds
+        assert seconds is None or seconds >= 0
