@@ -109,3 +109,18 @@ def test_any_bytes_give_a_duration_or_none(data: bytes, head: bytes, mime: str) 
     for blob in (head + data, data + head, head):
         seconds = probe(blob, mime).seconds
         assert seconds is None or seconds >= 0
+
+
+def test_an_inline_mp4_in_a_gemini_body_is_counted_by_its_length() -> None:
+    """test_google_model_video_as_binary_content_input (fit side): a 1.305 s MP4
+    sent as ``inlineData``. Its base64 text was probed as if it were the bytes
+    (video was not among the kinds read as base64), so it counted 7,890."""
+    import orjson
+
+    from fidelity.tokens_check import count_prompt
+
+    payload = base64.b64encode(_mp4(1000, 1305)).decode()
+    body = {"contents": [{"parts": [{"inlineData": {"data": payload, "mimeType": "video/mp4"}},
+                                    {"text": "Explain me this video"}], "role": "user"}]}
+    got = count_prompt(orjson.dumps(body), dialect="gemini", model="gemini-2.5-flash")
+    assert [(m.kind, m.tokens, m.estimated) for m in got.media] == [("video", 526, False)]
