@@ -11,8 +11,8 @@ so near-identical requests never sit on both sides. A group is held out
 when the first byte of the SHA-1 of its name is divisible by 3 (about one
 in three).
 
-Model: ``billed - media - tool-use system prompt = factor * o200k tokens of
-the text + m * messages + t * tools + k * thinking + a * adaptive thinking
+Model: ``billed - media - tool-use system prompt - Gemini thought signatures
+= factor * o200k tokens of the text + m * messages + t * tools + k * thinking + a * adaptive thinking
 + s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``,
 solved by least squares weighted by ``1 / billed`` with a small ridge on the
 per-message, tool, thinking and request counts (docs/tokens-billed.md says
