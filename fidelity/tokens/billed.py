@@ -124,7 +124,7 @@ def _measure(media: Media, provider: str, model: str, tok: Tokenizer | None = No
         got = count_media(provider, model, "image", info, detail=media.detail)
         return MediaPart("image", got.tokens, got.estimated, got.rule, "log")
     if media.data is not None:
-        if media.mime is not None and media.kind in ("image", "pdf", "audio", "file") and _is_b64(media.data):
+        if media.mime is not None and media.kind in ("image", "pdf", "audio", "video", "file") and _is_b64(media.data):
             info = probe_b64(media.data.decode("ascii", "replace"), media.mime)
         else:
             info = probe(media.data, media.mime)

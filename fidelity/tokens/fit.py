@@ -11,8 +11,8 @@ so near-identical requests never sit on both sides. A group is held out
 when the first byte of the SHA-1 of its name is divisible by 3 (about one
 in three).
 
-Model: ``billed - media - tool-use system prompt = factor * o200k tokens of
-the text + m * messages + t * tools + k * thinking + a * adaptive thinking
+Model: ``billed - media - tool-use system prompt - Gemini thought signatures
+= factor * o200k tokens of the text + m * messages + t * tools + k * thinking + a * adaptive thinking
 + s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``,
 solved by least squares weighted by ``1 / billed`` with a small ridge on the
 per-message, tool, thinking and request counts (docs/tokens-billed.md says
@@ -50,7 +50,7 @@ from ..traffic.sources import reported
 from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
-from .framing_estimate import ADAPT, BASE, CALL, DOC, MSG, SCHEMA, SYSTEM, THINK, TOOL, segment_pieces
+from .framing_estimate import ADAPT, BASE, CALL, DOC, MSG, SCHEMA, SIGNATURE, SYSTEM, THINK, TOOL, segment_pieces
 
 __all__ = ["Sample", "samples", "group_of", "repo_of", "held_out", "fit", "fit_trimmed", "predict", "errors", "usable",
            "body_holds_prompt", "leave_one_test_out", "leave_one_repo_out", "EXCLUDED", "main"]
@@ -141,7 +141,7 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         provider = _ESTIMATED[dialect]
         segs = wire.get(dialect).cache_view(rec.body)
         counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0,
-                  CALL.id: 0, SYSTEM.id: 0}
+                  CALL.id: 0, SYSTEM.id: 0, SIGNATURE.id: 0}
         chars = fixed = proxy = tool_proxy = media = 0
         for seg, pieces in zip(segs, segment_pieces(provider, segs, model, _media_in, _UNIT)):
             for p in pieces:
@@ -155,7 +155,7 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
                     counts[p.id] = counts.get(p.id, 0) + 1
                 elif isinstance(p, Media):
                     media += _measure(p, provider, model).tokens
-        fixed = media + counts[DOC.id]
+        fixed = media + counts[DOC.id] + counts[SIGNATURE.id]  # measured apart, not fitted here
         out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
                           proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),

@@ -24,6 +24,19 @@ per request, and the tool-use system prompt:
   adds nothing, so it is not counted.
 * Gemini bills the text with about one token a turn and one a system
   instruction, and no per-request count (``gemini`` in :data:`CONSTANTS`).
+* Gemini thought signatures (``thoughtSignature`` on a part) are opaque and
+  never text. Google validates those of the *current turn* only, the model
+  steps since the last user message that is not made of function responses
+  (https://ai.google.dev/gemini-api/docs/thought-signatures); the billed
+  count is not documented. Measured on the fit side (``docs/tokens-billed.md``,
+  "Gemini thought signatures"): a current-turn signature whose bytes open
+  with protobuf field 2 (base64 ``E...``, the Gemini 3 signatures of the
+  Gemini Developer API) bills one token per :data:`GEMINI_SIGNATURE_CHARS`
+  base64 characters; field-1 signatures (``C...``: Gemini 2.5, Vertex AI) and
+  those of earlier turns bill nothing. Their tokens are placed at the end of
+  the prompt: inline, they would break the prefix that the next turn's
+  request (which bills them no more) reads from the cache, and the recorded
+  cache reads say it does not break.
 * Extended thinking adds a fixed count per request: ``thinking`` for
   ``{"type": "enabled"}``, ``adaptive`` for ``{"type": "adaptive"}`` (both
   fitted); adaptive thinking on Opus 4.7 and later adds nothing.
@@ -56,11 +69,19 @@ from ._pieces import Piece, Special
 
 __all__ = ["CONSTANTS", "TOOL_PROMPT_RECORDED", "claude_version", "anthropic_tool_prompt", "segment_pieces",
            "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE", "DOC",
-           "ADAPT", "SCHEMA", "CALL", "SYSTEM"]
+           "ADAPT", "SCHEMA", "CALL", "SYSTEM", "SIGNATURE", "GEMINI_SIGNATURE_CHARS",
+           "signature_tokens", "current_turn_start"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
 ADAPT, SCHEMA, CALL, SYSTEM = Special(-106), Special(-107), Special(-108), Special(-109)
+SIGNATURE = Special(-110)
+
+#: base64 characters per billed token of a Gemini thought signature that is
+#: billed (module docstring): the median of ``(billed - counted) / signature
+#: characters`` over the 52 fit-side requests whose current turn carries
+#: field-2 signatures of 900 characters or more (docs/tokens-billed.md)
+GEMINI_SIGNATURE_CHARS = 4.9
 
 #: fitted per provider (:mod:`fidelity.tokens.fit`): tokens per message, per
 #: tool, for extended thinking, per request... (see the module docstring)
@@ -224,15 +245,68 @@ def _n(provider: str, key: str, consts: Mapping[str, Mapping[str, float]] | None
 
 def segment_pieces(provider: str, segs: Sequence[Segment], model: str, media_of: Any,
                    consts: Mapping[str, Mapping[str, float]] | None = None) -> list[list[Piece]]:
-    """Pieces of each segment of an ``anthropic-messages`` or ``gemini`` cache view."""
+    """Pieces of each segment of an ``anthropic-messages`` or ``gemini`` cache
+    view. Gemini: the billed thought signatures of the current turn
+    (:func:`signature_tokens`) are appended to the last segment (module
+    docstring)."""
     out: list[list[Piece]] = []
     params: Mapping[str, Any] = {}
     first_tool = next((i for i, s in enumerate(segs) if s.kind == "tools"), None)
+    values: list[Any] = [_UNPARSED] * len(segs)
+    start = len(segs)
+    if provider == "gemini":
+        for i, seg in enumerate(segs):
+            if seg.kind == "message":
+                try:
+                    values[i] = orjson.loads(seg.data)
+                except orjson.JSONDecodeError:
+                    values[i] = seg.data.decode("utf-8", "replace")
+        start = current_turn_start([v if s.kind == "message" else None for s, v in zip(segs, values)])
+    signed = 0
     for i, seg in enumerate(segs):
         if seg.kind == "params":
             params = params_value(seg)
-        out.append(one_segment_pieces(provider, seg, model, media_of, params, i == first_tool, consts))
+        out.append(one_segment_pieces(provider, seg, model, media_of, params, i == first_tool, consts,
+                                      value=values[i]))
+        if i > start and seg.kind == "message":
+            signed += signature_tokens(values[i])
+    if signed and out:
+        out[-1] += [SIGNATURE] * signed
     return out
+
+
+def _parts(content: Any) -> list[Any]:
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    return parts if isinstance(parts, list) else []
+
+
+def current_turn_start(contents: Sequence[Any]) -> int:
+    """Index of the user content that opens the current turn of a Gemini
+    conversation: the last one with a part that is not a function response
+    (https://ai.google.dev/gemini-api/docs/thought-signatures); ``-1`` when
+    there is none. ``contents``: each message parsed (``None`` for a
+    segment that is not a message)."""
+    for i in range(len(contents) - 1, -1, -1):
+        c = contents[i]
+        if not isinstance(c, Mapping) or c.get("role", "user") != "user":
+            continue
+        if any(not (isinstance(p, Mapping) and ({"functionResponse", "function_response"} & p.keys()))
+               for p in _parts(c)):
+            return i
+    return -1
+
+
+def signature_tokens(content: Any) -> int:
+    """Billed tokens of the thought signatures on one Gemini content of the
+    current turn (module docstring): field-2 signatures only."""
+    n = 0
+    for p in _parts(content):
+        if not isinstance(p, Mapping):
+            continue
+        sig = p.get("thoughtSignature", p.get("thought_signature"))
+        if isinstance(sig, str) and sig[:1] == "E":  # base64 of 0x12..: protobuf field 2, length-delimited
+            n += round(len(sig) / GEMINI_SIGNATURE_CHARS)
+    return n
 
 
 def params_value(seg: Segment) -> Mapping[str, Any]:

@@ -4,7 +4,8 @@ Providers bill media by what it is (pixels, pages, seconds), never by its
 base64 text. This module reads only what a rule needs from the bytes, from
 their headers: image dimensions with Pillow (``Image.open`` parses the
 header and decodes no pixels until asked), PDF page count and page sizes
-with pypdf, WAV duration with the standard library's ``wave``. Base64 is
+with pypdf, WAV duration with the standard library's ``wave``, MP3 duration
+from its first frame header, MP4 duration from its movie header. Base64 is
 decoded only as far as the header needs (a prefix; the whole payload only
 when the header lies further in).
 
@@ -56,7 +57,12 @@ crop unit of ``floor(min(w, h) / 1.5)`` px, ``ceil(w / unit) * ceil(h /
 unit)`` tiles, as Vertex AI's counts behave); video 263 tokens a second,
 audio 32 tokens a second; each PDF page 258 tokens. Gemini 3
 (https://ai.google.dev/gemini-api/docs/media-resolution): images 1120
-tokens, PDF pages 560, video 70 a frame at the default resolution.
+tokens, PDF pages 560, video 70 a frame at the default resolution; audio
+25 tokens a second (measured: :data:`GEMINI3_AUDIO`). Video is sampled at
+one frame a second (https://ai.google.dev/gemini-api/docs/video-understanding):
+``ceil(seconds)`` frames, the first at 0 s (a 1.305 s clip billed 526 video
+tokens, two frames, on gemini-2.5-flash). The audio track of a video is not
+counted.
 
 A part whose bytes are not in the body (a URL, a file id) cannot be
 measured (no network: a remote URL is never fetched; a ``data:`` URL is
@@ -179,7 +185,9 @@ def probe(data: bytes, mime: str | None = None) -> MediaInfo:
     if kind == "pdf":
         return _pdf_info(data)
     if kind == "audio":
-        return MediaInfo("audio", seconds=_wav_seconds(data))
+        return MediaInfo("audio", seconds=_wav_seconds(data) or _mp3_seconds(data))
+    if kind == "video":
+        return MediaInfo("video", seconds=_mp4_seconds(data))
     return MediaInfo(kind)
 
 
@@ -224,6 +232,79 @@ def _wav_seconds(data: bytes) -> float | None:
             return w.getnframes() / rate if rate else None
     except (wave.Error, EOFError, OSError):
         return None
+
+
+# MPEG audio frame header tables (ISO/IEC 11172-3 and 13818-3; layout as summarised in
+# http://www.mp3-tech.org/programmer/frame_header.html): bitrates in kbit/s by
+# (MPEG-1?, layer) and sample rates by version
+_MP3_BITRATES = {
+    (True, 1): (0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448),
+    (True, 2): (0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384),
+    (True, 3): (0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320),
+    (False, 1): (0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256),
+    (False, 2): (0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160),
+    (False, 3): (0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160),
+}
+_MP3_RATES = {3: (44100, 48000, 32000), 2: (22050, 24000, 16000), 0: (11025, 12000, 8000)}
+
+
+def _mp3_seconds(data: bytes) -> float | None:
+    """Duration of an MP3 from its first frame header: the frame count of a
+    Xing/Info header where there is one (VBR), else the stream's bytes at
+    the first frame's bitrate (CBR). ``None`` when no frame header is found."""
+    pos = 0
+    if data[:3] == b"ID3" and len(data) >= 10:  # ID3v2: a syncsafe size after a 10-byte header
+        size = (data[6] & 0x7F) << 21 | (data[7] & 0x7F) << 14 | (data[8] & 0x7F) << 7 | (data[9] & 0x7F)
+        pos = 10 + size + (10 if data[5] & 0x10 else 0)
+    limit = min(len(data) - 4, pos + 4096)  # a frame follows the tag, after at most some padding
+    while pos < limit:
+        if data[pos] == 0xFF and data[pos + 1] & 0xE0 == 0xE0:
+            h = int.from_bytes(data[pos:pos + 4], "big")
+            version, layer_bits = (h >> 19) & 3, (h >> 17) & 3
+            rate_i, sr_i = (h >> 12) & 15, (h >> 10) & 3
+            if version != 1 and layer_bits and rate_i not in (0, 15) and sr_i != 3:
+                mpeg1, layer = version == 3, 4 - layer_bits
+                bitrate = _MP3_BITRATES[(mpeg1, layer)][rate_i] * 1000
+                sr = _MP3_RATES[version][sr_i]
+                samples = 384 if layer == 1 else (1152 if layer == 2 or mpeg1 else 576)
+                mono = (h >> 6) & 3 == 3
+                side = (17 if mono else 32) if mpeg1 else (9 if mono else 17)
+                pad = (h >> 9) & 1
+                if layer == 1:
+                    size = (12 * bitrate // sr + pad) * 4
+                else:
+                    size = (144 if layer == 2 or mpeg1 else 72) * bitrate // sr + pad
+                nxt = pos + size
+                if nxt + 2 <= len(data) and not (data[nxt] == 0xFF and data[nxt + 1] & 0xE0 == 0xE0):
+                    pos += 1  # no second frame where this one ends: not a frame header
+                    continue
+                tag = pos + 4 + side
+                if data[tag:tag + 4] in (b"Xing", b"Info") and len(data) >= tag + 12 and data[tag + 7] & 1:
+                    frames = int.from_bytes(data[tag + 8:tag + 12], "big")
+                    return frames * samples / sr
+                return (len(data) - pos) * 8 / bitrate
+        pos += 1
+    return None
+
+
+def _mp4_seconds(data: bytes) -> float | None:
+    """Duration of an MP4/QuickTime file from its movie header (``mvhd`` in
+    ``moov``: ISO/IEC 14496-12, 8.2.2): duration / timescale."""
+    i = data.find(b"mvhd")
+    if i < 4 or len(data) <= i + 4:
+        return None
+    version = data[i + 4]
+    if version == 1:
+        fields = data[i + 24:i + 36]
+        if len(fields) < 12:
+            return None
+        scale, duration = int.from_bytes(fields[:4], "big"), int.from_bytes(fields[4:], "big")
+    else:
+        fields = data[i + 16:i + 24]
+        if len(fields) < 8:
+            return None
+        scale, duration = int.from_bytes(fields[:4], "big"), int.from_bytes(fields[4:], "big")
+    return duration / scale if scale else None
 
 
 # ------------------------------------------------------------------ OpenAI
@@ -321,6 +402,13 @@ def anthropic_image_tokens(width: int, height: int) -> int:
 # ------------------------------------------------------------------ Gemini
 
 GEMINI_TILE = 258
+#: Gemini 3 video: tokens a frame at the default media resolution (media-resolution page)
+GEMINI3_VIDEO_FRAME = 70
+#: Gemini 3 audio: tokens a second, measured (not documented): a 4.488 s MP3
+#: billed 113 audio tokens on gemini-3-flash-preview through both the Gemini
+#: Developer API and Vertex AI (fit side, docs/tokens-billed.md), where
+#: gemini-2.5-flash billed the documented 32 a second (144)
+GEMINI3_AUDIO = 25
 
 
 def _gemini3(model: str) -> bool:
@@ -402,7 +490,10 @@ def count_media(provider: str, model: str, kind: str, info: MediaInfo | None, *,
     if kind in ("audio", "video"):
         secs = got.seconds or 30.0
         if fam == "gemini":
-            rate = 32 if kind == "audio" else 263
+            if kind == "video":  # one frame a second, the first at 0 s
+                per = GEMINI3_VIDEO_FRAME if _gemini3(model) else 263
+                return MediaCount(per * math.ceil(secs), estimated, f"gemini {per}/frame at 1 frame/s")
+            rate = GEMINI3_AUDIO if _gemini3(model) else 32
             return MediaCount(math.ceil(secs * rate), estimated, f"gemini {rate}/s")
         return MediaCount(math.ceil(secs * 10), True, "estimate 10/s")
     return MediaCount(0, True, "unknown media kind")
