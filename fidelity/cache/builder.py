@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from .. import tokens
 from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
-from .element_ids import SKIP, Handler, Previous, Unsupported, handler_for, result_ids
+from .element_ids import SKIP, Handler, Previous, handler_for, result_ids
 from .items import FastView, Item, build_view, common_prefix, dumps_value, shared_values
 from .memo import TokenMemo
 from .simulator import SimRequest
@@ -109,7 +109,7 @@ class PromptIds:
             if view is None:
                 view, shared = build_view(d, rec.body), None
             req, state, ids = self._elements(handler, rec, view, shared, time, label, endpoint, output)
-        except (Unsupported, TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
             self._last = False
             # the dialect's cache view names what is wrong with the body
             body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)

@@ -59,15 +59,11 @@ from .assemble import Assembled, anthropic_assemble, anthropic_images, generic_a
 from .items import FastView, Item, dumps_value
 from .simulator import SimRequest
 
-__all__ = ["Handler", "Previous", "Unsupported", "handler_for", "SKIP"]
+__all__ = ["Handler", "Previous", "handler_for", "SKIP"]
 
 #: the context of an element the cache view leaves out (no ids)
 SKIP = ("skip",)
 _EMPTY = array(tokens.TOKEN_TYPECODE)
-
-
-class Unsupported(Exception):
-    """A body a handler cannot read (the dialect's cache view names what is wrong)."""
 
 
 @dataclass
@@ -214,8 +210,6 @@ class _OpenAI(Handler):
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
                 endpoint: str | None = None) -> _OpenAIPrep:
         items = view.items
-        if self.dialect.name == "openai-responses" and "tools" in obj and not isinstance(obj["tools"], list):
-            raise Unsupported("tools is not an array")
         tok = self.tokenizer(model, prev)
         k = _reuse(prev)
         if k:
@@ -463,10 +457,7 @@ class _DeepSeekPrep:
 class _DeepSeek(Handler):
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
                 endpoint: str | None = None) -> _DeepSeekPrep:
-        messages = obj.get("messages")
-        if not isinstance(messages, list):
-            raise Unsupported("messages is not an array")
-        _, tools, n_system = tpl._lists(obj)
+        messages, tools, n_system = tpl._lists(obj)
         system = "\n\n".join(tpl._content_text(m.get("content")) for m in messages[:n_system])
         tok = self.tokenizer(model, prev)
         head = n_system + len(tools)  # system, then tools, then the turns (template order)

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FidelityError
-from ..traffic.usage import cache_report
 
 __all__ = ["ProbeError", "Reported", "Endpoint", "reported_usage"]
 
@@ -50,10 +49,20 @@ class Reported:
 
 def reported_usage(response: Mapping[str, Any]) -> Reported | None:
     """Prompt and cached tokens from a response body, or ``None`` when the
-    server reports no cached-token figure: the one usage parser's
-    (:func:`fidelity.traffic.usage.cache_report`)."""
-    got = cache_report(response)
-    return Reported(*got) if got is not None else None
+    server reports no cached-token figure (see the module docstring)."""
+    raw_usage = response.get("usage")
+    usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    prompt = usage.get("prompt_tokens")
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int) and isinstance(prompt, int):
+        return Reported(prompt, details["cached_tokens"], "usage.prompt_tokens_details.cached_tokens")
+    if isinstance(usage.get("prompt_cache_hit_tokens"), int) and isinstance(prompt, int):
+        return Reported(prompt, usage["prompt_cache_hit_tokens"], "usage.prompt_cache_hit_tokens")
+    timings = response.get("timings")
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        n = timings["cache_n"] + int(timings.get("prompt_n") or 0)
+        return Reported(prompt if isinstance(prompt, int) else n, timings["cache_n"], "timings.cache_n")
+    return None
 
 
 class Endpoint:
