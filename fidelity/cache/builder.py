@@ -41,7 +41,7 @@ from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import view_of, whole_request
 
-__all__ = ["PromptIds", "Built", "KEEP"]
+__all__ = ["PromptIds", "Built", "KEEP", "element_handler"]
 
 #: requests kept per builder to build the next ones from (sessions interleave)
 KEEP = 8
@@ -65,6 +65,13 @@ class Built(NamedTuple):
     #: each cache-view segment's billed ids, the params segment first
     #: (Anthropic's markers removed; segments the cache leaves out, none)
     ids: tuple[Any, ...] = ()
+
+
+def element_handler(d: Any, provider: str) -> Handler | None:
+    """The element handler that builds ``d``'s bodies at ``provider``'s
+    cache, or ``None``: built from the whole view (a dialect without one,
+    or a body another provider's endpoint serves). The one choice of way."""
+    return handler_for(d) if provider == d.provider else None
 
 
 class PromptIds:
@@ -98,7 +105,7 @@ class PromptIds:
         ``None``: not known, compared here). ``output``: the reply's ids
         where known (DeepSeek and engines keep them in the cache)."""
         d = rec.dialect
-        handler = handler_for(d) if rec.provider == d.provider else None
+        handler = element_handler(d, rec.provider)
         if handler is None:
             self._last = False
             self.whole += 1
@@ -123,8 +130,10 @@ class PromptIds:
         model = rec.model
         items = view.items
         # a body read from bytes shares no parsed objects with earlier ones:
-        # digests of its elements' bytes find the earlier request (a compare in C)
-        datas = [_digest(dumps_value(it.value)) for it in items] if shared is None else None
+        # digests of its elements' bytes find the earlier request (a compare in C);
+        # the bytes serve the new elements below (each serialised once)
+        blobs = [dumps_value(it.value) for it in items] if shared is None else None
+        datas = [_digest(b) for b in blobs] if blobs is not None else None
         prev = self._parent(h.name, model, items, shared, datas)
         self._last = False  # until this request is built
         prep = h.prepare(rec.body, view, model, prev, endpoint)
@@ -157,10 +166,10 @@ class PromptIds:
                     and prev.ctxs[i] == ctx and prev.results[i] is not None:  # type: ignore[union-attr]
                 results.append(prev.results[i])  # type: ignore[union-attr]
                 continue
-            data = dumps_value(it.value)
+            data = blobs[i] if blobs is not None else dumps_value(it.value)
             mb = h.memo_bytes(data)
             if self.digests:
-                mb = _digest(mb)
+                mb = datas[i] if mb is data and datas is not None else _digest(mb)
             got = memo.get((name, model, it.kind, mb, ctx))
             if got is None:
                 got = h.element(prep, it, data, ctx)

@@ -24,8 +24,7 @@ from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
 from ..wire.evidence import detect_request
 from ..wire.spans import parsed
-from .builder import PromptIds
-from .element_ids import handler_for
+from .builder import PromptIds, element_handler
 from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import MEMO_BODY, remember
@@ -104,7 +103,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
                   provider: str | None) -> CachePrompt:
     d = wire.get(dialect) if dialect else None
     # the whole-view builder reads the bytes; detection, the model and the element builder, the value
-    need = d is None or model is None or (handler_for(d) is not None and (provider or d.provider) == d.provider)
+    need = d is None or model is None or element_handler(d, provider or d.provider) is not None
     obj = parsed(body, path) if need else None
     if d is None:  # the one detection rule: the URL first, then the body
         d = wire.get(detect_request(obj, url=endpoint, path=path).dialect)

@@ -222,6 +222,12 @@ def _generic_pieces(seg: Segment) -> list[Piece] | None:
     return [orjson.dumps(stripped).decode(), *found]
 
 
+def _plain_media(seg: Segment) -> list[Piece] | None:
+    """Pieces of a segment of a dialect without framing that holds media
+    (``None``: count its text or bytes as they are; a template text holds none)."""
+    return _generic_pieces(seg) if seg.text is None else None
+
+
 # ------------------------------------------------------------------ pieces -> ids
 
 def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> list[list[Piece]] | None:
@@ -292,7 +298,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
         if seg.kind == "params":
             out.append(array(TOKEN_TYPECODE))
             continue
-        pieces = _generic_pieces(seg) if seg.text is None else None
+        pieces = _plain_media(seg)
         out.append(ids if pieces is None else _pieces_ids(tok, pieces, provider, model, parts))
     return out
 
@@ -329,7 +335,7 @@ def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialec
     from the cache view's pieces without tokenizing their text."""
     framed = segment_pieces(dialect, segs, model)
     if framed is None:
-        framed = [(_generic_pieces(s) if s.text is None and s.kind != "params" else None) or [] for s in segs]
+        framed = [(_plain_media(s) if s.kind != "params" else None) or [] for s in segs]
     tok = billing_tokenizer(tok, dialect)
     parts = tuple(_measure(p, provider, model, tok) for pieces in framed for p in pieces
                   if not isinstance(p, (str, Special)))
