@@ -35,8 +35,6 @@ __all__ = ["view_of", "segment_ids", "whole_request", "remember", "MEMO_BODY", "
 #: a ``cache_control`` member (Anthropic's and DashScope's explicit breakpoints)
 MARKER = b'"cache_control"'
 
-
-
 #: entries per memo, and the largest body remembered: a body of 256 kB and its
 #: prompt's ids take about 1 MB, so a memo holds at most about 64 MB
 MEMO_SIZE = 64
@@ -72,11 +70,11 @@ _VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
 def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: str, prov: str,
                   endpoint: str | None, time: float | None, label: Hashable | None,
                   output: Sequence[int]) -> tuple[str, SimRequest, None, tuple[array[int], ...]]:
-    """The cache model's name, the :class:`SimRequest` (no levels) and each
-    segment's billed ids of ``body`` sent to
-    ``prov``'s cache at ``endpoint``, from its whole cache view (never an
-    Anthropic body at Anthropic's cache: the element builder's). Raises
-    :class:`InputError` on a body the dialect's cache view refuses."""
+    """The cache model's name, the :class:`SimRequest`, no level starts and
+    each segment's billed ids of ``body`` sent to ``prov``'s cache at
+    ``endpoint``, from its whole cache view (never an Anthropic body at
+    Anthropic's cache: the element builder's). Raises :class:`InputError` on
+    a body the dialect's cache view refuses."""
     segs = view_of(d, body, endpoint)
     explicit = prov == "dashscope" and MARKER in body
     cm = "dashscope-explicit" if explicit else (providers.get(prov).cache_model or prov)
@@ -85,10 +83,11 @@ def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: st
 
 
 def segment_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
-         memo: dict[Any, list[array[int]]] | None = None, size: int = 128) -> list[array[int]]:
-    """Billed ids per segment: the differ's own function (not a second path),
-    memoised on the segments (the same prompt under another breakpoint
-    placement has the same unmarked segments). Arrays are read-only."""
+                memo: dict[Any, list[array[int]]] | None = None, size: int = 128) -> list[array[int]]:
+    """Billed ids per segment (:func:`fidelity.tokens.prompt_ids.prompt_token_ids`
+    with the dialect), memoised on the segments (the same prompt under
+    another breakpoint placement has the same unmarked segments). Arrays are
+    read-only."""
     memo = _IDS_MEMO if memo is None else memo
     key = (tok.name, d.name, model, tuple((s.kind, s.data, s.text) for s in segs))
     hit = memo.get(key)
