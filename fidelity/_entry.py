@@ -1,21 +1,9 @@
 """The process entry point of ``fidelity`` (``python -m fidelity`` and the
-``fidelity`` console script): run the command, then leave.
-
-Leaving normally tears the interpreter down: every object still alive is
-freed one by one. After a ``fidelity diff`` of megabytes that is the
-tokenizer's vocabulary (tiktoken's encoder and decoder tables, 200,000
-entries each, and the Python dict it was built from), the token memos and
-every module: CPU time spent on memory the operating system takes back at
-once anyway (``docs/speed.md`` gives the figure).
-
-So for the commands listed in :data:`FAST_EXIT`, which write nothing but
-standard output and standard error, the process ends with ``os._exit``
-after doing what a normal exit does that anyone could see: both streams
-are flushed and the ``atexit`` handlers run. Other commands (reports,
-snapshots, the proxy, probes with engines to stop) exit normally.
-:func:`fidelity.cli.main` itself never exits, so tests keep calling it
-in-process.
-"""
+console script): run the command, then leave. Commands in :data:`FAST_EXIT`
+(output on stdout/stderr only) end with ``os._exit`` after flushing both
+streams and running ``atexit`` handlers, skipping interpreter teardown
+(figures: docs/speed.md); others exit normally. :func:`fidelity.cli.main`
+itself never exits."""
 
 from __future__ import annotations
 

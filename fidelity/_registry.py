@@ -1,10 +1,8 @@
 """The one registry idiom: name -> factory, with aliases and lazy imports.
 
-Dialects, cache models, tokenizers, fork builders, composition variants,
-importers and commands are all looked up by name. Each kind keeps one
-:class:`Registry`; an entry is either an object (or factory) given directly,
-or a ``"package.module:attribute"`` string imported the first time the name
-is asked for, so that listing names never imports heavy modules.
+Each kind (dialects, cache models, tokenizers, builders, variants,
+importers, commands) keeps one :class:`Registry`; an entry is an object or a
+``"package.module:attribute"`` string imported when first asked for.
 
 >>> r: Registry[int] = Registry("colour")
 >>> r.add("red", 1, aliases=("rouge",))
@@ -14,8 +12,7 @@ is asked for, so that listing names never imports heavy modules.
 >>> r.get("blue")
 Traceback (most recent call last):
 ...
-fidelity.errors.UnknownName: unknown colour 'blue'; known: green, red
-"""
+fidelity.errors.UnknownName: unknown colour 'blue'; known: green, red"""
 
 from __future__ import annotations
 

@@ -1,30 +1,13 @@
 """Calibrate the DeepSeek prompt and cache model against real provider usage.
 
-DeepSeek Harness (DSH) session logs recorded against the live DeepSeek API
-carry, per model request, the prompt tokens DeepSeek served from its prefix
-cache (``cacheReadTokens``) and those it computed (``inputTokens``). This
-module rebuilds every recorded request, renders it the way DeepSeek V4's
-chat template reads it, tokenizes it with the DeepSeek V4 tokenizer,
-simulates DeepSeek's cache across the requests of a session and its
-children in recorded order, and compares, step by step, the prediction with
-what DeepSeek reported.
-
-Everything here is pure: it takes sessions already read
-(:mod:`fidelity.sources.dsh`) and their resolved sidecars, and returns a
-:class:`Calibration` value; ``fidelity calibrate`` does the reading and the
-printing.
-
-The calibrated rules live in the core, so that ``fidelity diff``, ``report``
-and ``gate`` use them too: DeepSeek's cache in
-:class:`fidelity.cache.deepseek.DeepSeekCache` (``cache.for_provider
-("deepseek")``, 128-token unit), the DeepSeek V4 chat template in
-:mod:`fidelity.wire.deepseek` (:func:`~fidelity.wire.deepseek.deepseek_v4_texts`,
-the ``Segment.text`` of the ``deepseek`` dialect's cache view). What stays
-here is specific to the recorded logs: the ``{{cwd}}`` stand-in, header
-anchoring and the comparison.
-
-What the data established, and how, is written up in ``docs/calibration.md``.
-"""
+Pure: takes DeepSeek Harness sessions already read (:mod:`fidelity.sources.dsh`)
+and their sidecars, rebuilds and renders each recorded request through the
+DeepSeek V4 chat template, tokenizes it, simulates DeepSeek's cache over a
+session and its children in recorded order, and returns a
+:class:`Calibration` comparing prediction and report step by step. The rules
+themselves live in :class:`fidelity.cache.deepseek.DeepSeekCache` and
+:mod:`fidelity.wire.deepseek`; here stay the ``{{cwd}}`` stand-in, header
+anchoring and the comparison. Method and findings: docs/calibration.md."""
 
 from __future__ import annotations
 
@@ -295,23 +278,12 @@ def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render
               cache: CacheModel | None = None, *, header_shift: int = 0) -> Calibration:
     """Predict every recorded DeepSeek request of ``groups`` and compare.
 
-    Per session group (a parent and its children, which share DeepSeek's
-    cache), in recorded order: rebuild the request (system prompt and tools
-    from the sidecars where they exist), render it with ``render`` (the
-    DeepSeek wire dialect), read it through :func:`prompt_text`, tokenize,
-    and predict the cached tokens with ``cache`` (default: the core's
-    ``cache.for_provider("deepseek")``) from the earlier
-    requests of the group (each with its reply, from the log). The header
-    the logs leave as ``{{system}}``/``{{tools}}`` is known only through
-    sidecars written for today's harness, not the recorded one, so each
-    distinct header is anchored on its first recorded request: its length
-    is set so that request's prompt matches, and every later request of
-    that header is predicted with that fitted length.
-
-    ``header_shift`` adds that many tokens to every fitted header length
-    (negative: removes them), to measure how much the figures depend on the
-    fit (``fidelity calibrate --header-shift 32``; docs/calibration.md).
-    """
+    Per session group, in recorded order: rebuild, ``render``, read through
+    :func:`prompt_text`, tokenize and predict cached tokens with ``cache``
+    (default ``cache.for_provider("deepseek")``) from the group's earlier
+    requests and replies. Each distinct header is anchored on its first request
+    (docs/calibration.md, "Header anchors"); ``header_shift`` adds that many
+    tokens to every fitted header length."""
     cache = cache or cache_models.for_provider("deepseek")
     results: list[SessionResult] = []
     for gi in groups:

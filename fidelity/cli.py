@@ -1,17 +1,10 @@
 """The ``fidelity`` command line: parse arguments, run one command, print.
 
-Each command lives in a module of ``fidelity/commands/`` and exposes
-``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
-Only the chosen command's module is imported: ``fidelity diff`` does not pay
-for the report writers, and ``fidelity --help`` lists every command from
-:data:`COMMANDS` without importing any of them (start-up time is what a user
-feels first; ``benchmarks/startup.py`` measures it).
-
-Errors raised on purpose (:class:`~fidelity.errors.FidelityError`) become one
-line on stderr and exit code 2; ``--debug`` shows the traceback instead. A
-reader that stops early (``fidelity report | head``) ends the run quietly
-with exit code 0.
-"""
+Each command is a module of ``fidelity/commands/`` with ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; only the chosen one is
+imported (``--help`` lists :data:`COMMANDS` without importing any). A
+:class:`~fidelity.errors.FidelityError` becomes one line on stderr and exit 2
+(``--debug``: the traceback); a closed stdout ends the run quietly with 0."""
 
 from __future__ import annotations
 

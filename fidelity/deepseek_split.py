@@ -1,25 +1,8 @@
 """DeepSeek's cache rules fitted on one part of the recorded sessions and
-reported on the other.
-
-The DeepSeek model's data-derived settings (:data:`fidelity.cache.DEEPSEEK_UNIT`,
-the 128-token unit; reply caching) were first read off all recorded DeepSeek
-Harness sessions at once, so their accuracy on those sessions is a fitted
-figure. Here the scenario folders are split deterministically by a hash of
-the scenario name into a *fit* part and a *held-out* part; the unit is
-re-derived on the fit part alone (:func:`fit_unit`: the largest power of two
-that divides every non-zero cache read reported there), and the exact-match
-share of predicted cached tokens is reported on both parts
-(:class:`SplitFigures`). Requests a session cannot explain (header anchors:
-a header's first request, whose length is fitted on that request by
-construction) are left out of both exact-match shares, as calibration does.
-
-Constants that stay and why: the ``{{cwd}}`` stand-in
-(:data:`fidelity.calibrate.CWD_STANDIN`) only restores the length of a
-working-directory path the logs elide; it is a token-count correction, not a
-cache rule, and it was chosen on all sessions (said here, not hidden). Header
-anchoring fixes each header's unknown length on its own first request and
-never on a later one.
-"""
+reported on the other: scenario folders split by a hash of the scenario name,
+the unit re-derived on the fit part (:func:`fit_unit`), the exact-match share
+reported on both (:class:`SplitFigures`), header anchors left out of both.
+Why and what stays fitted on all sessions: docs/calibration.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The bundled fixtures: parent sessions and the provider table.
-
-They ship as package data (``fidelity/data/fixtures``) so that
-``fidelity report`` works from any directory. A fixtures directory given on
-the command line has the same layout: ``sessions.toml`` (an index naming each
-session's canonical request file, its directive and sibling directives),
-optionally ``providers.toml`` (default: the report setups of the provider
-descriptors in :mod:`fidelity.providers`) and ``compositions.toml``; what it
-lacks is taken from the bundled set.
-"""
+"""The bundled fixtures: parent sessions and the provider table, shipped as
+package data (``fidelity/data/fixtures``). A fixtures directory given on the
+command line has the same layout (``sessions.toml``, optional
+``providers.toml`` and ``compositions.toml``); what it lacks comes from the
+bundled set."""
 
 from __future__ import annotations
 

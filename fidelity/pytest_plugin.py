@@ -1,22 +1,12 @@
 """pytest plugin: prefix assertions and byte-exact request-body snapshots.
 
-Registered through the ``pytest11`` entry point ``fidelity``; without the
-package installed, enable it with ``-p fidelity.pytest_plugin`` or
-``pytest_plugins = ["fidelity.pytest_plugin"]`` in a ``conftest.py``.
-
-* :func:`assert_prefix_preserved` fails with the diff explanation (segment,
-  JSON pointer, excerpts, cause, lost tokens and cost) when a child request
-  does not start with its parent's cached prefix.
-* The ``fidelity_snapshot`` fixture compares a request body byte for byte
-  with ``__snapshots__/<test module>/<test name>.json`` beside the test
-  file. It follows syrupy's conventions: ``--fidelity-update`` writes new
-  and changed snapshots and deletes unused ones; without it a missing
-  snapshot fails; unused snapshots are listed and fail the run unless
-  ``--fidelity-warn-unused`` is given (syrupy: ``--snapshot-update``,
-  ``--snapshot-warn-unused``, https://github.com/syrupy-project/syrupy).
-* Hypothesis strategies for requests and histories live in
-  :mod:`fidelity.strategies`.
-"""
+Registered through the ``pytest11`` entry point ``fidelity`` (else
+``-p fidelity.pytest_plugin``). :func:`assert_prefix_preserved` fails with
+the diff explanation; the ``fidelity_snapshot`` fixture compares a body with
+``__snapshots__/<module>/<test>.json`` following syrupy's conventions
+(``--fidelity-update``, ``--fidelity-warn-unused``;
+https://github.com/syrupy-project/syrupy); ``fidelity_upstream`` starts a
+scripted upstream. docs/ci-and-capture.md, "The pytest plugin"."""
 
 from __future__ import annotations
 

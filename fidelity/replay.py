@@ -1,34 +1,13 @@
 """Replay recorded traffic through the cache simulator and compare with what
 the provider reported.
 
-A recording (a vcrpy cassette, a HAR archive, a claude-trace JSONL log, a
-folder of request snapshots whose metadata holds ``usage``, DeepSeek
-Harness session logs) holds requests and the usage each response reported.
-:func:`replay` feeds each recording's requests, in request time order
-(``Date`` header, HAR ``startedDateTime``, snapshot ``time``; the recorded
-order where no time is known), through one
-:class:`~fidelity.cache.simulator.Simulator` per provider, and sets the
-predicted prompt, read and written tokens beside the reported ones.
-
-A request that reads from the cache although nothing earlier in the
-recording could have written what it reads (its partition's first read, or
-its first since the recording's earlier entries expired, with no predicted
-read) came from a cache warmed before the recording started:
-it is flagged ``warm_outside`` and left out of the accuracy figures, like
-calibration's anchors.
-
-What is skipped (not simulated) and what is simulated but set apart
-(left out of the accuracy figures: server tools, server state, server
-templates) is decided by the one rule every command uses,
-:mod:`fidelity.traffic.apart`; each row says why (``note``, ``apart``).
-
-Rows are filed under the provider whose cache the URL reaches (a request
-to DeepSeek's ``/responses`` is DeepSeek's, one to OpenRouter is the
-``openrouter`` gateway's), not the provider whose API shape the body has.
-
-The JSON form (``fidelity replay --json``) is documented in
-``docs/replay.md``.
-"""
+:func:`replay` feeds each recording's requests (any format of
+:mod:`fidelity.traffic.sources`), in request time order (recorded order where
+no time is known), through one :class:`~fidelity.cache.simulator.Simulator`
+per provider whose cache the URL reaches, and sets predicted prompt, read and
+written tokens beside the reported ones. Reads from a cache warmed before
+the recording are flagged ``warm_outside``; skipped and set-apart requests
+follow :mod:`fidelity.traffic.apart`. Rows and JSON: docs/replay.md."""
 
 from __future__ import annotations
 
@@ -136,13 +115,9 @@ def _label(ex: Exchange) -> str:
 def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool = False,
                      **params: Any) -> list[Row]:
     """Rows for one recording: per provider and model, one simulator fed in
-    request time order. ``params`` go to every cache model (engine settings).
-
-    ``scale_to_reported``: count each request's tokens in the provider's
-    scale, known from its reported prompt length (``SimRequest.scale``), so
-    that a tokenizer that over- or under-counts (the Claude estimate) does
-    not move minimums, steps and reads; prefixes are still matched on the
-    request's own tokens."""
+    request time order; ``params`` go to every cache model. ``scale_to_reported``
+    counts each request's tokens in the provider's scale (``SimRequest.scale``,
+    from its reported prompt), prefixes still matched on its own tokens."""
     prepared: list[tuple[int, CachePrompt]] = []
     rows: dict[int, Row] = {}
     reported = [Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))

@@ -1,21 +1,11 @@
 """``fidelity render [--provider P] [--profile NAME] REQUEST.json``: the exact wire body bytes.
 
-Reads a canonical request (see :mod:`fidelity.canonical`; an example is
-``fixtures/request.example.json`` in the source tree), renders it with a
-dialect and writes the body to stdout with nothing added (no trailing
-newline), so that ``fidelity render ... > body.json`` is byte-identical to
-what the official SDK would send. The dialect is ``--provider``, else the one
-the request's ``route.provider`` speaks (``deepseek``, ``anthropic``,
-``gemini``...); a provider with several dialects (``openai``: Chat
-Completions and Responses) needs ``--provider``. ``--profile`` names the
-client whose bytes to reproduce (:mod:`fidelity.wire.profiles`:
-``openai-python<3``, ``anthropic-stream``, ``gemini-rest``...; default: the
-dialect's current SDK). ``--model`` fills in a request whose route names no
-model.
-
-A provider wire body (what ``diff`` and ``fork`` read) is not a canonical
-request: render says which dialect the body looks like and what to pass.
-"""
+Renders a canonical request (:mod:`fidelity.canonical`) with a dialect and
+writes the body to stdout with nothing added. The dialect is ``--provider``,
+else the one ``route.provider`` speaks (a provider with several dialects needs
+``--provider``); ``--profile`` names the client whose bytes to reproduce
+(:mod:`fidelity.wire.profiles`); ``--model`` fills in a missing model. Given a
+provider wire body instead, it says which dialect the body looks like."""
 
 from __future__ import annotations
 

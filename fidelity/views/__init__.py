@@ -1,9 +1,6 @@
-"""Views of results: each result object has ``to_json()`` (its documented
-JSON) and, here or beside it, functions that render it for a console,
-Markdown, HTML, GitHub annotations or JUnit, writing numbers and escapes
-through :mod:`fidelity.formats`. Views of ``DiffResult`` live in
-:mod:`fidelity.diff.views`, of a scan in :mod:`fidelity.scan.views`, of a
-report in :mod:`fidelity.report`, of a gate in :mod:`fidelity.gate_output`;
-the commands' other results (replay, calibration, tokens-check) here."""
+"""Views of the commands' results (replay, calibration, tokens-check), written
+through :mod:`fidelity.formats`; the other views sit beside their results
+(:mod:`fidelity.diff.views`, :mod:`fidelity.scan.views`,
+:mod:`fidelity.report`, :mod:`fidelity.gate_output`)."""
 
 __all__: list[str] = []
