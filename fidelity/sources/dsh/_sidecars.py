@@ -106,18 +106,11 @@ def _find_classes(scenario_dir: Path) -> Path | None:
 
 
 def sidecars(scenario_dir: str | Path, header_classes: Any = "auto", *, child: int | None = None) -> Sidecars:
-    """Resolve the system prompt and tool schemas for a scenario's session.
-
-    Rules (``../shared/real/README.md``): a child ``n`` uses its own
-    ``system-prompt.<n>.expected.md`` / ``tool-schemas.<n>.expected.json``
-    where present. Otherwise, when ``header_classes`` lists the scenario, its
-    ``classPin`` scenario pins the header; that pin's ``systemPromptSource``
-    / ``toolSchemasSource`` (when set) names the scenario whose sidecar is
-    shared. Scenarios absent from the table (apps/web, headless-agent) use
-    their own sidecars where they have any. ``header_classes`` is a path, the
-    loaded JSON, ``None`` (no table), or ``"auto"`` (look for
-    ``header-classes.json`` up to four folders above).
-    """
+    """Resolve the system prompt and tool schemas for a scenario's session, by the
+    rules of ``../shared/real/README.md`` (a child's own sidecars, else the
+    ``classPin`` of ``header_classes``, else the scenario's own; docs/sources.md,
+    "Request headers and sidecars"). ``header_classes``: a path, the loaded JSON,
+    ``None`` (no table) or ``"auto"`` (``header-classes.json`` up to four folders above)."""
     folder = Path(scenario_dir)
     if header_classes == "auto":
         header_classes = _find_classes(folder)
