@@ -1,13 +1,7 @@
-"""``fidelity probe``: send a parent and its child to a live engine and print,
-per request, the cached tokens it reports beside fidelity's prediction.
-
-Targets: ``--url`` (any OpenAI-compatible server; the key, if any, from the
-environment variable named by ``--key-env``) or ``--engine vllm`` (a local
-vLLM with a tiny random-weight model, built at run time). Requests: body or
-snapshot files (sent in order, the first is the parent), ``--variant``
-(a composition variant of a bundled fixture session), or ``--cases N``
-(generated cases aimed at each cache rule). See ``docs/probe.md``.
-"""
+"""``fidelity probe``: send a parent and its child to a live engine (``--url``,
+any OpenAI-compatible server, or ``--engine vllm``) and print, per request,
+the cached tokens it reports beside fidelity's prediction. Requests: body or
+snapshot files, ``--variant`` or ``--cases N``. docs/probe.md."""
 
 from __future__ import annotations
 

@@ -2,13 +2,7 @@
 from the capture folders alone (:mod:`fidelity.harness.capture`), so the
 committed ``reports/harness-matrix.json`` is re-derivable from committed
 bytes. One result (:func:`build`), three views (:func:`to_json`,
-:func:`to_markdown`, :func:`to_html`).
-
-A row's ``first_broken_in`` is the oldest captured release from which every
-captured release up to the row's own breaks the same way (same cause, same
-pointer); ``first_broken_exact`` is false when that is the oldest release
-captured, where the break may be older.
-"""
+:func:`to_markdown`, :func:`to_html`); ``first_broken_in``: docs/harness.md."""
 
 from __future__ import annotations
 
