@@ -6,6 +6,7 @@ lists, and the one listing of what a folder holds.
                 ``parsed_body``), read by the importer's loader
 ``ruby-vcr``    Ruby VCR cassettes (``http_interactions``, :mod:`.rubyvcr`)
 ``har``         HAR 1.2 (``request.postData.text``, ``response.content.text``)
+``httprr``      Go httprr traces (wire-format requests and responses, :mod:`.httprr`)
 ``jsonl``       JSON lines; claude-trace's ``{"request", "response"}`` lines
                 are recordings, other lines are request logs (``fidelity scan``)
 ``snapshots``   a folder of request snapshots (usage in ``usage``, or the
@@ -38,7 +39,7 @@ from .usage import decode_body, from_response, http_status, normalise
 __all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "reported", "READ_KINDS", "response_model"]
 
 #: kinds :func:`read` turns into exchanges (the others are read by their own commands' readers)
-READ_KINDS = ("vcr", "ruby-vcr", "har", "jsonl", "snapshots")
+READ_KINDS = ("vcr", "ruby-vcr", "har", "httprr", "jsonl", "snapshots")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ def kind_of(path: Path) -> str | None:
         return "snapshots"
     if name.endswith(".har"):
         return "har"
+    if name.endswith(".httprr"):
+        return "httprr"
     if name.endswith(".parquet"):
         return "parquet"
     if name.endswith((".yaml", ".yml")):
@@ -241,6 +244,36 @@ def _har(path: Path) -> list[Exchange]:
     return out
 
 
+def _httprr(path: Path) -> list[Exchange]:
+    from ..capture.importers._base import read_source
+    from . import httprr
+
+    out = []
+    for i, (raw_req, raw_resp) in enumerate(httprr.records(read_source(path), path)):
+        line, req_headers, body = httprr.message(raw_req, path)
+        method, _, rest = line.partition(" ")
+        url = rest.rsplit(" ", 1)[0] if " " in rest else rest
+        headers: dict[str, str] = {}
+        for k, v in req_headers:
+            headers.setdefault(k, v)
+        if url.startswith("/") and headers.get("host"):
+            url = f"https://{headers['host']}{url}"
+        body = _decoded(body, headers) or b""
+        if not body:
+            continue
+        status_line, resp_headers, rbody_raw = httprr.message(raw_resp, path) if raw_resp else ("", [], b"")
+        rheaders: dict[str, str] = {}
+        for k, v in resp_headers:
+            rheaders.setdefault(k, v)
+        rbody = _decoded(rbody_raw, rheaders)
+        code = status_line.split(" ")[1] if status_line.count(" ") >= 1 else None
+        usage = from_response(None, rheaders.get("content-type"), rbody) if rbody else None
+        out.append(exchange(str(path), i, body, url=url or None, time=http_date_seconds(rheaders.get("date")),
+                            usage=usage, status=http_status(code), session=str(path), where=f"record {i + 1}",
+                            response_model=response_model(rbody), method=method or "POST", headers=headers))
+    return out
+
+
 def _jsonl(path: Path) -> list[Exchange]:
     """claude-trace logs (https://github.com/badlogic/lemmy/tree/main/apps/claude-trace):
     one JSON object per line, ``{"request": {"timestamp", "url", "body"},
@@ -301,7 +334,7 @@ def _snapshots(folder: Path) -> list[Exchange]:
 
 
 _READERS: Registry[Callable[[Path], list[Exchange]]] = Registry("recording reader")
-for _kind, _fn in (("vcr", _vcr), ("ruby-vcr", _ruby_vcr), ("har", _har), ("jsonl", _jsonl),
+for _kind, _fn in (("vcr", _vcr), ("ruby-vcr", _ruby_vcr), ("har", _har), ("httprr", _httprr), ("jsonl", _jsonl),
                    ("snapshots", _snapshots)):
     _READERS.add(_kind, _fn)
 
