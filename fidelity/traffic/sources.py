@@ -195,8 +195,16 @@ def _vcr(path: Path) -> list[Exchange]:
     from ..capture.importers.cassette import load_cassette
 
     doc = load_cassette(path)
+    if isinstance(doc, dict) and isinstance(doc.get("requests"), list) and isinstance(doc.get("responses"), list):
+        # langchain's standard tests write vcrpy's cassette dict as it is (two parallel lists, gzipped
+        # YAML): langchain-ai/langchain, libs/standard-tests/langchain_tests/conftest.py, CustomSerializer
+        if len(doc["requests"]) != len(doc["responses"]):
+            raise InputError(f"vcrpy cassette with {len(doc['requests'])} requests but "
+                             f"{len(doc['responses'])} responses", path=path)
+        doc = {"interactions": [{"request": q, "response": r} for q, r in zip(doc["requests"], doc["responses"])]}
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
-        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
+        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list, "
+                         "or requests and responses lists)", path=path)
     return _interactions(path, doc["interactions"], lambda inter, resp: http_date_seconds(
         header(resp.get("headers") if isinstance(resp, dict) else None, "date")))
 
