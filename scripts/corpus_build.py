@@ -6,8 +6,8 @@ Each ``GIT_DIR`` is a bare clone (or a ``.git`` folder) of a public repository;
 its name is read from the path (``.../owner+name/repo`` as the mirror tool
 writes it, or ``--name owner/name`` for a single one). From the ``HEAD`` tree,
 every file under a recordings folder (``cassettes/``, ``vcr_cassettes/``,
-R vcr's ``_vcr/``) that is a YAML, JSON or HAR file (or one gzipped) and names a model
-provider's host is written to ``OUT_DIR/<owner>__<name>/<path>``, with the
+R vcr's ``_vcr/``) that is a YAML, JSON or HAR file (or one gzipped), and every Go
+httprr trace (``*.httprr``, wherever it lies), that names a model provider's host is written to ``OUT_DIR/<owner>__<name>/<path>``, with the
 repository's licence file beside it (``OUT_DIR/<owner>__<name>/LICENSE*``).
 Repositories kept to measure the result (issue 31) are refused, and the
 pydantic-ai cassettes that ``../shared/real`` already carries are left out.
@@ -95,7 +95,7 @@ def _plain(path: str, data: bytes) -> bytes:
 
 
 def wanted(path: str) -> bool:
-    return bool(FOLDER.search(path)) and path.lower().endswith(SUFFIXES)
+    return path.lower().endswith(".httprr") or (bool(FOLDER.search(path)) and path.lower().endswith(SUFFIXES))
 
 
 def _write(target: Path, data: bytes) -> None:

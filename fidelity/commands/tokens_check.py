@@ -52,7 +52,7 @@ def nothing_scored(paths: Sequence[str], result: CheckResult) -> InputError:
         files += len(_files(Path(p)))
         read_recordings(p)  # raises the error replay gives for the same input
     return InputError(f"no recorded request with billed prompt usage in {files} file(s) (tokens-check reads "
-                      "vcrpy and Ruby VCR cassettes, HAR, claude-trace JSONL and snapshot folders)", path=where)
+                      "vcrpy and Ruby VCR cassettes, HAR, Go httprr traces, claude-trace JSONL and snapshot folders)", path=where)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,12 +1,13 @@
 """Every recording format, read into :class:`~fidelity.traffic.exchange.Exchange`
 lists, and the one listing of what a folder holds.
 
-Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``jsonl``
-(claude-trace lines are recordings, other lines request logs), ``snapshots``,
-``dsh``, ``parquet`` (docs/replay.md). :func:`list_sources` says which a path
-holds (folders searched recursively; a folder of ``*.snapshot`` files is one
-source); :func:`read` reads one. Readers hand the facts to
-:func:`fidelity.traffic.apart.exchange` and decide nothing."""
+Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr``
+(:mod:`.httprr`), ``jsonl`` (claude-trace lines are recordings, other lines
+request logs), ``snapshots``, ``dsh``, ``parquet`` (docs/replay.md).
+:func:`list_sources` says which a path holds (folders searched recursively; a
+folder of ``*.snapshot`` files is one source); :func:`read` reads one.
+Readers hand the facts to :func:`fidelity.traffic.apart.exchange` and decide nothing.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .usage import decode_body, from_response, http_status, normalise
 __all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "reported", "READ_KINDS", "response_model"]
 
 #: kinds :func:`read` turns into exchanges (the others are read by their own commands' readers)
-READ_KINDS = ("vcr", "ruby-vcr", "har", "jsonl", "snapshots")
+READ_KINDS = ("vcr", "ruby-vcr", "har", "httprr", "jsonl", "snapshots")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ def kind_of(path: Path) -> str | None:
         return "snapshots"
     if name.endswith(".har"):
         return "har"
+    if name.endswith(".httprr"):
+        return "httprr"
     if name.endswith(".parquet"):
         return "parquet"
     if name.endswith((".yaml", ".yml")):
@@ -180,8 +183,16 @@ def _vcr(path: Path) -> list[Exchange]:
     from ..capture.importers.cassette import load_cassette
 
     doc = load_cassette(path)
+    if isinstance(doc, dict) and isinstance(doc.get("requests"), list) and isinstance(doc.get("responses"), list):
+        # langchain's standard tests write vcrpy's cassette dict as it is (two parallel lists, gzipped
+        # YAML): langchain-ai/langchain, libs/standard-tests/langchain_tests/conftest.py, CustomSerializer
+        if len(doc["requests"]) != len(doc["responses"]):
+            raise InputError(f"vcrpy cassette with {len(doc['requests'])} requests but "
+                             f"{len(doc['responses'])} responses", path=path)
+        doc = {"interactions": [{"request": q, "response": r} for q, r in zip(doc["requests"], doc["responses"])]}
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
-        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list)", path=path)
+        raise InputError("not a vcrpy cassette (expected a mapping with an interactions list, "
+                         "or requests and responses lists)", path=path)
     return _interactions(path, doc["interactions"], lambda inter, resp: http_date_seconds(
         header(resp.get("headers") if isinstance(resp, dict) else None, "date")))
 
@@ -226,6 +237,36 @@ def _har(path: Path) -> list[Exchange]:
                             time=iso_seconds(e.get("startedDateTime")), usage=usage,
                             status=http_status(resp.get("status")), session=str(path), where=f"/log/entries/{i}",
                             response_model=response_model(rbody), method=str(req.get("method") or "POST")))
+    return out
+
+
+def _httprr(path: Path) -> list[Exchange]:
+    from ..capture.importers._base import read_source
+    from . import httprr
+
+    out = []
+    for i, (raw_req, raw_resp) in enumerate(httprr.records(read_source(path), path)):
+        line, req_headers, body = httprr.message(raw_req, path)
+        method, _, rest = line.partition(" ")
+        url = rest.rsplit(" ", 1)[0] if " " in rest else rest
+        headers: dict[str, str] = {}
+        for k, v in req_headers:
+            headers.setdefault(k, v)
+        if url.startswith("/") and headers.get("host"):
+            url = f"https://{headers['host']}{url}"
+        body = _decoded(body, headers) or b""
+        if not body:
+            continue
+        status_line, resp_headers, rbody_raw = httprr.message(raw_resp, path) if raw_resp else ("", [], b"")
+        rheaders: dict[str, str] = {}
+        for k, v in resp_headers:
+            rheaders.setdefault(k, v)
+        rbody = _decoded(rbody_raw, rheaders)
+        code = status_line.split(" ")[1] if status_line.count(" ") >= 1 else None
+        usage = from_response(None, rheaders.get("content-type"), rbody) if rbody else None
+        out.append(exchange(str(path), i, body, url=url or None, time=http_date_seconds(rheaders.get("date")),
+                            usage=usage, status=http_status(code), session=str(path), where=f"record {i + 1}",
+                            response_model=response_model(rbody), method=method or "POST", headers=headers))
     return out
 
 
@@ -289,7 +330,7 @@ def _snapshots(folder: Path) -> list[Exchange]:
 
 
 _READERS: Registry[Callable[[Path], list[Exchange]]] = Registry("recording reader")
-for _kind, _fn in (("vcr", _vcr), ("ruby-vcr", _ruby_vcr), ("har", _har), ("jsonl", _jsonl),
+for _kind, _fn in (("vcr", _vcr), ("ruby-vcr", _ruby_vcr), ("har", _har), ("httprr", _httprr), ("jsonl", _jsonl),
                    ("snapshots", _snapshots)):
     _READERS.add(_kind, _fn)
 

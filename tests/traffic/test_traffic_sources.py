@@ -15,6 +15,7 @@ import pytest
 from fidelity import providers
 from fidelity.capture.classify import classify
 from fidelity.capture.survey import survey
+from fidelity.errors import InputError
 from fidelity.replay import replay
 from fidelity.scan import scan
 from fidelity.tokens_check import check
@@ -168,8 +169,6 @@ def test_ruby_vcr_cassettes_are_read(tmp_path: Path) -> None:
 
 
 def test_ruby_vcr_alias_is_refused_in_one_line(tmp_path: Path) -> None:
-    from fidelity.errors import InputError
-
     path = tmp_path / "bomb.yml"
     path.write_text("---\nhttp_interactions:\n- &a {request: {uri: x}}\n- *a\n")
     with pytest.raises(InputError, match="alias"):
@@ -226,3 +225,28 @@ def test_survey_counts_what_the_one_rule_sets_apart(tmp_path: Path) -> None:
     got = survey(tmp_path)
     assert got.requests == 2 and got.set_apart == {"server tools": 1, "failed request (HTTP 500)": 1}
     assert "left out of replay, scan and tokens-check figures" in "\n".join(got.lines())
+
+
+def test_langchain_standard_test_cassettes_are_read(tmp_path: Path) -> None:
+    """langchain's standard tests keep vcrpy's cassette dict as two parallel
+    lists in gzipped YAML, bodies as ``!!binary`` (as in langchain-ai/langchain-aws
+    libs/aws/tests/cassettes/*.yaml.gz)."""
+    import yaml
+
+    req = json.dumps(_anthropic(), separators=(",", ":")).encode()
+    resp = json.dumps({"id": "msg_1", "model": "claude-sonnet-4-5",
+                       "usage": {"input_tokens": 4, "cache_read_input_tokens": 1500,
+                                 "cache_creation_input_tokens": 20, "output_tokens": 9}}).encode()
+    doc = {"requests": [{"body": req, "headers": {"Content-Type": ["application/json"]}, "method": "POST",
+                         "uri": ANTHROPIC}],
+           "responses": [{"body": {"string": resp}, "headers": {"Content-Type": ["application/json"]},
+                          "status": {"code": 200, "message": "OK"}}]}
+    path = tmp_path / "test_cache[v1].yaml.gz"
+    path.write_bytes(gzip.compress(yaml.safe_dump(doc).encode(), mtime=0))
+    (ex,), = read_all(path)
+    assert ex.body == req and ex.dialect == "anthropic-messages" and ex.status == 200
+    assert dict(ex.usage or {})["cache_read"] == 1500
+    doc["responses"] = []
+    path.write_bytes(gzip.compress(yaml.safe_dump(doc).encode(), mtime=0))
+    with pytest.raises(InputError, match="1 requests but 0 responses"):
+        read_all(path)
