@@ -1,21 +1,11 @@
 """The item view of a parsed request body: its cache view's segments in the
-provider's cache order as parsed values (items), each serialised as
-normalised JSON bytes, and the partition key; the one builder's input
-(:mod:`fidelity.cache.builder`) and the scan's partitioning.
-
-:meth:`fidelity.wire.Dialect.cache_view` slices each segment's exact bytes
-from a body's text (where the differ finds the first divergent byte). The
-builder works on parsed values instead, re-serialising an element with
-``orjson.dumps`` only when it is new: key order is kept (it is
-cache-relevant), whitespace and string escapes are normalised (a provider
-decodes the JSON before it renders the prompt, so they do not change what
-its cache sees). Kinds, indexes and pointers are those of the dialect's own
-``cache_view`` (a test checks both on recorded bodies); the exact bytes are
-used again, through :func:`fidelity.diff.compare`, only where a prefix broke.
-
-Repeated history costs an equality test, not a serialisation: when a body's
-element equals the element at the same place in the previous body of its
-partition, the previous bytes are reused (:func:`encode`).
+provider's cache order as parsed values (items), each serialised as compact
+JSON (key order kept, whitespace and escapes normalised), and the partition
+key; the input of the one builder (:mod:`fidelity.cache.builder`) and of
+the scan's partitioning. Kinds, indexes and pointers are those of the
+dialect's ``cache_view``; an element equal to the one at its place in the
+partition's previous body reuses its bytes (:func:`encode`). Why compact
+JSON: docs/builder.md.
 """
 
 from __future__ import annotations
