@@ -70,16 +70,9 @@ class FastView:
 
 def trimmed(data: bytes) -> bytes:
     """``data`` copied into an allocation of its own length, for bytes the
-    scan keeps (segments, memo keys).
-
-    ``orjson.dumps`` returns a ``bytes`` object that keeps the whole buffer
-    it grew while writing: at least 1 KiB up to orjson 3.11, at least 4 KiB
-    from 3.12, doubling past that (its ``finish`` sets the length without
-    shrinking the allocation; home-assistant/core#181240 traces it in
-    orjson's ``byteswriter.rs``). ``sys.getsizeof`` does not show it. Measured
-    here with orjson 3.13.0: 100,000 results of a 120-byte object kept
-    408 MB of RSS, copies of them 33 MB. The copy costs less than the
-    serialisation (a two-item ``join``: one exact-size allocation)."""
+    scan keeps (segments, memo keys): ``orjson.dumps`` returns bytes that
+    keep its whole write buffer (home-assistant/core#181240; docs/scan.md,
+    "orjson keeps its buffer"). A two-item ``join``: one exact-size copy."""
     return b"".join((data, b""))
 
 

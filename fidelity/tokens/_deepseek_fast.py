@@ -188,7 +188,7 @@ class DeepSeekTokenizer(Tokenizer):
     @property
     def encoding(self) -> Any:
         """The ``tiktoken.Encoding``, or ``False`` where the layout is not
-        supported; built on first use (about 0.1 s from the vocabulary copy)."""
+        supported; built on first use."""
         if self._encoding is None:
             with self._lock:
                 if self._encoding is None:
@@ -232,7 +232,7 @@ class DeepSeekTokenizer(Tokenizer):
         if not any(first in text for first in self._firsts):
             ids: list[int] = ordinary(text)
             return ids
-        if self._special_re is None:  # built on first need (0.1 s)
+        if self._special_re is None:  # built on first need
             self._special_re = re.compile(trie_pattern(sorted(self._specials)))
         ids = []
         start = 0
