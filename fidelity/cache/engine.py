@@ -7,8 +7,9 @@ https://docs.vllm.ai/en/latest/design/prefix_caching.html; SGLang,
 https://arxiv.org/abs/2312.07104; llama.cpp ``cache_prompt``); the last
 prompt token is always computed, so at most ``floor((n-1)/B)*B`` tokens hit
 (vLLM ``KVCacheManager.get_computed_blocks``); the engine keeps the prompt
-and every generated token but the last; no time limit, LRU eviction (vLLM
-``KVCacheManager.free``). What it costs and the measurements: docs/probe.md.
+and every generated token but the last; no time limit, LRU eviction, a
+request's last block first (vLLM ``KVCacheManager.free``). What it costs
+and the measurements: docs/probe.md.
 """
 
 from __future__ import annotations
