@@ -1,34 +1,19 @@
 """Where a harness puts its cache breakpoints, applied to every request it sends.
 
-Anthropic (and DashScope's explicit mode) cache only where a request asks:
-``cache_control`` markers on blocks, or Anthropic's top-level
-``cache_control`` ("automatic caching", one breakpoint on the last block).
-Where the markers sit is a property of the harness, not of one request: it
-places them again on every request, so a fork child is scored against a
-parent whose whole request sequence used the same placement. A
-:data:`PLACEMENTS` entry is a pure function ``(request, provider) ->
-Request`` that removes every marker of the request and puts the
-placement's own; :func:`place` looks one up by name.
-
-Placements (sources read 2026-12-02):
+A :data:`PLACEMENTS` entry is a pure function ``(request, provider) ->
+Request`` that removes every ``cache_control`` marker of the request and
+puts the placement's own; :func:`place` looks one up by name:
 
 * ``claude-code``: the last system block and the last block of each of the
-  last two messages, moved forward every turn: Claude Code's own pattern
-  (issue 13's recorded Claude Code session; its system blocks and the last
-  messages carry ``cache_control``). Anthropic keys entries on content, not
-  on marker positions, so the breakpoint on the second-to-last message
-  reads what the previous request wrote at its last message
-  (https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
-* ``automatic``: no block markers, a top-level ``cache_control`` (Anthropic
-  only; the guide's "automatic prompt caching"). On other providers it is
-  ``none``.
-* ``system-only``: one breakpoint at the end of the system prompt (what the
-  report's fixtures used before; no real harness does only this).
-* ``none``: no marker anywhere (Anthropic caches nothing; DashScope falls
-  back to implicit caching).
+  last two messages, moved forward every turn (Claude Code's recorded
+  pattern; https://platform.claude.com/docs/en/build-with-claude/prompt-caching);
+* ``automatic``: a top-level ``cache_control`` and no block markers
+  (Anthropic only; ``none`` elsewhere);
+* ``system-only``: one breakpoint at the end of the system prompt;
+* ``none``: no marker anywhere.
 
-Dialects without breakpoints (OpenAI, Gemini, DeepSeek, engines) ignore the
-markers: every placement renders the same body there.
+Dialects without breakpoints ignore the markers. What each costs:
+docs/report.md, "Breakpoint placement".
 """
 
 from __future__ import annotations

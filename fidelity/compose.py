@@ -1,32 +1,13 @@
 """Composition variants: named, documented deltas applied to a fork child.
 
-A harness composes a subagent from a fork builder (how the child's history is
-made from the parent's, :mod:`fidelity.fork`) and zero or more *deltas* on the
-child's request (a persona section, a filtered tool list, a ``report`` tool,
-another route, ...). Whether the child keeps the parent's prompt-cache prefix
-depends only on where those deltas land: anything in the request head
-(params, tools, system) sits ahead of the inherited history in every
-provider's cache order, so it voids the whole inherited transcript.
-
-A :class:`Variant` is one such composition, defined as data in
-``fidelity/data/fixtures/compositions.toml`` (see :func:`load_variants`): a
-builder name, an ordered list of deltas, whether the composition is declared
-cache-preserving, the outcome the economics tests pin (``expect``), and its
-documentation (summary, token effect, KV cache effect).
-
-Deltas are pure functions ``(child, parent, **params) -> Request`` registered
-by name in :data:`DELTAS`; adding a delta is adding one function.
-
->>> from fidelity.model import Message, Request, Route, SystemBlock, Text
->>> parent = Request(Route("deepseek", "deepseek-chat"), system=(SystemBlock("Be terse.", name="identity"),),
-...                  messages=(Message("user", (Text("hi"),)), Message("assistant", (Text("hello"),))))
->>> persona = Variant("p", "Persona", "completed-turn",
-...                   (Delta("replace_section", {"name": "identity", "text": "You review code."}),))
->>> child = persona.apply(parent, "check it")
->>> [b.text for b in child.system], [m.text() for m in child.messages]
-(['You review code.'], ['hi', 'hello', 'check it'])
->>> parent.system[0].text  # inputs are never mutated
-'Be terse.'
+A :class:`Variant` is a fork builder (:mod:`fidelity.fork`) and an ordered
+list of deltas on the child's request (a persona section, a filtered tool
+list, a ``report`` tool, another route...), defined as data in
+``fidelity/data/fixtures/compositions.toml`` (:func:`load_variants`) with
+whether it is declared cache-preserving, the outcome the economics tests pin
+(``expect``) and its token and KV cache effects. Deltas are pure functions
+``(child, parent, **params) -> Request`` registered by name in
+:data:`DELTAS`; inputs are never mutated. The variants: docs/report.md.
 """
 
 from __future__ import annotations
@@ -341,14 +322,9 @@ def system_from_messages(request: Request) -> Request:
     """``request`` with a single leading ``system`` message moved into
     :attr:`Request.system` (one block per text part, breakpoints kept), or
     ``request`` itself when there is nothing to move or the message holds
-    anything but text.
-
-    A Chat Completions body parsed from the wire carries its system prompt as
-    a message; the fixtures carry it as system blocks. Deltas that work on the
-    system prompt (``add_section``) need the blocks, so that a child forked
-    from a captured body (``fidelity fork``) is the child the report builds
-    from the same history. Callers check that the dialect renders the moved
-    request to the same bytes before using it.
+    anything but text, so that system-prompt deltas apply to a child forked
+    from a captured Chat body. Callers check that the dialect renders the
+    moved request to the same bytes before using it.
     """
     if request.system or not request.messages or request.messages[0].role != "system":
         return request

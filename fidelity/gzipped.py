@@ -1,23 +1,12 @@
 """Reading gzip input within limits: the one gunzip every reader of ``.gz`` recordings calls.
 
-A gzip member can expand about 1,030-fold (DEFLATE's longest match, 258
-bytes, costs at least two bits: zlib's "Maximum compression factor",
-https://www.zlib.net/zlib_tech.html), so 2 MB of gzip holds 2 GiB of
-newlines. Decompressing it blindly fills memory (``fidelity import`` holds a
-recording whole) or the temporary folder (``fidelity scan`` writes a ``.gz``
-log out plain). Every ``.gz`` input is therefore decompressed by
-:func:`iter_gunzip`, which stops with one :class:`~fidelity.errors.InputError`
-naming the file as soon as either limit is passed:
-
-* **size**: more than :data:`MAX_DECOMPRESSED` bytes (1 GiB) out;
-* **ratio**: more than :data:`MAX_RATIO` (1,000) bytes out per compressed
-  byte read, judged once :data:`RATIO_FLOOR` (16 MiB) came out, so a small
-  file of one repeated line is fine. Real request logs compress 5- to
-  50-fold (prompts repeat, but token-level text does not); only a stream
-  built to be a bomb comes near DEFLATE's ceiling.
-
-``fidelity import`` and ``fidelity scan`` raise both with
-``--max-decompressed SIZE`` and ``--max-gzip-ratio N`` (:func:`limits`).
+:func:`iter_gunzip` stops with one :class:`~fidelity.errors.InputError`
+naming the file past :data:`MAX_DECOMPRESSED` bytes out, or past
+:data:`MAX_RATIO` bytes out per compressed byte once :data:`RATIO_FLOOR`
+came out (DEFLATE expands at most about 1,030-fold:
+https://www.zlib.net/zlib_tech.html). :func:`limits` raises both for a
+command (``--max-decompressed``, ``--max-gzip-ratio``). Why these limits:
+docs/hostile-input.md, "Limits".
 """
 
 from __future__ import annotations

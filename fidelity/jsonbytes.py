@@ -1,41 +1,20 @@
-"""JSON byte helpers shared by every wire dialect.
+"""JSON byte helpers shared by every wire dialect, all byte-exact:
 
-Three jobs, all byte-exact:
+* :func:`dumps_compact` serialises as the official ``openai`` and
+  ``anthropic`` Python SDKs do (``openai/_utils/_json.py``, openai 3.57.0;
+  ``anthropic/_utils/_json.py``, anthropic 2.14: ``ensure_ascii=False,
+  separators=(",", ":"), allow_nan=False``); :func:`dumps_pyjson` is
+  ``json.dumps`` with its defaults;
+* :func:`loads` keeps key order and accepts lone surrogate escapes (it is
+  :func:`fidelity.jsonio.loads`, the one strict parser);
+* :func:`value_spans`, :func:`member_spans` and :func:`element_spans` return
+  the exact ``(start, end)`` offsets of values addressed by RFC 6901
+  pointers, so a cache view slices the body instead of re-rendering it.
 
-* **Serialise like the SDKs.** :func:`dumps_compact` reproduces the body
-  serialiser of the official ``openai`` and ``anthropic`` Python SDKs:
-  ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"),
-  allow_nan=False).encode()``.
-  Sources (installed SDK sources, the ground truth for wire bytes):
-  ``openai/_utils/_json.py`` (openai 3.57.0, ``openapi_dumps``) and
-  ``anthropic/_utils/_json.py`` (anthropic 2.14, ``encoder =
-  _CustomEncoder(ensure_ascii=False, separators=(",", ":"),
-  allow_nan=False)``). So: no spaces, raw UTF-8 (no ``\\uXXXX`` for non-ASCII),
-  control characters escaped the ``json`` module's way (``\\n``, ``\\u001f``),
-  floats as ``repr(float)``, keys in insertion order (never sorted).
-  :func:`dumps_pyjson` is ``json.dumps`` with its defaults (``", "``,
-  ``": "``, ``ensure_ascii=True``) for clients that post ``json.dumps(body)``.
-* **Parse without losing order.** :func:`loads` keeps key order and accepts
-  what the SDKs' inverse accepts (``json.loads``; lone surrogate escapes such
-  as ``"\\ud800"`` parse, unlike ``orjson``); it is :func:`fidelity.jsonio.loads`,
-  the one strict parser of every reader (duplicate keys, NaN, over-deep
-  nesting refused).
-* **Find bytes, never re-serialise.** :func:`value_spans`,
-  :func:`member_spans` and :func:`element_spans` scan a body and return the
-  exact ``(start, end)`` byte offsets of values (addressed by RFC 6901 JSON
-  pointers), so a cache view can slice the original body instead of
-  re-rendering it.
-
-Example::
-
-    >>> body = dumps_compact({"model": "m", "tools": [{"a": 1}, {"b": "é"}]})
-    >>> body
-    b'{"model":"m","tools":[{"a":1},{"b":"\\xc3\\xa9"}]}'
-    >>> s, e = value_spans(body, ["/tools/1"])["/tools/1"]
-    >>> body[s:e].decode()
-    '{"b":"é"}'
-    >>> [(m.key, body[m.start:m.end]) for m in member_spans(body)][0]
-    ('model', b'"model":"m"')
+>>> body = dumps_compact({"model": "m", "tools": [{"a": 1}, {"b": "é"}]})
+>>> s, e = value_spans(body, ["/tools/1"])["/tools/1"]
+>>> body[s:e].decode()
+'{"b":"é"}'
 """
 
 from __future__ import annotations
@@ -188,15 +167,9 @@ _SCAN = threading.local()
 
 @contextmanager
 def scan_memo() -> Iterator[None]:
-    """Within the block, remember where each container scanned so far ends
-    and the spans of its elements and members.
-
-    A cache view, a pointer lookup and the differ's locator each walk the
-    same body from its root; on a body of megabytes each walk re-scans the
-    whole message array. Inside the block every container is scanned once.
-    Results are identical with or without the memo (a test checks it); the
-    memo is dropped with the block, so no body outlives it.
-    """
+    """Within the block, scan every container once and remember where it ends
+    and the spans of its elements and members (results are identical without
+    the memo); the memo is dropped with the block."""
     outer = getattr(_SCAN, "memo", None) is None
     if outer:
         _SCAN.memo = _Memo()
@@ -243,14 +216,9 @@ def skip_value(body: bytes, pos: int) -> int:
 
 
 def _skip_container(body: bytes, pos: int) -> int:
-    """End of the object or array opening at ``pos``.
-
-    The body's containers are found once (:func:`fidelity.jsonends.container_ends`, one pass
-    from its first value, remembered for the last bodies asked about), so
-    skipping a container is a lookup, however often and at whatever depth a
-    cache view, a pointer lookup or the differ asks. A position that walk
-    did not reach (a bracket inside a string, or a body that is not valid
-    JSON) is walked from there on its own."""
+    """End of the object or array opening at ``pos``: a lookup in the body's
+    container ends (:func:`fidelity.jsonends.container_ends`), else walked
+    from there (a bracket inside a string, or a body that is not valid JSON)."""
     ends = container_ends(body) if type(body) is bytes else None
     end = ends.get(pos) if ends is not None else None
     return end if end is not None else walk(body, pos)[0]
@@ -263,17 +231,10 @@ _PROBE = 32
 
 
 def _skip_array(body: bytes, pos: int, memo: _Memo, key: tuple[int, int]) -> int:
-    """End of the array at ``pos``, its element spans remembered on the way.
-
-    A cache view first skips the message array (to reach the members after
-    it), then asks for its elements: two scans of the largest value of the
-    body. Scanning it element by element (each element one C scan, as
-    :func:`_skip_container` would scan the whole) does both in one pass. Only
-    for arrays of containers of some size: an array of scalars or of tiny
-    objects is one C scan, as before, since a Python step per element would
-    cost more than the second pass saves. The spans and the end are the ones
-    the two scans give (same code), so results do not change. Elements that
-    another body of the memo shares are not scanned again (:func:`_shared_elements`)."""
+    """End of the array at ``pos``, its element spans remembered on the way
+    (one pass instead of a skip and then a scan of the elements), for arrays
+    of containers of some size; elements another body of the memo shares are
+    not scanned again (:func:`_shared_elements`). Same results as two scans."""
     spans: list[tuple[int, int]] = []
     for start, end in _iter_elements(body, pos, _shared_elements(body, pos, memo)):
         if body[start] not in (0x7B, 0x5B) or (len(spans) == _PROBE and start - pos < _PROBE * _WIDE_ELEMENT):
@@ -368,15 +329,9 @@ def _iter_elements(body: bytes, pos: int, known: Sequence[tuple[int, int]] = ())
 
 def _shared_elements(body: bytes, pos: int, memo: _Memo) -> list[tuple[int, int]]:
     """The leading element spans of the array at ``pos`` that another body
-    of the memo has already scanned there, over bytes equal in both.
-
-    A child request repeats its parent's bytes up to a late edit, so its
-    message array starts where the parent's does and its first elements are
-    the parent's, byte for byte. An element's span depends only on the bytes
-    from the array's start to its end (and the byte after it, which ends a
-    number), so where those are equal the spans are the ones a scan would
-    find. The longest such run is found by bisection with ``memcmp``
-    (``bytes.startswith`` on a memoryview): no element is scanned twice."""
+    of the memo has already scanned there, over bytes equal in both (a span
+    depends only on the bytes from the array's start to just past its end);
+    the longest such run is found by bisection with ``memcmp``."""
     best: list[tuple[int, int]] = []
     view: memoryview | None = None
     for other_id, other in memo.bodies.items():

@@ -1,24 +1,13 @@
-"""List prices per model (a bundled, sourced table, or LiteLLM's price
-file) and the one cost function every figure goes through.
+"""List prices per model (a bundled, sourced and dated table, or LiteLLM's
+price file) and the one cost function every figure goes through.
 
-Every bundled row carries the URL it comes from and the date of that price;
-rows that could not be checked against the provider's own page say so in
-their ``note``. Prices are USD per million tokens. ``cache_write`` is the
-price of a token written to the cache (Anthropic: the 5-minute rate, 1.25x
-input; providers without a write fee: equal to ``input``; not given: the
-input price, as for a provider without a write fee).
-
-Prices that depend on the time of day (DeepSeek V4: peak and off-peak) keep
-both: the row's own rates are the peak rates, ``off_peak`` the others, and
-``peak_hours_utc`` says when the peak applies. The cost functions take an
-optional time; without one they use the peak rates, the higher ones, so that
-an estimate never understates. Prices tiered by prompt length (LiteLLM
-``tiered_pricing``: Qwen3-Max, Qwen-Flash) choose their tier from the
-prompt's token count.
-
-:func:`prompt_cost` and :func:`lost_cost` are the cost functions used by
-``diff``, ``score`` (and so the report and the gate): a price that is not
-known gives ``None`` ("unknown"), never 0 and never an exception.
+Prices are USD per million tokens; each bundled row carries its source URL
+and date. ``cache_write`` not given means the input price. Time-of-day
+prices keep both rates (``off_peak``, ``peak_hours_utc``; no time given: the
+peak rates, so an estimate never understates); prices tiered by prompt
+length pick their tier from the prompt's tokens. :func:`prompt_cost` and
+:func:`lost_cost` give ``None`` for a price that is not known, never 0 and
+never an exception. The table and its rules: docs/tokens-cache-prices.md.
 
 >>> from fidelity import pricing
 >>> table = pricing.load()

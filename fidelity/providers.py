@@ -1,18 +1,9 @@
-"""One provider, one place: what fidelity knows about each provider.
-
-A :class:`Provider` descriptor holds everything that differs between
-providers outside the wire format itself: its names (aliases used by LiteLLM,
-DeepSeek Harness logs, users), the wire dialects that talk to it, the URL
-hosts and paths that identify its endpoints, the tokenizer to fall back on
-when a model name matches no tokenizer rule, the cache model and its
-parameters, the key of its rows in the price table, the client profiles its
-requests are rendered with, and the models ``fidelity report`` scores.
-Detection, snapshot routing, pricing aliases, tokenizer defaults, cache
-model selection, help texts and the report's provider list all read it.
-
-Adding a provider is one wire module (if its dialect is new), one
-descriptor registered here (or with :func:`register` from any module), and
-one price row:
+"""One provider, one place: a :class:`Provider` descriptor holds what
+differs between providers outside the wire format (aliases, dialects, URL
+routes, fallback tokenizer, cache model and parameters, price key, client
+profiles, the models ``fidelity report`` scores); detection, routing,
+pricing, tokenizer defaults and cache model selection all read it. Adding a
+provider: docs/architecture.md, "Adding a provider".
 
 >>> from fidelity import providers
 >>> providers.family("vertex_ai")

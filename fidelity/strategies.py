@@ -1,25 +1,11 @@
-"""Hypothesis strategies for fidelity's canonical data (public API).
-
-Each strategy is named after what it generates and composes with the others
-(pass one strategy's output into another's arguments). They generate the
-awkward cases that break prefix caches and renderers: parallel tool calls,
-tool errors, in-flight turns, user-ended and empty histories, CJK, emoji and
-combining marks, lone surrogates escaped in tool-argument JSON, tool schemas
-whose nested keys come in arbitrary order, and DeepSeek Harness event logs.
-
->>> from hypothesis import given
->>> from fidelity.fork import history_problems
->>> @given(histories(endings=("complete",)))
-... def test_complete_histories_are_balanced(history):
-...     assert history_problems(history, ends_with="assistant") == []
->>> test_complete_histories_are_balanced()
-
-Text never contains surrogate code points (``str`` that UTF-8 cannot
-encode) or private-use characters (U+E000..U+F8FF and the private planes):
-tests may use those as sentinels. Lone surrogates appear only where real
-traffic has them, escaped inside JSON text (``ToolCall.arguments_json`` with
-``surrogate_escapes=True``); the parsed ``arguments`` then hold what Python's
-``json.loads`` makes of them.
+"""Hypothesis strategies for fidelity's canonical data (public API), each
+named after what it generates and composable with the others; they draw
+the cases that break prefix caches and renderers (parallel and in-flight
+tool calls, tool errors, CJK, emoji, combining marks, schemas in arbitrary
+key order, DeepSeek Harness event logs). Text never holds surrogates or
+private-use characters (tests may use those as sentinels); lone surrogates
+appear only escaped inside ``arguments_json`` with ``surrogate_escapes=True``.
+Table and example: docs/fork.md, "Strategies".
 """
 
 from __future__ import annotations

@@ -1,29 +1,14 @@
-"""Provider cache models: how many prompt tokens a provider serves from cache.
+"""Provider cache models, the cache simulator and the one builder of its input.
 
-Each model is one small class with its documented rules and sources in the
-docstring and one question answered by :meth:`CacheModel.predict`: given the
-earlier requests (token sequences with times) and this one, how many tokens
-are cached, written and uncached. :meth:`CacheModel.reusable` gives the
-rule alone: of a shared prefix of a given length, how much the cache serves.
-
->>> from fidelity import cache
->>> m = cache.get("openai")
->>> parent = cache.PromptTokens(tuple(range(3000)), time=0)
->>> child = cache.PromptTokens(tuple(range(2000)) + (9,) * 900, time=5)
->>> m.predict([parent], child)
-CacheOutcome(cached=1920, written=896, uncached=980)
-
-Registry names: ``openai``, ``anthropic``, ``deepseek``, ``gemini``,
-``dashscope`` (implicit), ``dashscope-explicit``, ``vllm``, ``sglang``,
-``llama.cpp``. The three engines are one :class:`EngineCache` with the
-engine's settings (``cache.get("vllm", block_size=128)``; defaults per
-engine and backend in ``ENGINE_DEFAULTS``). ``for_provider`` maps a wire dialect's provider family (and
-optionally a model, for per-model minimums) to its model.
-
-The package also owns the simulator (:mod:`.simulator`, state over a stream
-of requests) and the one builder of its input (:mod:`.builder`: a request
-body to a :class:`~fidelity.cache.simulator.SimRequest`, for every command;
-:func:`fidelity.cache.prompts.cache_prompt` is its entry for a body's bytes).
+Each cache model is a small class with its provider's documented rules and
+their sources; :meth:`CacheModel.reusable` states the rule and
+:meth:`CacheModel.predict` answers cached, written and uncached tokens for a
+request after earlier ones. :func:`get` and :func:`for_provider` look models
+up by name or provider family (``vllm``, ``sglang`` and ``llama.cpp`` are one
+:class:`EngineCache` with the engine's settings). The simulator
+(:mod:`.simulator`) keeps state over a stream of requests; :mod:`.builder`
+turns a body into its input (:func:`fidelity.cache.prompts.cache_prompt`
+for a body's bytes). Examples: docs/tokens-cache-prices.md.
 """
 
 from __future__ import annotations

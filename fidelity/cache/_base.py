@@ -1,11 +1,7 @@
-"""Shared types and the prefix-cache base class of the cache models.
-
-A cache model answers one question: given the requests sent earlier (token
-sequences with send times) and this request, how many of this request's
-prompt tokens are read from the cache (``cached``), how many are newly
-stored by it (``written``), and how many are computed at full price
-(``uncached``)? A live probe reports the same three numbers, so a prediction
-and a measurement compare directly.
+"""Shared types and the base class of the cache models: given the earlier
+requests and this one, how many prompt tokens are read from cache
+(``cached``), newly stored (``written``) and computed (``uncached``); a live
+probe reports the same three numbers.
 """
 
 from __future__ import annotations
@@ -71,13 +67,9 @@ class PromptTokens:
     model generated in reply, which engines and DeepSeek keep in the cache
     after the prompt (empty when unknown).
 
-    Token ids (``tokens``, ``output``) are held packed as ``array('q')``,
-    8 bytes a token: any sequence of ints is accepted and converted on
-    construction (a tuple or list is copied into a new array; an
-    ``array('q')`` is adopted as is, without a copy, so do not change it
-    afterwards). Arrays are mutable, but a ``PromptTokens`` is not meant to
-    be: treat ``tokens``, ``output`` and :attr:`stored` as read-only. Equality
-    compares the ids; the hash is taken over their packed bytes.
+    Token ids are packed as ``array('q')`` on construction (an ``array('q')``
+    is adopted without a copy): treat them as read-only. Equality compares
+    the ids; the hash is taken over their packed bytes.
     """
 
     tokens: Sequence[int]
@@ -123,15 +115,9 @@ class CacheOutcome:
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two token sequences.
-
-    Both are compared packed as 64-bit ints (``array('q')`` is read in place
-    through a memoryview; other sequences are packed first), a window of
-    ``_WINDOW`` bytes at a time at ``memcmp`` speed, and
-    :func:`fidelity.bytediff.first_divergence` finds the byte inside the
-    first differing window: linear in the prefix, no Python loop per token,
-    and no copy of either whole sequence.
-    """
+    """Length of the longest common prefix of two token sequences, compared
+    packed as 64-bit ints a window at a time (no Python loop per token, no
+    copy of either whole sequence)."""
     pa = memoryview(as_token_array(a)).cast("B")
     pb = memoryview(as_token_array(b)).cast("B")
     n = min(len(pa), len(pb))

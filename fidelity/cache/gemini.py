@@ -8,9 +8,7 @@ from ._base import CacheModel
 __all__ = ["GEMINI_MINIMUMS", "gemini_minimum", "GeminiImplicitCache"]
 
 #: Minimum input tokens for implicit caching per model: the latest figures of
-#: the dated table ``fidelity/data/cache_minimums.json`` (the May 2026 page said
-#: 4,096 for Gemini 2.5 Pro, the October 2026 page says 2,048; see
-#: :mod:`fidelity.cache.minimums`).
+#: the dated table ``fidelity/data/cache_minimums.json`` (:mod:`fidelity.cache.minimums`).
 GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = tuple(dict.fromkeys(
     (r.model, minimums.minimum("gemini", r.model)) for r in minimums.rows() if r.provider == "gemini"))
 
@@ -21,19 +19,12 @@ def gemini_minimum(model: str | None, default: int = 1024) -> int:
 
 
 class GeminiImplicitCache(CacheModel):
-    """Gemini implicit caching (on by default for Gemini 2.5 and newer).
-
-    Rules (https://ai.google.dev/gemini-api/docs/caching, "Implicit
-    caching"): automatic, prefix based ("put large and common contents at
-    the beginning of your prompt"); a per-model minimum input (the dated
-    table ``fidelity/data/cache_minimums.json``: 2,048 for Gemini 2.5 on the
-    October 2026 page, 4,096 for newer models); hits are not
-    guaranteed and no step size or lifetime is documented, so the model
-    serves the whole common prefix when it reaches the minimum and assumes a
-    5-minute lifetime (``ttl``, an assumption: the page only says to "send
-    requests with similar prefix in a short amount of time"). Cached tokens
-    are billed at 10% of input on Gemini 2.5 and 3 (price table), no write
-    fee for implicit caching.
+    """Gemini implicit caching (on by default for Gemini 2.5 and newer):
+    the whole common prefix is served once it reaches the model's minimum
+    (dated table); hits are not guaranteed; no step or lifetime is
+    documented, so ``ttl`` is an assumed 5 minutes; reads 10% of input, no
+    write fee. Source: https://ai.google.dev/gemini-api/docs/caching
+    ("Implicit caching").
     """
 
     name = "gemini"

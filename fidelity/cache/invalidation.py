@@ -1,24 +1,10 @@
-"""Anthropic's cache invalidation table: which request settings invalidate which cache level.
+"""Anthropic's cache invalidation table: which request settings invalidate
+which cache level (tools -> system -> messages; a change invalidates its
+level and every later one). Read by the simulator's Anthropic prompt
+builder (:mod:`fidelity.cache.assemble`) and by the differ.
 
-Anthropic's cache follows the prefix hierarchy tools -> system -> messages; a
-change at one level invalidates that level and every level after it. Some
-request-level settings are not prompt text but still invalidate part of the
-hierarchy. Source: the prompt-caching guide, table "What invalidates the
-cache" (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching,
-read 2026-11):
-
-* tool definitions: tools, system and messages caches (they are prompt text
-  at the tools level: a plain prefix change, no entry here);
-* ``speed`` (fast mode): system and messages caches;
-* ``tool_choice``, images added or removed, thinking parameters
-  (``thinking``; ``output_config``, which steers adaptive thinking, is
-  treated as one, see :mod:`fidelity.wire.anthropic_messages`): the
-  messages cache only; the tools and system caches stay.
-
-One table, read by the cache simulator's Anthropic prompt builder
-(:mod:`fidelity.cache.assemble`, which folds each setting into the first token
-of the level it invalidates) and by the differ (which says what a params
-change invalidates), so the two cannot disagree.
+Source: https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching,
+table "What invalidates the cache" (read 2026-11); docs/diff-lost.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The item view of a parsed request body: its cache view's segments in the
-provider's cache order as parsed values (items), each serialised as
-normalised JSON bytes, and the partition key; the one builder's input
-(:mod:`fidelity.cache.builder`) and the scan's partitioning.
-
-:meth:`fidelity.wire.Dialect.cache_view` slices each segment's exact bytes
-from a body's text (where the differ finds the first divergent byte). The
-builder works on parsed values instead, re-serialising an element with
-``orjson.dumps`` only when it is new: key order is kept (it is
-cache-relevant), whitespace and string escapes are normalised (a provider
-decodes the JSON before it renders the prompt, so they do not change what
-its cache sees). Kinds, indexes and pointers are those of the dialect's own
-``cache_view`` (a test checks both on recorded bodies); the exact bytes are
-used again, through :func:`fidelity.diff.compare`, only where a prefix broke.
-
-Repeated history costs an equality test, not a serialisation: when a body's
-element equals the element at the same place in the previous body of its
-partition, the previous bytes are reused (:func:`encode`).
+provider's cache order as parsed values (items), each serialised as compact
+JSON (key order kept, whitespace and escapes normalised), and the partition
+key; the input of the one builder (:mod:`fidelity.cache.builder`) and of
+the scan's partitioning. Kinds, indexes and pointers are those of the
+dialect's ``cache_view``; an element equal to the one at its place in the
+partition's previous body reuses its bytes (:func:`encode`). Why compact
+JSON: docs/builder.md.
 """
 
 from __future__ import annotations
@@ -80,16 +70,9 @@ class FastView:
 
 def trimmed(data: bytes) -> bytes:
     """``data`` copied into an allocation of its own length, for bytes the
-    scan keeps (segments, memo keys).
-
-    ``orjson.dumps`` returns a ``bytes`` object that keeps the whole buffer
-    it grew while writing: at least 1 KiB up to orjson 3.11, at least 4 KiB
-    from 3.12, doubling past that (its ``finish`` sets the length without
-    shrinking the allocation; home-assistant/core#181240 traces it in
-    orjson's ``byteswriter.rs``). ``sys.getsizeof`` does not show it. Measured
-    here with orjson 3.13.0: 100,000 results of a 120-byte object kept
-    408 MB of RSS, copies of them 33 MB. The copy costs less than the
-    serialisation (a two-item ``join``: one exact-size allocation)."""
+    scan keeps (segments, memo keys): ``orjson.dumps`` returns bytes that
+    keep its whole write buffer (home-assistant/core#181240; docs/scan.md,
+    "orjson keeps its buffer"). A two-item ``join``: one exact-size copy."""
     return b"".join((data, b""))
 
 

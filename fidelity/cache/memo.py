@@ -1,13 +1,7 @@
-"""Tokenize each unique element once: a content memo with a memory cap.
-
-A scan sees the same history again and again (each request re-sends the
-previous one), so the billed token ids of each cache-view element (a tool, a
-system block, a message) are memoised per worker, keyed by the element's
-canonical bytes and what else its ids depend on (dialect, model, the
-element's context: :mod:`.prompt_ids`). The dict hashes the key (SipHash, in
-C; a bytes object keeps its hash) and compares it on a hit: repeated content
-costs a hash, not a tokenizer pass. The memo is per process (one per worker)
-and bounded by the bytes it holds; the least recently used entries go first.
+"""Tokenize each unique element once: a per-process memo of billed token
+ids keyed by an element's canonical bytes and what else its ids depend on
+(dialect, model, context), bounded by the bytes it holds (least recently
+used entries go first).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""The dated table of minimum cacheable prompt lengths (``fidelity/data/cache_minimums.json``).
-
-Providers change these figures (Anthropic lowered Sonnet 4.6 from 2,048 to
-1,024 tokens on 2026-05-15; Gemini 2.5 Pro went from 4,096 on the May 2026
-page to 2,048 on the October 2026 page), so the table keeps every dated
-figure with its source, and a lookup takes the latest one, or the one in
-force on a given date. Adding a figure is adding a row of data.
+"""The dated table of minimum cacheable prompt lengths
+(``fidelity/data/cache_minimums.json``): every dated figure with its source;
+a lookup takes the latest one, or the one in force on a given date.
+The figures and their history: docs/tokens-cache-prices.md.
 
 >>> from fidelity.cache import minimums
->>> minimums.minimum("anthropic", "claude-sonnet-4-6")
-1024
 >>> minimums.minimum("anthropic", "claude-sonnet-4-6-20260217", on="2026-03-01")
 2048
->>> minimums.row("gemini", "gemini-2.5-pro").as_of
-'2026-10-13'
 """
 
 from __future__ import annotations

@@ -8,26 +8,15 @@ __all__ = ["OpenAICache"]
 
 
 class OpenAICache(CacheModel):
-    """OpenAI automatic prompt caching.
+    """OpenAI automatic prompt caching: exact prefixes of at least 1024
+    tokens, served in 128-token steps; ``ttl`` 600 s ("typically cleared
+    within 5 to 10 minutes of inactivity"; pass ``ttl=86400`` for
+    ``prompt_cache_retention="24h"``); no write fee, per-model read discount
+    in the price table (0.5 fallback); no explicit breakpoints.
 
-    Rules (https://platform.openai.com/docs/guides/prompt-caching, also
-    https://developers.openai.com/api/docs/guides/prompt-caching):
-
-    * "Caching is enabled automatically for prompts that are 1024 tokens or
-      longer"; "cache hits are only possible for exact prefix matches".
-    * The cached length is reported in 128-token steps: 1024, 1152, 1280...
-      (the guide's ``cached_tokens`` section).
-    * Entries are "typically cleared within 5 to 10 minutes of inactivity"
-      and always within one hour; ``prompt_cache_retention="24h"`` extends
-      this to 24 hours (https://learn.microsoft.com/azure/foundry/openai/how-to/prompt-caching
-      describes the same two policies). Model: ``ttl`` 600 s; pass
-      ``ttl=86400`` for extended retention.
-    * No write fee; reads are discounted per model (gpt-4o 50%, gpt-4.1 75%,
-      gpt-5 family 90%): the price table holds each model's cached price,
-      ``read_multiplier`` 0.5 is the conservative fallback.
-
-    No explicit-breakpoint mode is documented for OpenAI in the sources
-    above, so none is modelled.
+    Sources: https://platform.openai.com/docs/guides/prompt-caching,
+    https://learn.microsoft.com/azure/foundry/openai/how-to/prompt-caching;
+    docs/tokens-cache-prices.md.
     """
 
     name = "openai"

@@ -1,15 +1,7 @@
-"""Wire bodies as the provider's cache keys them: :func:`cache_prompt`.
-
-The simulator (:mod:`fidelity.cache.simulator`) works on token sequences;
-:func:`cache_prompt` turns one request body, as bytes, into one
-(a :class:`SimRequest`) through the one builder
-(:class:`fidelity.cache.builder.PromptIds`): ``diff``, ``replay``,
-``report``, calibration and the proxy call it, and the scan calls the
-builder itself, so a body gets the same prompt from every command.
-
-The provider's rules live with the builder's parts: Anthropic's levels,
-blocks, markers and invalidation salts in :mod:`.assemble` and
-:mod:`.whole_view`, each dialect's element context in :mod:`.element_ids`.
+"""Wire bodies as the provider's cache keys them: :func:`cache_prompt` turns
+one request body's bytes into a :class:`SimRequest` through the one builder
+(:class:`fidelity.cache.builder.PromptIds`), for ``diff``, ``replay``,
+``report``, calibration and the proxy (the scan calls the builder itself).
 """
 
 from __future__ import annotations

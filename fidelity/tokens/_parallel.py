@@ -1,16 +1,9 @@
-"""Tokenize many texts on all the cores a process may use.
-
-Both engines behind the tokenizers here release Python's global interpreter
-lock while they encode: tiktoken's ``CoreBPE.encode`` / ``encode_ordinary``
-run inside ``py.allow_threads`` (tiktoken ``src/py.rs``), and Hugging Face
-``tokenizers`` encodes in Rust without it. So plain threads run the BPE
-work of different texts at the same time; only turning each result into an
-``array`` holds the lock. Texts are split into one contiguous batch per
-worker, balanced by length, so there is one task per core rather than one
-per text (thousands of small tasks would cost more than they save).
-
-Results are the same ids, in the same order, whatever the number of workers:
-each text is encoded by the same pure function, only on another thread.
+"""Tokenize many texts on all the cores a process may use: plain threads,
+one contiguous batch per worker balanced by length, because both engines
+encode without Python's global interpreter lock (tiktoken's ``CoreBPE``
+runs inside ``py.allow_threads``, tiktoken ``src/py.rs``; Hugging Face
+``tokenizers`` encodes in Rust). The ids and their order do not depend on
+the number of workers.
 """
 
 from __future__ import annotations

@@ -15,11 +15,9 @@ __all__ = ["prompt_token_ids"]
 def prompt_token_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str | None = None,
                      provider: str | None = None, model: str | None = None) -> list[array[int]]:
     """Token ids per segment of a cache view, each an ``array('q')`` shared
-    with the tokenizer memos (read-only). The params segment is a cache key,
-    not prompt text: it holds no tokens (and when it differs, nothing is
-    shared: see :func:`shared_tokens`). Given the ``dialect``, the ids are
-    the billed ones (:func:`fidelity.tokens.billed.segment_ids`: the
-    provider's framing, media by its rule, a response schema in params)."""
+    with the tokenizer memos (read-only); the params segment holds none.
+    Given the ``dialect``, the ids are the billed ones
+    (:func:`fidelity.tokens.billed.segment_ids`)."""
     if dialect is not None:
         from .billed import segment_ids
 

@@ -1,83 +1,18 @@
 """Anthropic Messages API (``POST /v1/messages``): the bytes the official
-``anthropic`` Python SDK sends for ``client.messages.create(...)``, and the
+``anthropic`` Python SDK sends for ``client.messages.create(...)`` and the
 order in which Anthropic's prompt cache reads them.
 
-Wire bytes (ground truth: the installed SDK, anthropic 2.14.0)
-----------------------------------------------------------------
-* Serialiser: ``anthropic/_utils/_json.py`` -- ``json.JSONEncoder(
-  ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` then
-  ``.encode()``; reproduced by :func:`._json.dumps_compact` (raw UTF-8,
-  floats as ``repr``: ``1e16`` goes out as ``1e+16``).
-* Top-level key order: ``Messages.create`` in
-  ``anthropic/resources/messages/messages.py`` posts the dict literal
-  ``{"max_tokens", "messages", "model", "cache_control", "container",
-  "diagnostics", "inference_geo", "metadata", "output_config",
-  "service_tier", "speed", "stop_sequences", "stream", "system",
-  "thinking", "tool_choice", "tools"}``; ``_utils/_prepare.py``
-  (``copy_mapping``) drops omitted arguments (``None`` is kept and sent as
-  ``null``), and ``_base_client._merge_mappings`` merges ``extra_body`` as
-  ``{**body, **extra_body}``: an ``extra_body`` key already in the body
-  keeps its slot, new keys follow in ``extra_body`` order. 2.14 has no
-  ``temperature``/``top_p``/``top_k`` arguments; such keys travel in
-  ``extra_body`` and therefore come last.
-* Nested objects: no transformation at all (no TypedDict aliasing in this
-  SDK version); the caller's dicts go out in the caller's key order.
-
-Canonical layout and the verbatim fallback
-------------------------------------------
-``render`` writes each nested object in one canonical layout (the order of
-the Messages API reference, https://docs.claude.com/en/api/messages):
-
-* message ``{"role", "content"}``; content is a string for exactly one
-  :class:`~fidelity.model.Text` part without ``cache_control``, else a list
-  of blocks;
-* ``{"type": "text", "text", "cache_control"?}``;
-  ``{"type": "image", "source": {"type": "url", "url"}, "cache_control"?}``
-  (a ``data:`` URL becomes ``{"type": "base64", "media_type", "data"}``);
-  ``{"type": "tool_use", "id", "name", "input", "cache_control"?}``;
-  ``{"type": "tool_result", "tool_use_id", "content", "is_error"?,
-  "cache_control"?}`` (``is_error`` only when true); ``{"type": "thinking",
-  "thinking", "signature"}`` (thinking blocks cannot carry ``cache_control``);
-  ``cache_control`` comes last wherever a block carries one;
-* tool ``{"name", "description"?, "input_schema"?, ...Tool.extra}``;
-* system: a string for one plain :class:`~fidelity.model.SystemBlock`,
-  else a list of ``{"type": "text", "text", "cache_control"?}`` blocks.
-
-``parse`` maps every object that re-renders to the same bytes onto that
-layout. Any other object (different key order, a block type the canonical
-model has no part for, ``cache_control`` ahead of another key, a list
-holding a single plain text block...) is kept verbatim so that
-``render(parse(b)) == b`` for every body: the whole wire object goes into
-``Message.extra`` (recognisable by its ``"role"`` key), ``Tool.extra``
-(recognisable by a ``"name"`` key) or ``SystemBlock.extra`` (recognisable by
-a ``"type"`` key); the parts are still filled in for analysis. An empty
-``system`` or ``tools`` list is kept in ``Request.params``.
-
-Cache view
-----------
-``params`` first, then one segment per tool, then the system prompt (one
-segment for a string, one per block for a list), then one per message.
-Source: Anthropic, "Tool use with prompt caching"
-(https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching):
-"The cache follows a prefix hierarchy (tools -> system -> messages), so a
-change at one level invalidates that level and everything after it"; the
-prompt-caching guide (https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
-"What invalidates the cache") lists tool choice, images and thinking
-parameters as invalidating the message cache and the speed (fast mode)
-setting as invalidating system and messages.
-
-Cache-key parameters (params segment, in this order): ``model`` (caches
-are per model), ``cache_control`` (top-level automatic caching: its TTL
-decides how long the prefix lives), ``thinking`` and ``output_config``
-(thinking parameters per the guide; ``output_config.effort`` steers adaptive
-thinking -- users report that changing it misses the cache, see
-https://platform.claude.com/docs/en/build-with-claude/effort; fidelity
-treats it as a key), ``output_format`` (the earlier spelling of
-``output_config.format``, still accepted:
-https://platform.claude.com/docs/en/build-with-claude/structured-outputs),
-``speed`` and ``tool_choice`` (both listed by the guide).
-Per-block ``cache_control`` (with its ``ttl``) stays inside the block's own
-segment, where the breakpoint is.
+``render`` reproduces the SDK's serialiser and top-level key order (anthropic
+2.14.0: ``anthropic/_utils/_json.py``, ``Messages.create`` in
+``anthropic/resources/messages/messages.py``) with nested objects in the
+Messages API reference's order (https://docs.claude.com/en/api/messages);
+``parse`` keeps any object that would not re-render verbatim in ``extra``,
+so ``render(parse(b)) == b``. The cache view is params (:data:`CACHE_KEYS`),
+tools, system, messages: the prefix hierarchy of
+https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching
+and the "What invalidates the cache" table of
+https://platform.claude.com/docs/en/build-with-claude/prompt-caching.
+Details and sources: docs/wire-anthropic-gemini.md.
 """
 
 from __future__ import annotations
@@ -120,7 +55,7 @@ SDK_KEYS: tuple[str, ...] = (
     "stop_sequences", "stream", "system", "thinking", "tool_choice", "tools",
 )
 
-#: Top-level members gathered in the params segment (see module docstring).
+#: Top-level members gathered in the params segment (docs/wire-anthropic-gemini.md, "Cache view").
 CACHE_KEYS: tuple[str, ...] = ("model", "cache_control", "thinking", "output_config", "output_format", "speed",
                                "tool_choice")
 
@@ -441,31 +376,14 @@ def is_anthropic_api(endpoint: str | None) -> bool:
 
 
 def billing_block_keyed(endpoint: str | None) -> bool:
-    """Does the cache at ``endpoint`` key on Claude Code's billing block?
-
-    Claude Code (2.1.29 and later) sends as ``system[0]`` a text block
-    ``x-anthropic-billing-header: cc_version=<v>.<3 hex>; cc_entrypoint=<e>;
-    cch=<5 hex>;`` (a fork child appends `` cc_is_subagent=true;``) whose
-    ``cch`` value changes with every request. ``CLAUDE_CODE_ATTRIBUTION_HEADER=0``
-    removes it.
-
-    * **Anthropic's API: no.** Claude Code's own turns read the cache on
-      Anthropic's API although the block changes each request; a mitmproxy
-      capture of real ``/v1/messages`` traffic found ``system[0]`` (the
-      billing block) changing between calls and "does not affect caching",
-      the cache miss coming from ``system[1]`` alone (anthropics/claude-code
-      issue 44724, https://github.com/anthropics/claude-code/issues/44724).
-      The block is left out of the cache view. Caveat: one public A/B test
-      (https://github.com/motiful/cc-cache-audit) saw system-prompt writes
-      across sessions with the block on and none with it off; fidelity
-      follows the in-session evidence and says so here.
-    * **Any other Anthropic-compatible endpoint: yes.** Prefix caches of
-      third-party providers and engines see the block as prompt text, so its
-      changing ``cch`` busts everything after it: anthropics/claude-code
-      issue 68900 (Fireworks, 0 % hits), sgl-project/sglang PR 21064,
-      waybarrios/vllm-mlx PR 277, ggml-org/llama.cpp PR 20623 and
-      ollama/ollama PR 14918 (each strips or disables the block to get hits
-      back). The block stays in the cache view.
+    """Does the cache at ``endpoint`` key on Claude Code's billing block
+    (``system[0]``, ``x-anthropic-billing-header: ...``)? Not at Anthropic's
+    own API (the block is left out of the cache view:
+    https://github.com/anthropics/claude-code/issues/44724); yes at any
+    other Anthropic-compatible endpoint, where it is prompt text
+    (anthropics/claude-code issue 68900, sgl-project/sglang PR 21064,
+    waybarrios/vllm-mlx PR 277, ggml-org/llama.cpp PR 20623, ollama/ollama
+    PR 14918). The evidence: docs/proxy.md.
     """
     return not is_anthropic_api(endpoint)
 

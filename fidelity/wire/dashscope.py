@@ -1,23 +1,12 @@
 """Alibaba Cloud Model Studio (DashScope), OpenAI-compatible mode
 (``https://dashscope.aliyuncs.com/compatible-mode/v1``), called through the
-openai SDK.
-
-Wire bytes: identical to :mod:`.openai_chat`; DashScope-specific fields go
-through ``extra_body`` (``enable_thinking``, ``thinking_budget``) and explicit
-cache markers ride on content parts as ``"cache_control": {"type":
-"ephemeral"}``. Source: https://www.alibabacloud.com/help/model-studio/context-cache
-(explicit cache "Manually enable to create caches for specific content",
-5-minute validity, minimum 1024 tokens; implicit cache caches "common
-prefixes", minimum 256 tokens; applies to "the OpenAI Chat Completions and
-DashScope APIs"). The response reports cache use in
-``usage.prompt_tokens_details.cached_tokens`` (and
-``cache_creation_input_tokens`` for explicit cache) per the same page.
-
-Cache view: Qwen models read the ChatML / Qwen3 chat template, in which the
-system text comes first, then the ``# Tools`` block, then the turns (see
-:mod:`._template`). Cache-key parameters: ``model``, ``enable_thinking`` and
-``thinking_budget`` (the Qwen3 template renders the thinking toggle),
-``tool_choice``, ``parallel_tool_calls``, ``response_format``.
+openai SDK: the bytes of :mod:`.openai_chat`, DashScope's fields
+(``enable_thinking``, ``thinking_budget``) from ``extra_body``, explicit
+cache markers on content parts. The cache view is the Qwen3 chat template's
+order (system, tools, turns; :mod:`._template`), keyed on ``model``, the
+thinking fields, ``tool_choice``, ``parallel_tool_calls`` and
+``response_format``. Source: https://www.alibabacloud.com/help/model-studio/context-cache;
+docs/wire-openai.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """DeepSeek Chat Completions (``https://api.deepseek.com``), called through
-the openai SDK with ``base_url`` and ``extra_body``.
-
-Wire bytes: identical to :mod:`.openai_chat` (same SDK); DeepSeek adds
-``reasoning_content`` on assistant messages and the ``thinking`` toggle, which
-the SDK sends from ``extra_body`` after the SDK-known keys. Source:
-https://api-docs.deepseek.com/guides/thinking_mode ("When using Chat
-Completion with the OpenAI SDK to set the thinking parameter, you need to
-pass the thinking parameter within extra_body"; thinking toggle
-``{"thinking": {"type": "enabled/disabled"}}``, effort ``reasoning_effort``;
-``reasoning_content`` is returned at the same level as ``content`` and must
-be passed back in tool-call turns).
-
-Cache view: DeepSeek's context cache matches the repeated prompt prefix
-(https://api-docs.deepseek.com/guides/kv_cache: "Only the repeated prefix part
-between requests can trigger a cache hit"), and the prefix is the
-chat-template rendering, where the system text comes first, then the tool
-block, then the turns. ``Segment.text`` is the DeepSeek V4 rendering with
-DSML tool calls fitted on recorded usage (:func:`deepseek_v4_texts`,
-docs/calibration.md); :func:`deepseek_v4_prompt` and
-:func:`deepseek_v4_reply` give a whole prompt and a generated reply as the
-model reads them. Cache-key parameters: ``model``,
-``thinking`` and ``reasoning_effort`` (they change the rendered template),
-``tool_choice``, ``response_format``.
+the openai SDK with ``base_url`` and ``extra_body``: the bytes of
+:mod:`.openai_chat`, plus ``reasoning_content`` and the ``thinking`` toggle
+(https://api-docs.deepseek.com/guides/thinking_mode). The cache view is the
+chat template's order (system, tools, turns) with ``Segment.text`` the
+DeepSeek V4 rendering fitted on recorded usage (:func:`deepseek_v4_texts`;
+:func:`deepseek_v4_prompt`, :func:`deepseek_v4_reply`), keyed on ``model``,
+``thinking``, ``reasoning_effort``, ``tool_choice``, ``response_format``
+(https://api-docs.deepseek.com/guides/kv_cache; docs/wire-openai.md,
+docs/calibration.md).
 """
 
 from __future__ import annotations

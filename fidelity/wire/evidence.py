@@ -2,32 +2,19 @@
 the one decision every command, the proxy and the scripted upstream take.
 
 1. ``--provider`` (the user said so).
-2. The URL: host and path (:func:`fidelity.providers.from_url`); it also
-   names the provider family (DeepSeek, DashScope and OpenRouter bodies look
-   like OpenAI's) and, for Gemini, Azure deployments, Bedrock and Vertex AI,
-   the model.
-3. Snapshot metadata or a log's ``provider`` (the dialect the recording
-   names), when no provider's URL decides.
-4. Body marks (each dialect's ``detect``). A body with Anthropic-only marks
-   (a top-level ``system``, ``max_tokens`` first as the anthropic SDK writes
-   it, ``input_schema`` tools, typed content blocks, ``anthropic_version``)
-   is never given to an OpenAI-family dialect; over an OpenAI-family URL
-   only the marks of the request itself count (:func:`request_marks`: its
-   top-level keys), since typed ``image`` or ``document`` blocks also reach
-   OpenAI-compatible gateways.
-5. When no known provider's host decides (a local server, an unknown
-   gateway), the API path has the last word (:func:`dialect_of_path`):
-   ``/responses`` is the Responses API whatever the body; on the Chat
-   Completions path the OpenAI-compatible dialects (DeepSeek, DashScope,
-   vLLM, SGLang) keep what the body marks say.
+2. The URL (:func:`fidelity.providers.from_url`): the dialect, the provider
+   family and, for some routes, the model.
+3. Snapshot metadata or a log's ``provider``, when no provider's URL decides.
+4. Body marks (each dialect's ``detect``); Anthropic-only marks are never
+   given to an OpenAI-family dialect (over an OpenAI-family URL only the
+   request's own top-level marks count: :func:`request_marks`).
+5. Where no known provider's host decides, the API path
+   (:func:`dialect_of_path`).
 
-When two kinds of evidence disagree, :class:`Detection` says which dialect
-was chosen and why (``conflict``). The URL wins unless the body cannot be a
-request of the URL's dialect at all (a Gemini ``contents`` body posted to a
-chat URL), or carries request-level Anthropic marks while the URL names an
-OpenAI-family dialect. :func:`detect_request` raises where nothing tells;
-:func:`route` is the same decision as ``(dialect, provider, model)`` with
-``None`` where nothing tells.
+:class:`Detection` says what was chosen and why (``conflict`` when evidence
+disagrees); :func:`detect_request` raises where nothing tells; :func:`route`
+gives ``(dialect, provider, model)`` with ``None`` there. Details and
+examples: docs/real-traffic.md, "Detection that weighs evidence".
 
 >>> d = detect_request({"model": "m", "messages": []}, url="https://api.deepseek.com/chat/completions")
 >>> (d.dialect, d.family, d.why)

@@ -3,81 +3,17 @@ bytes the official ``google-genai`` Python SDK sends for
 ``client.models.generate_content(model=..., contents=..., config=...)``, and
 the order in which fidelity models Gemini's implicit prefix cache.
 
-Wire bytes (ground truth: the installed SDK, google-genai 3.6.1)
-------------------------------------------------------------------
-* Serialiser: ``_api_client.BaseApiClient._request_once`` posts
-  ``json.dumps(request_dict)`` -- the ``json`` defaults: ``", "`` and
-  ``": "`` separators, ``ensure_ascii=True`` (``é`` is ``\\u00e9``, an emoji
-  a surrogate pair), ``NaN`` allowed; :func:`._json.dumps_pyjson`.
-* The model is **not in the body**: it is in the URL,
-  ``.../models/{model}:generateContent``. ``render`` ignores
-  ``Request.route.model``; ``parse`` takes it as an optional argument.
-* Top-level key order, from ``models._GenerateContentParameters_to_mldev``
-  and ``_GenerateContentConfig_to_mldev``: ``contents``, then the config keys
-  that the config converter writes into the parent (``systemInstruction``,
-  ``safetySettings``, ``tools``, ``toolConfig``, ``labels``,
-  ``cachedContent``, ``serviceTier``, ``continuationToken``, ``store``),
-  then ``generationConfig`` -- present (possibly ``{}``) whenever a config
-  was passed at all. ``http_options.extra_body`` keys follow.
-* ``generationConfig`` keys in the converter's order (``temperature``,
-  ``topP``, ``topK``, ``candidateCount``, ``maxOutputTokens``, ...); float
-  fields are floats (``temperature=1`` is sent as ``1.0``);
-  ``thinkingConfig`` is a pydantic dump: **snake_case** keys in field order
-  (``include_thoughts``, ``thinking_budget``, ``thinking_level``).
-* ``Content`` -> ``{"parts": [...], "role"}``; a string
-  ``system_instruction`` becomes ``{"parts": [{"text"}], "role": "user"}``
-  (``_transformers.t_content``). ``Part`` keys in converter order
-  (``functionCall``, ``functionResponse``, ``inlineData``, ``text``,
-  ``thought``, ``thoughtSignature``...); ``functionCall`` is
-  ``{"id", "args", "name"}``; ``functionResponse``, ``fileData`` and
-  ``inlineData`` are pydantic dumps, hence snake_case
-  (``{"file_uri", "mime_type"}``); bytes go out as URL-safe base64
-  (``_common.encode_unserializable_types``).
-* All function declarations are merged into one trailing
-  ``{"functionDeclarations": [...]}`` tool (``_transformers.t_tools``); each
-  declaration is a pydantic dump (``description``, ``name``,
-  ``parameters``...) and ``parameters`` goes through ``types.Schema`` (see
-  :mod:`._gemini_schema`: field order, snake_case, ``STRING``/``OBJECT``).
-
-Canonical mapping and the verbatim fallback
--------------------------------------------
-Roles ``user``/``model`` <-> ``user``/``assistant``; parts ``text`` <->
-:class:`Text`, ``text`` + ``thought: true`` (+ ``thoughtSignature``) <->
-:class:`Reasoning`, ``functionCall`` <-> :class:`ToolCall` (``id`` ``None``
-when absent, ``arguments`` ``None`` when ``args`` is absent),
-``functionResponse`` <-> :class:`ToolResult` (``content`` is the
-``response`` object), ``fileData`` / ``inlineData`` <-> :class:`Image`
-(``data:`` URL for inline data). ``Request.params`` holds the other
-top-level members under their wire names (``generationConfig``,
-``toolConfig``, ``safetySettings``...). A content, system instruction or
-tools value that does not re-render to the same bytes (a ``thoughtSignature``
-on a function call, a ``role``-less content, REST-style camelCase
-``fileData``...) is kept verbatim: the whole content in ``Message.extra``
-(recognisable by its ``"parts"`` key), ``systemInstruction`` / ``tools`` in
-``Request.params``, which ``render`` then prefers; parts, system blocks and
-tools are still filled in for analysis.
-
-Cache view
-----------
-``params``, then the system instruction (one segment per part), then the
-tools (one per function declaration, one per other tool), then one per
-content. Google documents implicit caching as prefix reuse -- "put large and
-common contents at the beginning of your prompt" and "send requests with a
-similar prefix in a short amount of time"
-(https://ai.google.dev/gemini-api/docs/caching, "Implicit caching") -- and an
-explicit ``CachedContent`` holds exactly ``systemInstruction``, ``tools``,
-``toolConfig`` and ``contents``, which a request that references it must not
-repeat (https://ai.google.dev/api/caching). The order in which Gemini's
-prompt format places the system instruction relative to the tool
-declarations is not public; fidelity assumes system instruction, then tools,
-then contents.
-
-Cache-key parameters (params segment): ``cachedContent`` (the explicit cache
-the request reads from), ``toolConfig`` (function-calling mode and allowed
-names, stored with a cache and so treated as part of its key), and
-``generationConfig/thinkingConfig`` (thinking changes how the model reads
-the prompt; treated as a key by analogy with Anthropic's documented rule).
-The model, also a key, lives in the URL and is absent from the view.
+``render`` reproduces the SDK (google-genai 3.6.1: ``json.dumps`` in
+``_api_client.BaseApiClient._request_once``; key order from
+``models._GenerateContentParameters_to_mldev`` and
+``_GenerateContentConfig_to_mldev``; pydantic dumps in snake_case; all
+function declarations in one trailing tool, ``_transformers.t_tools``); the
+model is in the URL, not the body. ``parse`` keeps what would not re-render
+verbatim. The cache view is params (``cachedContent``, ``toolConfig``,
+``generationConfig/thinkingConfig``), system instruction, tools, contents:
+prefix reuse per https://ai.google.dev/gemini-api/docs/caching and
+https://ai.google.dev/api/caching; the system-before-tools order is an
+assumption (not public). Details: docs/wire-anthropic-gemini.md.
 """
 
 from __future__ import annotations

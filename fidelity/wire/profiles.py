@@ -1,38 +1,13 @@
-"""Named client profiles: what a given client sends for a request.
-
-A profile is used when a request has no original bytes to follow (it was
-read from canonical JSON, or built in code); a parsed request keeps its own
-:class:`~fidelity.wire.layout.Written` layout instead. ``fidelity render
---profile NAME`` picks one; without it each dialect uses its provider's
-first profile (the current SDK). The provider descriptors list their
-profiles in ``client_profiles`` (:mod:`fidelity.providers`).
-
-==================  =============================================================
-profile             what it is (verified against, by tests/wire/test_sdk_matrix.py and
-                    tests/test_wire_*.py through the SDK itself)
-==================  =============================================================
-openai-python>=3    openai 3.x ``chat.completions.create`` / ``responses.create``:
-                    ``model`` first, compact JSON, raw UTF-8 (verified 3.57.0)
-openai-python<3     openai 1.x and 2.x: ``messages`` (Responses: ``background``...)
-                    first, keys in the ``create`` literal's order, compact JSON
-                    with raw UTF-8 as httpx >= 0.28 writes it (verified 1.109.1
-                    and 2.54.0 with httpx 0.28.1)
-openai-python<1     openai 0.x ``ChatCompletion.create``: ``json.dumps(params)``
-                    (``", "`` / ``": "``, ``\\uXXXX`` escapes), keys in the
-                    caller's order (verified 0.28.1, over loopback)
-anthropic-create    anthropic ``messages.create`` (verified 2.14.0)
-anthropic-stream    anthropic ``messages.stream()``: the helper's own literal
-                    order, ``"stream":true`` last (verified 2.14.0)
-google-genai        google-genai ``models.generate_content``: ``json.dumps``
-                    defaults (verified 3.6.1)
-gemini-rest         raw REST clients (simonw/llm-gemini; ``requests`` /
-                    ``httpx`` with compact ``json.dumps``): compact, raw UTF-8,
-                    the caller's order (verified on the llm-gemini cassettes)
-==================  =============================================================
+"""Named client profiles: what a given client sends for a request that has
+no original bytes to follow (read from canonical JSON, or built in code; a
+parsed request keeps its own :class:`~fidelity.wire.layout.Written` layout).
+``fidelity render --profile NAME`` picks one; by default each dialect uses
+its provider's first profile (the current SDK). The profiles and what each
+was verified against: docs/real-traffic.md, "Client profiles".
 
 Sources for the orders: the ``body=`` dict literals in
 ``openai/resources/chat/completions/completions.py`` and
-``openai/resources/responses/responses.py`` of each openai version above,
+``openai/resources/responses/responses.py`` of each openai version,
 ``anthropic/resources/messages/messages.py`` (``create`` and ``stream``) of
 anthropic 2.14.0, and ``openai/api_requestor.py`` of openai 0.28.1
 (``data = json.dumps(params).encode()``).

@@ -1,21 +1,11 @@
 """vLLM and SGLang OpenAI-compatible servers (``/v1/chat/completions``),
-called through the openai SDK with ``base_url`` and ``extra_body``.
-
-Wire bytes: identical to :mod:`.openai_chat`. Server-specific fields
-(``chat_template_kwargs``, ``top_k``, ``repetition_penalty``...) travel in
-``extra_body`` and land after the SDK-known keys. Sources:
-https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html (extra
-parameters "can be passed ... via extra_body", including
-``chat_template_kwargs``), https://docs.sglang.ai/ (OpenAI-compatible API).
-
-Cache view: both servers apply the model's chat template and cache the
-resulting token prefix (vLLM automatic prefix caching hashes full KV blocks;
-SGLang's RadixAttention matches a radix tree of token prefixes), so the order
-is the template's: system text, then tools, then the turns. fidelity renders
-the ChatML / Qwen3 template text (the most common family served); other
-families get ``text=None``. Cache-key parameters: ``model``,
-``chat_template_kwargs`` (e.g. ``enable_thinking``, changes the rendered
-prompt), ``tool_choice``, ``response_format``.
+called through the openai SDK: the bytes of :mod:`.openai_chat`, server
+fields from ``extra_body``
+(https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html,
+https://docs.sglang.ai/). The cache view is the chat template's order
+(system, tools, turns) with ChatML / Qwen3 text (other families:
+``text=None``), keyed on ``model``, ``chat_template_kwargs``,
+``tool_choice``, ``response_format`` (docs/wire-openai.md).
 """
 
 from __future__ import annotations
