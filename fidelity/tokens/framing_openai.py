@@ -461,7 +461,9 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
         elif fn is not None:
             if first_function:
                 pieces.append(TOOLS_HEAD)
-            pieces.append(render_function(fn))
+            # OpenAI's own Harmony models read its Harmony renderer's tool
+            # types; gpt-oss served by others reads its chat template's
+            pieces.append(render_function(fn, harmony(model) and not open_weight_harmony(model)))
             if last_function:
                 pieces.append(TOOLS_TAIL)
                 # a Chat Completions tool nests its function (Responses tools are flat)
