@@ -245,15 +245,23 @@ _AZURE_DEPLOYMENT = r"/deployments/([^/]+)/"
 
 _BUILTIN_ORDER = ("openai", "anthropic", "gemini", "deepseek", "dashscope", "vllm", "sglang")
 
+#: why a Responses compaction request bills more than its body
+_COMPACT = "OpenAI compacts the input with a compaction prompt it does not publish"
+
 register(Provider(
     name="openai", title="OpenAI",
     dialects=("openai-chat", "openai-responses"),
     aliases=("azure", "azure_ai", "azure-openai", "text-completion-openai"),
     routes=(
         Route("api.openai.com", "openai-responses", "/responses"),
+        # the compaction endpoint runs the model on the conversation with a
+        # compaction prompt of OpenAI's (https://platform.openai.com/docs/api-reference/responses/compact)
+        Route("api.openai.com", "openai-responses", "/responses/compact", server_prompt=_COMPACT),
         Route("api.openai.com", "openai-chat"),
         # Azure OpenAI: the deployment name stands for the model
         # (https://learn.microsoft.com/azure/ai-foundry/openai/reference)
+        Route("openai.azure.com", "openai-responses", "/responses/compact", model=_AZURE_DEPLOYMENT,
+              server_prompt=_COMPACT),
         Route("openai.azure.com", "openai-responses", "/responses", model=_AZURE_DEPLOYMENT),
         Route("openai.azure.com", "openai-chat", model=_AZURE_DEPLOYMENT),
         # Azure AI Foundry model inference (OpenAI-compatible chat)

@@ -31,16 +31,29 @@ apart with the reason :func:`reason` gives.
   ``web_search_options``: https://platform.openai.com/docs/guides/tools-web-search?api-mode=chat;
   OpenRouter's ``web`` plugin or a model slug ending in ``:online``:
   https://openrouter.ai/docs/features/web-search), whose results the
-  endpoint adds to the prompt; and OpenRouter's server tools, any tool whose
+  endpoint adds to the prompt; OpenRouter's server tools, any tool whose
   type has the ``openrouter:`` prefix (``openrouter:web_search``,
   ``openrouter:advisor``), which OpenRouter runs itself zero or more times
   in one request (https://openrouter.ai/docs/guides/features/server-tools);
+  and OpenAI Responses' tool search (a ``tool_search`` tool, hosted or run by
+  the client, and its ``tool_search_call`` / ``tool_search_output`` items:
+  https://developers.openai.com/api/docs/guides/tools-tool-search), which
+  bills its own definition and each deferred function (``defer_loading``)
+  only once the model has found it;
 * **provider tools**: tools the provider defines and the client runs
   (Anthropic's ``computer``, ``bash``, ``text_editor``:
   https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool),
   whose definitions the provider expands into instructions the body does not hold;
 * **server template**: an endpoint that renders the body into an
-  unpublished template (a route's ``server_prompt`` in :mod:`fidelity.providers`);
+  unpublished template (a route's ``server_prompt`` in :mod:`fidelity.providers`,
+  such as OpenAI's ``/v1/responses/compact``, whose compaction prompt is
+  OpenAI's: https://platform.openai.com/docs/api-reference/responses/compact),
+  and request members that make OpenAI write part of the prompt itself:
+  an ``additional_tools`` input item (tools a developer adds mid-conversation,
+  rendered into the conversation in a form OpenAI does not publish:
+  the API reference's ``AdditionalToolsItemParam``) and ``reasoning.mode:
+  "pro"`` (GPT-5.6's multi-pass reasoning before one final answer:
+  https://developers.openai.com/api/docs/guides/reasoning);
 * **server state**: ``previous_response_id`` / ``conversation`` (OpenAI
   Responses), ``context_management`` (Anthropic compaction or clearing),
   ``cachedContent`` (Gemini explicit caches): part of the prompt is held by
@@ -56,6 +69,10 @@ apart with the reason :func:`reason` gives.
 'server tools'
 >>> reason({"model": "openai/gpt-4.1-mini", "messages": [], "tools": [{"type": "openrouter:web_search"}]})
 'server tools'
+>>> reason({"model": "gpt-5.4", "input": "hi", "tools": [{"type": "tool_search"}]})
+'server tools'
+>>> reason({"model": "gpt-5.6-sol", "input": "hi", "reasoning": {"mode": "pro"}})
+'server template'
 >>> reason({"model": "gpt-5", "previous_response_id": "resp_1", "input": "hi"})
 'server state'
 >>> reason({"model": "gpt-5", "input": "hi"}) is None
@@ -73,7 +90,7 @@ REASONS = ("server tools", "provider tools", "server template", "server state")
 
 #: tool ``type`` prefixes of provider-run (server) tools (sources in the module docstring)
 _SERVER_TOOL_TYPES = ("web_search", "web_fetch", "code_execution", "code_interpreter", "file_search",
-                      "image_generation", "mcp", "tool_search_tool_", "advisor_", "openrouter:")
+                      "image_generation", "mcp", "tool_search", "advisor_", "openrouter:")
 #: Gemini tool members of built-in (server) tools, REST camelCase and SDK snake_case
 _GEMINI_SERVER_TOOLS = ("googleSearch", "google_search", "googleSearchRetrieval", "google_search_retrieval",
                         "urlContext", "url_context", "codeExecution", "code_execution")
@@ -82,7 +99,8 @@ _PROVIDER_TOOL_TYPES = ("computer_", "bash_", "text_editor_", "memory_")
 #: content blocks / items that carry a server tool's call or result
 _SERVER_TOOL_MARKS = (b'"server_tool_use"', b'"web_search_call"', b'"code_interpreter_call"',
                       b'"file_search_call"', b'"image_generation_call"', b'"mcp_tool_use"', b'"mcp_call"',
-                      b'"mcp_list_tools"', b'"tool_search_tool_result"', b'"advisor_tool_result"')
+                      b'"mcp_list_tools"', b'"tool_search_tool_result"', b'"advisor_tool_result"',
+                      b'"tool_search_call"', b'"tool_search_output"')
 #: body members naming remote MCP servers the provider calls (Anthropic's MCP connector)
 _SERVER_TOOL_MEMBERS = ("mcp_servers",)
 #: OpenRouter plugins that add to the prompt what they fetched
@@ -103,6 +121,18 @@ def _server_tool_in(body: Any) -> bool:
         return False
     return any(isinstance(t, dict) and ((isinstance(t.get("type"), str) and t["type"].startswith(_SERVER_TOOL_TYPES))
                                         or any(k in t for k in _GEMINI_SERVER_TOOLS)) for t in tools)
+
+
+def _template_in(body: Any) -> bool:
+    """Whether a Responses body has OpenAI write part of the prompt: an
+    ``additional_tools`` input item or ``reasoning.mode: "pro"`` (module docstring)."""
+    if not isinstance(body, dict):
+        return False
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("mode") == "pro":
+        return True
+    items = body.get("input")
+    return isinstance(items, list) and any(isinstance(i, dict) and i.get("type") == "additional_tools" for i in items)
 
 
 def _plugin_in(plugins: Any) -> bool:
@@ -139,7 +169,7 @@ def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: 
         return "server tools"
     if _provider_tool_in(body):
         return "provider tools"
-    if server_prompt:
+    if server_prompt or _template_in(body):
         return "server template"
     if isinstance(body, dict) and any(body.get(k) for k in _STATE_MEMBERS):
         return "server state"

@@ -171,6 +171,19 @@ class _OpenAIPrep:
     refs: set[str] = field(default_factory=set)
     #: the previous request's contexts hold for its first ``keep`` elements
     keep: int = 0
+    #: the last user message's index (-1: none); whether reasoning of every turn is kept
+    last_user: int = -1
+    all_turns: bool = False
+
+
+def _last_user(items: Sequence[Item], start: int = 0) -> int:
+    """The index of the last user message among ``items[start:]`` (-1: none)."""
+    return next((i for i in range(len(items) - 1, start - 1, -1)
+                 if items[i].kind != "tools" and framing_openai.user_turn(items[i].value)), -1)
+
+
+def _all_turns(params: bytes) -> bool:
+    return b'"all_turns"' in params and framing_openai.all_turns(orjson.loads(b"{" + params + b"}"))
 
 
 def _refs(v: Any) -> tuple[str, ...]:
@@ -205,7 +218,7 @@ class _OpenAI(Handler):
                 refs.update(_refs(it.value))
         names = dict(chain.from_iterable(pairs))
         return _OpenAIPrep(tok, model, names, fns[0] if fns else None, fns[-1] if fns else None, view.params,
-                           tool_end, call_at, pairs, refs, 0)
+                           tool_end, call_at, pairs, refs, 0, _last_user(items), _all_turns(view.params))
 
     def _grow(self, pp: _OpenAIPrep, tok: tokens.Tokenizer, model: str, items: Sequence[Item], k: int,
               params: bytes, prev_n: int) -> _OpenAIPrep:
@@ -235,8 +248,17 @@ class _OpenAI(Handler):
                 break
         pp.refs.update(refs)  # a superset of what the kept elements read: the check stays safe
         refs_all = pp.refs
+        # a later user message finishes the turn of the reasoning items before it
+        last = _last_user(items, k)
+        if last < 0:
+            last = pp.last_user if pp.last_user < k else _last_user(items)
+        keep_all = _all_turns(params)
+        if keep_all != pp.all_turns:
+            keep = 0
+        elif last != pp.last_user:
+            keep = min(keep, max(0, min(last, pp.last_user) + 1))
         return _OpenAIPrep(tok, model, names, pp.first_fn, pp.last_fn, params, pp.tool_end, call_at, pairs,
-                           refs_all, keep)
+                           refs_all, keep, last, keep_all)
 
     def _context(self, prep: _OpenAIPrep, i: int, it: Item) -> Hashable:
         if it.kind == "tools":
@@ -245,6 +267,8 @@ class _OpenAI(Handler):
         flag = 1 if where == ("instructions",) else 2 if where == ("input",) else 0
         v = it.value
         if isinstance(v, dict):
+            if framing_openai.finished_reasoning(v, i, prep.last_user, prep.all_turns):
+                return (flag, None, None, True)
             return (flag, prep.names.get(str(v.get("call_id"))), prep.names.get(str(v.get("tool_call_id"))))
         return (flag,)
 
@@ -264,7 +288,8 @@ class _OpenAI(Handler):
             flag = ctx[0]  # type: ignore[index]
             ptr = "/instructions" if flag == 1 else "/input" if flag == 2 else ""
             seg = Segment(item.kind, 0, ptr, data)  # type: ignore[arg-type]
-            pieces = framing_openai.one_segment_pieces(seg, item.value, prep.model, prep.names, False, False)
+            pieces = framing_openai.one_segment_pieces(seg, item.value, prep.model, prep.names, False, False,
+                                                       finished=len(ctx) > 3)  # type: ignore[arg-type]
         return pieces_ids(prep.tok, pieces, self.dialect.provider, prep.model)
 
     def params_ids(self, prep: _OpenAIPrep) -> array[int]:

@@ -34,7 +34,12 @@ OpenAI bills the prompt the model reads, not the JSON body. What it reads:
 * **Reasoning items** replayed in a Responses ``input`` are billed only
   while their tool-calling turn continues (OpenAI reasoning guide,
   https://platform.openai.com/docs/guides/reasoning, "Keeping reasoning
-  items in context"); their content is encrypted, so their size is
+  items in context": reasoning items of earlier turns are dropped from the
+  context): one that a later user message follows is not billed
+  (:func:`finished_reasoning`), unless the request keeps reasoning of all
+  turns (``reasoning.context: "all_turns"``, GPT-5.6 on; OpenRouter's GPT-5.6
+  migration guide, https://openrouter.ai/docs/cookbook/evaluate-and-optimize/model-migrations/gpt-5-6,
+  names ``reasoning.context`` among OpenAI's additions). Their content is encrypted, so their size is
   estimated from the length of ``encrypted_content``:
   ``0.2105 * len - 225`` reasoning tokens plus 12 for the item's framing
   (fitted: ``docs/tokens-billed.md``, "Reasoning items"). Counts that
@@ -82,7 +87,8 @@ from .framing_openai_tools import (
 )
 from .media import decode_data_url
 
-__all__ = ["segment_pieces", "one_segment_pieces", "call_names", "call_pairs", "function_of", "render_tools", "render_type",
+__all__ = ["segment_pieces", "one_segment_pieces", "finished_reasoning", "last_user", "all_turns", "user_turn",
+           "call_names", "call_pairs", "function_of", "render_tools", "render_type",
            "strict_schema", "chat_tools_block", "estimate_family", "priming", "text_file", "START", "END", "MESSAGE"]
 
 #: o200k_base special tokens of the chat format (Harmony format article)
@@ -105,6 +111,31 @@ COMPACTION_RATE = 0.0957
 def compaction_tokens(encrypted_chars: int) -> int:
     """Billed tokens of one ``compaction`` item (module docstring)."""
     return round(COMPACTION_RATE * encrypted_chars)
+
+
+def user_turn(value: Any) -> bool:
+    """Whether a Chat message or Responses item is a user message (a new turn)."""
+    return isinstance(value, Mapping) and value.get("role") == "user" and value.get("type") in (None, "message")
+
+
+def last_user(values: Sequence[Any]) -> int:
+    """The index of the last user message among ``values`` (-1: none)."""
+    return next((i for i in range(len(values) - 1, -1, -1) if user_turn(values[i])), -1)
+
+
+def all_turns(params: Any) -> bool:
+    """Whether a request's params keep the reasoning items of every turn
+    (``reasoning.context: "all_turns"``: module docstring)."""
+    reasoning = params.get("reasoning") if isinstance(params, Mapping) else None
+    return isinstance(reasoning, Mapping) and reasoning.get("context") == "all_turns"
+
+
+def finished_reasoning(value: Any, index: int, last_user_index: int, keep_all: bool) -> bool:
+    """Whether the item at ``index`` is a reasoning item of a finished turn
+    (a user message at ``last_user_index`` follows it), which OpenAI drops
+    from the context and does not bill, unless ``keep_all`` (:func:`all_turns`)."""
+    return (not keep_all and index < last_user_index and isinstance(value, Mapping)
+            and value.get("type") == "reasoning")
 
 
 def harmony(model: str) -> bool:
@@ -390,17 +421,25 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
     functions = [i for i, t in zip(tool_idx, tools) if function_of(t) is not None]
     values = [_loads(s.data) if s.kind in ("system", "message") else None for s in segs]
     names = call_names(values)
+    params = next((_loads(b"{" + s.data + b"}") for s in segs if s.kind == "params" and s.data), None)
+    last, keep_all = last_user(values), all_turns(params)
     return [one_segment_pieces(seg, values[i], model, names, bool(functions) and i == functions[0],
-                               bool(functions) and i == functions[-1]) for i, seg in enumerate(segs)]
+                               bool(functions) and i == functions[-1],
+                               finished=finished_reasoning(values[i], i, last, keep_all))
+            for i, seg in enumerate(segs)]
 
 
 def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str, str],
-                       first_function: bool, last_function: bool) -> list[Piece]:
+                       first_function: bool, last_function: bool, finished: bool = False) -> list[Piece]:
     """Pieces of one segment of :func:`segment_pieces`: ``value`` is the
     parsed segment (system and message segments); the tools block's head
     and tail go with the first and last function tool; ``names`` (call id
     -> function name over the whole view) is read only by a tool result,
-    through ``names.get(str(call_id))`` / ``names.get(str(tool_call_id))``."""
+    through ``names.get(str(call_id))`` / ``names.get(str(tool_call_id))``;
+    ``finished``: the segment is a reasoning item of a finished turn
+    (:func:`finished_reasoning`), which bills nothing."""
+    if finished:
+        return []
     family = estimate_family(model)
     if family is not None:
         return _estimated_pieces(family, seg, value, model, first_function)
@@ -422,7 +461,9 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
         elif fn is not None:
             if first_function:
                 pieces.append(TOOLS_HEAD)
-            pieces.append(render_function(fn))
+            # OpenAI's own Harmony models read its Harmony renderer's tool
+            # types; gpt-oss served by others reads its chat template's
+            pieces.append(render_function(fn, harmony(model) and not open_weight_harmony(model)))
             if last_function:
                 pieces.append(TOOLS_TAIL)
                 # a Chat Completions tool nests its function (Responses tools are flat)

@@ -25,6 +25,17 @@ hmarr/openai-chat-tokens, https://github.com/hmarr/openai-chat-tokens,
 optional properties get ``?``, enums become unions of literals, arrays
 ``T[]``, nested objects are rendered inline.
 
+**Harmony models** (gpt-5, o-series; not gpt-oss served by others through
+its chat template) read one more comment: the ``parameters`` object's own
+``description``, before its ``{`` (``type f = (_: // about\n{ ... }) => any;``),
+as OpenAI's Harmony renderer writes an object's description
+(``openai/harmony``, ``src/encoding.rs``, ``json_schema_to_typescript``:
+https://github.com/openai/harmony). That renderer differs from the
+rendering above in more places (nested indentation, ``anyOf``, defaults,
+titles, a function whose parameters have no properties); only this one is
+borne out by recorded usage (``docs/tokens-billed.md``), so only this one is
+applied (:func:`render_function` with ``harmony``).
+
 **Structured output schemas** (``response_format`` / ``text.format`` of
 type ``json_schema``) are rendered as a ``# Response Formats`` section
 holding the schema's JSON (Harmony format, "Structured output"); a
@@ -103,8 +114,10 @@ def function_of(tool: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def render_function(fn: Mapping[str, Any]) -> str:
-    """One function in the ``namespace functions`` block."""
+def render_function(fn: Mapping[str, Any], harmony: bool = False) -> str:
+    """One function in the ``namespace functions`` block; ``harmony``: as
+    OpenAI's own Harmony models read it (the parameters' own description
+    is a comment before their ``{``: module docstring)."""
     out = ""
     desc = fn.get("description")
     if isinstance(desc, str) and desc:
@@ -112,7 +125,9 @@ def render_function(fn: Mapping[str, Any]) -> str:
     params = fn.get("parameters")
     name = fn.get("name", "")
     if isinstance(params, Mapping) and isinstance(params.get("properties"), Mapping) and params["properties"]:
-        out += f"type {name} = (_: {{\n{_render_props(params)}}}) => any;\n\n"
+        about = params.get("description")
+        note = f"// {about}\n" if harmony and isinstance(about, str) else ""
+        out += f"type {name} = (_: {note}{{\n{_render_props(params)}}}) => any;\n\n"
     else:
         out += f"type {name} = () => any;\n\n"
     return out
