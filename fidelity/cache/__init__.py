@@ -1,14 +1,16 @@
 """Provider cache models, the cache simulator and the one builder of its input.
 
 Each cache model is a small class with its provider's documented rules and
-their sources; :meth:`CacheModel.reusable` states the rule and
-:meth:`CacheModel.predict` answers cached, written and uncached tokens for a
-request after earlier ones. :func:`get` and :func:`for_provider` look models
-up by name or provider family (``vllm``, ``sglang`` and ``llama.cpp`` are one
-:class:`EngineCache` with the engine's settings). The simulator
-(:mod:`.simulator`) keeps state over a stream of requests; :mod:`.builder`
-turns a body into its input (:func:`fidelity.cache.prompts.cache_prompt`
-for a body's bytes). Examples: docs/tokens-cache-prices.md.
+their sources (:meth:`CacheModel.reusable`, minimums, lifetimes, what stays
+after the prompt); it computes nothing itself. :func:`get` and
+:func:`for_provider` look models up by name or provider family (``vllm``,
+``sglang`` and ``llama.cpp`` are one :class:`EngineCache` with the engine's
+settings). The simulator (:mod:`.simulator`: ``SimRequest`` → ``Prediction``,
+and :func:`~fidelity.cache.simulator.simulated` for one request after
+earlier ones) keeps state over a stream of requests and answers for every
+caller; :mod:`.builder` turns a body into its input
+(:func:`fidelity.cache.prompts.cache_prompt` for a body's bytes).
+Examples: docs/tokens-cache-prices.md.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .. import providers
 from .._registry import Registry
 from ..errors import UnknownName
 from . import minimums
-from ._base import CacheModel, CacheOutcome, PromptTokens, as_token_array, common_prefix
+from ._base import CacheModel, PromptTokens, as_token_array, common_prefix
 from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
@@ -33,7 +35,6 @@ from .openai import OpenAICache
 
 __all__ = [
     "PromptTokens",
-    "CacheOutcome",
     "CacheModel",
     "common_prefix",
     "as_token_array",

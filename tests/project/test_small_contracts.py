@@ -28,12 +28,19 @@ def test_unused_code_is_gone() -> None:
     assert not hasattr(pytest_plugin, "prefix_preserved")
 
 
-def test_deepseek_uses_the_one_predict_and_a_later_request_is_never_read() -> None:
-    assert cache.DeepSeekCache.predict is cache.CacheModel.predict
-    earlier = cache.PromptTokens(tuple(range(3000)), time=10.0)
-    now = cache.PromptTokens(tuple(range(3000)), time=5.0)
+def test_one_cache_computation_and_a_later_request_is_refused() -> None:
+    """Cache models keep only their rules: cached tokens come from the
+    simulator alone (issue 29), which takes requests in time order."""
+    from fidelity.cache.simulator import SimRequest, Simulator
+    from fidelity.errors import InputError
+
+    assert not hasattr(cache, "CacheOutcome")
+    assert not [name for name in cache.names() if hasattr(cache.get(name), "predict")]
     for name in ("deepseek", "openai"):
-        assert cache.get(name).predict([earlier], now).cached == 0  # sent after: cannot have stored it
+        sim = Simulator(name)
+        sim.feed(SimRequest(tuple(range(3000)), time=10.0))
+        with pytest.raises(InputError, match="time order"):
+            sim.feed(SimRequest(tuple(range(3000)), time=5.0))  # sent before: it cannot read what came later
 
 
 def test_a_broken_price_table_is_not_reported_as_no_price() -> None:

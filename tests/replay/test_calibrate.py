@@ -12,11 +12,19 @@ import json
 import pytest
 
 from fidelity import cache, cli, tokens, wire
-from fidelity.cache import DEEPSEEK_UNIT, PromptTokens
+from fidelity.cache import DEEPSEEK_UNIT, CacheModel, PromptTokens
+from fidelity.cache.simulator import simulated
 from fidelity.calibrate import CWD_STANDIN, StepResult, calibrate, load, prompt_text, reply_text, summarize
 from fidelity.wire.deepseek import deepseek_v4_prompt, deepseek_v4_texts
 
 # --------------------------------------------------------------------------- cache model (the core's)
+
+
+def cached(model: CacheModel, earlier: list[PromptTokens], request: PromptTokens) -> int:
+    """What calibration predicts: the simulator's read (``simulated``)."""
+    read = simulated(model, earlier, request).cache_read
+    assert read is not None
+    return read
 
 
 def test_calibrate_uses_the_core_deepseek_model() -> None:
@@ -28,25 +36,25 @@ def test_hits_round_down_to_whole_units() -> None:
     model = cache.for_provider("deepseek")
     first = PromptTokens(tokens=tuple(range(300)))
     again = PromptTokens(tokens=tuple(range(300)) + (9999,))
-    assert model.predict([first], again).cached == 256
-    assert model.predict([], again).cached == 0
+    assert cached(model, [first], again) == 256
+    assert cached(model, [], again) == 0
 
 
 def test_reply_is_cached_after_the_prompt() -> None:
     model = cache.for_provider("deepseek")
     prior = PromptTokens(tokens=tuple(range(200)), output=tuple(range(200, 300)))
     nxt = PromptTokens(tokens=tuple(range(300)) + (7,) * 10)
-    assert model.predict([prior], nxt).cached == 256
+    assert cached(model, [prior], nxt) == 256
     without_reply = PromptTokens(tokens=tuple(range(200)))
-    assert model.predict([without_reply], nxt).cached == 128
+    assert cached(model, [without_reply], nxt) == 128
 
 
 def test_whole_request_is_not_served_below_a_unit_boundary() -> None:
     model = cache.for_provider("deepseek")
     prior = PromptTokens(tokens=tuple(range(200)))
-    outcome = model.predict([prior], PromptTokens(tokens=tuple(range(250))))
-    assert (outcome.cached, outcome.uncached) == (128, 122)
-    assert outcome.cached % DEEPSEEK_UNIT == 0
+    p = simulated(model, [prior], PromptTokens(tokens=tuple(range(250))))
+    assert (p.cache_read, p.prompt) == (128, 250)
+    assert p.cache_read % DEEPSEEK_UNIT == 0
 
 
 # --------------------------------------------------------------------------- template
