@@ -1,45 +1,13 @@
 """The CI gate: compare lost cached tokens and their cost against a baseline.
 
-Inputs are *rows*: one per (fixture, variant), each with the tokens a fork
-loses per request, the dollars that costs, and whether the variant is
-declared cache-preserving. Rows come from the report run in-process (the
-default), from a saved report (``reports/fidelity-report.json``, written by
-``fidelity report``; schema ``fidelity.report/1``), or from a snapshot folder
-(each child request diffed against its parent with
-:func:`fidelity.diff.compare`).
-
-A row **fails** the gate (exit 1) when
-
-* it is declared cache-preserving and loses any token at all, or
-* its lost tokens rise above the baseline by more than
-  ``max(max_lost_tokens_increase, max_lost_tokens_increase_pct% of baseline)``,
-  or its cost per fork by more than
-  ``max(max_cost_increase_usd, max_cost_increase_pct% of baseline)``
-  (an absolute floor and a relative allowance; the larger one applies, like
-  ``math.isclose``'s ``abs_tol`` / ``rel_tol``), or
-* its cost per fork has a price on one side and none on the other (a
-  model that lost its price row would otherwise read as free), or
-* it is in the baseline but no longer measured: missing from the current
-  rows, or skipped (a variant that started raising), or
-* it is measured but not in the baseline (a new row, or a baseline that
-  lacks it). A row that comes or goes on purpose comes or goes with the
-  baseline: ``fidelity gate --update-baseline``.
-
-Bad input or configuration exits 2; otherwise 0. Thresholds live in
-``pyproject.toml``::
-
-    [tool.fidelity.gate]
-    baseline = "reports/baseline.json"
-    max_lost_tokens_increase = 0        # tokens per fork
-    max_lost_tokens_increase_pct = 0    # percent of the baseline figure
-    max_cost_increase_usd = 0.0         # dollars per fork
-    max_cost_increase_pct = 0
-    cache_preserving = ["completed-turn", "*fork*"]   # fnmatch on variant or key
-
-This module computes; :mod:`fidelity.gate_output` renders a
-:class:`GateResult` (plain text, GitHub workflow commands, JUnit XML) and
-imports this module, never the other way round.
-"""
+Takes rows (:mod:`fidelity.gate_rows`: one per fixture × variant or child
+snapshot) and thresholds from ``[tool.fidelity.gate]`` in ``pyproject.toml``,
+and returns a :class:`GateResult`: a row fails when a cache-preserving one
+loses any token, its tokens or cost per fork rise past the allowance
+(``max(absolute, percent of baseline)``), its price appears or vanishes, or
+it is in only one of baseline and current rows. Exit 1 on a failure, 2 on
+bad input, else 0. The rules: docs/ci-and-capture.md, "The gate".
+:mod:`fidelity.gate_output` renders the result and imports this module."""
 
 from __future__ import annotations
 

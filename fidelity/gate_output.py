@@ -1,13 +1,10 @@
-"""The views of a gate result: plain text, GitHub workflow commands, JUnit XML.
+"""The views of a :class:`fidelity.gate.GateResult`: plain text, GitHub workflow
+commands, JUnit XML; pure functions, the CLI prints or writes them.
 
-Pure functions of a :class:`fidelity.gate.GateResult`; the CLI prints or writes them.
-Data flows one way: :mod:`fidelity.gate` computes and never imports this module.
-
-GitHub workflow commands (``::error file=...,line=...::``):
+GitHub workflow commands:
 https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands,
-escaped as ``@actions/core``'s ``command.ts`` does. JUnit XML: the schema CI
-servers read, https://github.com/testmoapp/junitxml.
-"""
+escaped as ``@actions/core``'s ``command.ts`` does. JUnit XML:
+https://github.com/testmoapp/junitxml."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""The gate's rows: one gated figure per (fixture, variant) or child snapshot.
-
-Rows come from the report run in-process (:func:`rows_from_score`), from a
-saved report (``reports/fidelity-report.json``, schema ``fidelity.report/1``:
-:func:`rows_from_report_json`, or any JSON result that names variants and
-lost tokens: :func:`rows_from_report`) or from a snapshot folder
-(:func:`rows_from_snapshots`). Figures are validated where they are read:
-finite numbers >= 0, never strings, one row per key.
-
-:mod:`fidelity.gate` compares these rows with a baseline and imports this
-module; this module imports nothing of the gate's.
-"""
+"""The gate's rows: one gated figure per (fixture, variant) or child snapshot,
+from the report run in-process (:func:`rows_from_score`), a saved report
+(:func:`rows_from_report_json`, :func:`rows_from_report`) or a snapshot
+folder (:func:`rows_from_snapshots`). Figures are validated where read:
+finite numbers >= 0, never strings, one row per key. Imports nothing of the gate's."""
 
 from __future__ import annotations
 
@@ -288,11 +281,10 @@ def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> 
 
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
                         model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
-    """Diff each child request of a snapshot folder against the earlier
-    request its cache reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`); one row per child, keyed by
-    its file name, pointing at the child file and the line of its first
-    divergent byte. A pair fidelity cannot compare (an embeddings call, an
-    unsupported API) is counted in ``skipped_out``, never fatal."""
+    """One row per child of a snapshot folder, diffed against the earlier request
+    its cache reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`), keyed
+    by file name, pointing at the line of its first divergent byte. A pair that
+    cannot be compared is counted in ``skipped_out``, never fatal."""
     from .diff.views import annotation
     from .pairs.by_cache import pairs_by_cache
     from .pairs.folder import Skipped, compare_pair, summary

@@ -1,16 +1,9 @@
 """The capture edge: request snapshots, SDK transports, redaction, importers.
 
-Everything that turns traffic into snapshot files lives here; it is the one
-place (besides the CLI and report writers) that writes to disk.
-
-- :mod:`fidelity.capture.snapshot`: the snapshot file format (metadata line
-  plus exact body bytes), folders of snapshots and their pairing.
-- :mod:`fidelity.capture.transport`: httpx/httpx2 transports that record what
-  an SDK client sends (:func:`record`).
-- :mod:`fidelity.capture.redact`: secrets removed before anything is written.
-- :mod:`fidelity.capture.importers`: HAR, vcrpy cassettes, JSONL logs and
-  DeepSeek Harness sessions turned into snapshots.
-"""
+The one place (besides the CLI and report writers) that writes recorded
+traffic to disk: :mod:`.snapshot` (the file format, folders, pairing),
+:mod:`.transport` (httpx/httpx2 recorders), :mod:`.redact` (secrets removed
+before writing), :mod:`.importers` (HAR, vcrpy, JSONL, DeepSeek Harness)."""
 
 from __future__ import annotations
 

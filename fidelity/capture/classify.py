@@ -1,11 +1,8 @@
 """Is a recorded HTTP request a model generation request? If not, why not.
 
-Recorded traffic mixes the calls fidelity analyses (chat, messages,
-responses, generateContent) with others: embeddings, moderation, file
-uploads, token counting, model listings, cache management, telemetry,
-downloads of test images. :func:`classify` sorts them by URL, method,
-content type and body, so importers and folder commands skip the others
-with a count and a reason instead of failing or mislabelling them.
+:func:`classify` sorts requests by URL, method, content type and body, so
+importers and folder commands skip embeddings, uploads, telemetry... with a
+count and a reason.
 
 >>> classify("POST", "https://api.openai.com/v1/embeddings", {}, b'{"model":"m","input":"x"}').reason
 'embeddings'

@@ -1,25 +1,11 @@
 """Secret redaction for everything that captures or imports requests.
 
-Captured and imported requests are written to disk (snapshot folders that
-end up committed next to tests), so credentials must be removed *before* any
-byte is written. Four places can hold one:
-
-* **headers**: ``Authorization``, ``x-api-key`` (Anthropic), ``api-key``
-  (Azure OpenAI), ``x-goog-api-key`` (Gemini), cookies, and anything whose
-  name looks like a credential (``*token*``, ``*secret*``, ``*key*`` ...);
-* **the URL**: the Gemini REST API accepts ``?key=``; signed URLs carry
-  ``sig`` / ``signature``; ``https://user:password@host`` userinfo;
-* **the body**: an ``api_key`` member (LiteLLM-style proxies accept one);
-* **anywhere else**: once a secret value is known (learned from the headers
-  above or passed by the caller) every later occurrence of it is scrubbed,
-  wherever it hides, and :func:`ensure_clean` refuses to write bytes that
-  still contain one.
-
-Only *names* of removed things are kept (so a reader knows a key was sent),
-never values. Body redaction replaces the exact bytes of the offending JSON
-string value, so all other body bytes stay exact, and the snapshot records
-``body_exact: false`` with the redacted JSON pointers.
-"""
+Credentials are removed from headers, the URL (query values, userinfo) and
+JSON body members named like a credential, then every value learned is
+scrubbed wherever else it appears; :func:`ensure_clean` refuses bytes that
+still hold one. Only names of removed things are kept, never values; body
+redaction replaces only the offending string's bytes (``body_exact: false``).
+The rules: docs/ci-and-capture.md, "Secrets never reach disk"."""
 
 from __future__ import annotations
 
@@ -318,12 +304,10 @@ _PLACEHOLDER_WORDS = re.compile(r"redacted|filtered|removed|hidden|masked|scrubb
 
 
 def is_placeholder(value: str) -> bool:
-    """True for a value that a recorder already replaced: ``REDACTED``,
-    ``[REDACTED]``, ``***``, ``<redacted>``, ``Bearer REDACTED``,
-    ``sk-***``, ``<FILTERED>``... (what remains once the placeholder words,
-    asterisks, brackets and separators are removed is at most a short
-    prefix such as ``sk``). Such a value is no secret: scrubbing or refusing
-    it would only break the import."""
+    """True for a value a recorder already replaced (``REDACTED``, ``[REDACTED]``,
+    ``***``, ``<redacted>``, ``sk-***``, ``<FILTERED>``...): once the placeholder
+    words, asterisks, brackets and separators are removed, at most a short prefix
+    such as ``sk`` remains. Such a value is not learned as a secret."""
     text = _BEARER.sub("", value.strip())
     if not text:
         return False
@@ -379,12 +363,9 @@ class MalformedURL(InputError):
 
 
 def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be parsed, redacted and written as UTF-8, in a few
-    words that do not quote it; ``None`` when it can. Python's ``urlsplit``
-    refuses a bracketed host that is not an IP address (``http://[zz::q]/``)
-    and unbalanced brackets (``http://[::1/``); ``.port`` refuses a port that
-    is not a number from 0 to 65535; a lone surrogate (``\\ud800``, which
-    JSON escapes can carry) is not UTF-8, so no file can hold it."""
+    """Why ``url`` cannot be parsed, redacted and written as UTF-8, in a few words
+    that do not quote it (a bracketed host that is not an IP, unbalanced brackets,
+    a port outside 0-65535, a lone surrogate); ``None`` when it can."""
     try:
         url.encode("utf-8")
     except UnicodeEncodeError:

@@ -1,49 +1,9 @@
 """Request snapshots: one file per request, exact body bytes plus metadata.
 
-A snapshot file (``NNNN-<provider>-<model>.snapshot``) is two parts:
-
-1. **one line** of compact JSON metadata, always starting with
-   ``{"fidelity_snapshot":1``, ended by ``\\n``;
-2. **the request body, byte for byte** as it went on the wire: exactly
-   ``body_length`` bytes (one trailing ``\\n`` added by an editor is tolerated).
-
-The body is not embedded in the JSON (which would re-escape it): it follows
-the header untouched, so ``tail -n +2 0001-openai-gpt-4o.snapshot`` prints the
-exact body and ``fidelity diff`` reads either form.
-
-Metadata members, in this order:
-
-==================  ===========================================================
-``fidelity_snapshot``  format version (1)
-``seq``             sequence number in the capture (1, 2, ...)
-``provider``        wire dialect, as ``--provider`` takes it (``openai-chat``,
-                    ``anthropic-messages``, ``gemini``, ``deepseek``, ...)
-``family``          provider family for cache model and prices (``openai``,
-                    ``anthropic``, ``gemini``, ``deepseek``, ...)
-``model``           model name (from the body; Gemini: from the URL path)
-``method``          HTTP method
-``url``             URL with credential query values replaced by ``[REDACTED]``
-``headers``         headers that matter (content type, API version and beta
-                    flags, SDK identification), names lower-cased; credentials
-                    are listed with the value ``[REDACTED]``
-``body_length``     length of the body in bytes
-``body_sha256``     SHA-256 of the body as stored
-``body_exact``      ``false`` when the stored body is known *not* to be the
-                    bytes sent (a credential was redacted inside it, or an
-                    importer's source could not keep them, see ``notes``)
-``redacted``        what redaction removed: names and pointers, never values
-``notes``           human-readable caveats (importers explain lossy sources)
-``source``          where it came from (``capture``, ``har:FILE#/log/entries/3``)
-``time``            (optional) request time, ISO 8601 UTC (``2026-11-30T12:00:00.123Z``);
-                    ``null`` when the source does not say
-``usage``           (optional) what the response reported: ``{"prompt", "cache_read",
-                    "cache_write", "output", "source": "json" | "sse"}``
-                    (:func:`fidelity.traffic.usage.from_response`); ``null`` when
-                    the response reported none
-``parent``          (optional) file name of the request this one forked from;
-                    ``null`` marks a root that pairs with nothing
-==================  ===========================================================
-"""
+A snapshot file (``NNNN-<provider>-<model>.snapshot``) is one line of compact
+JSON metadata starting ``{"fidelity_snapshot":1``, then exactly
+``body_length`` bytes of the body as sent (one trailing ``\\n`` tolerated).
+The metadata members and their order: docs/ci-and-capture.md, "Request snapshots"."""
 
 from __future__ import annotations
 

@@ -1,25 +1,10 @@
 """How well fidelity reads a folder of real recorded traffic: one command, counts.
 
 ``python3 -m fidelity.capture.survey FOLDER... [--json] [--failures N]`` imports
-every recording under each ``FOLDER`` (vcrpy cassettes ``.yaml``/``.yml``/``.json``,
-HAR, JSONL, each possibly ``.gz``) without writing anything, and counts:
-
-* **sources**: imported, or reported with the one-line reason the import gave;
-* **requests**: model generation requests, and the others skipped by reason
-  (embeddings, uploads, telemetry...);
-* **stored as sent**: bodies the recording holds byte for byte (the
-  importer found no reason to doubt them: a raw ``body`` string whose length
-  matches any recorded ``Content-Length``, nothing redacted inside);
-* **round trip**: of those, in a dialect fidelity renders, how many satisfy
-  ``render(parse(b)) == b``;
-* **detection**: of the requests whose URL names a provider
-  (:func:`fidelity.providers.from_url`), how many were detected as that
-  provider; and how many requests carry the usage their response reported.
-
-Exit status: 0 when every stored-as-sent body round-trips, every detection
-agrees with its URL and no source failed with anything but a one-line
-reason; 1 otherwise; 2 for a bad argument.
-"""
+every recording under each folder without writing anything and counts sources,
+requests, bodies stored as sent, round trips and detections (each defined in
+docs/real-traffic.md, "The survey"). Exit status 0 when all agree, 1 otherwise,
+2 for a bad argument."""
 
 from __future__ import annotations
 
@@ -113,11 +98,8 @@ def _pct(a: int, b: int) -> str:
 
 
 def sources_in(folder: Path) -> list[Path]:
-    """Recordings under ``folder`` that the importers read, in path order:
-    the one listing (:func:`fidelity.traffic.sources.list_sources`), so the
-    survey reads the ``.json`` cassettes ``replay`` and ``tokens-check`` read
-    (``pairs.jsonl``-style indexes that are not recordings are left to the
-    importer to judge)."""
+    """Recordings under ``folder`` that the importers read, in path order: the one
+    listing, :func:`fidelity.traffic.sources.list_sources`."""
     from ..traffic.sources import list_sources
 
     return [s.path for s in list_sources(folder) if s.kind in _IMPORTED]

@@ -1,27 +1,11 @@
 """Record every request an httpx (or httpx2) client sends as a snapshot file.
 
-The official ``openai``, ``anthropic`` and ``google-genai`` Python SDKs all
-send through an ``httpx`` client you can hand them, so one recorder covers
-the three. Two ways to attach it:
-
-* **compose a transport** (nothing is modified)::
-
-      transport = RecordingTransport(httpx.HTTPTransport(), "snaps/")
-      client = openai.OpenAI(http_client=httpx.Client(transport=transport))
-
-* **attach to an existing client** (adds one ``request`` event hook to
-  it, which is what httpx event hooks are for)::
-
-      recorder = record(openai.OpenAI(), "snaps/")   # or an httpx.Client,
-      recorder = record(genai.Client(api_key=...), "snaps/")  # anthropic...
-
-Either way the body is read exactly as the transport receives it (httpx
-event hooks run after auth, right before the transport; see
-https://www.python-httpx.org/advanced/event-hooks/), redacted in memory
-(:mod:`fidelity.capture.redact`) and checked for known secrets before the file is
-written atomically. A request is recorded before it is sent, so a failing
-call is still captured.
-"""
+:class:`RecordingTransport` wraps a transport; :func:`record` adds one
+``request`` event hook to an existing httpx or SDK client (openai, anthropic,
+google-genai). The body is read as the transport receives it (hooks run after
+auth: https://www.python-httpx.org/advanced/event-hooks/), redacted in memory,
+checked for known secrets and written atomically before the request is sent.
+Usage: docs/ci-and-capture.md, "Capturing from the SDK clients"."""
 
 from __future__ import annotations
 

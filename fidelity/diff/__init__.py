@@ -1,16 +1,9 @@
 """The diff stage: where two requests part, why, and what it costs.
 
-``compare(parent_body, child_body)`` is the entry point; its result,
-:class:`DiffResult`, has one JSON view (:meth:`DiffResult.to_json`) and the
-console/plain-text views live in :mod:`fidelity.diff.views`.
-
-Submodules: :mod:`~fidelity.bytediff` (first divergent byte, a ground-floor module),
-:mod:`~fidelity.diff.locate` (JSON pointer of a byte offset),
-:mod:`~fidelity.diff.causes` (what kind of change broke the prefix),
-:mod:`~fidelity.diff.breaks` (every break, and what fixing each keeps:
-``breaks_of(parent, child) -> list[Break]``, for the proxy, gate and scan
-to call).
-"""
+:func:`compare` returns a :class:`DiffResult` (JSON: :meth:`DiffResult.to_json`;
+other views: :mod:`.views`). :mod:`.locate` maps a byte to its JSON pointer,
+:mod:`.causes` names the change, :mod:`.breaks` lists every break and what
+fixing each keeps, :mod:`.lost` counts lost tokens."""
 
 from __future__ import annotations
 

@@ -1,31 +1,12 @@
 """Every break between a parent and a child, not only the first, and what
 fixing each one saves.
 
-:func:`breaks_of` aligns the two cache views segment by segment, in the
-provider's cache order: the params segment as one, tools by name, system
-blocks and messages by position (a run of equal segments anchors the
-alignment, so a message inserted or removed is one break and the messages
-after it are not breaks of their own). Each divergence is a :class:`Break`:
-where it sits (pointer, cache-view offset), its cause, an excerpt of each
-side, the bytes and tokens involved.
-
-Grouping: tools the child drops are one break, tools it adds another, the
-tools it moves one break (a reorder); a message that differs only by the
-tool-call ids an earlier break renamed (the tool result answering a renamed
-call) joins that break; a run of system blocks or messages whose count
-changed (some inserted or removed among edits) is one break; runs of the
-same length pair up position by position, one break per differing pair,
-and so does a run at the parent's end, the child's segments beyond it
-being appended (no break).
-
-The counterfactual is built, not estimated: for break ``i`` the child with
-breaks ``0..i`` undone (the parent's elements put back in the child's body,
-:func:`fixed_child`) is compared with the parent by
-:func:`fidelity.diff.compare`, the very computation behind the headline
-figure (the cache simulator of replay and scan), and :attr:`Break.kept` is
-its predicted cached tokens. The last break's ``kept`` is what a fully fixed
-child keeps.
-"""
+:func:`breaks_of` aligns the two cache views lane by lane in the provider's
+cache order and groups divergences into :class:`Break` values; for break
+``i`` the child with breaks ``0..i`` undone (:func:`fixed_child`) is compared
+with the parent by :func:`fidelity.diff.compare`, and :attr:`Break.kept` is
+its predicted cached tokens. Alignment and grouping rules: docs/diff.md,
+"Every break, and what fixing it keeps"."""
 
 from __future__ import annotations
 
@@ -124,19 +105,13 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
               at: _dt.datetime | None = None, result: DiffResult | None = None,
               views: tuple[Sequence[Segment], Sequence[Segment]] | None = None,
               counted: bool = True, times: tuple[float, float] | None = None) -> list[Break]:
-    """Every break of ``child`` against ``parent``, in cache order, each with
-    what fixing it and the ones before it keeps (see the module docstring).
-    ``result``: the headline comparison of the same pair when the caller has
-    it (else it is computed); ``views``: the two cache views it was computed
-    from (else they are cut again). Empty when the child only appends or is
-    identical. Bad input raises :class:`InputError`. ``times``: when each
-    was sent (:func:`fidelity.diff.compare`), for every comparison.
-
-    ``counted=False`` lists the same breaks (kind, detail, segment, pointer,
-    side, offset, excerpts, bytes) without counting: ``tokens`` is 0 and
-    ``kept``/``usd_saved`` are ``None``; no comparison is run, so
-    ``dialect`` is required (with ``model``) unless ``result`` is given.
-    That is what a scan's cause tables read for each broken request."""
+    """Every break of ``child`` against ``parent``, in cache order, each with what
+    fixing it and the ones before it keeps; empty when the child only appends or
+    is identical. ``result``/``views``: the headline comparison and cache views
+    when the caller has them; ``times``: when each was sent. ``counted=False``
+    lists the same breaks without tokens, ``kept`` or ``usd_saved`` and runs no
+    comparison (``dialect`` and ``model`` then required unless ``result`` is
+    given). Bad input raises :class:`InputError`."""
     from ._compare import _view, compare
     from ._prompts import _unmarked, predicted_read
 

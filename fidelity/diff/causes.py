@@ -1,13 +1,8 @@
-"""Name the change that broke a cached prefix.
-
-Given both cache views and the index of the first segment that differs,
-:func:`classify` returns the cause kind (which part of the request head or
-history changed first) and, where the bytes can tell, the kind of change:
-a tool added, removed or reordered, a description edited, key order drift in
-a schema or in tool-call arguments, a volatile value (timestamp, UUID,
-duration, counter), reasoning dropped on replay, a message removed or
-inserted, or plain text edited.
-"""
+"""Name the change that broke a cached prefix: :func:`classify` takes both
+cache views and the first differing segment and returns the cause kind and,
+where the bytes tell, the change (tool added/removed/reordered, description
+edited, key order drift, volatile value, reasoning dropped, message removed
+or inserted, text edited)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Map a byte offset in a wire body to the JSON value that holds it.
-
-The differ finds the first divergent byte; users want to know *what* that
-byte belongs to: ``/tools/3/function/parameters/properties``, not "byte
-48213". :func:`pointer_at` walks down from the root, skipping every sibling
-with the wire package's byte scanner, and returns the RFC 6901 pointer of the
-deepest value whose bytes contain the offset.
-"""
+"""Map a byte offset in a wire body to the RFC 6901 pointer of the deepest JSON
+value that holds it (:func:`pointer_at`), skipping siblings with the wire
+package's byte scanner."""
 
 from __future__ import annotations
 

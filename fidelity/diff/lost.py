@@ -1,40 +1,12 @@
 """Cached tokens a child loses to where it parts from its parent.
 
 "Lost" is what the child could have read from the cache its parent left had
-its prompt kept the parent's bytes, less what it does read (the cache
-model's prediction). How that is counted depends on the kind of cache:
-
-* **Explicit breakpoints** (Anthropic, DashScope explicit): the parent left
-  an entry at each of its breakpoints that reaches the model's minimum. An
-  entry *survives* when the child's prompt starts with the parent's tokens up
-  to it, that is when it ends at or before the first divergence of the two
-  cache views (a position, not a segment index: a child with fewer tools, or
-  another system prompt, still keeps what lies before the divergence), and
-  a content block of the child ends there too (the cache keys whole blocks:
-  a system prompt the child extends by a word is another block). An
-  entry past the divergence is lost when the child would have reached it:
-  the child has a breakpoint in the entry's cache level or a later one (a
-  child that marks nothing reads nothing, matched or not). Levels are
-  Anthropic's tools, system and messages when known, else one level: a child
-  with fewer tools or another system prompt is still held against the
-  parent's system entry, and a child that marks only its system prompt is
-  not held against the parent's message entries. Inside the level the
-  child is taken to reach as deep as the parent (a child that kept the
-  parent's prefix extends it); the 20-block lookback is not applied to
-  entries the child never shared. The loss runs from the last surviving
-  entry (or what the child reads, when more) to the deepest lost entry, so
-  tokens before a surviving breakpoint are never
-  counted, and the loss never exceeds the parent's cached prefix.
-* **Automatic prefix caches** (OpenAI, DeepSeek, Gemini implicit, engines):
-  every prefix is stored; a child whose prefix matched the parent's first
-  ``min(P, C)`` tokens reads what the model's rounding allows of them.
-
-The positions are token offsets in the provider's cache order, where
-request-level settings that invalidate only part of the prefix have already
-been folded in (:mod:`fidelity.cache.invalidation`): the first divergence of
-an Anthropic pair whose ``tool_choice`` changed lies at the first message,
-not at the start.
-"""
+its prompt kept the parent's bytes, less what it does read. Explicit
+breakpoint caches count surviving and lost entries by token position and
+cache level; automatic prefix caches round the shared prefix. Positions are
+token offsets in the provider's cache order with partial invalidation
+(:mod:`fidelity.cache.invalidation`) folded in. The rules: docs/diff-lost.md,
+"Breakpoints by position, not by segment index"."""
 
 from __future__ import annotations
 
@@ -70,13 +42,11 @@ def surviving_entries(entries: Sequence[int], child: PromptTokens, shared: int) 
 def lost_tokens(cm: CacheModel, parent: PromptTokens, child: PromptTokens, read: int,
                 *, same_key: bool = True, shared: int | None = None,
                 levels: tuple[Sequence[int], Sequence[int]] | None = None) -> int:
-    """Tokens the child loses against a child that kept the parent's prefix
-    (see the module docstring). ``read``: what the cache model predicts the
-    child reads; ``same_key``: parent and child share a cache partition
-    (``False``: another model, nothing survives); ``shared``: tokens at the
-    start of both prompts that agree (computed when not given); ``levels``:
-    the token offsets where each cache level starts, in the parent and in
-    the child (ascending; ``None``: one level from offset 0)."""
+    """Tokens the child loses against a child that kept the parent's prefix.
+    ``read``: the child's predicted cached tokens; ``same_key``: parent and child
+    share a cache partition; ``shared``: agreeing leading tokens (computed when
+    not given); ``levels``: token offsets where each cache level starts in the
+    parent and the child (``None``: one level from 0)."""
     from ..cache._breakpoints import BreakpointCache
     from ..cache.simulator import simulated
 

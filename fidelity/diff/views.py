@@ -1,18 +1,7 @@
-"""Every view of a :class:`~fidelity.diff.DiffResult`, in one place.
-
-A comparison is computed once (:func:`fidelity.diff.compare`) and shown in
-four ways, all built here from the same figures so that they never disagree:
-
-* :func:`to_json`: the documented schema ``fidelity.diff/1`` (``fidelity
-  diff --json``; :meth:`DiffResult.to_json` returns it);
-* :func:`console`: the rich renderable ``fidelity diff`` prints;
-* :func:`text_lines`: plain lines, the failure text of
-  :func:`fidelity.pytest_plugin.assert_prefix_preserved`;
-* :func:`annotation`: one line naming the cause and where it sits, the
-  detail of a CI gate row and its GitHub annotation.
-
-``rich`` is imported only by :func:`console`, so that the JSON and text
-views stay cheap to import.
+"""Every view of a :class:`~fidelity.diff.DiffResult`, built from the same
+figures: :func:`to_json` (``fidelity.diff/1``), :func:`console` (rich; the
+only importer of ``rich``), :func:`text_lines` (the failure text of
+``assert_prefix_preserved``) and :func:`annotation` (a gate row's detail).
 
 >>> import json
 >>> from fidelity.diff import compare, views
@@ -21,8 +10,7 @@ views stay cheap to import.
 >>> views.annotation(r)
 'identical'
 >>> views.text_lines(r)[0]
-'prefix preserved (openai-chat, gpt-4o): identical'
-"""
+'prefix preserved (openai-chat, gpt-4o): identical'"""
 
 from __future__ import annotations
 

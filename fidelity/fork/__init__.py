@@ -1,31 +1,18 @@
 """Reference fork and seed builders: how a child request is made from its
 parent, one module per harness rule.
 
-=====================  =============================================  ===========================
-builder name           rule                                           source
-=====================  =============================================  ===========================
-``completed-turn``     prefix ending at the last completed turn       DeepSeek Harness (seed 002)
-``gemini-placeholder`` placeholder functionResponses, model ack,      Qwen Code (seed 000 §3)
-                       ``Begin.``
-``claude-placeholder`` placeholder tool results + child message in    Claude Code forkSubagent.ts
-                       one user message
-``cache-safe``         head from a CacheSafeParams snapshot           Qwen Code (seed 000 §2)
-``cache-safe-fallback`` no snapshot: default system prompt, full      Qwen Code (seed 000,
-                       tool list                                      Graceful Degradation)
-``spawn``              no inherited history (the control)             DeepSeek Harness (seed 002)
-=====================  =============================================  ===========================
-
-Every builder is a pure function ``(parent: Request, directive: str) ->
-Request``; sibling children of one parent differ only in the directive's
-bytes. :func:`fork_request` picks a builder by name.
+Builders (``completed-turn``, ``gemini-placeholder``, ``claude-placeholder``,
+``cache-safe``, ``cache-safe-fallback``, ``spawn``) are pure functions
+``(parent: Request, directive: str) -> Request``; sibling children differ only
+in the directive's bytes. :func:`fork_request` picks one by name. Each rule
+and its source: docs/fork.md.
 
 >>> from fidelity.model import Message, Request, Route, Text
 >>> parent = Request(Route("deepseek", "deepseek-v4-flash"),
 ...                  messages=(Message("user", (Text("hi"),)), Message("assistant", (Text("hello"),))))
 >>> child = fork_request(parent, "spawn", "count the files")
 >>> [m.text() for m in child.messages]
-['count the files']
-"""
+['count the files']"""
 
 from __future__ import annotations
 

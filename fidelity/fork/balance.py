@@ -1,17 +1,9 @@
 """Balance checks for fork seeds: does a history hold up as a request prefix?
 
-A seed that a child inherits must be a valid conversation on its own. The
-DeepSeek Harness fork README (seed 002, "Seed boundary") names the failure:
-copying the parent's raw log while a tool call is still open "would give the
-child an invalid, unbalanced session". The Qwen Code design (seed 000,
-section 3) adds the Gemini constraint: the inherited history must keep the
-user/model alternation and end with a model message, because the child's
-task prompt is then sent as the next user message.
-
-Both checkers return a list of :class:`Problem` (empty when balanced) rather
-than raising, so that tests, reports and the CLI can show every problem at
-once. Neither changes its input.
-"""
+Sources: the DeepSeek Harness fork README (seed 002, "Seed boundary": no open
+tool call in a seed) and the Qwen Code design (seed 000 section 3: Gemini
+alternation, ending on a model message). Both checkers return every
+:class:`Problem` (empty when balanced) and never change their input."""
 
 from __future__ import annotations
 
@@ -54,27 +46,15 @@ def history_problems(
     alternation: bool = True,
     ends_with: Side | None = None,
 ) -> list[Problem]:
-    """Return every balance problem of a canonical message history.
-
-    Rules checked:
-
-    * every tool call has exactly one result with the same id among the
-      messages that follow it up to the next assistant message, and the
-      result's name (when it carries one) matches the call's;
-    * no result without a call in the assistant message just before it, no
-      result inside an assistant message, no duplicate call id in a message;
-    * no message without parts (Gemini rejects a ``Content`` with no parts);
-    * only the roles ``user``, ``assistant`` and ``tool``;
-    * with ``alternation`` (Gemini, seed 000 section 3): user and model sides
-      alternate, never two of one side in a row;
-    * with ``ends_with``: a non-empty history ends on that side (``"assistant"``
-      for a Gemini ``extraHistory`` before the task prompt is sent,
-      ``"user"`` for the messages of a request about to be sent).
+    """Every balance problem of a canonical message history: each tool call
+    answered exactly once (matching name) before the next assistant message, no
+    orphan or misplaced result, no duplicate call id, no empty message, roles
+    ``user``/``assistant``/``tool`` only; with ``alternation`` the two sides
+    alternate; with ``ends_with`` a non-empty history ends on that side.
 
     >>> from fidelity.model import Message, Text, ToolCall
     >>> [str(p) for p in history_problems([Message("assistant", (ToolCall("c1", "ls"),))])]
-    ["message 0: tool call 'c1' (ls) has no result"]
-    """
+    ["message 0: tool call 'c1' (ls) has no result"]"""
     problems: list[Problem] = []
     last_assistant: int | None = None
     for index, message in enumerate(messages):
@@ -138,15 +118,10 @@ def _tool_result_id(data: Mapping[str, Any]) -> str | None:
 
 
 def event_problems(events: Sequence[Mapping[str, Any]]) -> list[Problem]:
-    """Return every balance problem of a DeepSeek Harness event seed.
-
-    Session header events (``type == "session"``) are skipped. Rules, from
-    the DSH fork README (seed 002, "Seed boundary"): every ``tool/call``
-    (``data.callId``) has exactly one later ``tool/result`` (whose
-    ``data.message.source.callId`` or ``content[].toolCallId`` names it), no
-    result lacks a call, ``turn/start`` and ``turn/end`` pair up, and a
-    non-empty seed ends with ``turn/end`` — nothing of an open turn.
-    """
+    """Every balance problem of a DeepSeek Harness event seed (header events
+    skipped): each ``tool/call`` has exactly one later ``tool/result``, no result
+    lacks a call, ``turn/start``/``turn/end`` pair up, and a non-empty seed ends
+    with ``turn/end`` (seed 002, "Seed boundary")."""
     problems: list[Problem] = []
     open_calls: dict[str, int] = {}
     answered: set[str] = set()

@@ -1,18 +1,9 @@
 """CacheSafeParams (Qwen Code): a snapshot of the parent's cache-critical
 request head, and the fallback that loses it.
 
-Source: seed 000 section 2 ("CacheSafeParams Integration") and "Graceful
-Degradation"; Qwen Code ``packages/core/src/followup/forkedQuery.ts``
-(``saveCacheSafeParams``: the version increments when the JSON of
-``systemInstruction`` or ``tools`` changes; ``createForkedChat``: at most the
-last 40 history entries, ``maxHistoryEntries = 40``).
-
-When no snapshot exists yet ("erster Durchlauf, noch kein Verlauf"), the
-fork falls back to ``FORK_AGENT.systemPrompt`` and ``prepareTools()`` — a
-different system prompt and the full tool list — so its request head, and
-with it everything after it, differs from the parent's. :func:`fork_request`
-builds both so that the differ can show that loss.
-"""
+Source: seed 000 section 2 and "Graceful Degradation"; Qwen Code
+``packages/core/src/followup/forkedQuery.ts`` (``saveCacheSafeParams``,
+``createForkedChat``, ``maxHistoryEntries = 40``). Rules: docs/fork.md."""
 
 from __future__ import annotations
 
@@ -110,17 +101,10 @@ def fork_request(
 ) -> Request:
     """The fork child's first request, head taken from the snapshot.
 
-    With a snapshot: route, system, tools and parameters from the snapshot
-    (Qwen Code's ``generationConfigOverride`` / ``toolsOverride``); messages
-    from the Gemini placeholder rule applied to the parent's live history
-    (:func:`fidelity.fork.gemini_placeholder.plan`; ``options`` go there).
-
-    Without one (seed 000 "Graceful Degradation"): system = one block of
-    ``fallback_system``, tools = ``fallback_tools`` (the full tool list,
-    ``prepareTools()``; default: the parent's tools), route and parameters
-    the parent's. The head then differs from the parent's and no inherited
-    message can be read from a prefix cache.
-    """
+    With a snapshot: route, system, tools and parameters from it; messages by
+    :func:`fidelity.fork.gemini_placeholder.plan` on the parent's live history
+    (``options`` go there). Without one: system ``fallback_system``, tools
+    ``fallback_tools`` (default: the parent's), route and parameters the parent's."""
     if isinstance(snapshot, CacheSafeStore):
         snapshot = snapshot.snapshot
     messages = gemini_placeholder.plan(parent.messages, directive, **options).messages()

@@ -2,15 +2,9 @@
 all its tool uses, each gets the same placeholder tool result, and the child
 message follows in that same user message.
 
-Source: Claude Code's ``src/tools/AgentTool/forkSubagent.ts``
-(``buildForkedMessages``; the constant ``FORK_PLACEHOLDER_RESULT =
-'Fork started — processing in background'``), known from the CLI's sources
-as mirrored publicly (e.g. the GitHub repository Gitlawb/openclaude). Its
-docstring states the design goal: "all fork children must produce
-byte-identical API request prefixes … Only the final text block differs per
-child". Seed 000's architecture diagram shows the same shape for Qwen Code
-(``[...MsgN | placeholder results | "Research A"]``).
-"""
+Source: Claude Code ``src/tools/AgentTool/forkSubagent.ts``
+(``buildForkedMessages``, ``FORK_PLACEHOLDER_RESULT``), as mirrored publicly
+(e.g. Gitlawb/openclaude). Rules and this builder's choices: docs/fork.md."""
 
 from __future__ import annotations
 
@@ -35,26 +29,12 @@ def messages(
     placeholder: str = PLACEHOLDER_TEXT,
     boilerplate: str = DEFAULT_BOILERPLATE,
 ) -> tuple[Message, ...]:
-    """The child's request messages.
-
-    Rule (Claude Code ``buildForkedMessages``):
-
-    * the parent's last assistant message has tool uses: keep it unchanged,
-      then one user message with one tool result per tool use, in call
-      order, each ``call_id`` = the tool use's id and content
-      ``(Text(placeholder),)`` (Claude Code sends ``[{type: "text", text:
-      FORK_PLACEHOLDER_RESULT}]``), followed — in the same user message,
-      after the results — by the child message as a text part;
-    * no tool use (or empty history): the history, then one user message
-      holding only the child message.
-
-    Choices of this builder where Claude Code has no case: a trailing
-    user-side message (the parent forks from a history whose last turn is a
-    user message) is dropped first, as Qwen Code does (seed 000 section 3),
-    so that the child never carries two user messages in a row or a result
-    twice. The recursion guard of the Gemini builder applies (Claude Code's
-    ``isInForkChild`` looks for the same ``<fork-boilerplate>`` tag).
-    """
+    """The child's request messages (Claude Code ``buildForkedMessages``): with
+    tool uses in the parent's last assistant message, it stays, then one user
+    message with a placeholder result per tool use in call order and the child
+    message after them; otherwise the history and a user message with the child
+    message. A trailing user-side message is dropped first; the
+    ``<fork-boilerplate>`` recursion guard applies."""
     ensure_not_in_fork_child(history)
     kept = tuple(history)
     while kept and side_of(kept[-1]) == "user":

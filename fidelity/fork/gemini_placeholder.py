@@ -1,22 +1,12 @@
 """Gemini placeholder fork (Qwen Code): the child inherits the parent's
 history, its open function calls get placeholder responses, and the history
-is shaped to end with a model message before the task prompt is sent.
+ends with a model message before the task prompt is sent.
 
-Source: seed 000 (Qwen Code "Fork Subagent Design"), sections 3 ("Aufbau des
-Verlaufs", the three cases) and 4 (recursion guard via ``<fork-boilerplate>``),
-as implemented in QwenLM/qwen-code ``packages/core/src/agents/runtime/
-forkSubagent.ts`` (``buildForkedMessages``, ``buildChildMessage``,
-``isInForkChild``) and the fork path of ``packages/core/src/tools/agent.ts``
-(the model acknowledgement and the ``'Begin.'`` task prompt).
-
-Canonical mapping: role ``assistant`` is Gemini ``model``; a Gemini
-``functionResponse`` is a :class:`~fidelity.model.ToolResult` in a user
-message whose ``content`` is the ``response`` object.
-
-The child-message helpers (:func:`child_message`, :func:`is_in_fork_child`)
-live here and are shared with the Claude-style builder, which uses the same
-``<fork-boilerplate>`` envelope.
-"""
+Source: seed 000 sections 3 and 4; QwenLM/qwen-code
+``packages/core/src/agents/runtime/forkSubagent.ts`` (``buildForkedMessages``,
+``buildChildMessage``, ``isInForkChild``) and ``packages/core/src/tools/agent.ts``
+(the acknowledgement and ``'Begin.'``). The child-message helpers are shared
+with the Claude-style builder. Rules: docs/fork.md."""
 
 from __future__ import annotations
 
@@ -133,34 +123,10 @@ def plan(
     ack: str = ACK_TEXT,
     begin: str = BEGIN_PROMPT,
 ) -> ForkPlan:
-    """Build the Gemini fork child's history and task prompt.
-
-    Rule (seed 000 section 3; Qwen Code ``agent.ts`` fork path):
-
-    ==============================  ================================================  =====================
-    parent history ends with        child history                                     task prompt
-    ==============================  ================================================  =====================
-    model, no function calls        history unchanged                                 child message
-    model with function calls       history minus it, its clone, user(one             ``Begin.``
-                                    ``functionResponse`` per call, same id and name,
-                                    ``{"output": placeholder}``, then the child
-                                    message as text), model(``ack``)
-    user                            drop it, then apply the rows above                child message / ``Begin.``
-    (empty)                         empty                                             child message
-    ==============================  ================================================  =====================
-
-    One deliberate difference from Qwen Code: after dropping a trailing user
-    message, Qwen Code stops. When that user message held the function
-    responses of the model message before it, the result would end on
-    unanswered function calls, which the Gemini API rejects. This builder
-    re-applies the model-ended rules to the shortened history instead, so
-    the open calls get placeholder responses; the prefix up to them is
-    unchanged either way. Every trailing user-side message is dropped (one,
-    in an alternating history).
-
-    Raises :class:`ForkUnavailable` when the history already contains the
-    child-message tag (recursion guard, seed 000 section 4).
-    """
+    """The Gemini fork child's history and task prompt (seed 000 section 3; the
+    table of cases and the one deliberate difference from Qwen Code are in
+    docs/fork.md, "Gemini placeholder fork"). Raises :class:`ForkUnavailable`
+    when the history already holds the child-message tag (recursion guard)."""
     ensure_not_in_fork_child(history)
     kept = tuple(history)
     while kept and side_of(kept[-1]) == "user":
@@ -176,12 +142,7 @@ def plan(
 
 
 def fork_request(parent: Request, directive: str, **options: str) -> Request:
-    """The child's first request: the parent's route, system instruction,
-    tools and generation parameters unchanged (Qwen Code passes the parent's
-    exact ``generationConfig`` as ``generationConfigOverride``, seed 000
-    section 2), messages = :func:`plan` history + task prompt.
-
-    ``options`` go to :func:`plan` (``boilerplate``, ``placeholder``, ``ack``,
-    ``begin``).
-    """
+    """The child's first request: the parent's route, system instruction, tools and
+    generation parameters unchanged (seed 000 section 2), messages = :func:`plan`
+    history + task prompt; ``options`` go to :func:`plan`."""
     return replace(parent, messages=plan(parent.messages, directive, **options).messages())

@@ -1,12 +1,8 @@
-"""Spawn: a child with no inherited history — the control.
+"""Spawn: a child with no inherited history, the control.
 
-Source: seed 002 (DSH fork provider README): fork "shares all run mechanics
-with spawn; the session seed is the only behavioral difference". A spawned
-child therefore starts from the same request head with an empty history and
-the task as its first user message. Comparing a fork child against this
-control shows what the inherited prefix buys: a spawned child has no shared
-message prefix with the parent to read from cache.
-"""
+The parent's request head, an empty history and the task as the first user
+message; seed 002 (DSH fork provider README): fork "shares all run mechanics
+with spawn; the session seed is the only behavioral difference"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """Run one harness release, every subagent kind, and keep each pair's bytes.
 
-A capture folder per (release, kind): ``ROOT/NAME-VERSION/KIND/`` with
-``parent.snapshot`` and ``child.snapshot`` (the proxy's redacted snapshots,
-renumbered as a pair on their own) and ``capture.toml`` (what was run and
-whether it produced the pair; when it did not, why). The matrix and its
-test read these folders and nothing else, so every committed finding can be
-re-derived from the bytes.
-"""
+One folder per (release, kind), ``ROOT/NAME-VERSION/KIND/``: ``parent.snapshot``
+and ``child.snapshot`` (the proxy's redacted snapshots, renumbered as a pair)
+and ``capture.toml`` (what was run, whether it produced the pair, why not).
+The matrix reads these folders and nothing else."""
 
 from __future__ import annotations
 

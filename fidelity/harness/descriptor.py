@@ -1,24 +1,14 @@
 """Harness descriptors: one TOML file per harness under
 ``fidelity/data/harnesses/``, so adding a harness is adding data.
 
-A descriptor says where the harness comes from (``package``, ``registry``:
-``npm`` or ``pypi``, ``binary``), how to point it at a local endpoint
-(``env`` and ``files``, whose values may hold ``{proxy}``: the recording
-proxy's base URL, and ``{key}``: the planted credential), how to run it
-headless (``argv`` with ``{bin}``, ``{prompt}`` and ``{data}``: this folder, where
-a driver app for an SDK harness lives), and one ``[[kind]]`` per
-subagent mechanism: the fixed prompt and the scripted upstream's rules, of
-which the one named ``parent`` answers the parent's request with a call to
-the subagent tool and the one named ``child`` answers the child. A harness
-that cannot be run here carries ``unsupported`` with the reason, and the
-matrix says so. A harness that needs more than ``npm install PKG@VERSION``
-says so as data: ``prereleases``, ``npm_args`` (``{version}``), ``post_install``
-(a command run in the install folder) and ``{bindir}`` in ``argv``.
+A descriptor says where the harness comes from, how to point it at the
+proxy, how to run it headless, and one ``[[kind]]`` per subagent mechanism
+(prompt and the upstream's rules: ``parent`` and ``child``); the fields:
+docs/harness.md, "Descriptors: a harness is data".
 
 >>> d = load("qwen-code")
 >>> d.package, [k.name for k in d.kinds]
-('@qwen-code/qwen-code', ['fork', 'general-purpose'])
-"""
+('@qwen-code/qwen-code', ['fork', 'general-purpose'])"""
 
 from __future__ import annotations
 

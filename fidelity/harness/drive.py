@@ -1,14 +1,7 @@
 """Drive one harness headless through ``fidelity proxy`` in front of the
-scripted upstream, in a scratch workspace, with a planted key.
-
-The harness gets its own ``HOME`` and a two-file project, stdin from
-``/dev/null`` and a wall-clock limit. Its requests go through a
-:class:`~fidelity.proxy.testing.ProxyThread`, which writes each one as a
-redacted snapshot, to an :class:`~fidelity.proxy.testing.UpstreamThread`
-answering from the kind's script. When the proxy is closed, every file it
-wrote is checked for the planted key: a key on disk is an error, not a
-finding.
-"""
+scripted upstream, in a scratch workspace (own ``HOME``, a two-file project,
+stdin from ``/dev/null``, a wall-clock limit) with a planted key; every file
+the proxy wrote is then checked for the key (a key on disk is an error)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """Install a harness release into a cache folder and list its releases.
 
-Each release goes into its own folder, ``$FIDELITY_HARNESS_CACHE/NAME@VERSION``
-(default ``~/.cache/fidelity/harness``): ``npm install --prefix`` for npm
-packages, ``pip install --target`` for PyPI ones. An installed release is
-reused. Release lists come from the registry's own client (``npm view PKG
-versions --json``, ``pip index versions PKG``), pre-releases left out, oldest
-first.
-"""
+A release goes into ``$FIDELITY_HARNESS_CACHE/NAME@VERSION`` (default
+``~/.cache/fidelity/harness``) with ``npm install --prefix`` or
+``pip install --target`` and is reused; release lists come from ``npm view
+PKG versions --json`` / ``pip index versions PKG``, oldest first."""
 
 from __future__ import annotations
 

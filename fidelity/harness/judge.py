@@ -1,13 +1,8 @@
 """Each child against its parent, as sent to each provider that speaks the
-harness's wire format.
-
-:func:`judge` is the one place the harness package calls the diff library:
-today the public :func:`fidelity.diff.compare` (the call ``fidelity diff``
-makes), which names the first break; a list of every break can replace it
-here without touching the callers. The dollars come from the diff result's
-cost, which :mod:`fidelity.pricing`'s one cost function computed at list
-prices; per 1,000 spawns is the same figure in a larger unit.
-"""
+harness's wire format. :func:`judge` is the harness package's one call into
+the diff library (:func:`fidelity.diff.compare`, as ``fidelity diff``); its
+dollars are the diff result's cost (:mod:`fidelity.pricing`), per 1,000
+spawns the same figure in a larger unit."""
 
 from __future__ import annotations
 

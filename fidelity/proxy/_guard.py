@@ -1,27 +1,10 @@
 """Limits on client connections, shared by the recording proxy and the
-scripted upstream: a cap on open connections, a deadline for a request's
-headers, and one log line per kind of failure instead of one per socket.
-
-Why: aiohttp's server waits for request headers as long as a client keeps
-the socket open (its keep-alive timer only closes idle connections, and by
-default after an hour). A client that sends a header line now and then
-(slowloris) holds a file descriptor each; a few hundred of them exhaust a
-256-descriptor limit, after which every ``accept()`` fails and asyncio logs
-a traceback per failure. Here:
-
-* a connection whose request headers have not arrived ``header_timeout``
-  seconds after it opened (or after its first byte of a later request on a
-  kept-alive connection) is closed;
-* past ``max_connections`` open connections a new one is answered ``503``
-  and closed at once, so descriptors stay below the process limit (the
-  default is derived from it: :func:`default_max_connections`);
-* each failure is reported through :class:`FailureLog`, which prints the
-  first occurrence of each kind and then at most one line per interval
-  with the count.
-
-The request handler marks the time it runs (:meth:`ConnectionGuard.active`):
-the header deadline only covers the time no handler is running.
-"""
+scripted upstream: a deadline for a request's headers (``header_timeout``,
+counted only while no handler runs: :meth:`ConnectionGuard.active`), a cap on
+open connections (past ``max_connections`` a ``503``, then close;
+:func:`default_max_connections`), and :class:`FailureLog`, one line per kind
+of failure per interval. Why (slowloris against aiohttp's keep-alive):
+docs/proxy.md, "Slow clients, floods and broken streams"."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
 """The one place the proxy and the scripted upstream import snapshot and
-redaction code from.
-
-The snapshot format and redaction live in ``fidelity/snapshot.py`` and
-``fidelity/redact.py`` today and move to the ``fidelity/capture/`` package
-(the package reorganisation, issue 17); this module imports whichever
-exists, so nothing else in :mod:`fidelity.proxy` needs to change when they
-move.
-
-It also writes the proxy's snapshot files: the documented snapshot header
-(:meth:`Snapshot.metadata`) plus one member the proxy adds, ``response``
-(status, whether it streamed, the usage the provider reported), checked
-for known secrets before the atomic write.
-"""
+redaction code from, and the writer of the proxy's snapshot files: the
+snapshot header (:meth:`Snapshot.metadata`) plus a ``response`` member
+(status, stream, reported usage), checked for known secrets, written atomically."""
 
 from __future__ import annotations
 
@@ -59,12 +49,9 @@ def write_snapshot(folder: Path, snap: snapshot.Snapshot, redactor: redact.Redac
 
 
 def check_writable(folder: Path, what: str) -> None:
-    """Create ``folder`` if needed and write (then remove) a probe file in
-    it, so that a folder the server cannot write into fails at start, with
-    one line, rather than on every request. A real write rather than
-    ``os.access``: the probe meets exactly what the server's writes will
-    (a read-only mount, permissions, a file where the folder goes, quotas)
-    whoever runs it. ``what`` names the files, for the line."""
+    """Create ``folder`` if needed and write (then remove) a probe file in it, so a
+    folder the server cannot write into fails at start with one line naming
+    ``what`` (a real write: it meets what the server's writes will)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".fidelity-probe-", dir=folder)

@@ -1,20 +1,8 @@
-"""Real-harness rows for the report: committed parent/child snapshots of a
-real harness's fork (``fixtures/harness/<harness>-<version>/``, recorded
-through ``fidelity proxy`` by ``tests/harness``), scored per provider.
-
-Each folder holds ``parent.snapshot``, ``child.snapshot`` and
-``harness.toml`` (harness, version, package, dialect, how it was driven).
-A row is one (harness, provider) pair: where the child first diverges from
-its parent in that provider's cache view, why, the cached tokens predicted,
-the tokens lost against a child whose prefix matched, and their price.
-
-The same body is scored as if sent to each provider that speaks its wire
-format: an OpenAI-compatible body (Qwen Code) under DashScope, DeepSeek,
-OpenAI and a self-hosted vLLM; an Anthropic Messages body (Claude Code)
-under Anthropic's API and an Anthropic-compatible third-party endpoint,
-whose caches read Claude Code's billing block differently
-(:func:`fidelity.wire.anthropic_messages.billing_block_keyed`).
-"""
+"""Real-harness rows for the report: the committed parent/child snapshots of a
+real harness's fork (``fixtures/harness/<harness>-<version>/``: ``parent.snapshot``,
+``child.snapshot``, ``harness.toml``), scored under each provider that speaks
+the body's wire format. A row is one (harness, provider) pair: first
+divergence and cause, predicted cached tokens, tokens and dollars lost."""
 
 from __future__ import annotations
 

@@ -1,26 +1,11 @@
 """The seam between the proxy and the cache simulator: which earlier request
 does this one read from, and what does that cost?
 
-Two functions, kept narrow on purpose so that the full cache simulator
-(issue 13: state over a stream of requests, every live prefix, TTLs) can
-replace them without touching the proxy or the scripted upstream:
-
-* :meth:`ParentIndex.observe` -- the earlier request a new one reads from:
-  of the same wire dialect and model (a provider's cache is per model), the
-  one with the longest common cache-view prefix, counted in whole
-  cache-view segments (tools, system blocks, messages in the order the
-  provider's cache reads them, :func:`fidelity.wire.Dialect.cache_view`);
-  ties go to the most recent. A request that shares no segment beyond the
-  params (cache key) segment has no parent.
-* :func:`judge` -- the verdict for a (parent, child) pair: the existing
-  differ (:func:`fidelity.diff.compare`) on the two bodies: first
-  divergence and its cause, the cached tokens the provider's cache model
-  predicts, the tokens and dollars lost against a child whose prefix matched.
-
-Memory is bounded: the index keeps, per request, only the SHA-256 of each
-cache-view segment (32 bytes a segment) and at most ``limit`` requests,
-oldest dropped first; bodies are read back from the snapshot files.
-"""
+:meth:`ParentIndex.observe`: the earlier request of the same dialect and
+model with the longest common cache-view prefix in whole segments (ties to
+the most recent; nothing shared past the params segment: no parent). It keeps
+a SHA-256 per segment for at most ``limit`` requests, oldest dropped first.
+:func:`judge`: the differ's verdict (:func:`fidelity.diff.compare`) on a pair."""
 
 from __future__ import annotations
 

@@ -1,31 +1,14 @@
 """Scripts for the scripted upstream: which request gets which reply.
 
-A script is a TOML or JSON file (see ``docs/proxy.md`` for the full format)::
-
-    [defaults]
-    text = "Done."                 # reply to any request no rule matches
+A script is a TOML or JSON file of ``[defaults]`` and ordered ``[[rule]]``
+entries (conditions, ``times``, a reply); the first rule that matches and
+has uses left answers. The format: docs/proxy.md, "Script format"::
 
     [[rule]]
-    name = "fork"
-    when.last_contains = "FORK-ME"  # the request's last turn holds this text
-    when.has_tool = "Agent"         # the request declares this tool
-    times = 1                       # use this rule once
+    when.last_contains = "FORK-ME"
     [[rule.reply.tool_calls]]
     name = "Agent"
-    arguments = { subagent_type = "fork", description = "probe", prompt = "Count the files." }
-
-Conditions (all given must hold): ``dialect`` (``openai-chat``,
-``openai-responses``, ``anthropic-messages``, ``gemini``), ``model``,
-``path_contains``, ``body_contains`` (anywhere in the body),
-``last_contains`` (the last user turn: message / input item / content), ``has_tool``
-(a declared tool's name), ``not_contains`` (the body lacks this text).
-Rules are tried in order; the first that matches and has uses left
-answers. A reply is ``text`` and/or ``tool_calls`` (``name``,
-``arguments`` object, optional ``id`` and, for the Responses API, optional
-``namespace``), optional ``stream`` (``true``,
-``false``; default: what the request asked), ``event_delay_s`` (a pause
-between stream events) and ``status`` + ``error`` for a failing reply.
-"""
+    arguments = { prompt = "Count the files." }"""
 
 from __future__ import annotations
 

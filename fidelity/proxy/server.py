@@ -1,28 +1,10 @@
 """``fidelity proxy``: a recording reverse proxy for harnesses in any language.
 
-A harness points its base URL at the proxy; each request is forwarded to
-the upstream unchanged (same method, path, query, headers and body bytes),
-the reply is streamed back as it arrives, and the request is written as a
-snapshot (:mod:`fidelity.snapshot` format, secrets redacted before any byte
-reaches disk) with the usage the reply reported in its ``response`` member.
-One line per request says which earlier request it reads from, where it
-diverges and why, predicted against reported cached tokens, and the dollars
-lost (:mod:`fidelity.proxy.parent`).
-
-Why aiohttp: one maintained package gives both halves a streaming proxy
-needs, an HTTP server whose handlers write a response chunk by chunk
-(``web.StreamResponse``) and a client that hands back the upstream's body
-chunk by chunk without decoding it (``auto_decompress=False``), on one
-event loop, so hundreds of concurrent streams cost one thread. An ASGI
-server plus httpx would be two stacks (and a server process model) for
-the same thing.
-
-URL mapping: ``--upstream https://api.anthropic.com`` and a request for
-``/v1/messages?beta=true`` go to ``https://api.anthropic.com/v1/messages?beta=true``;
-an upstream with a path prefixes it (``http://host/api`` + ``/v1/...``).
-Requests without a body (``GET /v1/models``) are forwarded and listed but
-not written.
-"""
+Each request goes to the upstream unchanged (``--upstream`` + the request's
+path and query), the reply streams back as it arrives, and a request with a
+body is written as a redacted snapshot with the reported usage in its
+``response`` member; one line per request gives the verdict of
+:mod:`fidelity.proxy.parent`. Behaviour, limits and why aiohttp: docs/proxy.md."""
 
 from __future__ import annotations
 

@@ -2,28 +2,14 @@
 Responses, Anthropic Messages and Gemini APIs, for driving real harnesses in
 CI without an account or a network.
 
-Each request is answered from a :class:`~fidelity.proxy.script.Script`
-(text and/or tool calls, JSON or SSE, as the request asked), and its usage
-figures are fidelity's own prediction: the prompt counted with the
-provider's tokenizer (an estimate where none is public), the cached tokens
-the provider's cache model predicts against the earlier request this one
-reads from (the seam in :mod:`fidelity.proxy.parent`). So a harness under
-test sees realistic cache figures, and a proxy in front of it can compare
-prediction and report.
-
-Routes (any prefix before them is accepted, so ``/v1/...`` and ``/api/...``
-both work): ``POST .../chat/completions``, ``POST .../responses``,
-``POST .../messages`` (and ``.../messages/count_tokens``),
-``POST .../models/<model>:generateContent`` and ``:streamGenerateContent``
-(``?alt=sse`` for SSE, else a JSON array), ``GET .../models``.
-
-Wire shapes follow the providers' references: Chat Completions objects and
-chunks (https://platform.openai.com/docs/api-reference/chat), Responses
-streaming events (https://platform.openai.com/docs/api-reference/responses-streaming),
-Anthropic Messages streaming (https://platform.claude.com/docs/en/build-with-claude/streaming),
-Gemini ``GenerateContentResponse`` (https://ai.google.dev/api/generate-content).
-Output token counts are estimates (a quarter of the reply's characters).
-"""
+Each request is answered from a :class:`~fidelity.proxy.script.Script`, JSON
+or SSE as it asked, with usage predicted by fidelity (prompt tokens by the
+one builder, cached tokens by the cache model against the request's parent;
+output tokens: a quarter of the reply's characters). Routes: docs/proxy.md.
+Wire shapes: https://platform.openai.com/docs/api-reference/chat ,
+https://platform.openai.com/docs/api-reference/responses-streaming ,
+https://platform.claude.com/docs/en/build-with-claude/streaming ,
+https://ai.google.dev/api/generate-content ."""
 
 from __future__ import annotations
 

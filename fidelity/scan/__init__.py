@@ -1,34 +1,15 @@
 """``fidelity scan``: what cache misses cost across a request log, on one
 machine or a cluster.
 
-The pipeline (docs/scan.md):
-
-1. **Inputs** become plain request-log files (:mod:`.records`): JSONL logs
-   are read in place, ``.gz`` logs, snapshot folders and the importers'
-   formats are converted into a temporary folder.
-2. **Index** (parallel over byte ranges): each line's partition key, time,
-   session and place, in columns (:mod:`.entries`); bad lines are counted
-   with their reason.
-3. **Partition**: lines group by key (provider, model, cache-key params,
-   first cache-view segment); a large partition splits where its time line
-   has a gap longer than the cache's lifetime (nothing survives such a gap,
-   so the split is exact); one over the split size whose cache has no
-   lifetime stays whole, and a note says so. Each request's session
-   predecessor is found.
-4. **Replay** (parallel over batches of partitions): the cache of each
-   partition in time order (one :class:`fidelity.cache.simulator.Simulator`
-   per partition and cache model, fed by the one builder,
-   :mod:`fidelity.cache.builder`), breaks
-   classified with the differ's causes; what grows with a partition and is
-   read rarely (the requests' token ids the trie walks along, the distinct
-   segment bytes: :mod:`.segments`) lives in temporary files.
-5. **Result**: the merged sums, head changes that moved a session to another
-   partition, prices; one JSON document that every view renders.
+Inputs become request-log files (:mod:`.records`); an index pass gives each
+line's partition key, time and session (:mod:`.entries`); lines partition by
+cache head, split at gaps longer than the cache's lifetime; each partition
+replays in time order through the one simulator; :mod:`.aggregate` merges the
+partials into one JSON result every view renders. docs/scan.md.
 
 >>> from fidelity.scan import scan               # doctest: +SKIP
 >>> result = scan(["logs/2026-11-30.jsonl.gz"])  # doctest: +SKIP
->>> result["totals"]["lost_usd"]                  # doctest: +SKIP
-"""
+>>> result["totals"]["lost_usd"]                  # doctest: +SKIP"""
 
 from __future__ import annotations
 
@@ -141,11 +122,8 @@ def _index(ex: Executor, names: list[str], labels: list[str], partial: Partial, 
 
 
 def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
-    """Load the tokenizers the replay needs in this process (the billed ones
-    too: Claude's and Gemini's calibrated estimates, with numpy) and the
-    wire dialects of their providers, then restart a forking pool so that
-    each worker inherits them instead of reading the vocabularies and
-    importing the modules again."""
+    """Load the tokenizers (billed ones included) and wire dialects the replay
+    needs in this process, then restart a forking pool so workers inherit them."""
     from .. import tokens, wire
     from ..tokens.billed import billing_tokenizer
 
@@ -166,11 +144,9 @@ def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
 
 def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_bytes: int,
            max_line: int, table: pricing.PriceTable, notes: list[str]) -> list[Task]:
-    """The partitions in batches for the workers; a partition over
-    ``split_bytes`` that cannot split (its cache has no lifetime) is noted
-    in ``notes``. Partitions come in the order of their keys' bytes, the
-    rows of each in time order (no time counts as 0; ties: file, offset),
-    with numpy's sorts over the index's columns."""
+    """The partitions in batches for the workers, in the order of their keys'
+    bytes, rows in time order (no time: 0; ties: file, offset); a partition over
+    ``split_bytes`` that cannot split is noted in ``notes``."""
     import numpy as np
 
     n = len(rows)

@@ -1,14 +1,11 @@
 """What a scan adds up, and the one result object every view renders.
 
-Replay tasks return a :class:`Partial`: integer sums keyed by model, day,
-cause, where the prefix broke and change, plus the worst example of each
-change. Partials merge by addition (examples: the larger loss, then the
-earlier request), so any executor, any number of workers and any task order
-give the same totals; :func:`build_result` turns the merged sums into the
-documented JSON (``fidelity.scan/1``, docs/scan.md). Lost tokens are priced
-where each break is found, at its request's time and prompt length
-(:class:`Prices`), and summed as integer nano-dollars.
-"""
+Replay tasks return a :class:`Partial` (integer sums keyed by model, day,
+cause, break place and change, plus the worst example of each change);
+partials merge by addition, so executor, workers and order do not change the
+totals. :func:`build_result` gives the ``fidelity.scan/1`` JSON (docs/scan.md).
+Lost tokens are priced where each break is found (:class:`Prices`) and summed
+as integer nano-dollars."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """The index of every request line, held in columns.
 
-The scan's driver keeps one entry per request of its whole input (where the
-line is, its time, session, provider, model and partition key) to form the
-partitions and find each request's session predecessor. As one object per
-entry, with its ints, float and names, an entry took 416 bytes, and forming
-the partitions 335 more at its peak (dicts and tuples per request): 52 GB
-for a week of a gateway that logs 10 million requests a day. Here each field
-is a column of machine numbers (names and keys numbered once): 76 bytes an
-entry, 113 more at the peak of forming the partitions with numpy's sorts
-(tracemalloc, 300 MB of the benchmark's mixed log). A worker gets its
-partitions' rows as columns too and makes each :class:`Entry` as it replays
-it.
-"""
+One entry per request of the whole input (place, time, session, provider,
+model, partition key) forms the partitions and finds each request's session
+predecessor; each field is a column of machine numbers (names and keys
+numbered once). A worker gets its partitions' rows as columns and makes each
+:class:`Entry` as it replays it. Memory per entry: docs/scan.md."""
 
 from __future__ import annotations
 
@@ -119,12 +112,9 @@ class Rows:
 
 @dataclass
 class PartitionRows:
-    """One partition's rows in time order, column by column, with each
-    row's session predecessor (``pred_file`` -1: none), whether that
-    predecessor is in this partition and whether the row is the
-    predecessor of a request in another. Iterating gives what the replay
-    reads: ``(entry, (pred_file, pred_offset) or None, same partition, is a
-    cross predecessor)``."""
+    """One partition's rows in time order, column by column. Iterating gives
+    ``(entry, (pred_file, pred_offset) or None, same partition, is a cross
+    predecessor)``; ``pred_file`` -1 means no session predecessor."""
 
     key: bytes
     provider: str

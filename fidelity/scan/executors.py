@@ -1,18 +1,9 @@
 """Where scan tasks run: all cores of this machine, or Dask.
 
-Both executors run the same two functions
-(:func:`fidelity.scan.partition.index_chunk`, :func:`~fidelity.scan.partition.replay_batch`)
-on the same tasks and return results in task order; results merge by
-addition, so the output does not depend on the executor or the number of
-workers (a test compares the two byte for byte).
-
-Dask rather than Ray (docs/scan.md, "Executors"): Dask installs as pure
-Python wheels (``pip install 'fidelity[scan-dask]'``), its local mode is a
-process pool that runs on a 2-core CI runner with no daemon to start, and
-the same code reaches a cluster through ``dask.distributed`` by giving a
-scheduler address. Ray needs its platform wheels and a local runtime
-(raylet, object store) even in local mode.
-"""
+Both run :func:`fidelity.scan.partition.index_chunk` and
+:func:`~fidelity.scan.partition.replay_batch` on the same tasks and return
+results in task order; results merge by addition, so the output does not
+depend on the executor. Why Dask rather than Ray: docs/scan.md, "Executors"."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Every break of a broken request, for a scan's cause tables.
-
-A scan finds that a request broke against the request it continues (and
-what that cost) in its replay; which breaks it holds comes from
-:func:`fidelity.diff.breaks_of`, the function behind ``fidelity diff``'s fix
-list, listed without its counts (``counted=False``: no tokenizing, no
-counterfactual comparisons) on the segments the scan already holds (no
-second cut of the bodies), so that only broken requests pay for it, little,
-and scan and diff name the same breaks in the same order.
-"""
+"""Every break of a broken request, for a scan's cause tables:
+:func:`fidelity.diff.breaks_of` (``fidelity diff``'s fix list) with
+``counted=False`` on the segments the scan already holds, so scan and diff
+name the same breaks in the same order and only broken requests pay for it."""
 
 from __future__ import annotations
 

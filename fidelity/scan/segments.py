@@ -1,18 +1,10 @@
 """The distinct segment bytes of one partition, numbered, kept in a file.
 
-A partition's replay numbers each distinct cache-view segment (a tool, a
-system section, a message, as the bytes the cache compares) and keeps its
-bytes: a break is classified by comparing the segments of a request with
-those of its predecessor, which may be any earlier request of the partition.
-A cache without a lifetime (DeepSeek) never lets a request age out, so these
-bytes grow with the partition (50 MB of the 314 MB a 341 MB log of one
-DeepSeek app held). They go to an unnamed temporary file through a 1 MiB
-buffer (:class:`~fidelity.cache.append_file.AppendFile`) and are read back
-by offset when a break is classified; memory
-holds a 16-byte BLAKE2b digest per segment (from bytes to number) and where
-its bytes start. Two different segments with one digest would share a
-number: a chance near 2**-128 a pair.
-"""
+Each distinct cache-view segment gets a number from its 16-byte BLAKE2b
+digest (two segments sharing one: a chance near 2**-128 a pair); its bytes
+go to an unnamed temporary file through a 1 MiB
+:class:`~fidelity.cache.append_file.AppendFile` and are read back by offset
+when a break is classified against any earlier request of the partition."""
 
 from __future__ import annotations
 

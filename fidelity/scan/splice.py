@@ -1,24 +1,13 @@
 """Parse a log line against an earlier line of the same session: only the
 bytes after their shared history are parsed.
 
-A session re-sends its whole history with every request, so most of each
-line's ``"messages":[...]`` array is byte for byte the previous line's. A
-:class:`Parsed` line remembers where each of its messages sits (when the
-line's messages are compact JSON, as ``orjson`` and most gateways write
-them; checked byte for byte). :func:`parse_after` finds the earlier line's
-array in the new line, compares the two from there (one ``memcmp`` per
-step of a binary search), cuts the leading messages both lines hold, parses
-what is left with :func:`~fidelity.scan.records.parse_record` and puts the
-earlier line's parsed messages back in front. Identical bytes parse to equal
-values, so the record equals a whole parse; the shared messages are the very
-same objects, so comparing the two requests later costs a pointer test per
-message. The body's ``tools`` and ``system`` members, re-sent unchanged
-with every request, are cut the same way when their bytes are the earlier
-line's (found outside the shared messages, each replaced by its own marker
-number, which must come back as the body's member). Whatever does not fit
-(no earlier line, a body held as text, other spacing, a cut that did not
-land in the body's own array or member) is parsed whole.
-"""
+:func:`parse_after` finds the earlier :class:`Parsed` line's compact
+``"messages":[...]`` array in the new line (binary search, one ``memcmp`` a
+step), cuts the shared leading messages (and unchanged ``tools`` / ``system``
+members, each by a marker number), parses the rest with
+:func:`~fidelity.scan.records.parse_record` and puts the earlier line's
+parsed objects back: the record equals a whole parse. Whatever does not fit
+is parsed whole. docs/scan.md, "Performance"."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """A realistic request log for tests and benchmarks (deterministic per seed).
 
-Agent sessions grow turn by turn (each request re-sends the whole history
-plus a tool call, its result and the next user message), fork subagents
-that inherit the history, run parallel agents, change their tools mid-way
-and, for a share of sessions, carry a timestamp in the system prompt (the
-classic cache breaker). Three providers: OpenAI Chat Completions,
-Anthropic Messages and DeepSeek. Lines follow the request-log format of
-docs/scan.md, with ``session`` keys as a gateway logs them.
-"""
+Sessions grow turn by turn, fork subagents, run parallel agents, change
+tools and sometimes carry a timestamp in the system prompt; OpenAI Chat
+Completions, Anthropic Messages and DeepSeek lines in the request-log format
+of docs/scan.md, with gateway-style ``session`` keys."""
 
 from __future__ import annotations
 

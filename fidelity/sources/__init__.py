@@ -1,16 +1,10 @@
 """Readers: turn recorded harness histories into canonical ``fidelity.model`` values.
 
-* :mod:`.dsh` - DeepSeek Harness session event logs (parent and children,
-  turns, steps, usage, request headers, sidecars) and the request sent at
-  each step.
-* :mod:`.gemini_history` - Gemini ``Content[]`` histories (Qwen Code).
-* :mod:`.openai_messages` / :mod:`.anthropic_messages` - plain
-  ``messages`` lists.
-
-Readers do I/O at the edge only (reading the file); everything they return
-is frozen. Bad input raises :class:`fidelity.errors.InputError` naming the
-file and the line or JSON pointer.
-"""
+:mod:`.dsh` (DeepSeek Harness session logs and the request at each step),
+:mod:`.gemini_history` (Qwen Code's Gemini ``Content[]``),
+:mod:`.openai_messages` / :mod:`.anthropic_messages` (plain ``messages``
+lists). Readers do the file I/O; what they return is frozen; bad input raises
+:class:`fidelity.errors.InputError` naming the file and line or JSON pointer."""
 
 from .anthropic_messages import from_anthropic_messages, read_anthropic_messages, to_anthropic_messages
 from .dsh import (

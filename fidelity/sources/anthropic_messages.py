@@ -1,25 +1,10 @@
-"""Anthropic Messages ``messages`` lists (plain history files).
+"""Anthropic Messages ``messages`` lists (plain history files), read and written.
 
-A file holds either the list itself or ``{"messages": [...]}``. This is a
-history reader; ``fidelity.wire.anthropic_messages`` owns the request body.
-
-Shapes (Anthropic Messages API reference,
-https://docs.anthropic.com/en/api/messages ; extended thinking,
-https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking ):
-``{"role": "user" | "assistant", "content": str | [block]}`` with blocks
-
-* ``{"type": "text", "text", "cache_control"?}``
-* ``{"type": "thinking", "thinking", "signature"}``
-* ``{"type": "tool_use", "id", "name", "input"}``
-* ``{"type": "tool_result", "tool_use_id", "content"?: str | [text|image], "is_error"?: true}``
-* ``{"type": "image", "source": {"type": "base64", "media_type", "data"} | {"type": "url", "url"}}``
-
-Normal form (what :func:`to_anthropic_messages` writes and what
-round-trips exactly): content is a string when the message is one text
-block without ``cache_control``; ``is_error`` is written only when true;
-block keys in the order above. A base64 image becomes an :class:`Image`
-with a ``data:`` URL and back.
-"""
+A file holds the list or ``{"messages": [...]}``; ``fidelity.wire`` owns the
+request body. Shapes: https://docs.anthropic.com/en/api/messages and
+https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking ;
+:func:`to_anthropic_messages` writes the normal form that round-trips
+exactly (docs/sources.md, "OpenAI and Anthropic messages lists")."""
 
 from __future__ import annotations
 

@@ -1,30 +1,12 @@
-"""Gemini ``Content[]`` histories, as Qwen Code keeps them.
+"""Gemini ``Content[]`` histories, as Qwen Code keeps them, read and written.
 
-Qwen Code (a Gemini CLI fork) stores a conversation as a JSON list of
-``{"role": "user" | "model", "parts": [...]}`` with these parts:
-
-* ``{"text": ...}`` - text;
-* ``{"text": ..., "thought": true}`` - model reasoning (optionally with a
-  ``"thoughtSignature"``);
-* ``{"functionCall": {"id", "name", "args"}}`` - a tool call;
-* ``{"functionResponse": {"id", "name", "response"}}`` - its result, sent
-  back in a ``user`` content.
-
-Sources: Gemini API ``Content`` / ``Part`` reference,
-https://ai.google.dev/api/caching#Content ; Qwen Code's history type is
-``Content[]`` from ``@google/genai`` (QwenLM/qwen-code,
-``packages/core/src/core/geminiChat.ts``).
-
-Mapping: role ``model`` -> ``assistant``; a thought part -> :class:`Reasoning`;
-``functionCall`` -> :class:`ToolCall` (``arguments`` = ``args``, no
-``arguments_json``: Gemini carries an object, not a string);
-``functionResponse`` -> :class:`ToolResult` (``content`` = the ``response``
-object) inside a ``user`` message. :func:`to_gemini_contents` writes the
-same shapes back with keys in the order above, so
-``to_gemini_contents(from_gemini_contents(x)) == x`` for every history in
-that form. A call id of ``""`` stands for a missing ``id`` (the Gemini API
-itself does not require one) and is written back without it.
-"""
+Shapes: https://ai.google.dev/api/caching#Content ; Qwen Code's history is
+``@google/genai`` ``Content[]`` (QwenLM/qwen-code,
+``packages/core/src/core/geminiChat.ts``). Role ``model`` is ``assistant``,
+a thought part a :class:`Reasoning`, ``functionCall`` a :class:`ToolCall`,
+``functionResponse`` a :class:`ToolResult` in a user message; a missing call
+id reads as ``""``. ``to_gemini_contents(from_gemini_contents(x)) == x``
+for every history in that form (docs/sources.md)."""
 
 from __future__ import annotations
 

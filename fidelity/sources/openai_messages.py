@@ -1,26 +1,11 @@
-"""OpenAI Chat Completions ``messages`` lists (plain history files).
+"""OpenAI Chat Completions ``messages`` lists (plain history files), read and written.
 
-A file holds either the list itself or ``{"messages": [...]}``. This is a
-history reader, not the wire dialect (``fidelity.wire.openai_chat`` owns
-the request body and its exact bytes).
-
-Message shapes (OpenAI Chat Completions API reference,
-https://platform.openai.com/docs/api-reference/chat/create ; DeepSeek's
-``reasoning_content``, https://api-docs.deepseek.com/guides/thinking_mode ):
-
-* ``{"role": "system" | "developer" | "user", "content": str | [part]}``
-  with parts ``{"type": "text", "text"}`` and
-  ``{"type": "image_url", "image_url": {"url", "detail"?}}``;
-* ``{"role": "assistant", "content": str | null, "reasoning_content"?: str,
-  "tool_calls"?: [{"id", "type": "function", "function": {"name", "arguments"}}]}``;
-* ``{"role": "tool", "tool_call_id", "content": str}``.
-
-Normal form (what :func:`to_openai_messages` writes, and what round-trips
-exactly): content is a string when the message is one text part, a list
-otherwise; keys in the order above; other keys of a message (``name``,
-``refusal``...) kept in :attr:`Message.extra` and written after them.
-Tool-call ``arguments`` strings are kept verbatim in ``arguments_json``.
-"""
+A file holds the list or ``{"messages": [...]}``; ``fidelity.wire`` owns the
+request body. Shapes: https://platform.openai.com/docs/api-reference/chat/create ;
+DeepSeek's ``reasoning_content``: https://api-docs.deepseek.com/guides/thinking_mode .
+:func:`to_openai_messages` writes the normal form that round-trips exactly;
+tool-call ``arguments`` stay verbatim in ``arguments_json``, other message
+keys in :attr:`Message.extra` (docs/sources.md)."""
 
 from __future__ import annotations
 

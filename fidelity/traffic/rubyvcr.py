@@ -1,32 +1,10 @@
 """Ruby VCR cassettes: ``http_interactions`` in YAML.
 
-The format (the VCR gem, ``lib/vcr/structs.rb`` and its YAML serializer;
-https://github.com/vcr/vcr, https://benoittgt.github.io/vcr/)::
-
-    ---
-    http_interactions:
-    - request:
-        method: post
-        uri: https://api.anthropic.com/v1/messages
-        body: {encoding: UTF-8, string: '{"model": ...}'}
-        headers: {Content-Type: [application/json]}
-      response:
-        status: {code: 200, message: OK}
-        headers: {Content-Type: [application/json], Content-Encoding: [gzip]}
-        body:
-          encoding: ASCII-8BIT
-          string: !binary |-
-            H4sIAAAAAAAA...
-      recorded_at: Mon, 01 Dec 2026 10:00:00 GMT
-    recorded_with: VCR 6.3.1
-
-Ruby's Psych writes a string that is not valid UTF-8 (or is marked
-ASCII-8BIT) with the local tag ``!binary`` and base64 text, which PyYAML's
-safe loader does not know; :func:`load` reads it as bytes. Other local
-tags (``!ruby/...``) are read as the plain value they tag. YAML aliases
-are refused (VCR writes none; they are how a small file becomes a huge
-document), and so is nesting deeper than :data:`fidelity.jsonio.MAX_DEPTH`.
-"""
+Format: the VCR gem, ``lib/vcr/structs.rb`` and its YAML serializer
+(https://github.com/vcr/vcr, https://benoittgt.github.io/vcr/); an example
+is in docs/replay.md. :func:`load` reads Psych's ``!binary`` base64 strings
+as bytes and other local tags (``!ruby/...``) as the plain value; YAML
+aliases and nesting deeper than :data:`fidelity.jsonio.MAX_DEPTH` are refused."""
 
 from __future__ import annotations
 

@@ -1,25 +1,12 @@
 """Every recording format, read into :class:`~fidelity.traffic.exchange.Exchange`
 lists, and the one listing of what a folder holds.
 
-==============  ===============================================================
-``vcr``         vcrpy cassettes (YAML or JSON; raw ``body`` or pydantic-ai's
-                ``parsed_body``), read by the importer's loader
-``ruby-vcr``    Ruby VCR cassettes (``http_interactions``, :mod:`.rubyvcr`)
-``har``         HAR 1.2 (``request.postData.text``, ``response.content.text``)
-``httprr``      Go httprr traces (wire-format requests and responses, :mod:`.httprr`)
-``jsonl``       JSON lines; claude-trace's ``{"request", "response"}`` lines
-                are recordings, other lines are request logs (``fidelity scan``)
-``snapshots``   a folder of request snapshots (usage in ``usage``, or the
-                proxy's ``response.usage``)
-``dsh``         DeepSeek Harness session logs (rebuilt by :mod:`fidelity.calibrate`)
-``parquet``     Parquet request logs (``fidelity scan``)
-==============  ===============================================================
-
-:func:`list_sources` says which of these a path holds (a folder is searched
-recursively; a folder with ``*.snapshot`` files is one ``snapshots``
-source); :func:`read` reads one. Readers never decide what a request is:
-they hand the facts to :func:`fidelity.traffic.apart.exchange`.
-"""
+Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr`` (:mod:`.httprr`), ``jsonl``
+(claude-trace lines are recordings, other lines request logs), ``snapshots``,
+``dsh``, ``parquet`` (docs/replay.md). :func:`list_sources` says which a path
+holds (folders searched recursively; a folder of ``*.snapshot`` files is one
+source); :func:`read` reads one. Readers hand the facts to
+:func:`fidelity.traffic.apart.exchange` and decide nothing."""
 
 from __future__ import annotations
 

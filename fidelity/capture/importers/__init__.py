@@ -1,28 +1,11 @@
 """Turn recorded traffic into request snapshots.
 
-Each importer reads one kind of recording and returns an :class:`Imported`:
-redacted :class:`~fidelity.capture.snapshot.Snapshot` objects in request order plus
-warnings that say what the source could not keep (a cassette that re-encoded
-the body, a HAR entry whose body size disagrees with its text...).
-
-======================  ======================================================
-``har``                 HAR 1.2 (browser devtools, mitmproxy ``savehar``)
-``cassette``            vcrpy cassettes (YAML or JSON serializer; ``body`` or
-                        pydantic-ai's ``parsed_body``)
-``jsonl``               JSON-lines request logs (raw bodies, envelopes, and
-                        claude-trace ``{"request", "response"}`` lines)
-``dsh``                 DeepSeek Harness session logs (rebuilt requests)
-======================  ======================================================
-
-Any of them may be gzipped (``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``).
-Requests that are not model generation requests (embeddings, uploads,
-telemetry...) are skipped and counted by reason (:mod:`fidelity.capture.classify`);
-each snapshot keeps the usage its response reported (:mod:`fidelity.traffic.usage`).
-
-``python -m fidelity.importers SOURCE OUTDIR [--kind KIND]`` writes the
-snapshots into ``OUTDIR``; :func:`import_file` and :func:`write_imported`
-do the same from Python.
-"""
+Each importer (``har``, ``cassette``, ``jsonl``, ``dsh``; any gzipped) reads
+one kind of recording and returns an :class:`Imported`: redacted snapshots in
+request order, warnings saying what the source could not keep, and the
+non-generation requests skipped by reason. ``python -m fidelity.importers
+SOURCE OUTDIR [--kind KIND]``, :func:`import_file` and :func:`write_imported`
+write them. Each format's rules: docs/ci-and-capture.md, "Importing recorded traffic"."""
 
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
 """The one guarded YAML loader: every YAML cassette is read through :func:`load_yaml`.
 
-PyYAML's safe loader resolves an alias (``*a``) to the very object its
-anchor (``&a``) built, so a few hundred bytes of nested aliases
-(``b: [*a, *a, ...]``, nine levels of nine) build a small graph whose
-*expanded* tree holds hundreds of millions of values; whatever walks it
-as a tree afterwards (a depth check, ``json.dumps``, a usage parser) hangs
-and fills memory. So the document is composed into PyYAML's node graph
-first, the graph is measured without expanding it (each distinct node once,
-its expanded size and depth memoised), and only a document within the
-budget is constructed into Python values:
-
-* expanded size: aliases may add at most :data:`MAX_ALIAS_NODES` nodes or as
-  many nodes as the document has distinct ones, whichever is larger (a
-  recorder that writes the same header block twice as an anchor and an
-  alias stays well inside it; vcrpy's ``yaml.dump`` only writes aliases for
-  objects it was given twice);
-* depth: :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every JSON reader;
-  a recursive alias (``&a [*a]``) is infinitely deep and refused the same way;
-* duplicate mapping keys are refused with their line (which value wins is
-  ambiguous, as in JSON).
-"""
+The document is composed into PyYAML's node graph and measured without
+expanding aliases; only a document within the budget is constructed:
+aliases add at most :data:`MAX_ALIAS_NODES` nodes or as many as the document
+has distinct ones, whichever is larger; depth at most
+:data:`fidelity.jsonio.MAX_DEPTH` (a recursive alias is refused the same
+way); duplicate mapping keys are refused with their line. Why: docs/hostile-input.md, "Limits"."""
 
 from __future__ import annotations
 

@@ -2,36 +2,11 @@
 
 A cassette is ``{"version": 1, "interactions": [{"request": {"method",
 "uri", "headers": {name: [values]}, "body"}, "response": {...}}]}``
-(vcrpy ``vcr/cassette.py`` and ``vcr/serializers/``). vcrpy decodes a body
-to text when it is UTF-8 and keeps bytes otherwise (YAML writes them as
-``!!binary``; the JSON serializer cannot store them at all).
-
-A cassette cannot always hold the exact body bytes, and this importer says
-so in its warnings and in each snapshot's ``notes`` / ``body_exact``:
-
-* vcrpy's ``filter_post_data_parameters`` re-serialises a JSON body with
-  ``json.dumps`` defaults (``", "`` and ``": "`` separators) even when no key
-  matched (``vcr/filters.py``, ``replace_post_data_parameters``). Current
-  openai and anthropic SDKs send compact JSON, so a body from them that is
-  spaced exactly as ``json.dumps`` writes it is not what they sent -- unless
-  a recorded ``Content-Length`` equals its length (openai 1.x over
-  httpx < 0.28 did send ``json.dumps`` spacing);
-* a request body sent with ``Content-Encoding`` gzip / deflate / br is
-  decoded; pydantic-ai's ``parsed_body`` (parsed JSON, keys sorted) is
-  serialised compactly and marked ``body_exact: false``;
-* a ``Content-Length`` header that disagrees with the stored body;
-* any ``before_record_request`` hook may have rewritten the body: the
-  importer cannot see that, and says so once.
-
-YAML cassettes are read with PyYAML (a dependency, as for vcrpy itself),
-through :func:`fidelity.capture.importers._yaml.load_yaml`: nesting is
-refused past :data:`fidelity.jsonio.MAX_DEPTH` levels, as in every JSON
-reader, with one message whatever PyYAML does with deep input (6.0.3's
-libyaml loader builds it, 6.0.4's refuses it with a ``ScannerError``
-"exceeded maximum nesting depth", the pure-Python loader runs out of
-recursion), and aliases that would expand the document past a budget (an
-alias bomb) are refused before anything walks the expanded tree.
-"""
+(vcrpy ``vcr/cassette.py`` and ``vcr/serializers/``). Where a cassette cannot
+hold the exact body bytes (vcrpy's ``filter_post_data_parameters``
+re-serialising, ``parsed_body``, a disagreeing ``Content-Length``) the
+warnings, ``notes`` and ``body_exact`` say so: docs/ci-and-capture.md,
+"Importing recorded traffic". YAML goes through :func:`._yaml.load_yaml`."""
 
 from __future__ import annotations
 

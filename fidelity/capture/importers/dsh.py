@@ -1,19 +1,10 @@
 """DeepSeek Harness session logs: one snapshot per model request.
 
-A DSH log records events, not request bytes, so each request is *rebuilt*:
-:func:`fidelity.sources.dsh.step_request` gives the canonical request of
-every step (system prompt and tools from the scenario's sidecars), and the
-``deepseek`` wire dialect renders the body the harness's OpenAI-compatible
-client sends. Snapshots are therefore marked ``body_exact: false`` with a
-note: they are exact renderings of the logged conversation, not captured
-bytes.
-
-A child's seed (the parent events it copied) is not re-imported: its
-requests were the parent's. A child session's first own request names its parent: for a fork
-(``seedLength`` in the header), the parent's last request cut before the
-seed ends; a spawn starts fresh (``parent: null``). Later requests of a
-session follow the one before them.
-"""
+Each request is rebuilt (:func:`fidelity.sources.dsh.step_request`) and
+rendered by the ``deepseek`` dialect, so snapshots are ``body_exact: false``.
+A child's seed is not re-imported; a fork's first own request names as
+``parent`` the parent's last request cut before the seed ends, a spawn's
+names none, later requests follow the one before them."""
 
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """HAR 1.2 archives: browser devtools exports and mitmproxy's ``savehar``.
 
 HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) keeps each
-request in ``log.entries[i].request`` with ``method``, ``url``, ``headers``
-(a list of ``{name, value}``), ``postData`` (``mimeType``, ``text``,
-``params``) and ``bodySize`` (bytes of the posted body, ``-1`` when unknown).
-
-Exactness: ``postData.text`` is a string, so the body is its UTF-8
-encoding; that is the sent bytes when the body was UTF-8 text (every JSON
-model request is). When ``bodySize`` is known and disagrees with that length,
-or the body was only recorded as form ``params``, the snapshot says so.
-A non-standard ``postData.encoding: "base64"`` (as HAR 1.2 defines for
-response ``content``) is honoured. HTTP/2 pseudo-headers (``:authority`` ...)
-that Chrome records are dropped.
-"""
+request in ``log.entries[i].request`` (``method``, ``url``, ``headers``,
+``postData`` with ``text``/``params``, ``bodySize``, ``-1`` when unknown).
+The body is the UTF-8 encoding of ``postData.text`` (or base64-decoded for a
+non-standard ``encoding: "base64"``), marked not exact when ``bodySize``
+disagrees or only form ``params`` were kept; HTTP/2 pseudo-headers are dropped."""
 
 from __future__ import annotations
 

@@ -1,28 +1,12 @@
-"""JSON-lines request logs.
+"""JSON-lines request logs: one request per non-blank line.
 
-Each non-blank line is one request, in one of two shapes:
-
-* **the body itself** (``{"model": ..., "messages": [...]}``): the line's
-  bytes are taken verbatim, so a proxy that writes each body it forwards
-  followed by ``\\n`` gives exact bodies (compact JSON has no raw newline);
-* **an envelope** with the body under ``body`` (or ``request.body``) and
-  optional ``url``, ``method``, ``headers`` (object or ``[[name, value]]``),
-  ``parent`` (line number of the request this one forked from; ``null`` for
-  a root). This covers the OpenAI Batch API input format
-  (``{"custom_id", "method", "url", "body"}``,
-  https://platform.openai.com/docs/guides/batch). A string ``body`` is the
-  exact body text; an object ``body`` is the logger's serialisation, kept
-  byte for byte as it appears in the line but marked ``body_exact: false``,
-  since the logger, not the client, wrote those bytes.
-
-claude-trace logs (https://github.com/badlogic/lemmy, ``claude-trace``) are
-envelopes too: ``{"request": {"timestamp", "method", "url", "headers",
-"body"}, "response": {"status_code", "headers", "body" | "body_raw"},
-"logged_at"}``. The response's usage (a JSON ``body`` or the SSE text in
-``body_raw``) and the request time go into the snapshot metadata; so does a
-``response`` member of any other envelope. Lines that are not generation
-requests (token counting, telemetry...) are skipped and counted by reason.
-"""
+A line is the body itself (its bytes taken verbatim) or an envelope with the
+body under ``body`` / ``request.body`` and optional ``url``, ``method``,
+``headers``, ``parent`` (a line number; ``null`` for a root); an object
+``body`` is marked ``body_exact: false``. OpenAI Batch input
+(https://platform.openai.com/docs/guides/batch) and claude-trace logs
+(https://github.com/badlogic/lemmy) are envelopes; a ``response`` member's
+usage and the request time go into the metadata. docs/ci-and-capture.md has the rules."""
 
 from __future__ import annotations
 

@@ -35,12 +35,8 @@ _LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 def tool_arguments(text: str) -> Any:
     """A tool call's ``arguments`` string parsed, :data:`~fidelity.model.EMPTY`
-    when it is not JSON (the model emitted invalid JSON; the exact string is
-    kept beside it). orjson parses (fast), but it turns an integer beyond
-    64 bits into a float (``-9223372036854775809`` becomes
-    ``-9.223372036854776e+18``); where the text holds a run of 19 digits, the
-    value is parsed again with ``json.loads``, which keeps every integer
-    exact (the package README promises exact integers)."""
+    when it is not JSON. A text holding a run of 19 digits is parsed with
+    ``json.loads``, which keeps integers beyond 64 bits exact (orjson makes them floats)."""
     try:
         parsed = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -202,12 +198,9 @@ def _surface_until(session: Session, cut: int) -> list[Message]:
 
 
 def step_messages(session: Session, turn: int, step: int) -> tuple[Message, ...]:
-    """The conversation messages the harness sent at ``(turn, step)``.
-
-    The surface (see the module docstring) built from every event before the
-    step's request cut: the seed of a child included, compaction
-    replacements applied, runtime-context snapshot messages kept in place.
-    """
+    """The conversation messages the harness sent at ``(turn, step)``: the surface
+    built from every event before the step's request cut (a child's seed
+    included, compaction replacements applied)."""
     s = session.step(turn, step)
     return tuple(_surface_until(session, s.request_index))
 

@@ -62,16 +62,9 @@ def step_request(
 ) -> Request:
     """The canonical request the harness sent at ``(turn, step)``.
 
-    Route from the step's ``request/header`` (provider ``deepseek-official``
-    maps to family ``deepseek``); ``system`` as one :class:`SystemBlock`;
-    ``tools`` as :class:`Tool` objects keeping schema key order. Where
-    ``system``/``tools`` are not given they come from ``sidecars`` (the
-    header's revision) or from the header itself when it carries them
-    inline; a placeholder with nothing to fill it raises :class:`InputError`.
-    Other header config (``reasoningEffort``, ``maxTokens``) is left in
-    ``RequestHeader.config``: which wire keys it becomes is the dialect's
-    business, so ``params`` stays empty.
-    """
+    Routed from the step's ``request/header``; ``system`` and ``tools`` come from
+    the header or, for placeholders, ``sidecars`` (``InputError`` when none fills
+    them). Other header config stays in ``RequestHeader.config``; ``params`` is empty."""
     s = session.step(turn, step)
     h = s.header
     if h is None:
