@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-__all__ = ["Exchange", "header", "iso_seconds", "http_date_seconds"]
+__all__ = ["Exchange", "header", "iso_seconds", "http_date_seconds", "iso_text"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,13 @@ class Exchange:
     response_model: str | None = None
     #: the provider whose cache the URL reaches, where the URL names one
     provider: str | None = None
+    #: the request's HTTP method and headers as recorded, ``(name, value)`` in recorded order
+    method: str = "POST"
+    headers: tuple[tuple[str, str], ...] = ()
+    #: the ``Content-Encoding`` the body was sent with and decoded from (``None``: sent as it is)
+    decoded: str | None = None
+    #: the body size the recording states besides the headers (HAR ``bodySize``), if any
+    recorded_size: int | None = None
 
     @property
     def path(self) -> str:
@@ -87,6 +94,18 @@ def iso_seconds(value: Any) -> float | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
+
+
+def iso_text(seconds: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC to the millisecond (``2026-11-30T12:00:00.123Z``),
+    the form snapshots store; ``None`` when unknown or out of range."""
+    if seconds is None:
+        return None
+    try:
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def header(headers: Any, name: str) -> str | None:
