@@ -179,8 +179,10 @@ def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
 def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any],
                   at: str) -> list[Exchange]:
     """vcrpy and Ruby VCR interactions: ``{"request": {"method", "uri",
-    "headers", "body" | "parsed_body"}, "response": {...}}``; a request
-    without a ``uri`` or with a body that is neither text nor bytes is an error."""
+    "headers", "body" | "parsed_body"}, "response": {...}}``; a ``body``
+    that is a mapping or a list is parsed JSON, as ``parsed_body`` is (the
+    body's compact serialisation, ``reserialised``); a request without a
+    ``uri`` or with a body of another type is an error."""
     out = []
     for i, inter in enumerate(items):
         where = f"{at}/{i}"
@@ -196,12 +198,14 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
         value = req.get("body")
         if isinstance(value, dict) and "string" in value:  # the response-style shape (Ruby VCR's)
             value = value["string"]
-        if value not in (None, "", b"") and not isinstance(value, (str, bytes)):
+        if value not in (None, "", b"") and not isinstance(value, (str, bytes, dict, list)):
             raise InputError(f"request body must be text or bytes, not {type(value).__name__}", path=path,
                              pointer=where + "/request/body")
         body, decoded = _sent(_text(value) or b"", headers)
         reser = False
-        if not body and "parsed_body" in req:
+        if not body and isinstance(value, (dict, list)):  # some pydantic-ai cassettes keep the parsed body here
+            body, reser = _parsed(value) or b"", True
+        elif not body and "parsed_body" in req:
             body, reser = _parsed(req.get("parsed_body")) or b"", True
         resp = inter.get("response")
         resp = resp if isinstance(resp, dict) else {}
