@@ -110,12 +110,14 @@ def iso_text(seconds: float | None) -> str | None:
 
 def header(headers: Any, name: str) -> str | None:
     """The first value of header ``name`` (lower case; any case in the
-    recording) in a mapping of values or lists (vcrpy, Ruby VCR, snapshots)
-    or a list of ``{"name", "value"}`` (HAR); ``None`` when absent."""
+    recording) in a mapping of values or lists (vcrpy, Ruby VCR, snapshots),
+    a list of ``{"name", "value"}`` (HAR) or ``(name, value)`` pairs
+    (:attr:`Exchange.headers`); ``None`` when absent."""
     if isinstance(headers, Mapping):
         items: Any = headers.items()
-    elif isinstance(headers, list):
-        items = ((h.get("name"), h.get("value")) for h in headers if isinstance(h, dict))
+    elif isinstance(headers, (list, tuple)):
+        items = ((h.get("name"), h.get("value")) if isinstance(h, dict) else h for h in headers
+                 if isinstance(h, dict) or (isinstance(h, (list, tuple)) and len(h) == 2))
     else:
         return None
     for k, v in items:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fidelity.capture import snapshot
@@ -67,7 +67,6 @@ _KINDS: dict[str, tuple[Any, str, dict[str, list[str]], int, Any, str]] = {
 }
 
 
-@settings(max_examples=60, deadline=None)
 @given(kinds=st.lists(st.sampled_from(sorted(_KINDS)), max_size=8))
 def test_import_takes_what_the_one_reader_read(tmp_path_factory: pytest.TempPathFactory, kinds: list[str]) -> None:
     """Every exchange of the one reader that is a model request is a snapshot,

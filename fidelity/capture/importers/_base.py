@@ -11,11 +11,11 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import atomic_write
-from ...traffic.exchange import http_date_seconds, iso_seconds, iso_text
+from ...traffic.exchange import header, http_date_seconds, iso_seconds, iso_text
 from ..redact import Redactor, ensure_clean, url_problem
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 
-__all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time", "header",
+__all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time",
            "unwritable"]
 
 
@@ -172,20 +172,6 @@ def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
                 pass
         raise
     return paths
-
-
-def header(headers: Any, name: str) -> str | None:
-    """The first value of header ``name`` (any case) in a mapping of values or
-    lists, or a list of pairs; ``None`` when absent."""
-    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-    for k, v in items:
-        if str(k).lower() == name:
-            if isinstance(v, (list, tuple)):
-                v = v[0] if v else None
-            if v is None:
-                return None
-            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
-    return None
 
 
 def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, Any] | None:

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from ...traffic.apart import NOT_AS_SENT
-from ...traffic.exchange import Exchange, iso_text
+from ...traffic.exchange import Exchange, header, iso_text
 from ...traffic.sources import Source, entries
-from ._base import Imported, header
+from ._base import Imported
 
 __all__ = ["read_recorded", "reserialised_by_vcrpy", "LABELS", "NOT_GENERATION"]
 
