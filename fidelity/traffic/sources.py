@@ -5,8 +5,10 @@ Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr`` (:mod:`.ht
 (claude-trace lines are recordings, other lines request logs), ``snapshots``,
 ``dsh``, ``parquet`` (docs/replay.md). :func:`list_sources` says which a path
 holds (folders searched recursively; a folder of ``*.snapshot`` files is one
-source); :func:`read` reads one. Readers hand the facts to
-:func:`fidelity.traffic.apart.exchange` and decide nothing."""
+source); :func:`read` reads one (:func:`entries`: with the entries that hold
+no request body, which ``fidelity import`` counts as skipped). Readers hand
+the facts to :func:`fidelity.traffic.apart.exchange` and decide nothing; a
+recording whose structure is broken is an :class:`~fidelity.errors.InputError`."""
 
 from __future__ import annotations
 
