@@ -200,3 +200,18 @@ def test_traffic_reads_recordings_without_the_importers() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert "importers" not in (node.module or ""), path.name
+
+
+def test_the_survey_counts_every_kind_the_one_reader_reads(tmp_path: Path) -> None:
+    """Ruby VCR cassettes and httprr traces are surveyed as they are imported;
+    what the one rule sets apart is counted from the import's own read."""
+    pytest.importorskip("yaml")
+    from fidelity.capture.survey import survey
+
+    _ruby_vcr(tmp_path / "chat.yml")
+    req = f"POST {CHAT} HTTP/1.1\r\nHost: api.openai.com\r\n\r\n".encode() + COMPACT.encode()
+    resp = b"HTTP/2.0 429 Too Many Requests\r\nContent-Type: application/json\r\n\r\n{}"
+    (tmp_path / "t.httprr").write_bytes(httprr.MAGIC + b"%d %d\n" % (len(req), len(resp)) + req + resp)
+    got = survey(tmp_path)
+    assert (got.sources, got.imported, got.requests, got.as_sent) == (2, 2, 2, 2)
+    assert got.set_apart == {"failed request (HTTP 429)": 1}
