@@ -22,7 +22,7 @@ from ..errors import FidelityError, InputError
 __all__ = ["Survey", "survey", "sources_in", "main"]
 
 #: kinds of the one listing that the importers read
-_IMPORTED = ("vcr", "har", "jsonl", "dsh")
+_IMPORTED = ("vcr", "ruby-vcr", "har", "httprr", "jsonl", "dsh")
 
 
 @dataclass
@@ -181,23 +181,8 @@ def survey(*folders: str | Path, keep: int = 5) -> Survey:
             result.skipped["not model requests"] += unexplained
         for snap in imported.snapshots:
             _check(snap, result, keep)
-        result.set_apart.update(_decisions(path))
+        result.set_apart.update(imported.set_apart)
     return result
-
-
-def _decisions(path: Path) -> Counter[str]:
-    """What the one rule sets apart in a recording the commands read (the
-    importer's own skips are counted above)."""
-    from ..traffic.sources import READ_KINDS, Source, kind_of, read
-
-    kind = kind_of(path)
-    if kind not in READ_KINDS or kind == "snapshots":
-        return Counter()
-    try:
-        return Counter(ex.set_apart for ex in read(Source(kind, path))
-                       if ex.set_apart is not None and not ex.set_apart.startswith("not a generation request"))
-    except FidelityError:
-        return Counter()
 
 
 def main(argv: list[str] | None = None) -> int:
