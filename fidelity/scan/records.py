@@ -191,16 +191,16 @@ def parse_record(line: bytes) -> Record:
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     # the one detection (what replay and tokens-check route by)
     try:
-        found = detect_request(body, url=url or None, meta_dialect=hint)
+        chosen = detect_request(body, url=url or None, meta_dialect=hint)
     except InputError:
-        found = None
-    if found is None or found.dialect not in wire.names():
+        chosen = None
+    if chosen is None or chosen.dialect not in wire.names():
         raise BadLine("unknown provider", "no URL route and no dialect recognises the body")
-    if found.model is None:
+    if chosen.model is None:
         raise BadLine("no model", "neither the body nor the URL names a model")
-    dialect = wire.get(found.dialect)
-    provider, model = found.family, found.model
-    detected = not found.why.startswith(_NOT_BY_BODY)
+    dialect = wire.get(chosen.dialect)
+    provider, model = chosen.family, chosen.model
+    detected = not chosen.why.startswith(_NOT_BY_BODY)
     used = _usage.normalise(obj.get("usage"))
     if used is None and "response" in obj:
         resp = obj["response"]
