@@ -396,7 +396,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
             items: Iterable[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
             fds: dict[int, int], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
-    tok = tokens.for_model(model, provider)
+    tok = tokens.for_model(model, provider, nearest=True)  # as the builder counts it: unknown, the nearest family
     # causes by the segment ids of the two requests (ids are the partition's own)
     classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
     explicit = isinstance(cm, BreakpointCache)  # Anthropic / DashScope explicit caching: strip markers
