@@ -143,11 +143,8 @@ class EngineCache(CacheModel):
         return max(0, usable // self.block_size * self.block_size)
 
     def stored(self, request: PromptTokens) -> Sequence[int]:
-        """Tokens whose KV the engine holds after ``request``: the prompt
-        and every generated token but the last."""
-        if len(request.output) <= 1:
-            return request.tokens
-        return as_token_array(request.tokens) + as_token_array(request.output)[:-1]
+        """Tokens whose KV the engine holds after ``request`` (:func:`held`)."""
+        return held(request.tokens, request.output)
 
     # -- prediction ---------------------------------------------------------
     def predict(self, earlier: Sequence[PromptTokens], request: PromptTokens) -> CacheOutcome:
@@ -181,6 +178,14 @@ class EngineCache(CacheModel):
             if prior.time <= request.time:
                 pool.feed(prior.tokens, prior.output, None, None)
         return self._outcome(request, pool.longest(request.tokens, None)[0])
+
+
+def held(tokens: Sequence[int], output: Sequence[int]) -> Sequence[int]:
+    """Tokens whose KV an engine holds after a request: the prompt and every
+    generated token but the last."""
+    if len(output) <= 1:
+        return tokens
+    return as_token_array(tokens) + as_token_array(output)[:-1]
 
 
 class BlockPool:
@@ -252,12 +257,11 @@ class BlockPool:
         return self._found(self._hits(self._keys(data[: max(0, n - 1) * ITEM]), n))
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
-        """:meth:`longest` for the prompt ``tokens``, then run the request:
-        it holds the prompt and every generated token of ``output`` but the
-        last (:meth:`EngineCache.stored`)."""
-        prompt = packed(token_bytes_or_array(tokens))
-        n = len(prompt) // ITEM
-        data = prompt + packed(as_token_array(output)[:-1]) if len(output) > 1 else prompt
+        """:meth:`longest` for the prompt ``tokens`` (any sequence of ints),
+        then run the request; it holds :func:`held` of it and ``output``."""
+        ids = as_token_array(tokens)
+        n = len(ids)
+        data = packed(as_token_array(held(ids, output)))
         keys = self._keys(data)
         hits = self._hits(keys, n)
         found = self._found(hits)
