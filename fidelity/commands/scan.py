@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from .. import pricing
+from .. import formats, pricing
 from ._args import positive_int
 from .import_snapshots import add_decompress_arguments, decompress_limits
 
@@ -72,13 +69,6 @@ class _Bar:
             self.progress.stop()
 
 
-def _dumps(doc: Any) -> bytes:
-    try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-    except TypeError:  # a lone surrogate in a detail string
-        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
-
-
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..jsonio import atomic_write
@@ -98,12 +88,12 @@ def run(args: argparse.Namespace) -> int:
         bar.stop()
     if args.out:
         out = Path(args.out)
-        atomic_write(out / "scan.json", _dumps(result))
+        atomic_write(out / "scan.json", formats.json_doc(result))
         atomic_write(out / "scan.md", views.markdown(result).encode("utf-8"))
         atomic_write(out / "scan.html", views.html_page(result).encode("utf-8"))
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        sys.stdout.buffer.write(_dumps(result))
+        sys.stdout.buffer.write(formats.json_doc(result))
     elif fmt == "md":
         sys.stdout.write(views.markdown(result))
     elif fmt == "html":
