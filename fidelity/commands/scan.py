@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import formats, pricing
 from ._args import positive_int
+from ._console import stdout_console
 from .import_snapshots import add_decompress_arguments, decompress_limits
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -101,10 +102,5 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "github":
         sys.stdout.write(views.github(result))
     else:
-        from rich.console import Console
-
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)
-        console.print(views.console_view(result))
+        stdout_console().print(views.console_view(result))
     return 0

@@ -5,6 +5,9 @@ calibrate do: one spelling of a percent across commands."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -13,6 +16,7 @@ from rich.console import Console
 from fidelity import formats
 from fidelity.scan import scan, views
 
+_REPO = Path(__file__).resolve().parents[2]
 _SYSTEM = "You are a careful assistant. " + "Rules follow. " * 400
 
 
@@ -46,3 +50,20 @@ def test_every_scan_view_writes_rates_and_dollars_as_formats_does(tmp_path: Path
         assert " %" not in text
     # a model without logged usage has no reported rate: the scan says so, in words
     assert "not logged" in views.markdown(doc)
+
+
+def test_a_reader_that_goes_away_is_not_a_regression(tmp_path: Path) -> None:
+    """``fidelity scan LOG | head``: the console view goes to a pipe whose reader
+    has gone; exit 0 and nothing on stderr, as every command (1 would read as a
+    regression to a CI step)."""
+    log = tmp_path / "t.jsonl"
+    log.write_bytes(_line(0, _SYSTEM, 1) + _line(1, _SYSTEM, 2))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "fidelity", "scan", str(log), "--workers", "1"], stdout=write_end,
+                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(_REPO)}, timeout=120,
+                              check=False)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, b"")
