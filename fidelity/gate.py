@@ -33,6 +33,7 @@ from .jsonio import atomic_write, load, load_toml
 
 __all__ = [
     "BASELINE_SCHEMA",
+    "GATE_SCHEMA",
     "REPORT_SCHEMA",
     "Row",
     "Thresholds",
@@ -125,6 +126,10 @@ class Finding:
     baseline: Row | None = None
 
 
+#: the schema of :meth:`GateResult.to_json`
+GATE_SCHEMA = "fidelity.gate/1"
+
+
 @dataclass
 class GateResult:
     findings: list[Finding] = field(default_factory=list)
@@ -137,6 +142,16 @@ class GateResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.failures else 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` view (``fidelity.gate/1``): the verdict, then every
+        finding in the order evaluated, with its row and its baseline row
+        (the rows as the baseline file writes them)."""
+        return {"schema": GATE_SCHEMA, "passed": not self.failures, "failures": len(self.failures),
+                "baseline": self.baseline_path,
+                "findings": [{"kind": f.kind, "failed": f.failed, "message": f.message, "row": f.row.to_json(),
+                              "baseline": None if f.baseline is None else f.baseline.to_json()}
+                             for f in self.findings]}
 
 
 def _allowed(base: float, abs_tol: float, pct: float) -> float:
