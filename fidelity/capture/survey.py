@@ -80,7 +80,7 @@ class Survey:
         out += [f"  detection: {x}" for x in self.detection_failures]
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "sources": self.sources, "imported": self.imported,
             "failed": [{"source": n, "reason": r} for n, r in self.failed],
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        sys.stdout.buffer.write(formats.json_doc(result.to_json()))
     else:
         print("\n".join(result.lines()))
     return 0 if result.ok else 1
