@@ -260,10 +260,20 @@ def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
 # -- other inputs -> record lines ---------------------------------------------------
 
 
+def _label(name: str) -> str:
+    """A path-derived label as valid UTF-8: a file name that is not (bytes
+    Python keeps as lone surrogates) shows its odd bytes as ``\\xNN``."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _record_line(body: bytes, *, url: str | None, provider: str | None, session: str, where: str,
                  time: Any = None, used: Any = None, status: int | None = None) -> bytes:
-    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": session,
-                           "source": where}
+    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": _label(session),
+                           "source": _label(where)}
     try:
         rec["body"] = body.decode("utf-8")
     except UnicodeDecodeError:
