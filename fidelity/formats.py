@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["count", "usd", "percent", "md_cell", "gh_data", "gh_property", "json_doc"]
+__all__ = ["count", "usd", "percent", "md_cell", "gh_data", "gh_property", "json_doc", "printable"]
 
 
 def count(n: float | None, missing: str = "–") -> str:
@@ -64,3 +64,9 @@ def json_doc(doc: Any) -> bytes:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
     except TypeError:
         return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def printable(text: str) -> str:
+    """``text`` as a console can write it: a lone surrogate (a ``"\\ud800"``
+    escape read from a body) is shown escaped instead of failing to encode."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -109,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
         fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
         view = gate_output.format_github if fmt == "github" else gate_output.format_text
         text = view(result, verbose=args.verbose)
-        # a lone surrogate (from a "\ud800" escape in an input) is shown escaped, not a crash
-        sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        sys.stdout.write(formats.printable(text))
     if args.junit:
         atomic_write(args.junit, gate_output.junit_xml(result))
     return result.exit_code
