@@ -26,7 +26,7 @@ import orjson
 from .. import jsonbytes, jsonio
 from ..jsonbytes import Member
 
-__all__ = ["parsed", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
+__all__ = ["parsed", "compact_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
 
 #: one member's span and, when its value is an array, its elements' spans
 _Entry = tuple[Member, "list[tuple[int, int]] | None"]
@@ -51,6 +51,13 @@ def parsed(body: bytes, path: str | None = None) -> Any:
                           and jsonio.text_depth(body) > jsonio.MAX_DEPTH):
         return jsonbytes.loads(body, path=path)
     return fresh[0] if fresh else orjson.loads(body)
+
+
+def compact_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]] | None]] | None:
+    """Each top-level member of a compact body (see the module docstring) by
+    key, with the ``(start, end)`` of each element when its value is an
+    array; ``None`` for any other body. Shared: read it, do not change it."""
+    return _layout(body)
 
 
 def top_members(body: bytes) -> list[Member]:
