@@ -151,7 +151,7 @@ def _layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | 
         if body not in _LAST:
             _LAST[body] = got
             _SIZE[0] += len(body)
-        while len(_LAST) > 1 and (len(_LAST) > 8 or _SIZE[0] > _LAST_BYTES):
+        while len(_LAST) > 1 and (len(_LAST) > _LAST_COUNT or _SIZE[0] > _LAST_BYTES):
             oldest = next(iter(_LAST))
             del _LAST[oldest]
             _SIZE[0] -= len(oldest)
@@ -226,4 +226,7 @@ _LAST: dict[bytes, dict[str, _Entry] | None] = {}
 #: bytes of the bodies held in :data:`_LAST` (a scan's bodies may be megabytes)
 _SIZE = [0]
 _LAST_BYTES = 32 << 20
+#: bodies held in :data:`_LAST` at most (a report row asks about its parent's and
+#: children's bodies again after viewing the parent's whole request sequence)
+_LAST_COUNT = 128
 _LOCK = threading.Lock()
