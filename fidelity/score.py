@@ -51,6 +51,7 @@ from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import Request, Route
+from .tokens.billed import billing_tokenizer
 
 __all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
 
@@ -476,6 +477,9 @@ def score(
         for k, setup in enumerate(setups):  # vocabularies loaded here, once, shared with the forked workers
             tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
             tok.ids("a")
+            # and the billed counts' tokenizer (Claude's and Gemini's calibrated
+            # estimate, with numpy): else every worker that counts for them imports it
+            billing_tokenizer(tok, setup.dialect).ids("a")
             vocab.setdefault(tok.name, []).append(k)
         tasks = sorted(([(i, k) for k in ks] for i in range(len(fixtures.sessions)) for ks in vocab.values()),
                        key=len, reverse=True)  # the largest first, for balance

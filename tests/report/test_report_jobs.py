@@ -140,3 +140,21 @@ def test_a_large_body_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None
     assert prompts._PROMPTS == {} and whole_view._VIEWS == {}
     monkeypatch.undo()
     assert got == prompts.cache_prompt(body, dialect="openai-chat", time=3.0, label="x")
+
+
+def test_the_billed_counts_tokenizers_are_loaded_before_the_workers_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Claude's and Gemini's calibrated estimate (numpy) loaded once in the parent,
+    # not once in each worker that counts for them
+    loaded: list[str] = []
+    real = score.billing_tokenizer
+
+    def spy(tok: object, dialect: str) -> object:
+        loaded.append(dialect)
+        return real(tok, dialect)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(score, "billing_tokenizer", spy)
+    providers = ["openai-chat", "anthropic-messages", "gemini"]
+    parallel = score.score(SHORT, VARIANTS[:1], providers=providers, jobs=2)
+    assert loaded == providers  # in the parent; the workers' calls do not reach this list
+    monkeypatch.undo()
+    assert parallel == score.score(SHORT, VARIANTS[:1], providers=providers, jobs=1)
