@@ -468,11 +468,11 @@ def score(
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
     else:
-        # one process per core; a task is every provider of one session that
-        # counts with one tokenizer (so a text is encoded in one process only),
-        # and each provider's variants share the parent's renderings, views and
-        # simulated request sequence. Rows are pure functions of their inputs:
-        # the result does not depend on which process scored which task.
+        # one process per core; a task is every provider that counts with one
+        # tokenizer (see _tasks), and each provider's variants share the
+        # parent's renderings, views and simulated request sequence. Rows are
+        # pure functions of their inputs: the result does not depend on which
+        # process scored which task.
         vocab: dict[str, list[int]] = {}
         for k, setup in enumerate(setups):  # vocabularies loaded here, once, shared with the forked workers
             tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
@@ -481,8 +481,7 @@ def score(
             # estimate, with numpy): else every worker that counts for them imports it
             billing_tokenizer(tok, setup.dialect).ids("a")
             vocab.setdefault(tok.name, []).append(k)
-        tasks = sorted(([(i, k) for k in ks] for i in range(len(fixtures.sessions)) for ks in vocab.values()),
-                       key=len, reverse=True)  # the largest first, for balance
+        tasks = _tasks(len(fixtures.sessions), list(vocab.values()), jobs)
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
             for found_units in pool.imap_unordered(_score_units, tasks):
@@ -501,6 +500,26 @@ def score(
                     skipped.append(item)
     return Score(fixtures.source, table.name, table.as_of, tuple(fixtures.sessions), tuple(variants),
                  tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
+
+
+def _tasks(n_sessions: int, groups: list[list[int]], jobs: int) -> list[list[tuple[int, int]]]:
+    """The units ``(session, provider)`` of each task, the largest task
+    first (for balance): the providers of each group (those that count with
+    one tokenizer) for every session, so that a text shared by sessions (the
+    tool schemas, a system prompt) is encoded, and its elements' ids built,
+    in one process only; the largest task is halved by sessions while there
+    are fewer tasks than ``jobs`` (every process gets work)."""
+    tasks = [[(i, k) for i in range(n_sessions) for k in ks] for ks in groups]
+    while len(tasks) < jobs:
+        split = [t for t in tasks if len({i for i, _ in t}) > 1]
+        if not split:
+            break
+        big = max(split, key=len)
+        sessions = sorted({i for i, _ in big})
+        first = set(sessions[: len(sessions) // 2])
+        tasks.remove(big)
+        tasks += [[u for u in big if u[0] in first], [u for u in big if u[0] not in first]]
+    return sorted(tasks, key=len, reverse=True)
 
 
 def available_cores() -> int:

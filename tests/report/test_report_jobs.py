@@ -11,6 +11,8 @@ import argparse
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fidelity import compose, fixtures, score, wire
 from fidelity.cache import prompts, whole_view
@@ -158,3 +160,26 @@ def test_the_billed_counts_tokenizers_are_loaded_before_the_workers_start(monkey
     assert loaded == providers  # in the parent; the workers' calls do not reach this list
     monkeypatch.undo()
     assert parallel == score.score(SHORT, VARIANTS[:1], providers=providers, jobs=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5), st.lists(st.integers(1, 4), min_size=1, max_size=5), st.integers(1, 40))
+def test_tasks_hold_every_unit_once_one_tokenizer_each(n_sessions: int, sizes: list[int], jobs: int) -> None:
+    groups, k = [], 0
+    for size in sizes:  # providers 0.. in groups of one tokenizer each
+        groups.append(list(range(k, k + size)))
+        k += size
+    tasks = score._tasks(n_sessions, groups, jobs)
+    units = [u for t in tasks for u in t]
+    assert sorted(units) == [(i, p) for i in range(n_sessions) for p in range(k)]
+    assert all(len({next(g for g, ks in enumerate(groups) if p in ks) for _, p in t}) == 1 for t in tasks)
+    assert [len(t) for t in tasks] == sorted((len(t) for t in tasks), reverse=True)
+    assert len(tasks) >= min(jobs, n_sessions * len(groups))  # every process gets work where there is enough
+    if jobs <= len(groups):  # enough tasks already: a tokenizer's providers stay in one process for all sessions
+        assert len(tasks) == len(groups)
+
+
+def test_on_two_cores_each_tokenizer_is_one_task() -> None:
+    tasks = score._tasks(3, [[0, 1], [2], [3], [4], [5, 6, 7]], 2)  # the bundled fixtures' groups on two cores
+    assert [sorted({i for i, _ in t}) for t in tasks] == [[0, 1, 2]] * 5
+    assert sorted({k for _, k in tasks[0]}) == [5, 6, 7]
