@@ -468,20 +468,12 @@ def score(
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
     else:
-        # one process per core; a task is every provider that counts with one
-        # tokenizer (see _tasks), and each provider's variants share the
+        # one process per core; a task is every provider whose texts one
+        # vocabulary encodes (see _tasks), and each provider's variants share the
         # parent's renderings, views and simulated request sequence. Rows are
         # pure functions of their inputs: the result does not depend on which
         # process scored which task.
-        vocab: dict[str, list[int]] = {}
-        for k, setup in enumerate(setups):  # vocabularies loaded here, once, shared with the forked workers
-            tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
-            tok.ids("a")
-            # and the billed counts' tokenizer (Claude's and Gemini's calibrated
-            # estimate, with numpy): else every worker that counts for them imports it
-            billing_tokenizer(tok, setup.dialect).ids("a")
-            vocab.setdefault(tok.name, []).append(k)
-        tasks = _tasks(len(fixtures.sessions), list(vocab.values()), jobs)
+        tasks = _tasks(len(fixtures.sessions), _vocabularies(setups), jobs)
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
             for found_units in pool.imap_unordered(_score_units, tasks):
@@ -502,10 +494,26 @@ def score(
                  tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
 
 
+def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
+    """The indexes of ``setups`` grouped by the vocabulary that encodes their
+    texts (the calibrated Claude and Gemini estimates stretch o200k_base's
+    ids), each vocabulary and billed counts' tokenizer loaded here, once,
+    to be shared with forked workers (else every worker that counts for
+    Claude or Gemini imports numpy again)."""
+    vocab: dict[str, list[int]] = {}
+    for k, setup in enumerate(setups):
+        tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
+        tok.ids("a")
+        billed = billing_tokenizer(tok, setup.dialect)
+        billed.ids("a")
+        vocab.setdefault(getattr(billed, "base_name", billed.name), []).append(k)
+    return list(vocab.values())
+
+
 def _tasks(n_sessions: int, groups: list[list[int]], jobs: int) -> list[list[tuple[int, int]]]:
     """The units ``(session, provider)`` of each task, the largest task
-    first (for balance): the providers of each group (those that count with
-    one tokenizer) for every session, so that a text shared by sessions (the
+    first (for balance): the providers of each group (those whose texts one
+    vocabulary encodes) for every session, so that a text shared by sessions (the
     tool schemas, a system prompt) is encoded, and its elements' ids built,
     in one process only; the largest task is halved by sessions while there
     are fewer tasks than ``jobs`` (every process gets work)."""
