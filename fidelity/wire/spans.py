@@ -26,7 +26,7 @@ import orjson
 from .. import jsonbytes, jsonio
 from ..jsonbytes import Member
 
-__all__ = ["parsed", "compact_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
+__all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
 
 #: one member's span and, when its value is an array, its elements' spans
 _Entry = tuple[Member, "list[tuple[int, int]] | None"]
@@ -58,6 +58,13 @@ def compact_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]
     key, with the ``(start, end)`` of each element when its value is an
     array; ``None`` for any other body. Shared: read it, do not change it."""
     return _layout(body)
+
+
+def known_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]] | None]] | None:
+    """:func:`compact_members` of a body whose layout is remembered already
+    (the last bodies laid out), else ``None``: never a new pass over ``body``."""
+    with _LOCK:
+        return _LAST.get(body)
 
 
 def top_members(body: bytes) -> list[Member]:
