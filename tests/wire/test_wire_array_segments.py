@@ -10,7 +10,7 @@ from fidelity.jsonbytes import pointer
 from fidelity.wire._openai_common import array_segments
 
 
-@settings(max_examples=100)
+@settings(max_examples=200)
 @given(st.text(alphabet="ab~/", min_size=1, max_size=4), st.integers(0, 5), st.integers(0, 3), st.booleans())
 def test_element_segments_point_at_their_elements(key: str, n: int, skip: int, compact: bool) -> None:
     body = orjson.dumps({"model": "m", key: [{"k": i} for i in range(n)]},
