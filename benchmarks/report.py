@@ -42,7 +42,11 @@ OUTPUTS = ("fidelity-report.md", "fidelity-report.json", "fidelity-report.html")
 
 def _timed(tree: Path, out: Path, extra: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, children included) of one report."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    # bytecode is written and read, as in an installed copy (pip compiles it on
+    # install): an inherited PYTHONDONTWRITEBYTECODE would have every timed run
+    # compile each module from source again, which no user's run does
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "fidelity", "report", "--quiet", "--out", str(out), *extra],

@@ -51,6 +51,7 @@ from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import Request, Route
+from .tokens.billed import billing_tokenizer
 
 __all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
 
@@ -467,18 +468,12 @@ def score(
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
     else:
-        # one process per core; a task is every provider of one session that
-        # counts with one tokenizer (so a text is encoded in one process only),
-        # and each provider's variants share the parent's renderings, views and
-        # simulated request sequence. Rows are pure functions of their inputs:
-        # the result does not depend on which process scored which task.
-        vocab: dict[str, list[int]] = {}
-        for k, setup in enumerate(setups):  # vocabularies loaded here, once, shared with the forked workers
-            tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
-            tok.ids("a")
-            vocab.setdefault(tok.name, []).append(k)
-        tasks = sorted(([(i, k) for k in ks] for i in range(len(fixtures.sessions)) for ks in vocab.values()),
-                       key=len, reverse=True)  # the largest first, for balance
+        # one process per core; a task is every provider whose texts one
+        # vocabulary encodes (see _tasks), and each provider's variants share the
+        # parent's renderings, views and simulated request sequence. Rows are
+        # pure functions of their inputs: the result does not depend on which
+        # process scored which task.
+        tasks = _tasks(len(fixtures.sessions), _vocabularies(setups), jobs)
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
             for found_units in pool.imap_unordered(_score_units, tasks):
@@ -497,6 +492,42 @@ def score(
                     skipped.append(item)
     return Score(fixtures.source, table.name, table.as_of, tuple(fixtures.sessions), tuple(variants),
                  tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
+
+
+def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
+    """The indexes of ``setups`` grouped by the vocabulary that encodes their
+    texts (the calibrated Claude and Gemini estimates stretch o200k_base's
+    ids), each vocabulary and billed counts' tokenizer loaded here, once,
+    to be shared with forked workers (else every worker that counts for
+    Claude or Gemini imports numpy again)."""
+    vocab: dict[str, list[int]] = {}
+    for k, setup in enumerate(setups):
+        tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
+        tok.ids("a")
+        billed = billing_tokenizer(tok, setup.dialect)
+        billed.ids("a")
+        vocab.setdefault(getattr(billed, "base_name", billed.name), []).append(k)
+    return list(vocab.values())
+
+
+def _tasks(n_sessions: int, groups: list[list[int]], jobs: int) -> list[list[tuple[int, int]]]:
+    """The units ``(session, provider)`` of each task, the largest task
+    first (for balance): the providers of each group (those whose texts one
+    vocabulary encodes) for every session, so that a text shared by sessions (the
+    tool schemas, a system prompt) is encoded, and its elements' ids built,
+    in one process only; the largest task is halved by sessions while there
+    are fewer tasks than ``jobs`` (every process gets work)."""
+    tasks = [[(i, k) for i in range(n_sessions) for k in ks] for ks in groups]
+    while len(tasks) < jobs:
+        split = [t for t in tasks if len({i for i, _ in t}) > 1]
+        if not split:
+            break
+        big = max(split, key=len)
+        sessions = sorted({i for i, _ in big})
+        first = set(sessions[: len(sessions) // 2])
+        tasks.remove(big)
+        tasks += [[u for u in big if u[0] in first], [u for u in big if u[0] not in first]]
+    return sorted(tasks, key=len, reverse=True)
 
 
 def available_cores() -> int:

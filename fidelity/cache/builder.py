@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 from .. import tokens
 from ..errors import InputError
 from ..tokens.billed import billing_tokenizer
+from ..wire.spans import known_members
 from .element_ids import SKIP, Handler, Previous, handler_for, result_ids
 from .items import FastView, Item, build_view, common_prefix, dumps_value, shared_values
 from .memo import TokenMemo
@@ -52,6 +53,30 @@ _value = attrgetter("value")
 def _digest(data: bytes) -> bytes:
     """16 bytes that stand for an element's bytes when requests are compared."""
     return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _element_bytes(rec: Any, items: Sequence[Item]) -> list[bytes]:
+    """``dumps_value`` of each item's value: sliced from the body as sent
+    where that is the same bytes (a compact body, :mod:`fidelity.wire.spans`,
+    whose layout is known, and an item that is the very element of a
+    top-level array the body was parsed to), else serialised."""
+    raw: bytes | None = getattr(rec, "raw_body", None)
+    layout = known_members(raw) if raw is not None and isinstance(rec.body, dict) else None
+    if raw is None or layout is None:
+        return [dumps_value(it.value) for it in items]
+    out: list[bytes] = []
+    for it in items:
+        where = it.where
+        entry = layout.get(where[0]) if len(where) == 2 and type(where[1]) is int else None
+        spans = entry[1] if entry is not None else None
+        if spans is not None and where[1] < len(spans):
+            array = rec.body.get(where[0])
+            if type(array) is list and where[1] < len(array) and array[where[1]] is it.value:
+                start, end = spans[where[1]]
+                out.append(raw[start:end])
+                continue
+        out.append(dumps_value(it.value))
+    return out
 
 
 class Built(NamedTuple):
@@ -132,7 +157,7 @@ class PromptIds:
         # a body read from bytes shares no parsed objects with earlier ones:
         # digests of its elements' bytes find the earlier request (a compare in C);
         # the bytes serve the new elements below (each serialised once)
-        blobs = [dumps_value(it.value) for it in items] if shared is None else None
+        blobs = _element_bytes(rec, items) if shared is None else None
         datas = [_digest(b) for b in blobs] if blobs is not None else None
         prev = self._parent(h.name, model, items, shared, datas)
         self._last = False  # until this request is built

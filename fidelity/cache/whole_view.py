@@ -53,10 +53,11 @@ def remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
 
 def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[Segment]:
     """:func:`fidelity.wire.cache_view_at`, memoised on the last bodies
-    (segments are immutable; each caller gets its own list)."""
+    (segments are immutable; each caller gets its own list). Dialects whose
+    ``view_key`` is equal (the same view code and settings) share entries."""
     if len(body) > MEMO_BODY:
         return wire.cache_view_at(d, body, endpoint)
-    key = (d.name, body, endpoint)
+    key = (getattr(d, "view_key", d.name), body, endpoint)
     hit = _VIEWS.get(key)
     if hit is None:
         hit = tuple(wire.cache_view_at(d, body, endpoint))
@@ -64,7 +65,7 @@ def view_of(d: wire.Dialect, body: bytes, endpoint: str | None = None) -> list[S
     return list(hit)
 
 
-_VIEWS: dict[tuple[str, bytes, str | None], tuple[Segment, ...]] = {}
+_VIEWS: dict[tuple[Any, bytes, str | None], tuple[Segment, ...]] = {}
 
 
 def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: str, prov: str,

@@ -35,7 +35,7 @@ from ..model import Request
 from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
 from ..wire.evidence import detect_request
-from ..wire.spans import member_spans, value_spans
+from ..wire.spans import compact_members, member_spans, value_spans
 from ._prompts import _common_tokens, _first_differing_segment, _params, _prompts, _unmarked
 from .causes import Cause, classify
 from .locate import pointer_at
@@ -276,7 +276,7 @@ def _compare_views(
     view = _locate_view(parent, child, p_segs, c_segs, split)
     if raw_at is not None:
         side = child if raw_at < len(child) else parent
-        raw_ptr = pointer_at(side, raw_at) if raw_at < len(side) else None
+        raw_ptr = _pointer_at(side, raw_at) if raw_at < len(side) else None
         view = replace(view, raw_pointer=raw_ptr, raw_note=_raw_why(raw_ptr, p_segs, c_segs, split, view.pointer))
     cause = classify(p_segs, c_segs, split, raw_identical=raw.identical)
     if note:
@@ -321,6 +321,30 @@ def _offset(segs: Sequence[Segment], index: int) -> int:
     return sum(len(s.data) for s in segs[:index])
 
 
+def _pointer_at(body: bytes, offset: int) -> str:
+    """:func:`fidelity.diff.locate.pointer_at`, the same pointer: in a compact
+    body the top-level member, and the element of a top-level array, holding
+    ``offset`` come from the body's layout, and only that value is scanned
+    (not the whole body, which may be megabytes)."""
+    layout = compact_members(body)
+    if layout is None:
+        return pointer_at(body, offset)
+    for member, elements in layout.values():
+        if member.start > offset:
+            break
+        if member.value_start <= offset < member.end:
+            path, lo, hi = "/" + jsonbytes.escape_token(member.key), member.value_start, member.end
+            if elements is not None:
+                for index, (start, end) in enumerate(elements):
+                    if start <= offset < end:
+                        path, lo, hi = f"{path}/{index}", start, end
+                        break
+                else:  # on a comma or a bracket of the array
+                    return path
+            return path + pointer_at(body[lo:hi], offset - lo)
+    return ""
+
+
 def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
                  c_segs: Sequence[Segment], split: int | None) -> ViewDiff:
     counts = (len(p_segs), len(c_segs))
@@ -342,7 +366,7 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
     return ViewDiff(
         at,
         (seg.kind, seg.index),
-        pointer_at(body, body_at) if body_at < len(body) else seg.pointer,
+        _pointer_at(body, body_at) if body_at < len(body) else seg.pointer,
         excerpt(parent, p_at),
         excerpt(child, c_at),
         *counts,

@@ -260,10 +260,11 @@ def array_segments(body: bytes, key: str, kind: str, first_index: int,
     spans = top_elements(body, key)
     out = []
     stop = len(spans) if limit is None else min(limit, len(spans))
+    head = pointer(key)  # each element's pointer is head + "/" + its index
     for n, i in enumerate(range(skip, stop)):
         start, end = spans[i]
         text = texts[i] if texts is not None and i < len(texts) else None
-        out.append(Segment(kind, first_index + n, pointer(key, i), body[start:end], text))  # type: ignore[arg-type]
+        out.append(Segment(kind, first_index + n, f"{head}/{i}", body[start:end], text))  # type: ignore[arg-type]
     return out
 
 

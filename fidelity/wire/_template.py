@@ -42,6 +42,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 __all__ = [
     "Texts",
     "BOS",
@@ -78,7 +80,48 @@ EOS = "<｜end▁of▁sentence｜>"
 
 
 def _tojson(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """``json.dumps(value, ensure_ascii=False)`` (a template's ``tojson``),
+    remembered for the last values: every request of a conversation renders
+    the same tool schemas again. A remembered text is reused only for a value
+    equal to the one it was written for and that orjson writes to the same
+    bytes (so with the same key order and the same spelling of each number:
+    ``1`` and ``1.0`` are equal but written apart; a NaN equals nothing)."""
+    try:
+        key = orjson.dumps(value)
+    except orjson.JSONEncodeError:  # not something orjson writes: not remembered
+        return json.dumps(value, ensure_ascii=False)
+    hit = _TOJSON.get(key)
+    if hit is not None and hit[0] == value:
+        return hit[1]
+    text = json.dumps(value, ensure_ascii=False)
+    _keep(_TOJSON, key, (value, text))
+    return text
+
+
+def _arguments_json(arguments: str) -> str:
+    """``_tojson(json.loads(arguments))``, remembered per string (a tool
+    call's arguments recur in every later request of its conversation);
+    raises what ``json.loads`` raises."""
+    hit = _ARGUMENTS.get(arguments)
+    if hit is None:
+        hit = _tojson(json.loads(arguments))
+        _keep(_ARGUMENTS, arguments, hit)
+    return hit
+
+
+def _keep(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= _MEMO_SIZE:
+        try:
+            memo.pop(next(iter(memo)))  # the oldest first
+        except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
+            pass
+    memo[key] = value
+
+
+#: orjson's bytes of a value -> (the value, its tojson text); a tool call's arguments -> their text
+_TOJSON: dict[bytes, tuple[Any, str]] = {}
+_ARGUMENTS: dict[str, str] = {}
+_MEMO_SIZE = 4096
 
 
 def _content_text(content: Any) -> str:
@@ -139,7 +182,7 @@ def chatml_texts(body: dict[str, Any]) -> Texts:
                 fn = fn if isinstance(fn, dict) else {}
                 args = fn.get("arguments", "")
                 try:
-                    args_text = _tojson(json.loads(args)) if isinstance(args, str) else _tojson(args)
+                    args_text = _arguments_json(args) if isinstance(args, str) else _tojson(args)
                 except (ValueError, RecursionError):
                     args_text = str(args)
                 text += '\n<tool_call>\n{"name": "' + str(fn.get("name", "")) + '", "arguments": ' + args_text + "}\n</tool_call>"
@@ -267,7 +310,7 @@ def deepseek_v4_tool_text(tool: Any, ctx: tuple[bool, bool, bool, bool]) -> str:
         lead += head.format(d=DSML, think=THINK, end_think=END_THINK)
     else:
         lead = "\n"
-    text = lead + json.dumps(fn, ensure_ascii=False)
+    text = lead + _tojson(fn)
     if last:
         text += tail
     return text

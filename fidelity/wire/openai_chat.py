@@ -236,6 +236,13 @@ class ChatDialect:
 
     # ------------------------------------------------------------ cache view
 
+    @property
+    def view_key(self) -> tuple[Any, ...]:
+        """What :meth:`cache_view` depends on besides the body: two dialects
+        with equal keys view every body alike (vLLM and SGLang), so a memo of
+        views may share them."""
+        return (type(self), self.cache_keys, self.cache_order, self.templater)
+
     def cache_view(self, body: bytes) -> list[Segment]:
         obj = require_object(parsed(body), "")
         messages = obj.get("messages")

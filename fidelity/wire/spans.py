@@ -26,7 +26,7 @@ import orjson
 from .. import jsonbytes, jsonio
 from ..jsonbytes import Member
 
-__all__ = ["parsed", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
+__all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
 
 #: one member's span and, when its value is an array, its elements' spans
 _Entry = tuple[Member, "list[tuple[int, int]] | None"]
@@ -40,8 +40,9 @@ def parsed(body: bytes, path: str | None = None) -> Any:
     docstring) by orjson, in C, since orjson writing it back byte for byte
     leaves nothing the strict parser refuses (no duplicate key, no NaN, no
     integer past 64 bits, no lone surrogate, and no nesting past
-    :data:`fidelity.jsonio.MAX_DEPTH`: orjson writes at most 254 levels,
-    see :data:`_COMPACT_WITHIN_MAX_DEPTH`; were that ever not so, the
+    :data:`fidelity.jsonio.MAX_DEPTH`: orjson writes each top-level member
+    value and top-level array element at most 254 levels deep, so a compact
+    body nests at most 256, see :data:`_COMPACT_WITHIN_MAX_DEPTH`; were that ever not so, the
     nesting is checked as the strict parser checks it); any other body by
     the strict parser (its error names ``path``). A new value each call."""
     fresh: list[Any] = []
@@ -50,6 +51,20 @@ def parsed(body: bytes, path: str | None = None) -> Any:
                           and jsonio.text_depth(body) > jsonio.MAX_DEPTH):
         return jsonbytes.loads(body, path=path)
     return fresh[0] if fresh else orjson.loads(body)
+
+
+def compact_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]] | None]] | None:
+    """Each top-level member of a compact body (see the module docstring) by
+    key, with the ``(start, end)`` of each element when its value is an
+    array; ``None`` for any other body. Shared: read it, do not change it."""
+    return _layout(body)
+
+
+def known_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]] | None]] | None:
+    """:func:`compact_members` of a body whose layout is remembered already
+    (the last bodies laid out), else ``None``: never a new pass over ``body``."""
+    with _LOCK:
+        return _LAST.get(body)
 
 
 def top_members(body: bytes) -> list[Member]:
@@ -143,7 +158,7 @@ def _layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | 
         if body not in _LAST:
             _LAST[body] = got
             _SIZE[0] += len(body)
-        while len(_LAST) > 1 and (len(_LAST) > 8 or _SIZE[0] > _LAST_BYTES):
+        while len(_LAST) > 1 and (len(_LAST) > _LAST_COUNT or _SIZE[0] > _LAST_BYTES):
             oldest = next(iter(_LAST))
             del _LAST[oldest]
             _SIZE[0] -= len(oldest)
@@ -155,22 +170,34 @@ def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _E
         return None
     try:
         obj = orjson.loads(body)
-        if not isinstance(obj, dict) or orjson.dumps(obj) != body:
+        if not isinstance(obj, dict):
             return None
+        # orjson writes an object as "{" + the members' "key":value joined by
+        # "," + "}" and an array likewise: the pieces below, joined, are
+        # orjson.dumps(obj), each element serialised once
         out: dict[str, _Entry] = {}
+        pieces: list[bytes] = []
         at = 1  # past the opening brace
         for key, value in obj.items():
-            value_start = at + len(orjson.dumps(key)) + 1  # past the colon
+            head = orjson.dumps(key) + b":"
+            value_start = at + len(head)
             spans: list[tuple[int, int]] | None = None
             if isinstance(value, list):
+                parts = [orjson.dumps(element) for element in value]
                 spans, pos = [], value_start + 1  # past the opening bracket
-                for element in value:
-                    end = pos + len(orjson.dumps(element))
+                for part in parts:
+                    end = pos + len(part)
                     spans.append((pos, end))
                     pos = end + 1  # past the comma
-            end = value_start + len(orjson.dumps(value))
+                written = b"[" + b",".join(parts) + b"]"
+            else:
+                written = orjson.dumps(value)
+            end = value_start + len(written)
             out[key] = (Member(key, at, value_start, end), spans)
+            pieces.append(head + written)
             at = end + 1  # past the comma
+        if b"{" + b",".join(pieces) + b"}" != body:
+            return None
     except (orjson.JSONDecodeError, TypeError):  # not JSON, or a value orjson does not write back
         return None
     if fresh is not None:
@@ -180,13 +207,15 @@ def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _E
 
 def _dumps_refuses_past_max_depth() -> bool:
     """True when ``orjson.dumps`` refuses an array and an object nested
-    :data:`fidelity.jsonio.MAX_DEPTH` + 1 levels deep (orjson 3 stops at 255
-    levels, ``jsonio.MAX_DEPTH`` is 256): then no body that orjson writes back
-    byte for byte (a compact body) nests deeper than the strict parser
-    accepts, and :func:`parsed` need not measure its depth."""
+    :data:`fidelity.jsonio.MAX_DEPTH` - 1 levels deep (orjson 3 stops at 255
+    levels, ``jsonio.MAX_DEPTH`` is 256). :func:`_compact_layout` serialises
+    each member value and each element of a top-level array on its own, one
+    or two levels below the root, so then no body it accepts (a compact body)
+    nests deeper than the strict parser accepts, and :func:`parsed` need not
+    measure its depth."""
     array: Any = []
     obj: Any = {}
-    for _ in range(jsonio.MAX_DEPTH):
+    for _ in range(jsonio.MAX_DEPTH - 2):
         array, obj = [array], {"k": obj}
     for value in (array, obj):
         try:
@@ -204,4 +233,7 @@ _LAST: dict[bytes, dict[str, _Entry] | None] = {}
 #: bytes of the bodies held in :data:`_LAST` (a scan's bodies may be megabytes)
 _SIZE = [0]
 _LAST_BYTES = 32 << 20
+#: bodies held in :data:`_LAST` at most (a report row asks about its parent's and
+#: children's bodies again after viewing the parent's whole request sequence)
+_LAST_COUNT = 128
 _LOCK = threading.Lock()

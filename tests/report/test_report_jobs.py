@@ -11,6 +11,8 @@ import argparse
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fidelity import compose, fixtures, score, wire
 from fidelity.cache import prompts, whole_view
@@ -140,3 +142,48 @@ def test_a_large_body_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None
     assert prompts._PROMPTS == {} and whole_view._VIEWS == {}
     monkeypatch.undo()
     assert got == prompts.cache_prompt(body, dialect="openai-chat", time=3.0, label="x")
+
+
+def test_the_billed_counts_tokenizers_are_loaded_before_the_workers_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Claude's and Gemini's calibrated estimate (numpy) loaded once in the parent,
+    # not once in each worker that counts for them
+    loaded: list[str] = []
+    real = score.billing_tokenizer
+
+    def spy(tok: object, dialect: str) -> object:
+        loaded.append(dialect)
+        return real(tok, dialect)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(score, "billing_tokenizer", spy)
+    providers = ["openai-chat", "anthropic-messages", "gemini"]
+    parallel = score.score(SHORT, VARIANTS[:1], providers=providers, jobs=2)
+    assert loaded == providers  # in the parent; the workers' calls do not reach this list
+    monkeypatch.undo()
+    assert parallel == score.score(SHORT, VARIANTS[:1], providers=providers, jobs=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5), st.lists(st.integers(1, 4), min_size=1, max_size=5), st.integers(1, 40))
+def test_tasks_hold_every_unit_once_one_tokenizer_each(n_sessions: int, sizes: list[int], jobs: int) -> None:
+    groups, k = [], 0
+    for size in sizes:  # providers 0.. in groups of one tokenizer each
+        groups.append(list(range(k, k + size)))
+        k += size
+    tasks = score._tasks(n_sessions, groups, jobs)
+    units = [u for t in tasks for u in t]
+    assert sorted(units) == [(i, p) for i in range(n_sessions) for p in range(k)]
+    assert all(len({next(g for g, ks in enumerate(groups) if p in ks) for _, p in t}) == 1 for t in tasks)
+    assert [len(t) for t in tasks] == sorted((len(t) for t in tasks), reverse=True)
+    assert len(tasks) >= min(jobs, n_sessions * len(groups))  # every process gets work where there is enough
+    if jobs <= len(groups):  # enough tasks already: a tokenizer's providers stay in one process for all sessions
+        assert len(tasks) == len(groups)
+
+
+def test_on_two_cores_each_vocabulary_is_one_task() -> None:
+    groups = score._vocabularies(FX.providers)
+    names = [[FX.providers[k].dialect for k in g] for g in groups]
+    assert names == [["openai-chat", "openai-responses", "anthropic-messages", "gemini"], ["deepseek"],
+                     ["dashscope", "vllm", "sglang"]]  # Claude's and Gemini's estimates stretch o200k_base's ids
+    tasks = score._tasks(3, groups, 2)
+    assert [len(t) for t in tasks] == [12, 9, 3]  # 12 and 9 + 3 units on the two processes
+    assert [sorted({i for i, _ in t}) for t in tasks] == [[0, 1, 2]] * 3

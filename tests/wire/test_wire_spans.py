@@ -128,3 +128,24 @@ def test_too_deep_bodies_are_refused_compact_or_not(levels: int) -> None:
         assert _spans._compact_layout(body) is None  # orjson does not write it back
         with pytest.raises(InputError, match="nested more than 256 levels"):
             _spans.parsed(body, path="deep.json")
+
+
+def test_each_member_and_element_is_written_once_and_the_depth_bound_holds(monkeypatch: Any) -> None:
+    # 256 levels (the strict parser's limit): the root, an array, an element of 254
+    deepest = b'{"messages":[' + b"[" * 254 + b"]" * 254 + b',"x"],"model":"m"}'
+    assert jsonio.text_depth(deepest) == jsonio.MAX_DEPTH
+    layout = _spans._compact_layout(deepest)
+    assert layout is not None and layout["messages"][1] == [(13, 13 + 508), (13 + 509, 13 + 512)]
+    assert _spans.parsed(deepest) == jsonbytes.loads(deepest)
+    # one level more, inside an element: not compact, and refused as the strict parser refuses it
+    deeper = b'{"messages":[' + b"[" * 255 + b"]" * 255 + b"]}"
+    assert _spans._compact_layout(deeper) is None
+    with pytest.raises(InputError, match="nested more than 256 levels"):
+        _spans.parsed(deeper, path="deep.json")
+    # the whole body is never serialised again: each member value, each element once
+    body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}, {"a": [1, 2]}], "n": 1})
+    calls: list[Any] = []
+    real = orjson.dumps
+    monkeypatch.setattr(_spans.orjson, "dumps", lambda v: calls.append(v) or real(v))
+    assert _spans._compact_layout(body) is not None
+    assert calls == ["model", "m", "messages", {"role": "user", "content": "hi"}, {"a": [1, 2]}, "n", 1]
