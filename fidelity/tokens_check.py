@@ -115,7 +115,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     endpoint = providers.placed_url(url)  # the URL places the cache, as in replay
     cp = cache_prompt(body, dialect=dialect, model=model, endpoint=endpoint, provider=provider)
     d = wire.get(cp.dialect)
-    tok = billing_tokenizer(tokens.for_model(cp.model, d.provider, nearest=True), d.name)
+    tok = billing_tokenizer(tokens.for_model(cp.model, d.provider, nearest=True), d.name, cp.model)
     kinds, media = prompt_media(body, view_of(d, body, endpoint), tok, dialect=d.name, provider=d.provider,
                                 model=cp.model)
     estimated = cp.estimated or any(p.estimated for p in media)

@@ -110,7 +110,7 @@ class PromptIds:
             self._last = False
             self.whole += 1
             body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
-            tok = billing_tokenizer(tokens.for_model(rec.model, rec.provider, nearest=True), d.name)
+            tok = billing_tokenizer(tokens.for_model(rec.model, rec.provider, nearest=True), d.name, rec.model)
             return Built(*whole_request(d, body, tok, rec.model, rec.provider, endpoint, time, label, output))
         try:
             if view is None:

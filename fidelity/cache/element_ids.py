@@ -100,7 +100,7 @@ class Handler:
     def tokenizer(self, model: str, prev: Previous | None = None) -> tokens.Tokenizer:
         if prev is not None and prev.prep.model == model:
             return prev.prep.tok  # type: ignore[no-any-return]
-        return billing_tokenizer(tokens.for_model(model, self.dialect.provider, nearest=True), self.dialect.name)
+        return billing_tokenizer(tokens.for_model(model, self.dialect.provider, nearest=True), self.dialect.name, model)
 
     # -- the steps (overridden per dialect) ---------------------------------
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
@@ -377,7 +377,7 @@ class _Anthropic(Handler):
         seg = Segment(item.kind, 0, "", unmarked)  # type: ignore[arg-type]
         content = value.get("content") if isinstance(value, dict) and item.kind == "message" else None
         if isinstance(content, list) and len(content) > 1:
-            per_block = framing_estimate.message_block_pieces(plain, media_in)
+            per_block = framing_estimate.message_block_pieces(plain, media_in, model=prep.model)
             if per_block is not None and len(per_block) == len(content):
                 # the message tokenized block by block: the block lengths
                 # come from the same ids (no second pass over the message)

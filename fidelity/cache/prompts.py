@@ -112,7 +112,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
     prov = provider or d.provider
-    tok = billing_tokenizer(tokens.for_model(model, prov, nearest=True), d.name)  # unknown: nearest family, estimated
+    tok = billing_tokenizer(tokens.for_model(model, prov, nearest=True), d.name, model)  # unknown: nearest family, estimated
     try:
         with _LOCK:
             built = _BUILDER.build(_Body(d, prov, model, obj, body), None, None, time, label, endpoint, output)
