@@ -226,15 +226,18 @@ def at_rank(s: Sample, rank: int) -> Sample:
 def fit(data: Sequence[Sample], ranks: Sequence[int] = (0,)) -> dict[str, float]:
     """Constants for one provider's samples (weighted by 1/billed, so that
     short requests weigh as much as long ones in relative error), with the
-    rank of ``ranks`` whose solution has the least sum of relative errors
-    (rank 0 only when a sample carries no ``late`` counts)."""
+    rank of ``ranks`` whose least-squares solution (counts not yet whole) has
+    the least sum of relative errors (rank 0 only when a sample carries no
+    ``late`` counts)."""
     if not (data and all(len(s.late) == len(RANKS) for s in data)):
         ranks = (0,)
     best: tuple[float, int] | None = None
     for rank in ranks:
         at = [at_rank(s, rank) for s in data]
-        c = {k: max(v, 0.0) if k != "factor" else v for k, v in _solved(at).items()}
-        err = sum(abs(predict(s, c) - s.billed) / max(s.billed, 1) for s in at)
+        c = _solved(at)
+        solved_counts = [c[k] for k in _COUNTS]
+        err = sum(abs(s.proxy * c["factor"] + sum(n * x for n, x in zip(_columns(s), solved_counts)) + c["base"] * s.base
+                      + s.fixed - s.billed) / max(s.billed, 1) for s in at)
         if best is None or err < best[0] - 1e-12:
             best = (err, rank)
     assert best is not None
