@@ -11,8 +11,11 @@ so near-identical requests never sit on both sides. A group is held out
 when the first byte of the SHA-1 of its name is divisible by 3 (about one
 in three).
 
-Model: ``billed - media - tool-use system prompt - Gemini thought signatures
-= factor * o200k tokens of the text + m * messages + t * tools + k * thinking + a * adaptive thinking
+Model, per table of ``CONSTANTS`` (Claude 3 to Opus 4.6, the Opus 4.7
+tokenizer and later, Gemini: :func:`.framing_estimate.table_of`):
+``billed - media - tool-use system prompt - Gemini thought signatures
+- o200k tokens of the text under the rank
+= factor * o200k tokens of the text at or above the rank + m * messages + t * tools + k * thinking + a * adaptive thinking
 + s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``,
 solved by least squares weighted by ``1 / billed`` with a small ridge on the
 per-message, tool, thinking and request counts (docs/tokens-billed.md says
@@ -20,9 +23,11 @@ why). The counts are then taken as whole tokens, as the estimate uses them:
 of the whole numbers either side of each, the combination with the least
 weighted error, the factor and the per-request count solved again for each.
 The factor is at least 1 (the scaled tokenizer never drops a base id).
+The rank (:data:`RANKS`, :func:`ranks_of`) is the one whose least-squares
+solution has the least sum of relative errors; :func:`constants` fits every
+table as committed.
 
-Left out of the fit: Claude Opus 4.7 and later (another tokenizer; their
-error is printed apart), requests whose recorded body cannot hold the
+Left out of the fit: requests whose recorded body cannot hold the
 billed prompt (:func:`body_holds_prompt`) and requests with media
 (:func:`usable`). ``--leave-one-out`` adds each test's error under
 constants fitted on all the other tests, a check that rests on no single
