@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from . import providers, wire
-from .cache.prompts import cache_prompt, prompt_tokenizer
+from .cache.prompts import cache_prompt
 from .cache.whole_view import view_of
 from .errors import InputError, UnknownName
 from .stats import percentile
-from .tokens.billed import PromptCount, prompt_media
+from .tokens.billed import PromptCount, prompt_media, prompt_tokenizer
 from .traffic.exchange import Exchange
 from .traffic.sources import reported
 

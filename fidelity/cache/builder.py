@@ -32,9 +32,8 @@ from collections.abc import Hashable, Sequence
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from .. import tokens
 from ..errors import InputError
-from ..tokens.billed import billing_tokenizer
+from ..tokens.billed import prompt_tokenizer
 from ..wire.spans import known_members
 from .element_ids import SKIP, Handler, Previous, handler_for, result_ids
 from .items import FastView, Item, build_view, common_prefix, dumps_value, shared_values
@@ -135,7 +134,7 @@ class PromptIds:
             self._last = False
             self.whole += 1
             body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
-            tok = billing_tokenizer(tokens.for_model(rec.model, rec.provider, nearest=True), d.name)
+            tok = prompt_tokenizer(rec.model, rec.provider, d.name)
             return Built(*whole_request(d, body, tok, rec.model, rec.provider, endpoint, time, label, output))
         try:
             if view is None:

@@ -24,7 +24,7 @@ import orjson
 
 from .. import providers, tokens, wire
 from ..tokens import framing_estimate, framing_openai
-from ..tokens.billed import billing_tokenizer, media_in, pieces_ids, prompt_tail
+from ..tokens.billed import media_in, pieces_ids, prompt_tail, prompt_tokenizer
 from ..wire import Segment
 from ..wire import _template as tpl
 from ..wire.anthropic_messages import billing_block_keyed, is_billing_block
@@ -74,7 +74,7 @@ class Handler:
     def tokenizer(self, model: str, prev: Previous | None = None) -> tokens.Tokenizer:
         if prev is not None and prev.prep.model == model:
             return prev.prep.tok  # type: ignore[no-any-return]
-        return billing_tokenizer(tokens.for_model(model, self.dialect.provider, nearest=True), self.dialect.name)
+        return prompt_tokenizer(model, self.dialect.provider, self.dialect.name)
 
     # -- the steps (overridden per dialect) ---------------------------------
     def prepare(self, obj: dict[str, Any], view: FastView, model: str, prev: Previous | None = None,
@@ -376,7 +376,7 @@ class _Anthropic(Handler):
         seg = Segment(item.kind, 0, "", unmarked)  # type: ignore[arg-type]
         content = value.get("content") if isinstance(value, dict) and item.kind == "message" else None
         if isinstance(content, list) and len(content) > 1:
-            per_block = framing_estimate.message_block_pieces(plain, media_in)
+            per_block = framing_estimate.message_block_pieces(plain, media_in, model=prep.model)
             if per_block is not None and len(per_block) == len(content):
                 # the message tokenized block by block: the block lengths
                 # come from the same ids (no second pass over the message)

@@ -11,9 +11,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import tokens, wire
+from .. import wire
 from ..errors import InputError
-from ..tokens.billed import billing_tokenizer
+from ..tokens.billed import prompt_tokenizer
 from ..wire.evidence import detect_request
 from ..wire.spans import parsed
 from .builder import PromptIds, element_handler
@@ -88,14 +88,6 @@ _PROMPTS: dict[tuple[Any, ...], CachePrompt] = {}
 #: the proxy serves requests on threads
 _BUILDER = PromptIds(TokenMemo(64 << 20), digests=True)
 _LOCK = threading.Lock()
-
-
-def prompt_tokenizer(model: str, provider: str, dialect: str) -> tokens.Tokenizer:
-    """The tokenizer a request to ``model`` is counted with, by every
-    command: the model's own, else the nearest family's marked estimated
-    (:func:`fidelity.tokens.for_model` with ``nearest``), as billed
-    (:func:`fidelity.tokens.billed.billing_tokenizer`)."""
-    return billing_tokenizer(tokens.for_model(model, provider, nearest=True), dialect)
 
 
 def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,

@@ -59,7 +59,7 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
     them, markers removed for Anthropic; ``*_marked``: as sent; ``split``:
     the first differing segment of the unmarked views; ``times``: when each
     was sent, ``None``: the child one second after."""
-    from ..cache.prompts import prompt_tokenizer
+    from ..tokens.billed import prompt_tokenizer
 
     tok = prompt_tokenizer(model, d.provider, d.name)
     t_p, t_c = times if times is not None else (0.0, 1.0)

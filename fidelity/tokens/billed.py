@@ -32,7 +32,7 @@ from ._parallel import encode_texts
 from ._pieces import Media, Piece, Special
 from .media import MediaInfo, count_media, probe, probe_b64
 
-__all__ = ["MediaPart", "PromptCount", "segment_ids", "segment_pieces", "prompt_media", "media_ids",
+__all__ = ["MediaPart", "PromptCount", "prompt_tokenizer", "segment_ids", "segment_pieces", "prompt_media", "media_ids",
            "billing_tokenizer", "prompt_tail",
            "pieces_ids", "media_in"]
 
@@ -45,24 +45,40 @@ _CALIBRATED = {"claude-estimate": "claude-calibrated", "gemini-estimate": "gemin
 
 def _register() -> None:
     from . import names, register
-    from .calibrated import claude_calibrated, gemini_calibrated
+    from .calibrated import claude_calibrated, claude_calibrated_47, gemini_calibrated
 
-    if "claude-calibrated" not in names():
+    if "claude-calibrated-4.7" not in names():
         register("claude-calibrated", claude_calibrated)
+        register("claude-calibrated-4.7", claude_calibrated_47)
         register("gemini-calibrated", gemini_calibrated)
 
 
-def billing_tokenizer(tok: Tokenizer, dialect: str) -> Tokenizer:
+def billing_tokenizer(tok: Tokenizer, dialect: str, model: str = "") -> Tokenizer:
     """The tokenizer billed counts use: for Claude and Gemini models the
     calibrated estimate (:mod:`.calibrated`) in place of the plain one,
     whatever the body's shape (an OpenAI-shaped body that a gateway such as
-    OpenRouter hands to Claude is billed by Claude's tokenizer)."""
+    OpenRouter hands to Claude is billed by Claude's tokenizer). ``model``
+    picks Claude's tokenizer generation
+    (:func:`.framing_estimate.table_of`); without one, Claude 3 to Opus 4.6's."""
     if tok.name in _CALIBRATED:
         from . import get
+        from .framing_estimate import table_of
 
         _register()
+        if tok.name == "claude-estimate" and table_of("anthropic", model) == "anthropic-4.7":
+            return get("claude-calibrated-4.7")
         return get(_CALIBRATED[tok.name])
     return tok
+
+
+def prompt_tokenizer(model: str, provider: str, dialect: str) -> Tokenizer:
+    """The tokenizer a request to ``model`` is counted with, by every
+    command: the model's own, else the nearest family's marked estimated
+    (:func:`fidelity.tokens.for_model` with ``nearest``), as billed
+    (:func:`billing_tokenizer`)."""
+    from . import for_model
+
+    return billing_tokenizer(for_model(model, provider, nearest=True), dialect, model)
 
 
 @dataclass(frozen=True)
@@ -287,7 +303,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
     renders part of it (a response schema). ``media`` collects each media
     part's rule. Arrays may be shared with memos: read-only."""
     parts: list[MediaPart] = [] if media is None else media
-    tok = billing_tokenizer(tok, dialect)
+    tok = billing_tokenizer(tok, dialect, model)
     framed = segment_pieces(dialect, segs, model)
     if framed is not None:
         known = _encode_pieces(tok, framed)
@@ -336,7 +352,7 @@ def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialec
     framed = segment_pieces(dialect, segs, model)
     if framed is None:
         framed = [(_plain_media(s) if s.kind != "params" else None) or [] for s in segs]
-    tok = billing_tokenizer(tok, dialect)
+    tok = billing_tokenizer(tok, dialect, model)
     parts = tuple(_measure(p, provider, model, tok) for pieces in framed for p in pieces
                   if not isinstance(p, (str, Special)))
     return _kinds(body, dialect, segs, parts), parts

@@ -4,16 +4,16 @@ No public tokenizer exists for either model, so the count is an estimate
 (every output says ``estimated``). The plain estimates
 (``claude-estimate``, ``gemini-estimate``) count characters with each
 provider's rule of thumb. These count the text with o200k_base (a public BPE vocabulary of a similar size)
-and scale by a factor fitted on recorded usage: Claude 1.142, Gemini 1.0
-Claude/Gemini tokens per o200k token (``python -m fidelity.tokens.fit``;
-fitted and held-out errors in ``docs/tokens-billed.md``).
+and stretch the rarer o200k tokens (id at or above a fitted rank) by a
+factor fitted on recorded usage (``python -m fidelity.tokens.fit``; fitted
+and held-out errors in ``docs/tokens-billed.md``): one pair for Claude 3
+through Opus 4.6 (``claude-calibrated``), one for the tokenizer Anthropic
+introduced with Opus 4.7 ("up to 35% more tokens",
+https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7;
+``claude-calibrated-4.7``), Gemini 1.0 (every token, nothing stretched).
 
-Ids stay prefix-stable, which the cache models need: the k-th o200k token
-gives one id, and a second one (its id plus 2**40) where
-``floor((k + 1) * f) - floor(k * f) == 2``, so two texts sharing a prefix
-share the ids of that prefix. Claude Opus 4.7 and later use a new tokenizer
-("up to 35% more tokens", https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7);
-no recorded usage here fits it, so they use the same factor (a stated limit).
+Ids stay prefix-stable, which the cache models need (:class:`ScaledTokenizer`):
+two texts sharing a prefix share the ids of that prefix.
 
 Why the base is o200k_base and not Anthropic's Claude-2 vocabulary:
 ``docs/tokens-billed.md``, "Which base vocabulary".
@@ -29,29 +29,50 @@ import numpy as np
 
 from ._base import TOKEN_TYPECODE, Tokenizer
 
-__all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "GEMINI_FACTOR", "claude_calibrated", "gemini_calibrated"]
+__all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "CLAUDE_RANK", "CLAUDE_47_FACTOR", "CLAUDE_47_RANK", "GEMINI_FACTOR",
+           "FITTED", "claude_calibrated", "claude_calibrated_47", "gemini_calibrated"]
 
-CLAUDE_FACTOR = 1.142
+#: Claude 3 through Opus 4.6: ids per stretched o200k token, and the o200k
+#: id from which a token is stretched (``fidelity.tokens.fit``)
+CLAUDE_FACTOR = 1.947
+CLAUDE_RANK = 30_000
+#: Opus 4.7 and later (``framing_estimate.table_of``: ``anthropic-4.7``)
+CLAUDE_47_FACTOR = 5.141
+CLAUDE_47_RANK = 30_000
 GEMINI_FACTOR = 1.0
+#: ``(factor, rank)`` per table of ``framing_estimate.CONSTANTS``
+FITTED = {"anthropic": (CLAUDE_FACTOR, CLAUDE_RANK), "anthropic-4.7": (CLAUDE_47_FACTOR, CLAUDE_47_RANK),
+          "gemini": (GEMINI_FACTOR, 0)}
 _EXTRA = 1 << 40
 #: texts of fewer base tokens are stretched in a loop (numpy's per-call cost dominates)
 _SHORT = 32
 
 
 class ScaledTokenizer(Tokenizer):
-    """``base``'s ids, stretched to ``factor`` ids per base token."""
+    """``base``'s ids, each base id at or above ``rank`` stretched to
+    ``factor`` ids on average; ids under ``rank`` stay one id each.
 
-    def __init__(self, name: str, base: str, factor: float, *, source: str) -> None:
+    The j-th stretched base token (counting only those whose id is ``rank``
+    or more) gives ``floor((j + 1) * f) - floor(j * f)`` ids: its own, then
+    its id plus m * 2**40 for the m-th more. With ``rank`` 0 every base token
+    is stretched (``f`` of 1.142: the k-th gets a second id where
+    ``floor((k + 1) * f) - floor(k * f) == 2``). A base vocabulary numbers its
+    merges in the order it learnt them, so a high id is a rarer merge, the
+    kind a smaller vocabulary splits (the fitted ``rank``:
+    ``docs/tokens-billed.md``). The ids of a prefix do not depend on what
+    follows it."""
+
+    def __init__(self, name: str, base: str, factor: float, *, source: str, rank: int = 0) -> None:
         super().__init__(name, source=source, estimated=True)
         self.base_name = base
         self.factor = factor
+        self.rank = rank
         self._scaled_memo = functools.lru_cache(maxsize=4096)(self._scaled)
         self._base: Tokenizer | None = None
-        # the stretch pattern (reps, second, n_extra, short), published as one
-        # tuple: threads encoding at once (``_parallel.encode_texts``) each see
-        # a whole pattern, never parts of two
-        self._pattern: tuple[Any, Any, Any, list[bool]] = (
-            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), [])
+        # more ids per stretched base token, by its index among them: published
+        # as one array, so that threads encoding at once
+        # (``_parallel.encode_texts``) each see a whole pattern, never parts of two
+        self._pattern: Any = np.zeros(0, dtype=np.int64)
 
     def ids(self, text: str) -> array[int]:
         """The stretched ids of ``text`` (memoised per text; read-only)."""
@@ -65,44 +86,56 @@ class ScaledTokenizer(Tokenizer):
             base_tok = self._base = get(self.base_name)
         base = base_tok.ids(text)
         n = len(base)
-        reps, second_at, n_extra, short = self._pattern
-        if n > len(reps):
-            reps, second_at, n_extra, short = self._grow(n)
-        # the k-th base token gets a second id where floor((k+1)f) - floor(kf) >= 2
+        more = self._pattern
+        if n > len(more):
+            more = self._grow(n)
         if n < _SHORT:  # a short text: a loop costs less than numpy's calls
             small = array(TOKEN_TYPECODE)
-            for t, second in zip(base, short):
+            j = 0
+            for t in base:
                 small.append(t)
-                if second:
-                    small.append(t + _EXTRA)
+                if t >= self.rank:
+                    for m in range(1, int(more[j]) + 1):
+                        small.append(t + m * _EXTRA)
+                    j += 1
             return small
-        out = np.repeat(np.frombuffer(base, dtype=np.int64), reps[:n])
-        out[second_at[: n_extra[n]]] += _EXTRA
+        b = np.frombuffer(base, dtype=np.int64)
+        late = b >= self.rank
+        extra = np.zeros(n, dtype=np.int64)
+        extra[late] = more[: int(late.sum())]
+        reps = 1 + extra
+        out = np.repeat(b, reps)
+        if len(out) > n:  # the m-th extra id of a base token is its id plus m * 2**40
+            starts = np.repeat(np.cumsum(reps) - reps, reps)
+            out += (np.arange(len(out), dtype=np.int64) - starts) * _EXTRA
         return array(TOKEN_TYPECODE, out.tobytes())
 
-    def _grow(self, n: int) -> tuple[Any, Any, Any, list[bool]]:
-        """The stretch pattern of the first ``n`` base tokens (at least twice
-        what it held): per base token how many ids it gives, where the second
-        ids land in the output, and how many second ids the first k give. The
-        pattern at a position does not depend on the text, so it is computed
-        once, with the same float arithmetic as per text."""
-        n = max(n, 2 * len(self._pattern[0]), 1024)
-        k = np.arange(n, dtype=np.float64)
-        extra = (np.floor((k + 1) * self.factor) - np.floor(k * self.factor)) >= 2
-        reps = 1 + extra.astype(np.int64)
-        pattern = (reps, np.cumsum(reps)[extra] - 1, np.concatenate(([0], np.cumsum(extra.astype(np.int64)))),
-                   extra[:_SHORT].tolist())
-        if len(reps) > len(self._pattern[0]):  # another thread may have grown it further meanwhile
-            self._pattern = pattern
-        return pattern
+    def _grow(self, n: int) -> Any:
+        """How many more ids each of the first ``n`` stretched base tokens
+        gives (at least twice what the pattern held). It does not depend on
+        the text, so it is computed once, with the same float arithmetic as
+        per text."""
+        n = max(n, 2 * len(self._pattern), 1024)
+        j = np.arange(n + 1, dtype=np.float64)
+        more = (np.diff(np.floor(j * self.factor)) - 1).astype(np.int64)
+        if len(more) > len(self._pattern):  # another thread may have grown it further meanwhile
+            self._pattern = more
+        return more
 
     def _encode_chunk(self, text: str) -> list[int]:
         return self.ids(text).tolist()
 
 
 def claude_calibrated() -> ScaledTokenizer:
-    return ScaledTokenizer("claude-calibrated", "o200k_base", CLAUDE_FACTOR,
-                           source=f"estimate: o200k_base x {CLAUDE_FACTOR}, fitted on recorded Anthropic usage")
+    return ScaledTokenizer("claude-calibrated", "o200k_base", CLAUDE_FACTOR, rank=CLAUDE_RANK,
+                           source=f"estimate: o200k_base, ids from {CLAUDE_RANK} x {CLAUDE_FACTOR}, "
+                                  "fitted on recorded Anthropic usage (Claude 3 to Opus 4.6)")
+
+
+def claude_calibrated_47() -> ScaledTokenizer:
+    return ScaledTokenizer("claude-calibrated-4.7", "o200k_base", CLAUDE_47_FACTOR, rank=CLAUDE_47_RANK,
+                           source=f"estimate: o200k_base, ids from {CLAUDE_47_RANK} x {CLAUDE_47_FACTOR}, "
+                                  "fitted on recorded Anthropic usage (Opus 4.7 and later)")
 
 
 def gemini_calibrated() -> ScaledTokenizer:

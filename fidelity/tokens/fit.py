@@ -11,8 +11,11 @@ so near-identical requests never sit on both sides. A group is held out
 when the first byte of the SHA-1 of its name is divisible by 3 (about one
 in three).
 
-Model: ``billed - media - tool-use system prompt - Gemini thought signatures
-= factor * o200k tokens of the text + m * messages + t * tools + k * thinking + a * adaptive thinking
+Model, per table of ``CONSTANTS`` (Claude 3 to Opus 4.6, the Opus 4.7
+tokenizer and later, Gemini: :func:`.framing_estimate.table_of`):
+``billed - media - tool-use system prompt - Gemini thought signatures
+- o200k tokens of the text under the rank
+= factor * o200k tokens of the text at or above the rank + m * messages + t * tools + k * thinking + a * adaptive thinking
 + s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``,
 solved by least squares weighted by ``1 / billed`` with a small ridge on the
 per-message, tool, thinking and request counts (docs/tokens-billed.md says
@@ -20,9 +23,11 @@ why). The counts are then taken as whole tokens, as the estimate uses them:
 of the whole numbers either side of each, the combination with the least
 weighted error, the factor and the per-request count solved again for each.
 The factor is at least 1 (the scaled tokenizer never drops a base id).
+The rank (:data:`RANKS`, :func:`ranks_of`) is the one whose least-squares
+solution has the least sum of relative errors; :func:`constants` fits every
+table as committed.
 
-Left out of the fit: Claude Opus 4.7 and later (another tokenizer; their
-error is printed apart), requests whose recorded body cannot hold the
+Left out of the fit: requests whose recorded body cannot hold the
 billed prompt (:func:`body_holds_prompt`) and requests with media
 (:func:`usable`). ``--leave-one-out`` adds each test's error under
 constants fitted on all the other tests, a check that rests on no single
@@ -40,9 +45,11 @@ import math
 import re
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from .. import formats
 from ..errors import FidelityError, InputError
@@ -51,10 +58,24 @@ from ..traffic.sources import reported
 from ._base import Tokenizer
 from ._pieces import Media, Special
 from .billed import _ESTIMATED, _measure, _media_in
-from .framing_estimate import ADAPT, BASE, CALL, DOC, MSG, SCHEMA, SIGNATURE, SYSTEM, THINK, TOOL, segment_pieces
+from .framing_estimate import (
+    ADAPT,
+    BASE,
+    CALL,
+    CONSTANTS,
+    DOC,
+    MSG,
+    SCHEMA,
+    SIGNATURE,
+    SYSTEM,
+    THINK,
+    TOOL,
+    segment_pieces,
+    table_of,
+)
 
 __all__ = ["Sample", "samples", "group_of", "repo_of", "held_out", "fit", "fit_trimmed", "predict", "errors", "usable",
-           "body_holds_prompt", "leave_one_test_out", "leave_one_repo_out", "EXCLUDED", "main"]
+           "body_holds_prompt", "leave_one_test_out", "leave_one_repo_out", "RANKS", "at_rank", "ranks_of", "unused_from", "constants", "main"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,13 @@ class Sample:
     calls: int = 0  # tool_use and tool_result blocks
     systems: int = 0  # system segments (blocks)
     media: int = 0  # of ``fixed``, the media parts' tokens (counted by rule, not fitted)
+    #: of ``proxy``, the base tokens whose id is at least each of :data:`RANKS`
+    late: tuple[int, ...] = ()
+
+
+#: the ranks :func:`fit` tries: only base ids at or above the rank are stretched
+#: (:class:`.calibrated.ScaledTokenizer`); 0 stretches every base token
+RANKS = tuple(range(0, 200_000, 10_000))
 
 
 _VARIANT = re.compile(r"(_async|_stream|_legacy|_with_events_with_(no_)?content|anthropic_beta_|anthropic_|google_|\[.*\])")
@@ -125,7 +153,7 @@ def _proxy(name: str) -> Tokenizer:
 
 
 _UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1, "adaptive": 1, "schema": 1, "call": 1, "system": 1}
-         for p in ("anthropic", "gemini")}
+         for p in CONSTANTS}
 
 
 def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sample]:
@@ -144,12 +172,16 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0,
                   CALL.id: 0, SYSTEM.id: 0, SIGNATURE.id: 0}
         chars = fixed = proxy = tool_proxy = media = 0
+        late = [0] * len(RANKS)
         for seg, pieces in zip(segs, segment_pieces(provider, segs, model, _media_in, _UNIT)):
             for p in pieces:
                 if isinstance(p, str):
                     chars += len(p)
-                    n = proxy_tok.count(p)
+                    ids = np.sort(np.frombuffer(proxy_tok.ids(p), dtype=np.int64))
+                    n = len(ids)
                     proxy += n
+                    for i, at in enumerate(np.searchsorted(ids, RANKS).tolist()):
+                        late[i] += n - at
                     if seg.kind == "tools":
                         tool_proxy += n
                 elif isinstance(p, Special):
@@ -157,10 +189,10 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
                 elif isinstance(p, Media):
                     media += _measure(p, provider, model).tokens
         fixed = media + counts[DOC.id] + counts[SIGNATURE.id]  # measured apart, not fitted here
-        out.append(Sample(provider, group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
+        out.append(Sample(table_of(provider, model), group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
                           proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),
-                          counts[CALL.id], counts[SYSTEM.id], media))
+                          counts[CALL.id], counts[SYSTEM.id], media, tuple(late)))
     return out
 
 
@@ -188,9 +220,44 @@ def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
     return [b[i] / a[i][i] if a[i][i] else 0.0 for i in range(n)]
 
 
-def fit(data: Sequence[Sample]) -> dict[str, float]:
+def at_rank(s: Sample, rank: int) -> Sample:
+    """``s`` as the fit sees it when only base ids of ``rank`` or more are
+    stretched: ``proxy`` those tokens, the others in ``fixed`` (one token each)."""
+    if rank == 0:
+        return s
+    late = s.late[RANKS.index(rank)]
+    return replace(s, proxy=late, fixed=s.fixed + s.proxy - late)
+
+
+def fit(data: Sequence[Sample], ranks: Sequence[int] = (0,)) -> dict[str, float]:
     """Constants for one provider's samples (weighted by 1/billed, so that
-    short requests weigh as much as long ones in relative error)."""
+    short requests weigh as much as long ones in relative error), with the
+    rank of ``ranks`` whose least-squares solution (counts not yet whole) has
+    the least sum of relative errors (rank 0 only when a sample carries no
+    ``late`` counts)."""
+    if not (data and all(len(s.late) == len(RANKS) for s in data)):
+        ranks = (0,)
+    best: tuple[float, int] | None = None
+    for rank in ranks:
+        at = [at_rank(s, rank) for s in data]
+        c = _solved(at)
+        solved_counts = [c[k] for k in _COUNTS]
+        err = sum(abs(s.proxy * c["factor"] + sum(n * x for n, x in zip(_columns(s), solved_counts)) + c["base"] * s.base
+                      + s.fixed - s.billed) / max(s.billed, 1) for s in at)
+        if best is None or err < best[0] - 1e-12:
+            best = (err, rank)
+    assert best is not None
+    rank = best[1]
+    at = [at_rank(s, rank) for s in data]
+    solved = _solved(at)
+    counts = _whole_counts(at, [max(solved[k], 0) for k in _COUNTS])
+    factor, b = _factor_and_base(at, counts)
+    return {"factor": round(factor, 3), **dict(zip(_COUNTS, map(float, counts))), "base": float(b),
+            "rank": float(rank)}
+
+
+def _solved(data: Sequence[Sample]) -> dict[str, float]:
+    """The weighted least-squares solution, counts not yet whole."""
     rows, ys = [], []
     for s in data:
         w = 1.0 / max(s.billed, 1)
@@ -198,9 +265,8 @@ def fit(data: Sequence[Sample]) -> dict[str, float]:
                      s.schema * w, s.calls * w, s.systems * w])
         ys.append((s.billed - s.fixed) * w)
     factor, m, t, k, b, a, sc, cl, sy = _solve(rows, ys)
-    counts = _whole_counts(data, [max(x, 0) for x in (m, t, k, a, sc, cl, sy)])
-    factor, b = _factor_and_base(data, counts)
-    return {"factor": round(factor, 3), **dict(zip(_COUNTS, map(float, counts))), "base": float(b)}
+    return {"factor": factor, "message": m, "tool": t, "thinking": k, "adaptive": a, "schema": sc, "call": cl,
+            "system": sy, "base": b}
 
 
 #: the per-message, per-tool... counts of :func:`fit` other than the per-request one
@@ -257,26 +323,64 @@ def _whole_counts(data: Sequence[Sample], solved: Sequence[float]) -> list[int]:
 TRIM = 0.5
 
 
-def fit_trimmed(data: Sequence[Sample], limit: float = TRIM) -> dict[str, float]:
+def fit_trimmed(data: Sequence[Sample], limit: float = TRIM, ranks: Sequence[int] = (0,)) -> dict[str, float]:
     """:func:`fit`, then :func:`fit` again on the requests the first one
     predicts within ``limit`` (a share of the billed prompt): a request whose
     prompt holds a part the estimate does not model (a server-side tool
     search, an advisor tool) no longer pulls every constant towards it."""
-    first = fit(data)
+    first = fit(data, ranks)
     kept = [s for s in data if s.billed and abs(predict(s, first) - s.billed) / s.billed < limit]
-    return fit(kept) if kept else first
+    return fit(kept, ranks) if kept else first
+
+
+def unused_from(c: dict[str, float], data: Sequence[Sample], parent: dict[str, float]) -> dict[str, float]:
+    """``c`` with each count that no sample of ``data`` uses (its column all
+    0: the solver's ridge leaves it at 0) taken from ``parent``: Opus 4.7 and
+    later read structured outputs and extended thinking with prompts of their
+    own, which no recording of theirs holds; the earlier generation's count
+    stands in rather than none."""
+    used = [any(_columns(s)[i] for s in data) for i in range(len(_COUNTS))]
+    return {k: (v if k not in _COUNTS or used[_COUNTS.index(k)] else float(parent[k])) for k, v in c.items()}
+
+
+def constants(data: Sequence[Sample]) -> dict[str, dict[str, float]]:
+    """Every table's constants (:data:`.framing_estimate.CONSTANTS` plus each
+    ``factor`` and ``rank``) fitted on ``data``, as committed: each table's
+    usable samples (:func:`usable`), :func:`fit_trimmed` with
+    :func:`ranks_of`, and Opus 4.7's unused counts from Claude's
+    (:func:`unused_from`)."""
+    out: dict[str, dict[str, float]] = {}
+    for table in sorted({s.provider for s in data}):  # anthropic before anthropic-4.7, which reads its rank
+        mine = usable(data, table)
+        if mine:
+            out[table] = fit_trimmed(mine, ranks=ranks_of(table, out))
+    if "anthropic-4.7" in out and "anthropic" in out:
+        out["anthropic-4.7"] = unused_from(out["anthropic-4.7"], usable(data, "anthropic-4.7"), out["anthropic"])
+    return out
+
+
+def ranks_of(table: str, fitted: Mapping[str, Mapping[str, float]] | None = None) -> tuple[int, ...]:
+    """The ranks :func:`fit` tries for a table of ``CONSTANTS``: all of
+    :data:`RANKS` for Claude 3 to Opus 4.6 (238 usable requests from about
+    90 tests); for Opus 4.7 and later (28 requests from 7 tests, too few to
+    choose a rank of their own: each rank fits them with another factor) the
+    rank ``fitted`` holds for ``anthropic``, else 0; for Gemini 0 (its factor
+    is 1: nothing is stretched)."""
+    if table == "anthropic":
+        return RANKS
+    if table == "anthropic-4.7" and fitted is not None and "anthropic" in fitted:
+        return (round(fitted["anthropic"].get("rank", 0)),)
+    return (0,)
 
 
 def predict(s: Sample, c: dict[str, float]) -> float:
+    """The estimate of ``s`` under constants ``c`` (its ``rank``: :func:`at_rank`)."""
+    s = at_rank(s, round(c.get("rank", 0)))
     return (s.proxy * c["factor"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
             + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base
             + round(c.get("adaptive", 0)) * s.adaptive + round(c.get("schema", 0)) * s.schema
             + round(c.get("call", 0)) * s.calls + round(c.get("system", c["message"])) * s.systems + s.fixed)
 
-
-#: models left out of the fit: Claude Opus 4.7+ reads with a new tokenizer
-#: (https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7)
-EXCLUDED = ("opus-4-7", "opus-4-8")
 
 #: a request billed more than this many times what its body holds (plus
 #: :data:`SLACK` tokens for framing) is left out: its recorded body is not what
@@ -292,12 +396,12 @@ def body_holds_prompt(s: Sample) -> bool:
 
 
 def usable(data: Iterable[Sample], provider: str) -> list[Sample]:
-    """The samples of ``provider`` the fit uses: not an excluded model, a
-    body that holds the billed prompt, and no media. Media is counted by each
+    """The samples of ``provider`` (a table of :data:`.framing_estimate.CONSTANTS`)
+    the fit uses: a body that holds the billed prompt, and no media. Media is counted by each
     provider's rule (:mod:`.media`), not by the fitted constants, and a rule
     that misses (a video, a URL image of unknown size) would otherwise move
     every constant towards its error."""
-    return [s for s in data if s.provider == provider and not any(x in s.model for x in EXCLUDED)
+    return [s for s in data if s.provider == provider
             and body_holds_prompt(s) and not s.media]
 
 
@@ -305,18 +409,18 @@ def errors(data: Sequence[Sample], c: dict[str, float]) -> list[float]:
     return [abs(predict(s, c) - s.billed) / s.billed for s in data if s.billed]
 
 
-def leave_one_test_out(data: Sequence[Sample]) -> list[float]:
+def leave_one_test_out(data: Sequence[Sample], ranks: Sequence[int] = (0,)) -> list[float]:
     """Each test's errors under constants fitted on every *other* test (tests
     in sorted order): a check that does not rest on one split."""
     out: list[float] = []
     for group in sorted({s.group for s in data}):
         rest = [s for s in data if s.group != group]
         if rest:
-            out += errors([s for s in data if s.group == group], fit_trimmed(rest))
+            out += errors([s for s in data if s.group == group], fit_trimmed(rest, ranks=ranks))
     return out
 
 
-def leave_one_repo_out(data: Sequence[Sample]) -> dict[str, list[float]]:
+def leave_one_repo_out(data: Sequence[Sample], ranks: Sequence[int] = (0,)) -> dict[str, list[float]]:
     """Each source repository's errors under constants fitted on every *other*
     repository (:func:`repo_of`): a constant that holds only where it was
     fitted shows up here as a large error."""
@@ -324,7 +428,7 @@ def leave_one_repo_out(data: Sequence[Sample]) -> dict[str, list[float]]:
     for repo in sorted({s.repo for s in data}):
         rest = [s for s in data if s.repo != repo]
         if rest:
-            out[repo] = errors([s for s in data if s.repo == repo], fit_trimmed(rest))
+            out[repo] = errors([s for s in data if s.repo == repo], fit_trimmed(rest, ranks=ranks))
     return out
 
 
@@ -388,30 +492,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"fidelity.tokens.fit: {exc}", file=sys.stderr)
         return 2
-    for provider in sorted({s.provider for s in data}):
+    fitted: dict[str, dict[str, float]] = {}
+    for provider in sorted({s.provider for s in data}):  # anthropic before anthropic-4.7, which reads its rank
         mine = usable(data, provider)
         left = sum(s.provider == provider for s in data) - len(mine)
         train = [s for s in mine if not held_out(s.group)]
         test = [s for s in mine if held_out(s.group)]
         if not train:
             continue
-        c = fit_trimmed(train)
-        print(provider, c, f"(base {base}; {left} requests left out: excluded models, bodies without the prompt)")
+        ranks = ranks_of(provider, fitted)
+        c = fitted[provider] = fit_trimmed(train, ranks=ranks)
+        print(provider, c, f"(base {base}; {left} requests left out: media, bodies without the prompt)")
         for name, part in (("fitted", train), ("held out", test)):
             e = errors(part, c)
             if e:
                 print(_line(name, part, e))
         if args.leave_one_out:
-            e = leave_one_test_out(mine)
+            e = leave_one_test_out(mine, ranks)
             if e:
                 print(_line("leave one test out", mine, e))
         if args.leave_one_repo_out:
-            for repo, e in leave_one_repo_out(mine).items():
+            for repo, e in leave_one_repo_out(mine, ranks).items():
                 if e:
                     print(_line(f"leave {repo or '(no repository)'} out", [s for s in mine if s.repo == repo], e))
-        for s in data:
-            if s.provider == provider and any(x in s.model for x in EXCLUDED):
-                print(f"  not fitted: {s.model} {s.group}: billed {s.billed}, predicted {predict(s, c):.0f}")
     return 0
 
 

@@ -70,7 +70,7 @@ from ._pieces import Piece, Special
 __all__ = ["CONSTANTS", "TOOL_PROMPT_RECORDED", "claude_version", "anthropic_tool_prompt", "segment_pieces",
            "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE", "DOC",
            "ADAPT", "SCHEMA", "CALL", "SYSTEM", "SIGNATURE", "GEMINI_SIGNATURE_CHARS",
-           "signature_tokens", "current_turn_start"]
+           "signature_tokens", "current_turn_start", "table_of", "NEW_TOKENIZER"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
@@ -86,8 +86,10 @@ GEMINI_SIGNATURE_CHARS = 4.9
 #: fitted per provider (:mod:`fidelity.tokens.fit`): tokens per message, per
 #: tool, for extended thinking, per request... (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"message": 4.0, "tool": 4.0, "thinking": 25.0, "adaptive": 17.0, "schema": 129.0, "call": 16.0,
-                  "system": 0.0, "base": 2.0},
+    "anthropic": {"message": 3.0, "tool": 2.0, "thinking": 25.0, "adaptive": 17.0, "schema": 123.0, "call": 13.0,
+                  "system": 1.0, "base": 4.0},
+    "anthropic-4.7": {"message": 1.0, "tool": 0.0, "thinking": 25.0, "adaptive": 17.0, "schema": 123.0, "call": 1.0,
+                      "system": 0.0, "base": 6.0},
     "gemini": {"message": 1.0, "tool": 0.0, "thinking": 0.0, "adaptive": 0.0, "schema": 0.0, "call": 0.0,
                "system": 1.0, "base": 0.0},
 }
@@ -103,20 +105,40 @@ _SKIP_KEYS = frozenset({"type", "role", "id", "tool_use_id", "signature", "cache
 #: in ``billed - everything else the estimate counts`` (``docs/tokens-billed.md``)
 TOOL_PROMPT_RECORDED = (497, 597)
 
-_NEW_STYLE = re.compile(r"claude-[a-z]+-(\d+)(?:-(\d)(?!\d))?")
+_NEW_STYLE = re.compile(r"claude-[a-z]+-(\d+)(?:[-.](\d)(?!\d))?")
 _OLD_STYLE = re.compile(r"claude-(\d+)(?:[-.](\d)(?!\d))?-([a-z]+)")
 
 
 def claude_version(model: str) -> tuple[int, int] | None:
     """``(major, minor)`` of a Claude model id (``claude-sonnet-4-5-20250929``
     -> (4, 5), ``claude-sonnet-4-20250514`` -> (4, 0), ``claude-3-5-haiku-latest``
-    -> (3, 5), ``us.anthropic.claude-opus-4-8`` -> (4, 8)), ``None`` when the id
+    -> (3, 5), ``us.anthropic.claude-opus-4-8`` -> (4, 8), OpenRouter's
+    ``anthropic/claude-opus-4.7`` -> (4, 7)), ``None`` when the id
     names none."""
     key = model.lower()
     m = _OLD_STYLE.search(key) or _NEW_STYLE.search(key)
     if m is None:
         return None
     return int(m.group(1)), int(m.group(2) or 0)
+
+
+#: the first Claude version of the tokenizer generation Anthropic introduced
+#: with Opus 4.7 ("uses a new tokenizer", up to 35 % more tokens for the same
+#: text: https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7)
+NEW_TOKENIZER = (4, 7)
+
+
+def table_of(provider: str, model: str) -> str:
+    """The key of :data:`CONSTANTS` (and of the calibrated tokenizer,
+    of :data:`fidelity.tokens.calibrated.FITTED`) that counts ``model``:
+    ``anthropic-4.7`` for Claude models of the Opus 4.7 tokenizer and later
+    (Opus 4.7, 4.8, Claude 5...), else ``provider``. A Claude id whose
+    version cannot be read keeps the earlier generation's table."""
+    if provider == "anthropic":
+        version = claude_version(model)
+        if version is not None and version >= NEW_TOKENIZER:
+            return "anthropic-4.7"
+    return provider
 
 
 def anthropic_tool_prompt(model: str, tool_choice: Any) -> int:
@@ -198,14 +220,15 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0) -> None:
         out.append(orjson.dumps(value).decode())
 
 
-def message_block_pieces(value: Any, media_of: Any,
-                         consts: Mapping[str, Mapping[str, float]] | None = None) -> list[list[Piece]] | None:
+def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping[str, float]] | None = None,
+                         model: str = "") -> list[list[Piece]] | None:
     """The pieces of each block of a message's ``content`` list when the
     message's own pieces (:func:`one_segment_pieces` less its overhead) are
     exactly theirs one after the other (no other member the model reads),
     else ``None``: what a block counts as a one-block message less the
     overhead (Anthropic's block ends, :func:`fidelity.cache.anthropic_blocks.block_ends_of`),
-    without a second pass over the message."""
+    without a second pass over the message. ``model`` picks the table
+    (:func:`table_of`)."""
     if not (isinstance(value, dict) or isinstance(value, Mapping)) or media_of(value) is not None:
         return None
     if value.get("type") in ("thinking", "redacted_thinking") or value.get("thought") is True:
@@ -213,7 +236,7 @@ def message_block_pieces(value: Any, media_of: Any,
     content = value.get("content")
     if not isinstance(content, list):
         return None
-    call = _n("anthropic", "call", consts)
+    call = _n(table_of("anthropic", model), "call", consts)
     for k, v in value.items():
         if k == "content" or k in _SKIP_KEYS:
             continue
@@ -327,6 +350,7 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
     ``value``: ``seg.data`` parsed, when the caller has it (not for the
     params segment)."""
     pieces: list[Piece] = []
+    table = table_of(provider, model)
     if value is _UNPARSED or seg.kind == "params":
         try:
             value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
@@ -334,14 +358,14 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
             value = seg.data.decode("utf-8", "replace")
     if seg.kind == "params":
         params = value if isinstance(value, Mapping) else {}
-        pieces += [BASE] * _n(provider, "base", consts)
+        pieces += [BASE] * _n(table, "base", consts)
         gen = params.get("generationConfig") if isinstance(params.get("generationConfig"), Mapping) else params
         if provider == "anthropic":
             think = _thinking_kind(model, params)
             if think is not None:
-                pieces += [think] * _n(provider, "thinking" if think is THINK else "adaptive", consts)
+                pieces += [think] * _n(table, "thinking" if think is THINK else "adaptive", consts)
         elif isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping):
-            pieces += [THINK] * _n(provider, "thinking", consts)
+            pieces += [THINK] * _n(table, "thinking", consts)
         schema = False
         for key in ("output_format", "output_config"):
             value = params.get(key)
@@ -353,7 +377,7 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
                 if read:
                     pieces.append(orjson.dumps(read).decode())
         if schema:
-            pieces += [SCHEMA] * _n(provider, "schema", consts)
+            pieces += [SCHEMA] * _n(table, "schema", consts)
         if isinstance(gen, Mapping):
             for key in ("responseSchema", "responseJsonSchema", "response_schema"):
                 if key in gen:
@@ -363,12 +387,12 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
             pieces += [DOC] * anthropic_tool_prompt(model, params.get("tool_choice"))
         if isinstance(value, Mapping) and value.get("defer_loading") is True:
             return pieces  # a deferred tool is not in the context until a tool search loads it
-        pieces += [TOOL] * _n(provider, "tool", consts)
+        pieces += [TOOL] * _n(table, "tool", consts)
         pieces.append(_tool_json(value))
     else:
         if seg.kind == "system":
-            pieces += [SYSTEM] * _n(provider, "system", consts)
+            pieces += [SYSTEM] * _n(table, "system", consts)
         else:
-            pieces += [MSG] * _n(provider, "message", consts)
-        _texts(value, pieces, media_of, _n(provider, "call", consts) if provider == "anthropic" else 0)
+            pieces += [MSG] * _n(table, "message", consts)
+        _texts(value, pieces, media_of, _n(table, "call", consts) if provider == "anthropic" else 0)
     return pieces

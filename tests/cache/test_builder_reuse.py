@@ -284,20 +284,25 @@ def test_anthropic_corner_bodies_equal_cache_prompt() -> None:
 @given(st.lists(st.sampled_from(["word", " ", "\n", "{\"k\":", "12", "ü", "日本", "_x"]), max_size=400).map("".join))
 def test_calibrated_stretch_follows_the_documented_rule(text: str) -> None:
     """The calibrated Claude and Gemini ids (a loop for short texts, a
-    precomputed pattern for long ones) are o200k's, the k-th doubled (plus
-    2**40) where floor((k+1)f) - floor(kf) >= 2 (200 drawn texts, ci profile)."""
+    precomputed pattern for long ones) are o200k's, the j-th id at or above
+    the rank followed by floor((j+1)f) - floor(jf) - 1 more (plus m * 2**40)
+    (200 drawn texts, ci profile)."""
     import math
 
     from fidelity import tokens
     from fidelity.tokens.billed import billing_tokenizer
 
     base = tokens.get("o200k_base").ids(text)
-    for name, dialect in (("claude-sonnet-4-5", "anthropic-messages"), ("gemini-2.5-pro", "gemini")):
-        tok = billing_tokenizer(tokens.for_model(name, dialect.split("-")[0]), dialect)
-        f = tok.factor  # type: ignore[attr-defined]
+    for name, dialect in (("claude-sonnet-4-5", "anthropic-messages"), ("claude-opus-4-8", "anthropic-messages"),
+                          ("gemini-2.5-pro", "gemini")):
+        tok = billing_tokenizer(tokens.for_model(name, dialect.split("-")[0]), dialect, name)
+        f, rank = tok.factor, tok.rank  # type: ignore[attr-defined]
         want = array("q")
-        for k, t in enumerate(base):
+        j = 0
+        for t in base:
             want.append(t)
-            if math.floor((k + 1) * f) - math.floor(k * f) >= 2:
-                want.append(t + (1 << 40))
+            if t >= rank:
+                for m in range(1, math.floor((j + 1) * f) - math.floor(j * f)):
+                    want.append(t + m * (1 << 40))
+                j += 1
         assert tok._scaled(text) == want  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
 """``fidelity diff`` counts a request with the tokenizer every command
-uses (:func:`fidelity.cache.prompts.prompt_tokenizer`): a model no rule
+uses (:func:`fidelity.tokens.billed.prompt_tokenizer`): a model no rule
 names gets the nearest family's, marked as an estimate, in ``diff`` as in
 ``replay`` (before, ``diff`` took the provider's fallback unmarked, or
 stopped with an error where the provider has none)."""

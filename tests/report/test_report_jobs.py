@@ -150,9 +150,9 @@ def test_the_billed_counts_tokenizers_are_loaded_before_the_workers_start(monkey
     loaded: list[str] = []
     real = score.billing_tokenizer
 
-    def spy(tok: object, dialect: str) -> object:
+    def spy(tok: object, dialect: str, model: str = "") -> object:
         loaded.append(dialect)
-        return real(tok, dialect)  # type: ignore[arg-type]
+        return real(tok, dialect, model)  # type: ignore[arg-type]
 
     monkeypatch.setattr(score, "billing_tokenizer", spy)
     providers = ["openai-chat", "anthropic-messages", "gemini"]

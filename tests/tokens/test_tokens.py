@@ -190,7 +190,8 @@ def test_only_estimates_are_marked_estimated() -> None:
     # the calibrated Claude/Gemini estimates (fidelity.tokens.calibrated) register when billed counts first run
     marked = {n for n in tokens.names() if tokens.get(n).estimated}
     assert {"claude-estimate", "gemini-estimate"} <= marked <= {"claude-estimate", "gemini-estimate",
-                                                                  "claude-calibrated", "gemini-calibrated"}
+                                                                  "claude-calibrated", "claude-calibrated-4.7",
+                                                                  "gemini-calibrated"}
     for n in tokens.names():
         assert tokens.get(n).source
 

@@ -85,16 +85,22 @@ needs_fit_sources = pytest.mark.skipif(not all(p.is_dir() for p in FIT_ROOTS),
 
 @needs_fit_sources
 def test_fit_reproduces_the_committed_claude_constants() -> None:
-    from fidelity.tokens.calibrated import CLAUDE_FACTOR
+    """Both Claude tables (Claude 3 to Opus 4.6, and the Opus 4.7 tokenizer
+    and later) with their factor and rank, as ``fidelity.tokens.fit.constants``
+    fits them on the fit sources, are the committed ones."""
+    from fidelity.tokens.calibrated import FITTED
     from fidelity.tokens.framing_estimate import CONSTANTS
     from fidelity.traffic.sources import reported as iter_recorded
 
     data = [s for root in FIT_ROOTS for s in F.samples(iter_recorded(root))]
     mine = F.usable(data, "anthropic")
-    assert not any("opus-4-8" in s.model for s in mine)
+    assert not any("opus-4-8" in s.model for s in mine)  # the Opus 4.7 tokenizer has its own table
+    assert any("opus-4-8" in s.model for s in F.usable(data, "anthropic-4.7"))
     assert all(s.billed != 18_135 for s in mine)  # the edited Bedrock cassettes
-    c = F.fit_trimmed(mine)
-    assert c == {"factor": CLAUDE_FACTOR, **CONSTANTS["anthropic"]}
+    got = F.constants([s for s in data if s.provider.startswith("anthropic")])
+    for table in ("anthropic", "anthropic-4.7"):
+        factor, rank = FITTED[table]
+        assert got[table] == {"factor": factor, **CONSTANTS[table], "rank": float(rank)}, table
 
 
 @needs_real
