@@ -73,8 +73,6 @@ def test_output_but_last_token_is_stored() -> None:
     assert cached(m, [parent], PromptTokens(seq(200), time=1)) == 128
 
 
-@pytest.mark.xfail(strict=True, reason="the simulator stores an engine's whole reply, not kept_output(): "
-                   "Simulator._implicit should store self.model.kept_output(req.output) (reported to the lead)")
 def test_the_last_reply_token_is_not_read() -> None:
     parent = PromptTokens(seq(100), time=0, output=seq(28, start=100))  # 127 tokens fed through the model
     assert cached(EngineCache(16), [parent], PromptTokens(seq(200), time=1)) == 112
@@ -105,8 +103,6 @@ def test_pool_evicts_oldest_and_tail_first() -> None:
     assert cached(EngineCache(16), [a, b49], again) == 64
 
 
-@pytest.mark.xfail(strict=True, reason="Simulator reads capacity_tokens=0 as no limit (`capacity_tokens or ...`) "
-                   "(reported to the lead)")
 def test_no_capacity_caches_nothing() -> None:
     a, again = PromptTokens(seq(65), time=0), PromptTokens(seq(65), time=2)
     assert cached(EngineCache(16, capacity_tokens=0), [a], again) == 0
