@@ -125,7 +125,10 @@ class CacheModel:
     table's cache prices). ``ttl``: seconds an entry lives after its last
     use (``None``: no time limit, evicted only under memory pressure).
     ``includes_output``: whether the reply's tokens stay in the cache after
-    the prompt (self-hosted engines, DeepSeek).
+    the prompt (self-hosted engines, DeepSeek). ``full_blocks_only``: the
+    cache keeps whole blocks of its unit and drops a request's partial last
+    block once the request is done (paged engines: matters under a capacity,
+    where that block took room only while its request ran).
     """
 
     name: str = ""
@@ -136,6 +139,7 @@ class CacheModel:
     write_multiplier: float = 1.0
     ttl: float | None = None
     includes_output: bool = False
+    full_blocks_only: bool = False
 
     def __init__(self, **overrides: object) -> None:
         for key, value in overrides.items():

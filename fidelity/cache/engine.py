@@ -90,6 +90,9 @@ class EngineCache(CacheModel):
             raise ValueError(f"capacity_tokens must be a non-negative integer or None, not {capacity_tokens!r}")
         super().__init__()
         self.block_size = block_size
+        #: paged (block_size > 1): vLLM caches a block once full
+        #: (``KVCacheManager.cache_blocks``), SGLang with a page size > 1 whole pages
+        self.full_blocks_only = block_size > 1
         self.capacity_tokens = capacity_tokens
         self.engine = engine
         self.backend = backend

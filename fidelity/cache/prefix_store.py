@@ -53,7 +53,20 @@ class PrefixStore:
     ``records_in_memory``: the packed ids of at most this many requests (the
     least recently walked go first) stay in memory, the rest in an unnamed
     temporary file, read back when a walk needs one (a session resumed long
-    after its last turn). The answers are the same.
+    after its last turn). The answers are the same. ``partial``: whether
+    a request's last, partial block (shorter than a unit) takes room in the
+    cache after the request; ``False`` for paged engines, which cache full
+    blocks only (vLLM hashes and caches a block once it is full,
+    ``KVCacheManager.cache_blocks``): with a capacity, such a block takes
+    room only while its request is stored, as vLLM hands the unhashed block
+    back to the head of its free queue for the next allocation
+    (``BlockPool.free_blocks``). It stays in the trie (the model's rule
+    never reads part of a block there, and the labels stay those of no
+    capacity) until its segment is evicted. With a capacity, a request
+    that needs more blocks than the capacity holds is not stored at all (a
+    vLLM server refuses a ``max_model_len`` its KV pool cannot hold,
+    ``kv_cache_utils.check_enough_kv_cache_memory``, so such a prompt is
+    rejected before it reaches the cache).
 
     Invariant used for liveness: a request that uses a block uses every
     block before it, so along any path the last-use time never increases
@@ -64,7 +77,7 @@ class PrefixStore:
     ROOT = 0
 
     def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None,
-                 expire: bool = False, records_in_memory: int | None = None) -> None:
+                 expire: bool = False, records_in_memory: int | None = None, partial: bool = True) -> None:
         if unit < 1:
             raise ValueError("unit must be at least 1")
         if records_in_memory is not None and records_in_memory < 1:
@@ -72,6 +85,7 @@ class PrefixStore:
         self.unit = unit
         self.ttl = ttl
         self.capacity = capacity
+        self.partial = partial
         #: dead blocks are dropped before each write (the caller writes in
         #: time order and asks about no earlier time)
         self.expire = expire and ttl is not None
@@ -103,7 +117,9 @@ class PrefixStore:
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
         self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
-        self._live_blocks = 0
+        self._live_blocks = 0  # blocks taking room (every block but the ``_loose`` ones)
+        #: partial blocks kept in the trie that take no room (``partial=False``, with a capacity)
+        self._loose: set[int] = set()
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
         self._sorted: dict[int, tuple[list[bytes], list[int]]] = {}
         #: Python-level steps taken (trie look-ups and new blocks): the
@@ -423,6 +439,9 @@ class PrefixStore:
 
     def _store(self, data: bytes, record: Any, parts: list[tuple[int, int]], now: float | None,
                label: Hashable) -> None:
+        u = self.unit * ITEM
+        if self.capacity is not None and -(-len(data) // u) > self.capacity // self.unit:
+            return  # it does not fit: the engine refuses it, the cache stays as it was
         rid = len(self._labels)
         self._labels.append(label)
         self._rtime.append(_NEG_INF if now is None else now)
@@ -439,7 +458,6 @@ class PrefixStore:
                 touched.append(len(nodes_of) - 1)  # its queue entry moves with it
             self._restamp(s, rid)
             touched.append(s)
-        u = self.unit * ITEM
         nfull = len(data) // u
         k = sum(c for _, c in parts)
         cur = parts[-1][0] if parts else -1
@@ -452,11 +470,16 @@ class PrefixStore:
             if self.capacity is None:
                 self._drop_leaves_under(node, data[k * u : (k + 1) * u])
             node = self._new_chain(node, data, k, nfull, cur)
+        tail_seg = -1  # the segment ending in this request's partial block
         if len(data) > nfull * u:
             tail = data[nfull * u :]
             leaf = self._child_holding(node, tail)
             if leaf is not None:  # a leaf is a segment of its own: join it to this chain
                 ls = self._seg[leaf]
+                if leaf in self._loose:  # it takes room again while this request runs
+                    self._loose.discard(leaf)
+                    self._live_blocks += 1
+                tail_seg = cur if cur >= 0 else ls
                 if cur >= 0:
                     self._nodes[ls] = []
                     self._ver[ls] += 1  # its queue entry is void (a leaf alone holds no bytes)
@@ -475,6 +498,7 @@ class PrefixStore:
                 leaf = self._new_leaf(node, tail, cur)
                 nodes_of[cur].append(leaf)
                 self._leafy[cur] = True
+                tail_seg = cur
         if not self._refs[rid]:
             self._data[rid] = None
         elif self._keep is not None:
@@ -484,6 +508,10 @@ class PrefixStore:
                 self._queue(s)
         if self.capacity is not None:
             self._evict()
+            if not self.partial and tail_seg >= 0 and self._leafy[tail_seg]:
+                # the partial block held room while its request ran; now it holds none
+                self._loose.add(nodes_of[tail_seg][-1])
+                self._live_blocks -= 1
 
     def _drop_leaves_under(self, node: int, block: bytes) -> None:
         """Drop the partial blocks under ``node`` that ``block`` (about to be
@@ -518,7 +546,10 @@ class PrefixStore:
         self._sorted.pop(v, None)
         self._seg[v] = -1
         self._key[v] = _GONE  # (its bytes, for a partial block)
-        self._live_blocks -= 1
+        if v in self._loose:
+            self._loose.discard(v)
+        else:
+            self._live_blocks -= 1
 
     # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
     def _queue(self, s: int) -> None:
@@ -551,13 +582,14 @@ class PrefixStore:
     def _drop(self, s: int, count: int) -> int:
         """Pop up to ``count`` blocks off the bottom of segment ``s`` (least
         recently used first; within one last use the deepest first); how
-        many went."""
+        many went (a partial block that takes no room goes without counting)."""
         nodes = self._nodes[s]
         held = len(nodes) > self._leafy[s]
         gone = 0
         while gone < count and nodes:
-            self._unlink(nodes.pop())
-            gone += 1
+            v = nodes.pop()
+            gone += v not in self._loose
+            self._unlink(v)
         self._leafy[s] = False  # the leaf, if any, went first
         if held and not nodes:
             self._unref(self._stamp[s])

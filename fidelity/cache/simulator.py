@@ -289,6 +289,8 @@ class Simulator:
         self._unit = _unit_of(cache_model)
         capacity = getattr(cache_model, "capacity_tokens", None)
         self._capacity: int | None = capacity if capacity is not None else getattr(cache_model, "capacity", None)
+        #: a request's partial last block stays cached (not in paged engines)
+        self._partial = not cache_model.full_blocks_only
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
@@ -303,7 +305,8 @@ class Simulator:
             if self.explicit:
                 store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
             else:
-                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory)
+                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory,
+                                    self._partial)
             self._stores[key] = store
         return store
 

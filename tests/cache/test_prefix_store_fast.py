@@ -35,8 +35,8 @@ class RefPrefixStore:
     """A block trie, walked one block at a time, every node stamped with
     its last use (time, order, label) on every request that uses it."""
 
-    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None) -> None:
-        self.unit, self.ttl, self.capacity = unit, ttl, capacity
+    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None, partial: bool = True) -> None:
+        self.unit, self.ttl, self.capacity, self.partial = unit, ttl, capacity, partial
         self.children: dict[tuple[int, bytes], int] = {}
         self.kids: dict[int, list[int]] = {0: []}
         self.key: dict[int, bytes] = {}
@@ -46,6 +46,7 @@ class RefPrefixStore:
         self.seq: dict[int, int] = {}
         self.label: dict[int, Hashable] = {}
         self.live: set[int] = set()
+        self.loose: set[int] = set()  # partial blocks that take no room
         self.clock = 0
         self.next_id = 1
 
@@ -100,9 +101,11 @@ class RefPrefixStore:
         return n
 
     def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
-        self.clock += 1
         b = bytes(tokens)
         u = self.unit * 8
+        if self.capacity is not None and -(-len(b) // u) > self.capacity // self.unit:
+            return  # more blocks than the capacity: refused, nothing changes
+        self.clock += 1
         path = self._path(b)
         node = path[-1] if path else 0
         for i in range(len(path), len(b) // u):
@@ -116,14 +119,24 @@ class RefPrefixStore:
             self.time[n] = float("-inf") if now is None else now
             self.seq[n] = self.clock
             self.label[n] = label
+        if tail:
+            self.loose.discard(path[-1])  # the partial block takes room while its request runs
         if self.capacity is not None:
-            over = len(self.live) - max(0, self.capacity // self.unit)
-            if over > 0:
-                for v in sorted(self.live, key=lambda n: (self.seq[n], -self.depth[n]))[:over]:
-                    self.live.discard(v)
-                    self.kids[self.parent[v]].remove(v)
-                    if self.children.get((self.parent[v], self.key[v])) == v:
-                        del self.children[(self.parent[v], self.key[v])]
+            over = len(self.live - self.loose) - max(0, self.capacity // self.unit)
+            for v in sorted(self.live, key=lambda n: (self.seq[n], -self.depth[n])):
+                if over <= 0:
+                    break
+                over -= v not in self.loose  # a loose partial block goes without counting
+                self._remove(v)
+            if tail and not self.partial and path[-1] in self.live:
+                self.loose.add(path[-1])  # a paged engine caches full blocks only: it takes no room now
+
+    def _remove(self, v: int) -> None:
+        self.live.discard(v)
+        self.loose.discard(v)
+        self.kids[self.parent[v]].remove(v)
+        if self.children.get((self.parent[v], self.key[v])) == v:
+            del self.children[(self.parent[v], self.key[v])]
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
         found = self.longest(tokens, now)
@@ -189,7 +202,7 @@ def _reference(sim: Simulator) -> Simulator:
         store = sim._stores.get(key)  # noqa: SLF001
         if store is None and create:
             store = (RefBreakpointStore(getattr(model, "lookback", 20)) if sim.explicit
-                     else RefPrefixStore(sim._unit, model.ttl, sim._capacity))  # noqa: SLF001
+                     else RefPrefixStore(sim._unit, model.ttl, sim._capacity, sim._partial))  # noqa: SLF001
             sim._stores[key] = store  # noqa: SLF001
         return store
 
