@@ -48,8 +48,10 @@ class PrefixStore:
     where it has one; smaller units are served by extending the match into
     the children of the deepest live block). ``ttl``: seconds an entry
     lives after its last use (``None``: no limit). ``capacity``: tokens the
-    cache holds at most; beyond it the least recently used blocks go, the
-    deepest first (vLLM's free-block queue evicts a sequence's tail first).
+    cache holds at most, counted per block (a full block takes a unit, a
+    partial one its tokens); beyond it the least recently used blocks go
+    whole, the deepest first (vLLM's free-block queue evicts a sequence's
+    tail first).
     ``records_in_memory``: the packed ids of at most this many requests (the
     least recently walked go first) stay in memory, the rest in an unnamed
     temporary file, read back when a walk needs one (a session resumed long
@@ -117,7 +119,7 @@ class PrefixStore:
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
         self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
-        self._live_blocks = 0  # blocks taking room (every block but the ``_loose`` ones)
+        self._held = 0  # tokens of room the blocks take (:meth:`_room`)
         #: partial blocks kept in the trie that take no room (``partial=False``, with a capacity)
         self._loose: set[int] = set()
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
@@ -401,7 +403,7 @@ class PrefixStore:
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._adopt(parent, nid, block)
-        self._live_blocks += 1
+        self._held += len(block) // ITEM if self.partial else self.unit
         return nid
 
     def _new_chain(self, parent: int, data: bytes, k: int, nfull: int, seg: int) -> int:
@@ -433,15 +435,17 @@ class PrefixStore:
         self._depth += range(top, top + m)
         self._seg += [seg] * m
         self._nodes[seg] += ids
-        self._live_blocks += m
+        self._held += m * self.unit
         self.steps += m
         return first + m - 1
 
     def _store(self, data: bytes, record: Any, parts: list[tuple[int, int]], now: float | None,
                label: Hashable) -> None:
         u = self.unit * ITEM
-        if self.capacity is not None and -(-len(data) // u) > self.capacity // self.unit:
-            return  # it does not fit: the engine refuses it, the cache stays as it was
+        if self.capacity is not None:
+            size = len(data) // ITEM
+            if (size if self.partial else -(-size // self.unit) * self.unit) > self.capacity:
+                return  # it does not fit: the engine refuses it, the cache stays as it was
         rid = len(self._labels)
         self._labels.append(label)
         self._rtime.append(_NEG_INF if now is None else now)
@@ -478,7 +482,7 @@ class PrefixStore:
                 ls = self._seg[leaf]
                 if leaf in self._loose:  # it takes room again while this request runs
                     self._loose.discard(leaf)
-                    self._live_blocks += 1
+                    self._held += self.unit
                 tail_seg = cur if cur >= 0 else ls
                 if cur >= 0:
                     self._nodes[ls] = []
@@ -511,7 +515,7 @@ class PrefixStore:
             if not self.partial and tail_seg >= 0 and self._leafy[tail_seg]:
                 # the partial block held room while its request ran; now it holds none
                 self._loose.add(nodes_of[tail_seg][-1])
-                self._live_blocks -= 1
+                self._held -= self.unit
 
     def _drop_leaves_under(self, node: int, block: bytes) -> None:
         """Drop the partial blocks under ``node`` that ``block`` (about to be
@@ -531,9 +535,23 @@ class PrefixStore:
             if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
                 self._drop(s, 1)
 
-    def _unlink(self, v: int) -> None:
+    def _room(self, v: int) -> int:
+        """Tokens of room node ``v`` takes: a unit for a full block; for a
+        partial one its tokens, or with ``partial=False`` a unit while its
+        request runs and none after (``_loose``)."""
+        if v in self._loose:
+            return 0
+        held = self._key[v][1]
+        if self.partial and type(held) is bytes and len(held) < self.unit * ITEM:
+            return len(held) // ITEM
+        return self.unit
+
+    def _unlink(self, v: int) -> int:
         """Take node ``v`` out of the trie: out of its dict, its parent's
-        children and their sorted index."""
+        children and their sorted index; the tokens of room it took."""
+        room = self._room(v)
+        self._loose.discard(v)
+        self._held -= room
         pair = self._key[v]
         keyed = self._children if type(pair[1]) is int else self._clash
         if keyed.get(pair) == v:  # (a partial block is in neither)
@@ -546,10 +564,7 @@ class PrefixStore:
         self._sorted.pop(v, None)
         self._seg[v] = -1
         self._key[v] = _GONE  # (its bytes, for a partial block)
-        if v in self._loose:
-            self._loose.discard(v)
-        else:
-            self._live_blocks -= 1
+        return room
 
     # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
     def _queue(self, s: int) -> None:
@@ -560,7 +575,7 @@ class PrefixStore:
 
     def _evict(self) -> None:
         assert self.capacity is not None
-        over = self._live_blocks - max(0, self.capacity // self.unit)
+        over = self._held - self.capacity
         heap = self._heap
         while over > 0 and heap:
             _, _, s, ver = heappop(heap)
@@ -576,20 +591,19 @@ class PrefixStore:
         while heap and rtime[heap[0][0]] + ttl < now:  # type: ignore[operator]
             _, _, s, ver = heappop(heap)
             if ver == self._ver[s]:
-                self._drop(s, len(self._nodes[s]))
+                self._drop(s, sys.maxsize)
         self._tidy()
 
     def _drop(self, s: int, count: int) -> int:
-        """Pop up to ``count`` blocks off the bottom of segment ``s`` (least
-        recently used first; within one last use the deepest first); how
-        many went (a partial block that takes no room goes without counting)."""
+        """Pop blocks off the bottom of segment ``s`` (least recently used
+        first; within one last use the deepest first) until they freed
+        ``count`` tokens of room (:meth:`_room`) or the segment is empty;
+        the room freed."""
         nodes = self._nodes[s]
         held = len(nodes) > self._leafy[s]
         gone = 0
         while gone < count and nodes:
-            v = nodes.pop()
-            gone += v not in self._loose
-            self._unlink(v)
+            gone += self._unlink(nodes.pop())
         self._leafy[s] = False  # the leaf, if any, went first
         if held and not nodes:
             self._unref(self._stamp[s])

@@ -135,3 +135,27 @@ def test_eviction_as_measured_on_vllm_cpu() -> None:
             history.append(request)
         want += reported
     assert got == want
+
+
+def test_token_engine_capacity_is_counted_in_tokens() -> None:
+    """SGLang and llama.cpp cache token by token: a capacity is a number of
+    tokens, not of the store's 32-token blocks (35 tokens fit in 40; they
+    were rounded down to one block of 32)."""
+    first, again = PromptTokens(seq(35), time=0), PromptTokens(seq(35), time=1)
+    assert cached(cache.get("sglang", capacity_tokens=40), [first], again) == 34
+    assert cached(cache.get("sglang", capacity_tokens=35), [first], again) == 34
+    assert cached(cache.get("sglang", capacity_tokens=34), [first], again) == 0  # does not fit: not stored
+    other = PromptTokens(seq(10, start=10**6), time=0.5)  # 10 more tokens: the oldest blocks go, tail first
+    assert cached(cache.get("llama.cpp", capacity_tokens=45), [first, other], again) == 34
+    assert cached(cache.get("llama.cpp", capacity_tokens=44), [first, other], again) == 32  # its last 3 went
+    assert cached(cache.get("llama.cpp", capacity_tokens=41), [first, other], again) == 0  # and its first 32
+
+
+def test_a_paged_request_larger_than_the_pool_leaves_it_as_it_was() -> None:
+    """vLLM refuses a prompt its KV pool cannot hold: what was cached stays."""
+    m = EngineCache(16, capacity_tokens=64)
+    a, again = PromptTokens(seq(40), time=0), PromptTokens(seq(40), time=2)
+    huge = PromptTokens(seq(65, start=10**6), time=1)  # 5 blocks of 16 in a pool of 4
+    assert cached(m, [a, huge], again) == 32
+    fits = PromptTokens(seq(64, start=10**6), time=1)  # 4 blocks: a's go
+    assert cached(m, [a, fits], again) == 0

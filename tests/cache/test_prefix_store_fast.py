@@ -103,8 +103,9 @@ class RefPrefixStore:
     def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
         b = bytes(tokens)
         u = self.unit * 8
-        if self.capacity is not None and -(-len(b) // u) > self.capacity // self.unit:
-            return  # more blocks than the capacity: refused, nothing changes
+        size = len(b) // 8
+        if self.capacity is not None and (size if self.partial else -(-size // self.unit) * self.unit) > self.capacity:
+            return  # more than the capacity: refused, nothing changes
         self.clock += 1
         path = self._path(b)
         node = path[-1] if path else 0
@@ -122,14 +123,21 @@ class RefPrefixStore:
         if tail:
             self.loose.discard(path[-1])  # the partial block takes room while its request runs
         if self.capacity is not None:
-            over = len(self.live - self.loose) - max(0, self.capacity // self.unit)
+            over = sum(map(self._room, self.live)) - self.capacity
             for v in sorted(self.live, key=lambda n: (self.seq[n], -self.depth[n])):
                 if over <= 0:
                     break
-                over -= v not in self.loose  # a loose partial block goes without counting
+                over -= self._room(v)  # a loose partial block goes without counting
                 self._remove(v)
             if tail and not self.partial and path[-1] in self.live:
                 self.loose.add(path[-1])  # a paged engine caches full blocks only: it takes no room now
+
+    def _room(self, v: int) -> int:
+        """Tokens of room a node takes: a unit; a partial block its tokens,
+        or (``partial=False``) a unit while its request runs, none after."""
+        if v in self.loose:
+            return 0
+        return len(self.key[v]) // 8 if self.partial else self.unit
 
     def _remove(self, v: int) -> None:
         self.live.discard(v)
