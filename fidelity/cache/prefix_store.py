@@ -48,27 +48,17 @@ class PrefixStore:
     where it has one; smaller units are served by extending the match into
     the children of the deepest live block). ``ttl``: seconds an entry
     lives after its last use (``None``: no limit). ``capacity``: tokens the
-    cache holds at most, counted per block (a full block takes a unit, a
-    partial one its tokens); beyond it the least recently used blocks go
-    whole, the deepest first (vLLM's free-block queue evicts a sequence's
-    tail first).
+    cache holds at most (a full block takes a unit, a partial one its
+    tokens); beyond it the least recently used blocks go whole, the deepest
+    first (vLLM's free-block queue evicts a sequence's tail first), and a
+    request larger than it is not stored. ``partial=False`` (paged engines:
+    vLLM caches full blocks only): a request's partial last block takes a
+    unit of room only while its request is stored; it stays in the trie,
+    unread by the whole-block rule (vLLM's rules: docs/probe.md).
     ``records_in_memory``: the packed ids of at most this many requests (the
     least recently walked go first) stay in memory, the rest in an unnamed
     temporary file, read back when a walk needs one (a session resumed long
-    after its last turn). The answers are the same. ``partial``: whether
-    a request's last, partial block (shorter than a unit) takes room in the
-    cache after the request; ``False`` for paged engines, which cache full
-    blocks only (vLLM hashes and caches a block once it is full,
-    ``KVCacheManager.cache_blocks``): with a capacity, such a block takes
-    room only while its request is stored, as vLLM hands the unhashed block
-    back to the head of its free queue for the next allocation
-    (``BlockPool.free_blocks``). It stays in the trie (the model's rule
-    never reads part of a block there, and the labels stay those of no
-    capacity) until its segment is evicted. With a capacity, a request
-    that needs more blocks than the capacity holds is not stored at all (a
-    vLLM server refuses a ``max_model_len`` its KV pool cannot hold,
-    ``kv_cache_utils.check_enough_kv_cache_memory``, so such a prompt is
-    rejected before it reaches the cache).
+    after its last turn). The answers are the same.
 
     Invariant used for liveness: a request that uses a block uses every
     block before it, so along any path the last-use time never increases
@@ -119,9 +109,8 @@ class PrefixStore:
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
         self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
-        self._held = 0  # tokens of room the blocks take (:meth:`_room`)
-        #: partial blocks kept in the trie that take no room (``partial=False``, with a capacity)
-        self._loose: set[int] = set()
+        self._held = 0  # tokens of room the blocks take (:meth:`_unlink`)
+        self._loose: set[int] = set()  # partial blocks that take no room (``partial=False``)
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
         self._sorted: dict[int, tuple[list[bytes], list[int]]] = {}
         #: Python-level steps taken (trie look-ups and new blocks): the
@@ -442,10 +431,9 @@ class PrefixStore:
     def _store(self, data: bytes, record: Any, parts: list[tuple[int, int]], now: float | None,
                label: Hashable) -> None:
         u = self.unit * ITEM
-        if self.capacity is not None:
-            size = len(data) // ITEM
-            if (size if self.partial else -(-size // self.unit) * self.unit) > self.capacity:
-                return  # it does not fit: the engine refuses it, the cache stays as it was
+        size = len(data) // ITEM
+        if self.capacity is not None and (size if self.partial else -(-size // self.unit) * self.unit) > self.capacity:
+            return  # it does not fit: the engine refuses it, the cache stays as it was
         rid = len(self._labels)
         self._labels.append(label)
         self._rtime.append(_NEG_INF if now is None else now)
@@ -512,8 +500,7 @@ class PrefixStore:
                 self._queue(s)
         if self.capacity is not None:
             self._evict()
-            if not self.partial and tail_seg >= 0 and self._leafy[tail_seg]:
-                # the partial block held room while its request ran; now it holds none
+            if not self.partial and tail_seg >= 0 and self._leafy[tail_seg]:  # its partial block: room no more
                 self._loose.add(nodes_of[tail_seg][-1])
                 self._held -= self.unit
 
@@ -523,9 +510,9 @@ class PrefixStore:
         shares with any request, the new block shares too, and it was used
         later, so it wins every tie and the leaf would never be found again
         (an append-only session leaves one such leaf per turn; without a
-        lifetime they all stayed). Not with a capacity: eviction counts
-        leaves as blocks. A node with many children keeps them (the sorted
-        index does not find prefixes in one look-up)."""
+        lifetime they all stayed). Not with a capacity: leaves take room
+        there. A node with many children keeps them (the sorted index does
+        not find prefixes in one look-up)."""
         kids = self._kids[node]
         if len(kids) > _MANY:
             return
@@ -535,24 +522,17 @@ class PrefixStore:
             if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
                 self._drop(s, 1)
 
-    def _room(self, v: int) -> int:
-        """Tokens of room node ``v`` takes: a unit for a full block; for a
-        partial one its tokens, or with ``partial=False`` a unit while its
-        request runs and none after (``_loose``)."""
-        if v in self._loose:
-            return 0
-        held = self._key[v][1]
-        if self.partial and type(held) is bytes and len(held) < self.unit * ITEM:
-            return len(held) // ITEM
-        return self.unit
-
     def _unlink(self, v: int) -> int:
         """Take node ``v`` out of the trie: out of its dict, its parent's
-        children and their sorted index; the tokens of room it took."""
-        room = self._room(v)
+        children and their sorted index; the tokens of room it took (a unit;
+        a partial block its tokens, or with ``partial=False`` none once
+        its request is done)."""
+        pair = self._key[v]
+        held = pair[1]
+        room = (0 if v in self._loose else len(held) // ITEM
+                if self.partial and type(held) is bytes and len(held) < self.unit * ITEM else self.unit)
         self._loose.discard(v)
         self._held -= room
-        pair = self._key[v]
         keyed = self._children if type(pair[1]) is int else self._clash
         if keyed.get(pair) == v:  # (a partial block is in neither)
             del keyed[pair]
@@ -596,9 +576,8 @@ class PrefixStore:
 
     def _drop(self, s: int, count: int) -> int:
         """Pop blocks off the bottom of segment ``s`` (least recently used
-        first; within one last use the deepest first) until they freed
-        ``count`` tokens of room (:meth:`_room`) or the segment is empty;
-        the room freed."""
+        first; within one last use the deepest first) until ``count`` tokens
+        of room (:meth:`_unlink`) are freed or none is left; the room freed."""
         nodes = self._nodes[s]
         held = len(nodes) > self._leafy[s]
         gone = 0
