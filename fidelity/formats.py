@@ -1,17 +1,27 @@
-"""How every view writes a number or escapes a string: counts, dollars,
-percents, Markdown table cells and GitHub workflow-command values, written
-once so that the console, Markdown, HTML, annotation and JUnit views of
-every command agree. Locale-free and deterministic; ``missing`` is what an
-unknown value (``None``) prints as, never a zero."""
+"""How every view writes a number, escapes a string or serialises a result:
+counts, dollars, percents, Markdown table cells, GitHub workflow-command
+values and the indented JSON document of ``--json``, written once so that the
+console, Markdown, HTML, annotation, JUnit and JSON views of every command
+agree. Locale-free and deterministic; ``missing`` is what an unknown value
+(``None``) prints as, never a zero. HTML text goes through :func:`html.escape`
+and JUnit XML through :mod:`xml.etree.ElementTree`, each the one escaper of
+its format."""
 
 from __future__ import annotations
 
-__all__ = ["count", "usd", "percent", "md_cell", "gh_data", "gh_property"]
+import json
+from typing import Any
+
+import orjson
+
+__all__ = ["count", "usd", "percent", "md_cell", "gh_data", "gh_property", "json_doc", "printable"]
 
 
-def count(n: int | None, missing: str = "–") -> str:
-    """``12,345``."""
-    return missing if n is None else f"{n:,}"
+def count(n: float | None, missing: str = "–") -> str:
+    """``12,345``; a float (a mean per fork) rounds half to even: ``2.5`` → ``2``."""
+    if n is None:
+        return missing
+    return f"{n:,}" if isinstance(n, int) else f"{n:,.0f}"
 
 
 def usd(x: float | None, places: int = 4, missing: str = "–") -> str:
@@ -42,3 +52,21 @@ def gh_data(text: str) -> str:
 def gh_property(text: str) -> str:
     """A workflow command's property value (``file=...,title=...``): also ``:`` and ``,``."""
     return gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def json_doc(doc: Any) -> bytes:
+    """The bytes of a result's JSON document, as every ``--json`` output and
+    written JSON file has them: two-space indent, keys in insertion order, a
+    final newline. A string holding a lone surrogate (a ``"\\ud800"`` escape
+    read from a body) cannot be UTF-8, so then the whole document is written
+    ASCII-escaped instead: the same values, nothing lost."""
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:
+        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def printable(text: str) -> str:
+    """``text`` as a console can write it: a lone surrogate (a ``"\\ud800"``
+    escape read from a body) is shown escaped instead of failing to encode."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from . import formats
 from .errors import InputError
 from .gate_rows import (
@@ -35,6 +33,7 @@ from .jsonio import atomic_write, load, load_toml
 
 __all__ = [
     "BASELINE_SCHEMA",
+    "GATE_SCHEMA",
     "REPORT_SCHEMA",
     "Row",
     "Thresholds",
@@ -127,6 +126,10 @@ class Finding:
     baseline: Row | None = None
 
 
+#: the schema of :meth:`GateResult.to_json`
+GATE_SCHEMA = "fidelity.gate/1"
+
+
 @dataclass
 class GateResult:
     findings: list[Finding] = field(default_factory=list)
@@ -139,6 +142,16 @@ class GateResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.failures else 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` view (``fidelity.gate/1``): the verdict, then every
+        finding in the order evaluated, with its row and its baseline row
+        (the rows as the baseline file writes them)."""
+        return {"schema": GATE_SCHEMA, "passed": not self.failures, "failures": len(self.failures),
+                "baseline": self.baseline_path,
+                "findings": [{"kind": f.kind, "failed": f.failed, "message": f.message, "row": f.row.to_json(),
+                              "baseline": None if f.baseline is None else f.baseline.to_json()}
+                             for f in self.findings]}
 
 
 def _allowed(base: float, abs_tol: float, pct: float) -> float:
@@ -155,24 +168,24 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
         if row.skipped is not None and old is not None:
             was_measured = old.skipped is None
             message = (f"{row.variant}: skipped now ({row.skipped})" + (
-                f"; the baseline measured {old.lost_tokens:,.0f} lost tokens per fork. If this is on purpose, "
+                f"; the baseline measured {formats.count(old.lost_tokens)} lost tokens per fork. If this is on purpose, "
                 "update the baseline (--update-baseline)" if was_measured else ""))
             result.findings.append(Finding(row, "skipped", message, was_measured, old))
             continue
         if row.skipped is None and th.preserving(row) and row.lost_tokens > 0:
             result.findings.append(Finding(row, "cache_lost", f"{row.variant} is declared cache-preserving but loses "
-                                           f"{row.lost_tokens:,.0f} cached tokens per fork{why}", True, old))
+                                           f"{formats.count(row.lost_tokens)} cached tokens per fork{why}", True, old))
             continue
         if old is None:
             state = f"skipped ({row.skipped})" if row.skipped is not None else (
-                f"loses {row.lost_tokens:,.0f} tokens per fork{why}")
+                f"loses {formats.count(row.lost_tokens)} tokens per fork{why}")
             result.findings.append(Finding(row, "new", f"{row.variant}: not in the baseline (key {row.key}); {state}; "
                                            "if this is on purpose, update the baseline (--update-baseline)", True))
             continue
         problems = []
         d_tok = row.lost_tokens - old.lost_tokens
         if d_tok > _allowed(old.lost_tokens, th.max_lost_tokens_increase, th.max_lost_tokens_increase_pct):
-            problems.append(f"lost tokens per fork rose {old.lost_tokens:,.0f} → {row.lost_tokens:,.0f} (+{d_tok:,.0f})")
+            problems.append(f"lost tokens per fork rose {formats.count(old.lost_tokens)} → {formats.count(row.lost_tokens)} (+{formats.count(d_tok)})")
         if (row.usd_per_fork is None) != (old.usd_per_fork is None):
             problems.append(f"cost per fork {formats.usd(old.usd_per_fork, 6, 'no price')} in the baseline, "
                             f"{formats.usd(row.usd_per_fork, 6, 'no price')} now")
@@ -184,10 +197,10 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
             result.findings.append(Finding(row, "regression", f"{row.variant}: " + "; ".join(problems) + why, True, old))
         elif d_tok < 0:
             result.findings.append(Finding(row, "improved", f"{row.variant}: lost tokens per fork fell "
-                                           f"{old.lost_tokens:,.0f} → {row.lost_tokens:,.0f}", False, old))
+                                           f"{formats.count(old.lost_tokens)} → {formats.count(row.lost_tokens)}", False, old))
         else:
-            result.findings.append(Finding(row, "ok", f"{row.variant}: {row.lost_tokens:,.0f} lost tokens per fork "
-                                           f"(baseline {old.lost_tokens:,.0f})", False, old))
+            result.findings.append(Finding(row, "ok", f"{row.variant}: {formats.count(row.lost_tokens)} lost tokens per fork "
+                                           f"(baseline {formats.count(old.lost_tokens)})", False, old))
     keys = {r.key for r in current}
     for old in baseline or ():
         if old.key not in keys:
@@ -222,12 +235,7 @@ def narrow_baseline(baseline: Sequence[Row], *, variants: Sequence[str] | None =
 def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
     """The baseline file: schema, where the rows came from, the rows."""
     doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
-    try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-    except TypeError:  # a lone surrogate (a "\ud800" escape in a report): escape it, lose nothing
-        import json
-
-        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
+    return formats.json_doc(doc)
 
 
 def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:

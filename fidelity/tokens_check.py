@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import providers, tokens, wire
-from .cache.prompts import cache_prompt
+from . import providers, wire
+from .cache.prompts import cache_prompt, prompt_tokenizer
 from .cache.whole_view import view_of
 from .errors import InputError, UnknownName
 from .stats import percentile
-from .tokens.billed import PromptCount, billing_tokenizer, prompt_media
+from .tokens.billed import PromptCount, prompt_media
 from .traffic.exchange import Exchange
 from .traffic.sources import reported
 
@@ -115,7 +115,7 @@ def count_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
     endpoint = providers.placed_url(url)  # the URL places the cache, as in replay
     cp = cache_prompt(body, dialect=dialect, model=model, endpoint=endpoint, provider=provider)
     d = wire.get(cp.dialect)
-    tok = billing_tokenizer(tokens.for_model(cp.model, d.provider, nearest=True), d.name)
+    tok = prompt_tokenizer(cp.model, d.provider, d.name)
     kinds, media = prompt_media(body, view_of(d, body, endpoint), tok, dialect=d.name, provider=d.provider,
                                 model=cp.model)
     estimated = cp.estimated or any(p.estimated for p in media)

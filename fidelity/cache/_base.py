@@ -125,10 +125,7 @@ class CacheModel:
     table's cache prices). ``ttl``: seconds an entry lives after its last
     use (``None``: no time limit, evicted only under memory pressure).
     ``includes_output``: whether the reply's tokens stay in the cache after
-    the prompt (self-hosted engines, DeepSeek). ``full_blocks_only``: the
-    cache keeps whole blocks of its unit and drops a request's partial last
-    block once the request is done (paged engines: matters under a capacity,
-    where that block took room only while its request ran).
+    the prompt (self-hosted engines, DeepSeek).
     """
 
     name: str = ""
@@ -139,7 +136,6 @@ class CacheModel:
     write_multiplier: float = 1.0
     ttl: float | None = None
     includes_output: bool = False
-    full_blocks_only: bool = False
 
     def __init__(self, **overrides: object) -> None:
         for key, value in overrides.items():

@@ -14,12 +14,17 @@ and the measurements: docs/probe.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import math
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from ._base import CacheModel
+from ._base import CacheModel, as_token_array
+from .packed_ids import ITEM, packed, token_bytes_or_array
 
-__all__ = ["EngineCache", "EngineDefault", "ENGINE_DEFAULTS", "engine_default", "vllm", "sglang", "llamacpp"]
+__all__ = ["EngineCache", "BlockPool", "EngineDefault", "ENGINE_DEFAULTS", "engine_default", "vllm", "sglang", "llamacpp"]
 
 
 @dataclass(frozen=True)
@@ -90,9 +95,6 @@ class EngineCache(CacheModel):
             raise ValueError(f"capacity_tokens must be a non-negative integer or None, not {capacity_tokens!r}")
         super().__init__()
         self.block_size = block_size
-        #: paged (block_size > 1): vLLM caches a block once full
-        #: (``KVCacheManager.cache_blocks``), SGLang with a page size > 1 whole pages
-        self.full_blocks_only = block_size > 1
         self.capacity_tokens = capacity_tokens
         self.engine = engine
         self.backend = backend
@@ -120,6 +122,115 @@ class EngineCache(CacheModel):
         never fed back, so the engine computes no KV for it (vLLM caches
         only computed tokens' blocks, ``KVCacheManager.cache_blocks``)."""
         return output[:-1] if self.includes_output else ()
+
+
+class BlockPool:
+    """An engine's KV blocks, ``capacity_tokens // block_size`` of them, as
+    vLLM's ``BlockPool`` (vllm/v1/core/block_pool.py, 0.32) runs them; the
+    store :class:`fidelity.cache.simulator.Simulator` keeps for an
+    :class:`EngineCache` with a capacity:
+
+    * a request reuses its longest cached prefix (at most n-1 tokens,
+      whole blocks; ``get_one_block`` takes the first block holding a
+      hash) and takes those blocks out of the free queue;
+    * it holds ``ceil(len/B)`` blocks in all; new ones come from the head
+      of the free queue, and a cached block taken there is evicted;
+    * its full blocks are then cached, even when another block already
+      holds the same hash (a prompt cached whole recomputes its last
+      block into a new one);
+    * when it finishes, its blocks are freed last block first
+      (``SingleTypeKVCacheManager.free``): blocks without a hash (a partial
+      last block) go to the head of the queue, to be reused first, and
+      hold nothing; cached blocks go to the tail, so the least recently
+      used cached block is evicted first (``BlockPool.free_blocks``);
+    * a request that needs more blocks than the pool can free is refused
+      (nothing changes).
+
+    Blocks without a hash are interchangeable, so they are counted, not
+    listed. :meth:`longest` and :meth:`feed` take the arguments of
+    :class:`~fidelity.cache.prefix_store.PrefixStore`'s (``now`` is unused:
+    an engine's cache has no lifetime)."""
+
+    def __init__(self, block_size: int, capacity_tokens: int) -> None:
+        self.size = block_size
+        self.blank = capacity_tokens // block_size  # free blocks that hold nothing reusable
+        self.lru: OrderedDict[int, None] = OrderedDict()  # free cached blocks; head = next to evict
+        self.block_key: dict[int, bytes] = {}
+        self.cached: dict[bytes, dict[int, None]] = {}  # hash -> every block holding it, first cached first
+        self.user: dict[int, Hashable] = {}  # block -> the label of the last request that used it
+        self.next_id = 0
+
+    def _keys(self, data: bytes) -> list[bytes]:
+        """One key per full block of packed ids: the whole prefix up to the
+        block's end, hashed (vLLM chains each block's hash to its parent's,
+        so a key stands for the entire prefix)."""
+        step = self.size * ITEM
+        keys = []
+        h = hashlib.blake2b(digest_size=16)
+        for end in range(step, len(data) + 1, step):
+            h.update(data[end - step:end])
+            keys.append(h.copy().digest())
+        return keys
+
+    def _hits(self, keys: list[bytes], n: int) -> list[int]:
+        hits: list[int] = []
+        for key in keys[: max(0, (n - 1) // self.size)]:
+            holders = self.cached.get(key)
+            if not holders:
+                break
+            hits.append(next(iter(holders)))
+        return hits
+
+    def _found(self, hits: list[int]) -> tuple[int, Hashable | None]:
+        return len(hits) * self.size, (self.user.get(hits[-1]) if hits else None)
+
+    def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
+        """Tokens of ``tokens`` (a prompt) the pool would serve from cache,
+        and the label of the request that last used the deepest of them."""
+        data = packed(token_bytes_or_array(tokens))
+        n = len(data) // ITEM
+        return self._found(self._hits(self._keys(data[: max(0, n - 1) * ITEM]), n))
+
+    def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
+        """:meth:`longest` for the prompt ``tokens`` (any sequence of ints),
+        then run the request; it holds the prompt followed by ``output``,
+        the reply tokens the engine keeps (the simulator passes
+        :meth:`EngineCache.kept_output`, as to a prefix store)."""
+        ids = as_token_array(tokens)
+        n = len(ids)
+        data = packed(ids + as_token_array(output) if len(output) else ids)
+        keys = self._keys(data)
+        hits = self._hits(keys, n)
+        found = self._found(hits)
+        need = math.ceil(max(len(data) // ITEM, n) / self.size) - len(hits)
+        if need > self.blank + len(self.lru) - sum(b in self.lru for b in hits):
+            return found  # the request does not fit: the engine would refuse it
+        for block in hits:
+            self.lru.pop(block, None)
+        blocks = list(hits)
+        for _ in range(need):
+            if self.blank:
+                self.blank -= 1
+                blocks.append(self.next_id)
+                self.next_id += 1
+                continue
+            block, _ = self.lru.popitem(last=False)
+            old = self.block_key.pop(block)
+            self.user.pop(block, None)
+            del self.cached[old][block]
+            if not self.cached[old]:
+                del self.cached[old]
+            blocks.append(block)
+        for i in range(len(hits), min(len(keys), len(blocks))):
+            self.cached.setdefault(keys[i], {})[blocks[i]] = None
+            self.block_key[blocks[i]] = keys[i]
+        for block in reversed(blocks):
+            if block in self.block_key:
+                self.lru[block] = None
+                self.user[block] = label
+            else:
+                self.blank += 1
+        return found
 
 
 def vllm(block_size: int | None = None, capacity_tokens: int | None = None, *, backend: str = "gpu") -> EngineCache:

@@ -48,13 +48,8 @@ class PrefixStore:
     where it has one; smaller units are served by extending the match into
     the children of the deepest live block). ``ttl``: seconds an entry
     lives after its last use (``None``: no limit). ``capacity``: tokens the
-    cache holds at most (a full block takes a unit, a partial one its
-    tokens); beyond it the least recently used blocks go whole, the deepest
-    first (vLLM's free-block queue evicts a sequence's tail first), and a
-    request larger than it is not stored. ``partial=False`` (paged engines:
-    vLLM caches full blocks only): a request's partial last block takes a
-    unit of room only while its request is stored; it stays in the trie,
-    unread by the whole-block rule (vLLM's rules: docs/probe.md).
+    cache holds at most; beyond it the least recently used blocks go, the
+    deepest first (vLLM's free-block queue evicts a sequence's tail first).
     ``records_in_memory``: the packed ids of at most this many requests (the
     least recently walked go first) stay in memory, the rest in an unnamed
     temporary file, read back when a walk needs one (a session resumed long
@@ -69,7 +64,7 @@ class PrefixStore:
     ROOT = 0
 
     def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None,
-                 expire: bool = False, records_in_memory: int | None = None, partial: bool = True) -> None:
+                 expire: bool = False, records_in_memory: int | None = None) -> None:
         if unit < 1:
             raise ValueError("unit must be at least 1")
         if records_in_memory is not None and records_in_memory < 1:
@@ -77,7 +72,6 @@ class PrefixStore:
         self.unit = unit
         self.ttl = ttl
         self.capacity = capacity
-        self.partial = partial
         #: dead blocks are dropped before each write (the caller writes in
         #: time order and asks about no earlier time)
         self.expire = expire and ttl is not None
@@ -109,8 +103,7 @@ class PrefixStore:
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
         self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
-        self._held = 0  # tokens of room the blocks take (:meth:`_unlink`)
-        self._loose: set[int] = set()  # partial blocks that take no room (``partial=False``)
+        self._live_blocks = 0
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
         self._sorted: dict[int, tuple[list[bytes], list[int]]] = {}
         #: Python-level steps taken (trie look-ups and new blocks): the
@@ -392,7 +385,7 @@ class PrefixStore:
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._adopt(parent, nid, block)
-        self._held += len(block) // ITEM if self.partial else self.unit
+        self._live_blocks += 1
         return nid
 
     def _new_chain(self, parent: int, data: bytes, k: int, nfull: int, seg: int) -> int:
@@ -424,16 +417,12 @@ class PrefixStore:
         self._depth += range(top, top + m)
         self._seg += [seg] * m
         self._nodes[seg] += ids
-        self._held += m * self.unit
+        self._live_blocks += m
         self.steps += m
         return first + m - 1
 
     def _store(self, data: bytes, record: Any, parts: list[tuple[int, int]], now: float | None,
                label: Hashable) -> None:
-        u = self.unit * ITEM
-        size = len(data) // ITEM
-        if self.capacity is not None and (size if self.partial else -(-size // self.unit) * self.unit) > self.capacity:
-            return  # it does not fit: the engine refuses it, the cache stays as it was
         rid = len(self._labels)
         self._labels.append(label)
         self._rtime.append(_NEG_INF if now is None else now)
@@ -450,6 +439,7 @@ class PrefixStore:
                 touched.append(len(nodes_of) - 1)  # its queue entry moves with it
             self._restamp(s, rid)
             touched.append(s)
+        u = self.unit * ITEM
         nfull = len(data) // u
         k = sum(c for _, c in parts)
         cur = parts[-1][0] if parts else -1
@@ -462,16 +452,11 @@ class PrefixStore:
             if self.capacity is None:
                 self._drop_leaves_under(node, data[k * u : (k + 1) * u])
             node = self._new_chain(node, data, k, nfull, cur)
-        tail_seg = -1  # the segment ending in this request's partial block
         if len(data) > nfull * u:
             tail = data[nfull * u :]
             leaf = self._child_holding(node, tail)
             if leaf is not None:  # a leaf is a segment of its own: join it to this chain
                 ls = self._seg[leaf]
-                if leaf in self._loose:  # it takes room again while this request runs
-                    self._loose.discard(leaf)
-                    self._held += self.unit
-                tail_seg = cur if cur >= 0 else ls
                 if cur >= 0:
                     self._nodes[ls] = []
                     self._ver[ls] += 1  # its queue entry is void (a leaf alone holds no bytes)
@@ -490,7 +475,6 @@ class PrefixStore:
                 leaf = self._new_leaf(node, tail, cur)
                 nodes_of[cur].append(leaf)
                 self._leafy[cur] = True
-                tail_seg = cur
         if not self._refs[rid]:
             self._data[rid] = None
         elif self._keep is not None:
@@ -500,9 +484,6 @@ class PrefixStore:
                 self._queue(s)
         if self.capacity is not None:
             self._evict()
-            if not self.partial and tail_seg >= 0 and self._leafy[tail_seg]:  # its partial block: room no more
-                self._loose.add(nodes_of[tail_seg][-1])
-                self._held -= self.unit
 
     def _drop_leaves_under(self, node: int, block: bytes) -> None:
         """Drop the partial blocks under ``node`` that ``block`` (about to be
@@ -510,9 +491,9 @@ class PrefixStore:
         shares with any request, the new block shares too, and it was used
         later, so it wins every tie and the leaf would never be found again
         (an append-only session leaves one such leaf per turn; without a
-        lifetime they all stayed). Not with a capacity: leaves take room
-        there. A node with many children keeps them (the sorted index does
-        not find prefixes in one look-up)."""
+        lifetime they all stayed). Not with a capacity: eviction counts
+        leaves as blocks. A node with many children keeps them (the sorted
+        index does not find prefixes in one look-up)."""
         kids = self._kids[node]
         if len(kids) > _MANY:
             return
@@ -522,17 +503,10 @@ class PrefixStore:
             if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
                 self._drop(s, 1)
 
-    def _unlink(self, v: int) -> int:
+    def _unlink(self, v: int) -> None:
         """Take node ``v`` out of the trie: out of its dict, its parent's
-        children and their sorted index; the tokens of room it took (a unit;
-        a partial block its tokens, or with ``partial=False`` none once
-        its request is done)."""
+        children and their sorted index."""
         pair = self._key[v]
-        held = pair[1]
-        room = (0 if v in self._loose else len(held) // ITEM
-                if self.partial and type(held) is bytes and len(held) < self.unit * ITEM else self.unit)
-        self._loose.discard(v)
-        self._held -= room
         keyed = self._children if type(pair[1]) is int else self._clash
         if keyed.get(pair) == v:  # (a partial block is in neither)
             del keyed[pair]
@@ -544,7 +518,7 @@ class PrefixStore:
         self._sorted.pop(v, None)
         self._seg[v] = -1
         self._key[v] = _GONE  # (its bytes, for a partial block)
-        return room
+        self._live_blocks -= 1
 
     # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
     def _queue(self, s: int) -> None:
@@ -555,7 +529,7 @@ class PrefixStore:
 
     def _evict(self) -> None:
         assert self.capacity is not None
-        over = self._held - self.capacity
+        over = self._live_blocks - max(0, self.capacity // self.unit)
         heap = self._heap
         while over > 0 and heap:
             _, _, s, ver = heappop(heap)
@@ -571,18 +545,19 @@ class PrefixStore:
         while heap and rtime[heap[0][0]] + ttl < now:  # type: ignore[operator]
             _, _, s, ver = heappop(heap)
             if ver == self._ver[s]:
-                self._drop(s, sys.maxsize)
+                self._drop(s, len(self._nodes[s]))
         self._tidy()
 
     def _drop(self, s: int, count: int) -> int:
-        """Pop blocks off the bottom of segment ``s`` (least recently used
-        first; within one last use the deepest first) until ``count`` tokens
-        of room (:meth:`_unlink`) are freed or none is left; the room freed."""
+        """Pop up to ``count`` blocks off the bottom of segment ``s`` (least
+        recently used first; within one last use the deepest first); how
+        many went."""
         nodes = self._nodes[s]
         held = len(nodes) > self._leafy[s]
         gone = 0
         while gone < count and nodes:
-            gone += self._unlink(nodes.pop())
+            self._unlink(nodes.pop())
+            gone += 1
         self._leafy[s] = False  # the leaf, if any, went first
         if held and not nodes:
             self._unref(self._stamp[s])

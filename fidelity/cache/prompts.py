@@ -21,7 +21,7 @@ from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import MEMO_BODY, remember
 
-__all__ = ["CachePrompt", "cache_prompt"]
+__all__ = ["CachePrompt", "cache_prompt", "prompt_tokenizer"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,14 @@ _BUILDER = PromptIds(TokenMemo(64 << 20), digests=True)
 _LOCK = threading.Lock()
 
 
+def prompt_tokenizer(model: str, provider: str, dialect: str) -> tokens.Tokenizer:
+    """The tokenizer a request to ``model`` is counted with, by every
+    command: the model's own, else the nearest family's marked estimated
+    (:func:`fidelity.tokens.for_model` with ``nearest``), as billed
+    (:func:`fidelity.tokens.billed.billing_tokenizer`)."""
+    return billing_tokenizer(tokens.for_model(model, provider, nearest=True), dialect)
+
+
 def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: float | None,
                   label: Hashable | None, output: Sequence[int], path: str | None, endpoint: str | None,
                   provider: str | None) -> CachePrompt:
@@ -104,7 +112,7 @@ def _cache_prompt(body: bytes, dialect: str | None, model: str | None, time: flo
         if model is None:
             raise InputError("the body names no model; pass the model", path=path)
     prov = provider or d.provider
-    tok = billing_tokenizer(tokens.for_model(model, prov, nearest=True), d.name)  # unknown: nearest family, estimated
+    tok = prompt_tokenizer(model, prov, d.name)
     try:
         with _LOCK:
             built = _BUILDER.build(_Body(d, prov, model, obj, body), None, None, time, label, endpoint, output)

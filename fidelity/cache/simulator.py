@@ -19,7 +19,9 @@ read comes from (:attr:`Prediction.parent`).
 Two stores implement the two kinds of cache:
 
 * :class:`PrefixStore` for automatic prefix caches (OpenAI, DeepSeek,
-  Gemini implicit, DashScope implicit, self-hosted engines): every request
+  Gemini implicit, DashScope implicit, self-hosted engines; an engine with
+  a capacity gets its block pool instead, :class:`~.engine.BlockPool`,
+  whose eviction is the engine's own): every request
   stores its whole prompt (and, where the model says so, its reply); a
   later request reads the longest live common prefix, rounded by the
   model's rule (:meth:`CacheModel.reusable`). It is a trie of fixed-size
@@ -56,6 +58,7 @@ from typing import Any
 from ..errors import InputError
 from ._base import CacheModel, PromptTokens, settle_prompt_fields
 from ._breakpoints import BreakpointCache
+from .engine import BlockPool, EngineCache
 from .prefix_store import PrefixStore
 
 _ITEM = 8  # bytes per packed token id (array('q'))
@@ -289,8 +292,6 @@ class Simulator:
         self._unit = _unit_of(cache_model)
         capacity = getattr(cache_model, "capacity_tokens", None)
         self._capacity: int | None = capacity if capacity is not None else getattr(cache_model, "capacity", None)
-        #: a request's partial last block stays cached (not in paged engines)
-        self._partial = not cache_model.full_blocks_only
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
@@ -304,9 +305,10 @@ class Simulator:
         if store is None and create:
             if self.explicit:
                 store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
+            elif isinstance(self.model, EngineCache) and self._capacity is not None:
+                store = BlockPool(self.model.block_size, self._capacity)  # the engine's own pool: its eviction
             else:
-                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory,
-                                    self._partial)
+                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory)
             self._stores[key] = store
         return store
 

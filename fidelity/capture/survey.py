@@ -22,7 +22,7 @@ from ..errors import FidelityError, InputError
 __all__ = ["Survey", "survey", "sources_in", "main"]
 
 #: kinds of the one listing that the importers read
-_IMPORTED = ("vcr", "har", "jsonl", "dsh")
+_IMPORTED = ("vcr", "ruby-vcr", "har", "httprr", "jsonl", "dsh")
 
 
 @dataclass
@@ -80,7 +80,7 @@ class Survey:
         out += [f"  detection: {x}" for x in self.detection_failures]
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "sources": self.sources, "imported": self.imported,
             "failed": [{"source": n, "reason": r} for n, r in self.failed],
@@ -181,23 +181,8 @@ def survey(*folders: str | Path, keep: int = 5) -> Survey:
             result.skipped["not model requests"] += unexplained
         for snap in imported.snapshots:
             _check(snap, result, keep)
-        result.set_apart.update(_decisions(path))
+        result.set_apart.update(imported.set_apart)
     return result
-
-
-def _decisions(path: Path) -> Counter[str]:
-    """What the one rule sets apart in a recording the commands read (the
-    importer's own skips are counted above)."""
-    from ..traffic.sources import READ_KINDS, Source, kind_of, read
-
-    kind = kind_of(path)
-    if kind not in READ_KINDS or kind == "snapshots":
-        return Counter()
-    try:
-        return Counter(ex.set_apart for ex in read(Source(kind, path))
-                       if ex.set_apart is not None and not ex.set_apart.startswith("not a generation request"))
-    except FidelityError:
-        return Counter()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        sys.stdout.buffer.write(formats.json_doc(result.to_json()))
     else:
         print("\n".join(result.lines()))
     return 0 if result.ok else 1

@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
-from .. import tokens, wire
+from .. import formats, tokens, wire
 from ..calibrate import calibrate, load
 from ..views.calibration import render
 from ._console import stdout_console
@@ -31,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = tokens.for_model(args.model, "deepseek")
     result = calibrate(load(args.path), tokenizer, wire.get("deepseek").render, header_shift=args.header_shift)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(formats.json_doc(result.to_json()))
         return 0
     stdout_console().print(render(result))
     return 0

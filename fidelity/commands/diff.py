@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 from rich.console import Console, Group
 from rich.text import Text
 
-from .. import pricing
+from .. import formats, pricing
 from ..capture import snapshot
 from ..diff import DiffResult, views
 from ..errors import InputError
@@ -86,13 +85,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             payload = [{**r, "pair": pair} for r, pair in zip(payload, pairs)]
         _check_any(payload, skipped, args)
-        import orjson  # only the JSON output needs it
-
-        try:
-            data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
-        except TypeError:  # a lone surrogate (from a "\ud800" escape in a body): escape it, lose nothing
-            data = json.dumps(payload, indent=2, ensure_ascii=True).encode("ascii")
-        sys.stdout.buffer.write(data + b"\n")
+        sys.stdout.buffer.write(formats.json_doc(payload))
         note = summary(skipped)
         if note:
             print(f"fidelity diff: {note}", file=sys.stderr)
@@ -134,7 +127,7 @@ class _Escaping:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        written: int = self._stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        written: int = self._stream.write(formats.printable(text))
         return written
 
     def __getattr__(self, name: str) -> Any:

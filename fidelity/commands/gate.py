@@ -8,7 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import gate, gate_output, pricing
+from .. import formats, gate, gate_output, pricing
+from ..errors import InputError
 from ..jsonio import atomic_write, load
 from . import report
 
@@ -26,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "row on purpose: a baseline row that is missing or skipped now fails the gate)")
     parser.add_argument("--format", choices=("text", "github"), default=None,
                         help="text, or GitHub workflow commands (default: github when GITHUB_ACTIONS=true)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the verdict and every row as JSON (fidelity.gate/1), as diff, replay and scan do")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="list every row (default: the failures and a one-line summary)")
@@ -86,6 +89,8 @@ def update_command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json and args.format:
+        raise InputError(f"--json and --format {args.format}: choose one view")
     th = gate.load_config(args.config)
     baseline_path = args.baseline or th.baseline
     rows, source = _current(args)
@@ -98,11 +103,13 @@ def run(args: argparse.Namespace) -> int:
         baseline = gate.narrow_baseline(baseline, variants=args.variants, dialects=args.providers)
     result = gate.evaluate(rows, baseline, th)
     result.baseline_path = str(baseline_path)
-    fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
-    view = gate_output.format_github if fmt == "github" else gate_output.format_text
-    text = view(result, verbose=args.verbose)
-    # a lone surrogate (from a "\ud800" escape in an input) is shown escaped, not a crash
-    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    if args.json:
+        sys.stdout.buffer.write(formats.json_doc(result.to_json()))
+    else:
+        fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
+        view = gate_output.format_github if fmt == "github" else gate_output.format_text
+        text = view(result, verbose=args.verbose)
+        sys.stdout.write(formats.printable(text))
     if args.junit:
         atomic_write(args.junit, gate_output.junit_xml(result))
     return result.exit_code

@@ -12,12 +12,12 @@ from ._args import positive_int
 
 __all__ = ["HELP", "add_arguments", "run", "add_decompress_arguments", "decompress_limits"]
 
-HELP = ("Import recorded requests (HAR 1.2, vcrpy cassette, JSONL request log, DeepSeek Harness "
-        "session log) as request snapshots, credentials redacted.")
+HELP = ("Import recorded requests (HAR 1.2, vcrpy or Ruby VCR cassette, httprr trace, JSONL request or "
+        "claude-trace log, DeepSeek Harness session log) as request snapshots, credentials redacted.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="HAR file, vcrpy cassette, JSONL request log or DSH session log")
+    parser.add_argument("source", help="HAR file, vcrpy or Ruby VCR cassette, httprr trace, JSONL log or DSH session log")
     parser.add_argument("outdir", help="snapshot folder to write into")
     parser.add_argument("--kind", choices=KINDS, help="importer (guessed from the file when omitted)")
     add_decompress_arguments(parser)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
+from .. import formats
 from ..replay import replay
 from ..views.replay import render
 from ._console import stdout_console
@@ -26,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     result = replay(args.path)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(formats.json_doc(result.to_json()))
         return 0
     stdout_console().print(render(result))
     return 0

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from .. import pricing
+from .. import formats, pricing
 from ._args import positive_int
+from ._console import stdout_console
 from .import_snapshots import add_decompress_arguments, decompress_limits
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -72,13 +70,6 @@ class _Bar:
             self.progress.stop()
 
 
-def _dumps(doc: Any) -> bytes:
-    try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-    except TypeError:  # a lone surrogate in a detail string
-        return json.dumps(doc, indent=2, ensure_ascii=True).encode("ascii") + b"\n"
-
-
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..jsonio import atomic_write
@@ -98,12 +89,12 @@ def run(args: argparse.Namespace) -> int:
         bar.stop()
     if args.out:
         out = Path(args.out)
-        atomic_write(out / "scan.json", _dumps(result))
+        atomic_write(out / "scan.json", formats.json_doc(result))
         atomic_write(out / "scan.md", views.markdown(result).encode("utf-8"))
         atomic_write(out / "scan.html", views.html_page(result).encode("utf-8"))
     fmt = "json" if args.json else args.format
     if fmt == "json":
-        sys.stdout.buffer.write(_dumps(result))
+        sys.stdout.buffer.write(formats.json_doc(result))
     elif fmt == "md":
         sys.stdout.write(views.markdown(result))
     elif fmt == "html":
@@ -111,10 +102,5 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "github":
         sys.stdout.write(views.github(result))
     else:
-        from rich.console import Console
-
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)
-        console.print(views.console_view(result))
+        stdout_console().print(views.console_view(result))
     return 0

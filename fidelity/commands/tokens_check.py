@@ -8,8 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
-
+from .. import formats
 from ..errors import InputError
 from ..tokens_check import CheckResult, check
 from ..views.tokens_check import render
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.rows:
         raise nothing_scored(args.paths, result)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(formats.json_doc(result.to_json()))
         return 0
     stdout_console().print(render(result, requests=args.requests))
     return 0

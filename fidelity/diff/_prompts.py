@@ -59,9 +59,9 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
     them, markers removed for Anthropic; ``*_marked``: as sent; ``split``:
     the first differing segment of the unmarked views; ``times``: when each
     was sent, ``None``: the child one second after."""
-    from ..tokens.billed import billing_tokenizer
+    from ..cache.prompts import prompt_tokenizer
 
-    tok = billing_tokenizer(tokens.for_model(model, d.provider), d.name)
+    tok = prompt_tokenizer(model, d.provider, d.name)
     t_p, t_c = times if times is not None else (0.0, 1.0)
     p_cp, c_cp = _built(d, model, parent, endpoint), _built(d, model, child, endpoint)
     # per-model minimums (Anthropic, Gemini); DashScope's explicit mode where the child marks a segment

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import formats
+
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Group
 
@@ -155,8 +157,8 @@ def fields(result: DiffResult) -> list[tuple[str, str]]:
                  f"{t.child_prompt:,}  {_tokens_line(result)}"))
     rows.append(("cache", f"predicted cached {c.predicted_cached:,} · lost {c.lost:,}  [{c.model}]"))
     if result.cost:
-        rows.append(("cost", f"${result.cost.usd_lost:.6f} lost per child request "
-                     f"(${result.cost.usd_lost * 1000:.4f} per 1,000)  "
+        rows.append(("cost", f"{formats.usd(result.cost.usd_lost, 6)} lost per child request "
+                     f"({formats.usd(result.cost.usd_lost * 1000)} per 1,000)  "
                      f"[{result.cost.price_table}, {result.cost.as_of}, {result.cost.price_model}"
                      f"{', ' + result.cost.rate + ' rate' if result.cost.rate else ''}]"))
     elif result.cost_note:
@@ -213,7 +215,7 @@ def break_lines(result: DiffResult) -> list[str]:
 def _kept(b: Any, read: int) -> str:
     if b.kept is None:
         return "not computed (past the first breaks, or the fixed child could not be built)"
-    usd = f", ${b.usd_saved:.6f} saved per child request" if b.usd_saved is not None else ""
+    usd = f", {formats.usd(b.usd_saved, 6)} saved per child request" if b.usd_saved is not None else ""
     return f"{b.kept:,} cached tokens (+{max(0, b.kept - read):,}{usd})"
 
 
@@ -238,7 +240,7 @@ def text_lines(result: DiffResult, verdict: str | None = None) -> list[str]:
         lines.append(f"  parent: {v.parent_excerpt}")
     if v.child_excerpt is not None:
         lines.append(f"  child:  {v.child_excerpt}")
-    cost = f", ${result.cost.usd_lost:.6f} per child request" if result.cost else (
+    cost = f", {formats.usd(result.cost.usd_lost, 6)} per child request" if result.cost else (
         f"; {result.cost_note}" if result.cost_note else "")
     lines.append(f"  lost: {result.cache.lost:,} cached tokens of {t.child_prompt:,} "
                  f"({t.tokenizer}{', estimated' if t.estimated else ''}; cache model {result.cache.model}){cost}")

@@ -11,8 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from .. import formats
 from ..jsonio import atomic_write
 from .capture import Capture, read_captures, read_pair
 from .descriptor import Descriptor
@@ -88,7 +87,7 @@ def build_from(captures: Iterable[Capture], descriptors: Iterable[Descriptor] = 
 
 
 def to_json(matrix: dict[str, Any]) -> bytes:
-    return orjson.dumps(matrix, option=orjson.OPT_INDENT_2) + b"\n"
+    return formats.json_doc(matrix)
 
 
 def _cell(row: dict[str, Any], col: str) -> str:
@@ -102,7 +101,7 @@ def _cell(row: dict[str, Any], col: str) -> str:
     if col in ("kept_tokens", "lost_tokens") and isinstance(v, int):
         return f"{v:,}" + ("~" if row.get("tokens_estimated") else "")
     if col == "usd_per_1000_spawns" and isinstance(v, float):
-        return f"${v:,.2f}"
+        return formats.usd(v, 2)
     return "" if v is None else str(v)
 
 
@@ -119,7 +118,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table (the console and Markdown view)."""
     out = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     for r in rows:
-        out.append("| " + " | ".join(_cell(r, c).replace("|", "\\|") for c in _COLUMNS) + " |")
+        out.append("| " + " | ".join(formats.md_cell(_cell(r, c)) for c in _COLUMNS) + " |")
     return "\n".join(out) + "\n"
 
 

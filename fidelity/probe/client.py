@@ -1,17 +1,8 @@
 """A minimal client for OpenAI-compatible endpoints: send one request, read
-back the prompt tokens and the cached prompt tokens the server reports.
-
-Where servers report cached tokens (each read here, first found wins):
-
-* ``usage.prompt_tokens_details.cached_tokens``: OpenAI's Chat Completions
-  and Completions (https://platform.openai.com/docs/api-reference/chat/object),
-  vLLM with ``--enable-prompt-tokens-details``
-  (https://docs.vllm.ai/en/latest/cli/serve.html), SGLang
-  (``--enable-cache-report``).
-* ``usage.prompt_cache_hit_tokens``: DeepSeek
-  (https://api-docs.deepseek.com/guides/kv_cache).
-* ``timings.cache_n``: llama.cpp's server
-  (https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md).
+back the prompt tokens and the cached prompt tokens the server reports,
+through the one usage parser (:func:`fidelity.traffic.usage.cache_report`:
+OpenAI, vLLM and SGLang's ``prompt_tokens_details.cached_tokens``,
+DeepSeek's ``prompt_cache_hit_tokens``, llama.cpp's ``timings.cache_n``).
 
 The API key is read from an environment variable whose name the caller
 gives; it is sent in the ``Authorization`` header and nowhere else (never
@@ -30,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FidelityError
+from ..traffic.usage import cache_report
 
 __all__ = ["ProbeError", "Reported", "Endpoint", "reported_usage"]
 
@@ -49,20 +41,10 @@ class Reported:
 
 def reported_usage(response: Mapping[str, Any]) -> Reported | None:
     """Prompt and cached tokens from a response body, or ``None`` when the
-    server reports no cached-token figure (see the module docstring)."""
-    raw_usage = response.get("usage")
-    usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-    prompt = usage.get("prompt_tokens")
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int) and isinstance(prompt, int):
-        return Reported(prompt, details["cached_tokens"], "usage.prompt_tokens_details.cached_tokens")
-    if isinstance(usage.get("prompt_cache_hit_tokens"), int) and isinstance(prompt, int):
-        return Reported(prompt, usage["prompt_cache_hit_tokens"], "usage.prompt_cache_hit_tokens")
-    timings = response.get("timings")
-    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
-        n = timings["cache_n"] + int(timings.get("prompt_n") or 0)
-        return Reported(prompt if isinstance(prompt, int) else n, timings["cache_n"], "timings.cache_n")
-    return None
+    server reports no cached-token figure: the one usage parser's
+    (:func:`fidelity.traffic.usage.cache_report`)."""
+    got = cache_report(response)
+    return Reported(*got) if got is not None else None
 
 
 class Endpoint:

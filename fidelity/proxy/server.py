@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import formats
 from ..errors import FidelityError
 from ..providers import placed_url
 from ..traffic.usage import Decoder, StreamReader
@@ -388,7 +389,7 @@ class RecordingProxy:
         except Exception as exc:
             return f"{head} · reads #{parent_seq} · no verdict ({exc})"
         cause = v.cause + (f": {v.detail}" if v.detail else "")
-        usd = "" if v.usd_lost is None else f" ${v.usd_lost:.4f}"
+        usd = "" if v.usd_lost is None else f" {formats.usd(v.usd_lost)}"
         est = " (estimated)" if v.estimated else ""
         return (f"{head} · reads #{parent_seq} · first divergence {v.divergence()} · {cause[:160]} · "
                 f"cached predicted {v.predicted_cached:,} / reported {reported} · lost {v.lost_tokens:,} tok{usd}{est}"

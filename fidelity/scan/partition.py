@@ -34,6 +34,7 @@ from .. import cache as cache_models
 from .. import pricing, server_side, tokens
 from ..bytediff import first_divergence
 from ..cache._breakpoints import BreakpointCache
+from ..cache.anthropic_blocks import strip_markers
 from ..cache.builder import PromptIds
 from ..cache.items import (
     SUPPORTED,
@@ -41,7 +42,6 @@ from ..cache.items import (
     Item,
     build_view,
     common_prefix,
-    dumps_value,
     encode,
     partition_key,
     shared_items,
@@ -396,7 +396,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
             items: Iterable[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
             fds: dict[int, int], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
-    tok = tokens.for_model(model, provider)
+    tok = tokens.for_model(model, provider, nearest=True)  # as the builder counts it: unknown, the nearest family
     # causes by the segment ids of the two requests (ids are the partition's own)
     classify_memo: dict[tuple[Any, ...], tuple[str, str | None]] = {}
     explicit = isinstance(cm, BreakpointCache)  # Anthropic / DashScope explicit caching: strip markers
@@ -435,7 +435,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
             # (reused segments were stripped already: their marks carry over)
             for i in range(k, len(data)):
                 if b'"cache_control"' in data[i]:
-                    data[i] = dumps_value(_strip_markers(orjson.loads(data[i])))
+                    data[i] = strip_markers(data[i])
         segs = array("q", ln.segs[:k])
         segs.extend(map(st.data.number, data[k:]))
         prev_view, prev_index, prev_parsed = ln.view, ln.index, ln.parsed
@@ -561,15 +561,6 @@ def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:
         return view_after(rec.dialect, rec.body, prev)
     view = view_of(rec)
     return view, shared_items(view.items, prev.items) if prev is not None else 0
-
-
-def _strip_markers(value: Any) -> Any:
-    """``value`` without its ``cache_control`` members, at any depth."""
-    if isinstance(value, dict):
-        return {k: _strip_markers(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_markers(v) for v in value]
-    return value
 
 
 def _head(st: _State, items: Sequence[Item], segs: Sequence[int]) -> tuple[Segment, ...]:

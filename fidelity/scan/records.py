@@ -42,8 +42,8 @@ from ..capture.redact import url_problem
 from ..errors import InputError
 from ..gzipped import gunzip_file
 from ..traffic import usage as _usage
-from ..traffic.apart import endpoint_of, route
 from ..traffic.usage import http_status
+from ..wire.evidence import detect_request, endpoint_of
 
 __all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "endpoint_of", "MAX_LINE"]
 
@@ -78,11 +78,17 @@ class Record:
     #: the request URL ("" when the line names none): its provider's cache
     #: serves the request (DeepSeek's /responses, OpenRouter), whatever the body's shape
     url: str = ""
-    #: the dialect was recognised from the body (no URL route, no provider named)
+    #: the body (its shape or marks) or the URL's path chose the dialect, not
+    #: a known provider's URL, the line's ``provider`` or ``--provider``
     detected: bool = False
     #: the response's HTTP status, where logged
     status: int | None = None
 
+
+#: the reasons (:attr:`fidelity.wire.evidence.Detection.why`) of a dialect
+#: that no part of the body chose: a known provider's URL, the line's
+#: ``provider``, ``--provider``
+_NOT_BY_BODY = ("URL: ", "snapshot metadata: ", "--provider ")
 
 _URL_PROBLEMS: dict[str, str | None] = {}
 
@@ -183,14 +189,18 @@ def parse_record(line: bytes) -> Record:
     if problem is not None:  # set apart, as the importers set such an entry apart
         raise BadLine("malformed URL", problem)
     hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
-    # the one routing rule (fidelity.traffic.apart.route): what replay and tokens-check use
-    name, provider, model = route(body, url, hint)
-    if name is None or name not in wire.names():
+    # the one detection (what replay and tokens-check route by)
+    try:
+        chosen = detect_request(body, url=url or None, meta_dialect=hint)
+    except InputError:
+        chosen = None
+    if chosen is None or chosen.dialect not in wire.names():
         raise BadLine("unknown provider", "no URL route and no dialect recognises the body")
-    if model is None:
+    if chosen.model is None:
         raise BadLine("no model", "neither the body nor the URL names a model")
-    dialect = wire.get(name)
-    detected = not (hint and hint in wire.names()) and (not url or endpoint_of(url) is None)
+    dialect = wire.get(chosen.dialect)
+    provider, model = chosen.family, chosen.model
+    detected = not chosen.why.startswith(_NOT_BY_BODY)
     used = _usage.normalise(obj.get("usage"))
     if used is None and "response" in obj:
         resp = obj["response"]
@@ -250,10 +260,20 @@ def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
 # -- other inputs -> record lines ---------------------------------------------------
 
 
+def _label(name: str) -> str:
+    """A path-derived label as valid UTF-8: a file name that is not (bytes
+    Python keeps as lone surrogates) shows its odd bytes as ``\\xNN``."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _record_line(body: bytes, *, url: str | None, provider: str | None, session: str, where: str,
                  time: Any = None, used: Any = None, status: int | None = None) -> bytes:
-    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": session,
-                           "source": where}
+    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": _label(session),
+                           "source": _label(where)}
     try:
         rec["body"] = body.decode("utf-8")
     except UnicodeDecodeError:

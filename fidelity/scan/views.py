@@ -15,12 +15,16 @@ from .. import formats
 __all__ = ["console_view", "markdown", "html_page", "github"]
 
 
+#: what an unknown figure (no price, no rate) prints as in every scan view
+_NA = "n/a"
+
+
 def _usd(x: float | None) -> str:
-    return formats.usd(x, 4, "n/a")
+    return formats.usd(x, missing=_NA)
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:.1f} %"
+    return formats.percent(x, missing=_NA)
 
 
 def _headline(r: dict[str, Any]) -> list[str]:

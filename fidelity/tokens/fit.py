@@ -44,6 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import formats
 from ..errors import FidelityError, InputError
 from ..traffic.exchange import Exchange
 from ..traffic.sources import reported
@@ -349,7 +350,8 @@ def _line(name: str, part: Sequence[Sample], e: Sequence[float]) -> str:
     from ..stats import percentile
 
     return (f"  {name}: {len(part)} requests, {len({s.group for s in part})} tests, "
-            f"median {statistics.median(e):.2%}, p95 {percentile(e, 95):.2%}, max {max(e):.2%}")
+            f"median {formats.percent(statistics.median(e), 2)}, p95 {formats.percent(percentile(e, 95), 2)}, "
+            f"max {formats.percent(max(e), 2)}")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -76,10 +76,13 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
              usage: Mapping[str, Any] | None = None, status: int | None = None, session: str | None = None,
              where: str = "", hint: str | None = None, model: str | None = None, reserialised: bool = False,
              response_model: str | None = None, method: str = "POST",
-             headers: Mapping[str, Any] | None = None) -> Exchange:
+             headers: Mapping[str, Any] | None = None, pairs: tuple[tuple[str, str], ...] = (),
+             decoded: str | None = None, recorded_size: int | None = None) -> Exchange:
     """An :class:`Exchange` routed and decided by the one rule. ``hint``:
     the dialect the recording names; ``model``: the model it names where
-    the body does not."""
+    the body does not; ``headers``: the request headers the rule reads;
+    ``pairs``, ``decoded``, ``recorded_size``: kept on the exchange as
+    recorded (:class:`Exchange`), read by no rule."""
     try:
         obj = json.loads(body)  # the standard library's: it reads lone surrogates too
     except (ValueError, RecursionError):
@@ -88,4 +91,5 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
     skip, apart = decide(obj, body, url, dialect, status, method, headers, reserialised)
     return Exchange(source, index, body, url, dialect, named, time, usage, skip=skip, apart=apart,
                     status=status, session=session, where=where, reserialised=reserialised,
-                    response_model=response_model, provider=provider)
+                    response_model=response_model, provider=provider, method=method, headers=pairs,
+                    decoded=decoded, recorded_size=recorded_size)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-__all__ = ["Exchange", "header", "iso_seconds", "http_date_seconds"]
+__all__ = ["Exchange", "header", "iso_seconds", "http_date_seconds", "iso_text"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,13 @@ class Exchange:
     response_model: str | None = None
     #: the provider whose cache the URL reaches, where the URL names one
     provider: str | None = None
+    #: the request's HTTP method and headers as recorded, ``(name, value)`` in recorded order
+    method: str = "POST"
+    headers: tuple[tuple[str, str], ...] = ()
+    #: the ``Content-Encoding`` the body was sent with and decoded from (``None``: sent as it is)
+    decoded: str | None = None
+    #: the body size the recording states besides the headers (HAR ``bodySize``), if any
+    recorded_size: int | None = None
 
     @property
     def path(self) -> str:
@@ -89,14 +96,28 @@ def iso_seconds(value: Any) -> float | None:
     return dt.timestamp()
 
 
+def iso_text(seconds: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC to the millisecond (``2026-11-30T12:00:00.123Z``),
+    the form snapshots store; ``None`` when unknown or out of range."""
+    if seconds is None:
+        return None
+    try:
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
 def header(headers: Any, name: str) -> str | None:
     """The first value of header ``name`` (lower case; any case in the
-    recording) in a mapping of values or lists (vcrpy, Ruby VCR, snapshots)
-    or a list of ``{"name", "value"}`` (HAR); ``None`` when absent."""
+    recording) in a mapping of values or lists (vcrpy, Ruby VCR, snapshots),
+    a list of ``{"name", "value"}`` (HAR) or ``(name, value)`` pairs
+    (:attr:`Exchange.headers`); ``None`` when absent."""
     if isinstance(headers, Mapping):
         items: Any = headers.items()
-    elif isinstance(headers, list):
-        items = ((h.get("name"), h.get("value")) for h in headers if isinstance(h, dict))
+    elif isinstance(headers, (list, tuple)):
+        items = ((h.get("name"), h.get("value")) if isinstance(h, dict) else h for h in headers
+                 if isinstance(h, dict) or (isinstance(h, (list, tuple)) and len(h) == 2))
     else:
         return None
     for k, v in items:

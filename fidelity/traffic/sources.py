@@ -1,17 +1,19 @@
 """Every recording format, read into :class:`~fidelity.traffic.exchange.Exchange`
 lists, and the one listing of what a folder holds.
 
-Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr``
-(:mod:`.httprr`), ``jsonl`` (claude-trace lines are recordings, other lines
-request logs), ``snapshots``, ``dsh``, ``parquet`` (docs/replay.md).
-:func:`list_sources` says which a path holds (folders searched recursively; a
-folder of ``*.snapshot`` files is one source); :func:`read` reads one.
-Readers hand the facts to :func:`fidelity.traffic.apart.exchange` and decide nothing.
-"""
+Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr`` (:mod:`.httprr`), ``jsonl``
+(claude-trace lines are recordings, other lines request logs), ``snapshots``,
+``dsh``, ``parquet`` (docs/replay.md). :func:`list_sources` says which a path
+holds (folders searched recursively; a folder of ``*.snapshot`` files is one
+source); :func:`read` reads one (:func:`entries`: with the entries that hold
+no request body, which ``fidelity import`` counts as skipped). Readers hand
+the facts to :func:`fidelity.traffic.apart.exchange` and decide nothing; a
+recording whose structure is broken is an :class:`~fidelity.errors.InputError`."""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,11 +22,13 @@ from typing import Any
 
 from .._registry import Registry
 from ..errors import InputError
+from ..jsonio import loads
 from .apart import exchange
 from .exchange import Exchange, header, http_date_seconds, iso_seconds
+from .files import load_cassette, read_source
 from .usage import decode_body, from_response, http_status, normalise
 
-__all__ = ["Source", "list_sources", "kind_of", "read", "read_all", "reported", "READ_KINDS", "response_model"]
+__all__ = ["Source", "list_sources", "kind_of", "entries", "read", "read_all", "reported", "READ_KINDS", "response_model"]
 
 #: kinds :func:`read` turns into exchanges (the others are read by their own commands' readers)
 READ_KINDS = ("vcr", "ruby-vcr", "har", "httprr", "jsonl", "snapshots")
@@ -113,6 +117,8 @@ def list_sources(path: str | Path) -> list[Source]:
 
 
 # -- readers ---------------------------------------------------------------------
+# Each reader returns every entry of its recording, one Exchange each, with an empty body
+# where the entry holds none (the importers count those as skipped); read() leaves them out.
 
 
 def _text(value: Any) -> bytes | None:
@@ -142,6 +148,19 @@ def _decoded(body: bytes | None, headers: Any) -> bytes | None:
         return body
 
 
+def _sent(body: bytes, headers: Any) -> tuple[bytes, str | None]:
+    """A request body as the model read it, decoded when it was sent with a
+    ``Content-Encoding``, and that encoding (``None``: sent as it is, or not
+    decodable, so kept as recorded)."""
+    encoding = header(headers, "content-encoding")
+    if not body or not encoding or encoding.strip().lower() in ("", "identity"):
+        return body, None
+    try:
+        return decode_body(body, encoding), encoding
+    except InputError:
+        return body, None
+
+
 def response_model(body: bytes | None) -> str | None:
     """The ``model`` a response names first (JSON or SSE), if any."""
     import re
@@ -150,38 +169,60 @@ def response_model(body: bytes | None) -> str | None:
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
-def _answered(source: str, index: int, where: str, req: dict[str, Any], body: bytes, resp: Any,
-              time: float | None, reserialised: bool = False) -> Exchange:
-    """An exchange from a cassette-like request and response mapping."""
-    resp = resp if isinstance(resp, dict) else {}
-    rheaders = resp.get("headers")
-    rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
-    usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
-    uri = req.get("uri") if isinstance(req.get("uri"), str) else None
-    return exchange(source, index, body, url=uri, time=time, usage=usage, status=http_status(resp.get("status")),
-                    session=source, where=where, reserialised=reserialised, response_model=response_model(rbody),
-                    method=str(req.get("method") or "POST"), headers=req.get("headers") if isinstance(
-                        req.get("headers"), dict) else None)
+def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    """``{name: value or [values]}`` as ``(name, value)`` pairs in recorded order."""
+    out = []
+    for name, vals in value.items():
+        for v in vals if isinstance(vals, list) else [vals]:
+            out.append((str(name), v.decode("latin-1") if isinstance(v, bytes) else str(v)))
+    return tuple(out)
 
 
-def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any]) -> list[Exchange]:
+def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any],
+                  at: str) -> list[Exchange]:
+    """vcrpy and Ruby VCR interactions: ``{"request": {"method", "uri",
+    "headers", "body" | "parsed_body"}, "response": {...}}``; a ``body``
+    that is a mapping or a list is parsed JSON, as ``parsed_body`` is (the
+    body's compact serialisation, ``reserialised``); a request without a
+    ``uri`` or with a body of another type is an error."""
     out = []
     for i, inter in enumerate(items):
+        where = f"{at}/{i}"
         req = inter.get("request") if isinstance(inter, dict) else None
         if not isinstance(req, dict):
-            continue
-        raw = _decoded(_text(req.get("body")), req.get("headers"))
-        body, reser = (raw, False) if raw else (_parsed(req.get("parsed_body")), True)
-        if not body:
-            continue
+            raise InputError("interaction has no request mapping", path=path, pointer=where + "/request")
+        uri = req.get("uri")
+        if not isinstance(uri, str):
+            raise InputError("request has no uri", path=path, pointer=where + "/request")
+        headers = req.get("headers")
+        if headers is not None and not isinstance(headers, dict):
+            raise InputError("request headers must be a mapping", path=path, pointer=where + "/request/headers")
+        value = req.get("body")
+        if isinstance(value, dict) and "string" in value:  # the response-style shape (Ruby VCR's)
+            value = value["string"]
+        if value not in (None, "", b"") and not isinstance(value, (str, bytes, dict, list)):
+            raise InputError(f"request body must be text or bytes, not {type(value).__name__}", path=path,
+                             pointer=where + "/request/body")
+        body, decoded = _sent(_text(value) or b"", headers)
+        reser = False
+        if not body and isinstance(value, (dict, list)):  # some pydantic-ai cassettes keep the parsed body here
+            body, reser = _parsed(value) or b"", True
+        elif not body and "parsed_body" in req:
+            body, reser = _parsed(req.get("parsed_body")) or b"", True
         resp = inter.get("response")
-        out.append(_answered(str(path), i, f"/interactions/{i}", req, body, resp, date_of(inter, resp), reser))
+        resp = resp if isinstance(resp, dict) else {}
+        rheaders = resp.get("headers")
+        rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
+        usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
+        out.append(exchange(str(path), i, body, url=uri, time=date_of(inter, resp), usage=usage,
+                            status=http_status(resp.get("status")), session=str(path), where=where,
+                            reserialised=reser, response_model=response_model(rbody),
+                            method=str(req.get("method") or "POST"), headers=headers,
+                            pairs=_pairs(headers or {}), decoded=decoded))
     return out
 
 
 def _vcr(path: Path) -> list[Exchange]:
-    from ..capture.importers.cassette import load_cassette
-
     doc = load_cassette(path)
     if isinstance(doc, dict) and isinstance(doc.get("requests"), list) and isinstance(doc.get("responses"), list):
         # langchain's standard tests write vcrpy's cassette dict as it is (two parallel lists, gzipped
@@ -194,54 +235,79 @@ def _vcr(path: Path) -> list[Exchange]:
         raise InputError("not a vcrpy cassette (expected a mapping with an interactions list, "
                          "or requests and responses lists)", path=path)
     return _interactions(path, doc["interactions"], lambda inter, resp: http_date_seconds(
-        header(resp.get("headers") if isinstance(resp, dict) else None, "date")))
+        header(resp.get("headers"), "date")), "/interactions")
 
 
 def _ruby_vcr(path: Path) -> list[Exchange]:
-    from ..capture.importers._base import read_source
     from . import rubyvcr
 
     doc = rubyvcr.load(path, read_source(path))
 
     def date_of(inter: dict[str, Any], resp: Any) -> Any:
         at = inter.get("recorded_at")
-        return http_date_seconds(at) or iso_seconds(at) or http_date_seconds(
-            header(resp.get("headers") if isinstance(resp, dict) else None, "date"))
-    return _interactions(path, doc["http_interactions"], date_of)
+        return http_date_seconds(at) or iso_seconds(at) or http_date_seconds(header(resp.get("headers"), "date"))
+    return _interactions(path, doc["http_interactions"], date_of, "/http_interactions")
+
+
+def _har_headers(value: Any, path: Path, where: str) -> tuple[tuple[str, str], ...]:
+    """HAR's ``[{"name", "value"}]`` as pairs, HTTP/2 pseudo-headers (``:path``...) left out."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InputError("request.headers must be a list", path=path, pointer=where + "/request/headers")
+    return tuple((h["name"], str(h.get("value", ""))) for h in value
+                 if isinstance(h, dict) and isinstance(h.get("name"), str) and not h["name"].startswith(":"))
 
 
 def _har(path: Path) -> list[Exchange]:
-    from ..capture.importers._base import read_source
-    from ..jsonio import loads
-
+    """HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/): ``log.entries[i].request``
+    with ``postData.text`` (base64 when ``encoding`` says so) and ``bodySize``."""
     doc = loads(read_source(path), path=path)
     entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
     if not isinstance(entries, list):
-        raise InputError("not a HAR archive (no log.entries list)", path=path)
+        raise InputError("not a HAR file (expected an object with log.entries)", path=path)
     out = []
     for i, e in enumerate(entries):
+        where = f"/log/entries/{i}"
         req = e.get("request") if isinstance(e, dict) else None
-        if not isinstance(req, dict) or not isinstance(req.get("postData"), dict):
-            continue
-        body = _text(req["postData"].get("text"))
-        if not body:
-            continue
+        if not isinstance(req, dict):
+            raise InputError("entry has no request object", path=path, pointer=where)
+        url = req.get("url") if isinstance(req.get("url"), str) else None
+        post: dict[str, Any] = req["postData"] if isinstance(req.get("postData"), dict) else {}
+        body = _text(post.get("text"))
+        pairs: tuple[tuple[str, str], ...] = ()
+        decoded = None
+        if body:
+            if post.get("encoding") == "base64":
+                try:
+                    body = base64.b64decode(post["text"], validate=True)
+                except (binascii.Error, ValueError):
+                    raise InputError("postData.text is not valid base64", path=path,
+                                     pointer=where + "/request/postData") from None
+            pairs = _har_headers(req.get("headers"), path, where)
+            body, decoded = _sent(body, pairs)
+            if url is None:
+                raise InputError("request has no url", path=path, pointer=where + "/request")
         resp: dict[str, Any] = e["response"] if isinstance(e.get("response"), dict) else {}
         content: dict[str, Any] = resp["content"] if isinstance(resp.get("content"), dict) else {}
         rbody = _text(content.get("text"))
         if rbody is not None and content.get("encoding") == "base64":
-            rbody = _decoded(base64.b64decode(rbody), resp.get("headers"))
+            try:
+                rbody = _decoded(base64.b64decode(rbody), resp.get("headers"))
+            except (binascii.Error, ValueError):
+                rbody = None
         ctype = header(resp.get("headers"), "content-type") or content.get("mimeType")
         usage = from_response(None, ctype if isinstance(ctype, str) else None, rbody) if rbody else None
-        out.append(exchange(str(path), i, body, url=req.get("url") if isinstance(req.get("url"), str) else None,
-                            time=iso_seconds(e.get("startedDateTime")), usage=usage,
-                            status=http_status(resp.get("status")), session=str(path), where=f"/log/entries/{i}",
-                            response_model=response_model(rbody), method=str(req.get("method") or "POST")))
+        size = req.get("bodySize")
+        out.append(exchange(str(path), i, body or b"", url=url, time=iso_seconds(e.get("startedDateTime")),
+                            usage=usage, status=http_status(resp.get("status")), session=str(path), where=where,
+                            response_model=response_model(rbody), method=str(req.get("method") or "POST"),
+                            pairs=pairs, decoded=decoded,
+                            recorded_size=size if isinstance(size, int) and size >= 0 else None))
     return out
 
 
 def _httprr(path: Path) -> list[Exchange]:
-    from ..capture.importers._base import read_source
     from . import httprr
 
     out = []
@@ -254,9 +320,7 @@ def _httprr(path: Path) -> list[Exchange]:
             headers.setdefault(k, v)
         if url.startswith("/") and headers.get("host"):
             url = f"https://{headers['host']}{url}"
-        body = _decoded(body, headers) or b""
-        if not body:
-            continue
+        body, decoded = _sent(body, headers)
         status_line, resp_headers, rbody_raw = httprr.message(raw_resp, path) if raw_resp else ("", [], b"")
         rheaders: dict[str, str] = {}
         for k, v in resp_headers:
@@ -266,32 +330,38 @@ def _httprr(path: Path) -> list[Exchange]:
         usage = from_response(None, rheaders.get("content-type"), rbody) if rbody else None
         out.append(exchange(str(path), i, body, url=url or None, time=http_date_seconds(rheaders.get("date")),
                             usage=usage, status=http_status(code), session=str(path), where=f"record {i + 1}",
-                            response_model=response_model(rbody), method=method or "POST", headers=headers))
+                            response_model=response_model(rbody), method=method or "POST", headers=headers,
+                            pairs=tuple(req_headers), decoded=decoded))
     return out
 
 
 def _jsonl(path: Path) -> list[Exchange]:
     """claude-trace logs (https://github.com/badlogic/lemmy/tree/main/apps/claude-trace):
-    one JSON object per line, ``{"request": {"timestamp", "url", "body"},
-    "response": {"headers", "body" | "body_raw", "status_code"}}``. Lines of
-    another shape (a request log for ``fidelity scan``) are not recordings."""
-    from ..capture.importers._base import read_source
+    one JSON object per line, ``{"request": {"timestamp", "method", "url",
+    "headers", "body"}, "response": {"headers", "body" | "body_raw",
+    "status_code"}}``; a ``body`` logged as an object is kept as the bytes
+    of that line (``reserialised``: the logger's bytes). Lines of another
+    shape (a request log for ``fidelity scan``) are not recordings; ``where``
+    is ``line N``, counting every line. A line that is not JSON (duplicate
+    keys, ``NaN`` and over-deep nesting included) is an error naming it."""
+    from ..jsonbytes import value_spans
 
     out = []
-    for i, line in enumerate(read_source(path).splitlines()):
+    for i, raw_line in enumerate(read_source(path).split(b"\n")):
+        line = raw_line.rstrip(b"\r")
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            raise InputError(f"line {i + 1} is not JSON", path=path) from None
+        rec = loads(line, path=f"{path}:{i + 1}")  # what is wrong with a line is named with its number
         req = rec.get("request") if isinstance(rec, dict) else None
         resp = rec.get("response") if isinstance(rec, dict) else None
         if not isinstance(req, dict) or not isinstance(req.get("body"), (dict, str)):
             continue
         raw = req["body"]
-        body = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else json.dumps(
-            raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        if isinstance(raw, str):
+            body = raw.encode("utf-8", "surrogatepass")
+        else:
+            start, end = value_spans(line, ["/request/body"])["/request/body"]
+            body = line[start:end]
         rbody: bytes | None = None
         resp = resp if isinstance(resp, dict) else {}
         assert isinstance(resp, dict)
@@ -300,10 +370,13 @@ def _jsonl(path: Path) -> list[Exchange]:
         elif resp.get("body") is not None:
             rbody = json.dumps(resp["body"]).encode()
         usage = from_response(None, header(resp.get("headers"), "content-type"), rbody) if rbody else None
+        headers = req.get("headers")
         out.append(exchange(str(path), i, body, url=req.get("url") if isinstance(req.get("url"), str) else None,
                             time=iso_seconds(req.get("timestamp")), usage=usage,
                             status=http_status(resp.get("status_code")), session=str(path), where=f"line {i + 1}",
-                            reserialised=not isinstance(raw, str), response_model=response_model(rbody)))
+                            reserialised=not isinstance(raw, str), response_model=response_model(rbody),
+                            method=str(req.get("method") or "POST"),
+                            pairs=_pairs(headers) if isinstance(headers, dict) else ()))
     return out
 
 
@@ -335,9 +408,15 @@ for _kind, _fn in (("vcr", _vcr), ("ruby-vcr", _ruby_vcr), ("har", _har), ("http
     _READERS.add(_kind, _fn)
 
 
-def read(source: Source) -> list[Exchange]:
-    """The exchanges of one recording, in recorded order."""
+def entries(source: Source) -> list[Exchange]:
+    """Every entry of one recording, in recorded order, those that hold no
+    request body included (with an empty ``body``: skipped, with the reason)."""
     return _READERS.get(source.kind)(source.path)
+
+
+def read(source: Source) -> list[Exchange]:
+    """The exchanges of one recording that hold a request body, in recorded order."""
+    return [ex for ex in entries(source) if ex.body]
 
 
 def read_all(path: str | Path) -> list[list[Exchange]]:

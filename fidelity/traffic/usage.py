@@ -62,7 +62,7 @@ from typing import Any
 from ..errors import InputError
 from ..gzipped import gunzip
 
-__all__ = ["from_response", "decode_body", "usage_of", "http_status", "normalise", "Decoder", "StreamReader",
+__all__ = ["from_response", "decode_body", "usage_of", "cache_report", "http_status", "normalise", "Decoder", "StreamReader",
            "FIELDS"]
 
 #: the members of the usage convention besides ``source``
@@ -151,6 +151,33 @@ def usage_of(obj: Any) -> dict[str, int | None] | None:
         inp = _int(u.get("input_tokens"))
         return {"prompt": _sum(inp, read, write) if inp is not None else None, "cache_read": read,
                 "cache_write": write, "output": _int(u.get("output_tokens"))}
+    return None
+
+
+def cache_report(response: Any) -> tuple[int, int, str] | None:
+    """``(prompt, cached, where)`` of a response whose server reported a
+    cached-token figure, read by :func:`usage_of` (``where`` names the
+    field); ``None`` when it reported none (a server that does not report
+    cache reads, told apart from one that read nothing: ``fidelity probe``
+    needs the difference). Also reads llama.cpp's ``timings.cache_n``
+    (https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md),
+    which carries no usage object of its own."""
+    if not isinstance(response, dict):
+        return None
+    raw = response.get("usage")
+    u = raw if isinstance(raw, dict) else {}
+    got = usage_of(response) if u else None
+    if got is not None and got["prompt"] is not None and got["cache_read"] is not None:
+        if _int(u.get("prompt_cache_hit_tokens")) is not None:  # DeepSeek
+            return got["prompt"], got["cache_read"], "usage.prompt_cache_hit_tokens"
+        details = u.get("prompt_tokens_details")
+        if isinstance(details, dict) and _int(details.get("cached_tokens")) is not None:  # OpenAI, vLLM, SGLang
+            return got["prompt"], got["cache_read"], "usage.prompt_tokens_details.cached_tokens"
+    timings = response.get("timings")
+    if isinstance(timings, dict) and _int(timings.get("cache_n")) is not None:
+        prompt = _int(u.get("prompt_tokens"))
+        n = timings["cache_n"] + int(timings.get("prompt_n") or 0)
+        return (prompt if prompt is not None else n), timings["cache_n"], "timings.cache_n"
     return None
 
 

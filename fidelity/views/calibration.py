@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .. import formats
 from ..calibrate import Calibration, SessionResult
 
 __all__ = ["render"]
@@ -42,8 +43,9 @@ def render(result: Calibration) -> Group:
         lines.append(f"prompt tokens with today's sidecar header, no anchor ({sm.absolute_steps} requests): "
                      f"median |error| {sm.absolute_error_median:g}")
     lines += [
-        f"cached tokens: exact {sm.cached_exact:.1%} (non-anchor requests {sm.cached_exact_continuing:.1%}), "
-        f"within one unit {sm.cached_within_unit:.1%}; "
+        f"cached tokens: exact {formats.percent(sm.cached_exact)} "
+        f"(non-anchor requests {formats.percent(sm.cached_exact_continuing)}), "
+        f"within one unit {formats.percent(sm.cached_within_unit)}; "
         f"over-predicted {sm.over_predicted}, under-predicted {sm.under_predicted}",
     ]
     if sm.output_error_median is not None:

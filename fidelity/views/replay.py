@@ -18,10 +18,6 @@ def _fmt(v: object) -> str:
     return formats.count(v, "-") if v is None or isinstance(v, int) else str(v)
 
 
-def _pct(v: object) -> str:
-    return formats.percent(None if v is None else float(v), missing="-")  # type: ignore[arg-type]
-
-
 def render(result: Replay) -> Group:
     """Per-request table, then the per-provider summary."""
     table = Table(title="requests (reported / predicted)", title_justify="left")
@@ -47,13 +43,12 @@ def render(result: Replay) -> Group:
     for col in ("provider", "requests", "scored", "warm outside", "hit/miss right", "read within 5%",
                 "within 128", "exact", "same, counts scaled to reported prompt"):
         summary.add_column(col, justify="right")
+    shares = ("hit_miss_agree", "read_within_5pct", "read_within_128", "read_exact")
     for prov, s in result.summary.items():
         sc = s.get("scaled_to_reported_prompt") or {}
         summary.add_row(prov + (" (estimated tokens)" if s.get("estimated_tokens") else ""), str(s["requests"]),
-                        str(s["scored"]), str(s["warm_outside"]), _pct(s["hit_miss_agree"]),
-                        _pct(s["read_within_5pct"]), _pct(s["read_within_128"]), _pct(s["read_exact"]),
-                        f"{_pct(sc.get('hit_miss_agree'))} · {_pct(sc.get('read_within_5pct'))} · "
-                        f"{_pct(sc.get('read_within_128'))} · {_pct(sc.get('read_exact'))}")
+                        str(s["scored"]), str(s["warm_outside"]), *(formats.percent(s[k], missing="-") for k in shares),
+                        " · ".join(formats.percent(sc.get(k), missing="-") for k in shares))
     return Group(table, summary, set_apart_table({p: s["set_apart"] for p, s in result.summary.items()}))
 
 

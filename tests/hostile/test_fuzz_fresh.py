@@ -311,7 +311,7 @@ def test_fresh_seed_alias_heavy_yaml(doc: bytes, command: str) -> None:
     bomb that slipped through would hang here)."""
     import yaml
 
-    from fidelity.capture.importers._yaml import MAX_ALIAS_NODES, measure
+    from fidelity.traffic._yaml import MAX_ALIAS_NODES, measure
 
     distinct, expanded, _ = measure(yaml.compose(doc, Loader=yaml.SafeLoader))
     with tempfile.TemporaryDirectory() as tmp:

@@ -516,7 +516,7 @@ def test_deep_yaml_cassette_message_is_the_same_for_every_pyyaml(tmp_path: Path,
     whichever version is installed: each behaviour is simulated here."""
     import yaml
 
-    from fidelity.capture.importers import _yaml
+    from fidelity.traffic import _yaml
 
     deep = tmp_path / "deep.yaml"
     deep.write_bytes(b"[" * 10_000 + b"]" * 10_000)

@@ -87,8 +87,8 @@ def _count(value: object) -> int:
 def test_measure_counts_the_expanded_tree_without_expanding_it(tree: object, copies: int) -> None:
     """The node graph's measure equals the size of the tree PyYAML builds
     once every alias is expanded, whatever the sharing."""
-    from fidelity.capture.importers._yaml import measure
     from fidelity.jsonio import depth
+    from fidelity.traffic._yaml import measure
 
     tree = [tree]  # the alias names a collection (a scalar alias is counted where it occurs)
     text = "a: &a " + json.dumps(tree) + "\nb: [" + ", ".join(["*a"] * copies) + "]\n"
@@ -101,7 +101,7 @@ def test_measure_counts_the_expanded_tree_without_expanding_it(tree: object, cop
 
 
 def test_the_bomb_is_measured_as_what_it_would_expand_to() -> None:
-    from fidelity.capture.importers._yaml import load_yaml
+    from fidelity.traffic._yaml import load_yaml
 
     with pytest.raises(InputError) as info:
         load_yaml(alias_bomb(9, 9).encode(), "b.yaml")

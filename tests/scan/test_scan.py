@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fidelity import wire
 from fidelity.cache.items import build_view, encode
-from fidelity.commands.scan import _dumps
+from fidelity.formats import json_doc
 from fidelity.scan import scan, synthetic
 from fidelity.scan.records import parse_record
 
@@ -126,8 +126,8 @@ def test_snapshot_folder_is_one_session(tmp_path: Path) -> None:
 def test_local_workers_agree_byte_for_byte(tmp_path: Path) -> None:
     log = tmp_path / "s.jsonl"
     synthetic.write_log(str(log), 1_500_000, seed=5)
-    one = _dumps(scan([log], workers=1, chunk_bytes=200_000))
-    two = _dumps(scan([log], workers=2, chunk_bytes=200_000))
+    one = json_doc(scan([log], workers=1, chunk_bytes=200_000))
+    two = json_doc(scan([log], workers=2, chunk_bytes=200_000))
     assert one == two
     assert json.loads(one)["totals"]["breaks"] > 0
 

@@ -47,7 +47,7 @@ def test_unreadable_input_exits_2_as_replay_does(tmp_path: Path, name: str) -> N
     replay_rc, _, replay_err = _cli(["replay", str(path)])
     assert (rc, replay_rc) == (2, 2), (out, err)
     assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err
-    if "not JSON" in replay_err:  # the file replay names, tokens-check names with the same problem
+    if "JSON" in replay_err:  # the file replay names, tokens-check names with the same problem
         assert err.split(": error: ", 1)[1] == replay_err.split(": error: ", 1)[1]
     else:
         assert "no recorded request with billed prompt usage in 1 file(s)" in err

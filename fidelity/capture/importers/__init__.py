@@ -1,15 +1,20 @@
 """Turn recorded traffic into request snapshots.
 
-Each importer (``har``, ``cassette``, ``jsonl``, ``dsh``; any gzipped) reads
-one kind of recording and returns an :class:`Imported`: redacted snapshots in
-request order, warnings saying what the source could not keep, and the
-non-generation requests skipped by reason. ``python -m fidelity.importers
-SOURCE OUTDIR [--kind KIND]``, :func:`import_file` and :func:`write_imported`
-write them. Each format's rules: docs/ci-and-capture.md, "Importing recorded traffic"."""
+Each importer reads one kind of recording (any gzipped) and returns an
+:class:`Imported`: redacted snapshots in request order, warnings saying
+what the source could not keep, and the non-generation requests skipped by
+reason. ``cassette`` (vcrpy), ``ruby-vcr``, ``har``, ``httprr`` and the
+claude-trace lines of a ``jsonl`` log are read by the one reader,
+:mod:`fidelity.traffic.sources` (:mod:`.recorded`); plain JSONL request logs
+(:mod:`.jsonl`) and DeepSeek Harness sessions (:mod:`.dsh`) by their own.
+``python -m fidelity.capture.importers SOURCE OUTDIR [--kind KIND]``,
+:func:`import_file` and :func:`write_imported` write them. Each format's
+rules: docs/ci-and-capture.md, "Importing recorded traffic"."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ..._registry import Registry
@@ -20,34 +25,38 @@ from ._base import Imported, write_imported
 
 __all__ = ["Imported", "import_file", "write_imported", "KINDS", "guess_kind"]
 
-#: importer name -> its reader, imported when first used
+
+def _recorded(kind: str, path: str | Path) -> Imported:
+    from .recorded import read_recorded
+
+    return read_recorded(path, kind)
+
+
+#: importer name -> its reader (the vcrpy importer is named ``cassette``)
 _READERS: Registry[Callable[[str | Path], Imported]] = Registry("importer")
-for _kind, _ref in (("har", "har:read_har"), ("cassette", "cassette:read_cassette"),
-                    ("jsonl", "jsonl:read_jsonl"), ("dsh", "dsh:read_dsh")):
+for _kind, _source_kind in (("har", "har"), ("cassette", "vcr"), ("ruby-vcr", "ruby-vcr"), ("httprr", "httprr")):
+    _READERS.add(_kind, partial(_recorded, _source_kind))
+for _kind, _ref in (("jsonl", "jsonl:read_jsonl"), ("dsh", "dsh:read_dsh")):
     _READERS.add(_kind, f"{__name__}.{_ref}", lazy=True)
 KINDS = tuple(_READERS.names())
 
 
 def guess_kind(path: str | Path) -> str:
-    """The importer for ``path``, from its name and first bytes."""
+    """The importer for ``path``, from its name and first bytes (the one
+    listing's :func:`fidelity.traffic.sources.kind_of`, then a ``.json``
+    file with a ``version`` member near its start as a vcrpy cassette)."""
+    from ...traffic.sources import kind_of
+
     p = Path(path)
-    name = p.name.lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    if name.endswith(".har"):
-        return "har"
-    if name.endswith((".yaml", ".yml")):
+    kind = kind_of(p)
+    if kind in ("har", "ruby-vcr", "httprr", "jsonl", "dsh"):
+        return kind
+    if kind == "vcr":
         return "cassette"
-    head = (gunzip_head(p, 4096) if p.name.lower().endswith(".gz") else read_bytes(p)[:4096]).lstrip()
-    if name.endswith(".jsonl"):
-        first = head.split(b"\n", 1)[0]
-        if b'"parentSession"' in first or (b'"type":"session"' in first.replace(b" ", b"")):
-            return "dsh"
-        return "jsonl"
+    name = p.name.lower().removesuffix(".gz")
     if name.endswith(".json"):
-        if b'"log"' in head[:200]:
-            return "har"
-        if b'"interactions"' in head or b'"version"' in head[:100]:
+        head = (gunzip_head(p, 4096) if p.name.lower().endswith(".gz") else read_bytes(p)[:4096]).lstrip()
+        if b'"version"' in head[:100]:
             return "cassette"
     raise InputError("cannot tell what kind of recording this is; pass --kind (" + ", ".join(KINDS) + ")", path=p)
 

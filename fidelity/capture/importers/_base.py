@@ -6,18 +6,17 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ...jsonio import atomic_write
+from ...traffic.exchange import header, http_date_seconds, iso_seconds, iso_text
 from ..redact import Redactor, ensure_clean, url_problem
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
 
-__all__ = ["Imported", "write_imported", "request_body", "looks_like_model_request", "response_usage", "iso_time", "header",
-           "read_source", "unwritable"]
+__all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time",
+           "unwritable"]
 
 
 @dataclass
@@ -32,6 +31,10 @@ class Imported:
     redactor: Redactor = field(default_factory=Redactor)
     #: why entries were skipped: reason -> count (:mod:`fidelity.capture.classify`)
     reasons: Counter[str] = field(default_factory=Counter)
+    #: requests imported or not that the one rule leaves out of every command's
+    #: figures, other than calls that are not model requests: reason -> count
+    #: (:func:`fidelity.traffic.apart.decide`; recordings the one reader reads)
+    set_apart: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         # the source names the file, whose name may hold bytes that are not
@@ -57,11 +60,12 @@ class Imported:
         has_parent: bool = False,
         time: Any = None,
         response: tuple[Any, Any] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> Snapshot | None:
         """Redact and append one request; ``where`` locates it in the source.
-        ``time`` (ISO 8601 UTC) and the usage the recorded ``response``
-        (``(headers, body)``: :func:`response_usage`) reported go into the
-        snapshot metadata, ``null`` when unknown. A request whose
+        ``time`` (ISO 8601 UTC) and the ``usage`` the response reported (or
+        that of the recorded ``response``, ``(headers, body)``:
+        :func:`response_usage`) go into the snapshot metadata, ``null`` when unknown. A request whose
         URL, method or headers cannot be written (a malformed URL, a lone
         surrogate: :func:`unwritable`) is set apart with its reason and a
         warning naming ``where``, and ``None`` is returned."""
@@ -85,7 +89,8 @@ class Imported:
             seq=len(self.snapshots) + 1,
             **kwargs,
         )
-        usage = response_usage(snap.provider, *response) if response is not None else None
+        if response is not None:
+            usage = response_usage(snap.provider, *response)
         if usage is not None:
             snap = replace(snap, usage=usage)
         self.snapshots.append(snap)
@@ -169,31 +174,6 @@ def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
     return paths
 
 
-def read_source(path: str | Path) -> bytes:
-    """The bytes of a recording, gunzipped when it is a ``.gz`` file (or
-    starts with the gzip magic): ``.yaml.gz``, ``.har.gz``, ``.jsonl.gz``;
-    a gzip bomb stops at the limits of :mod:`fidelity.gzipped`."""
-    from ...gzipped import gunzip, is_gzip
-    from ...jsonio import read_bytes
-
-    data = read_bytes(path)
-    return gunzip(data, path) if is_gzip(path, data) else data
-
-
-def header(headers: Any, name: str) -> str | None:
-    """The first value of header ``name`` (any case) in a mapping of values or
-    lists, or a list of pairs; ``None`` when absent."""
-    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-    for k, v in items:
-        if str(k).lower() == name:
-            if isinstance(v, (list, tuple)):
-                v = v[0] if v else None
-            if v is None:
-                return None
-            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
-    return None
-
-
 def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, Any] | None:
     """The usage a recorded response reported (:func:`fidelity.traffic.usage.from_response`),
     its body decoded from the recorded ``Content-Encoding`` first; ``None``
@@ -212,50 +192,13 @@ def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, A
 
 
 def iso_time(value: Any) -> str | None:
-    """An ISO 8601 UTC time (``2026-11-30T12:00:00.123Z``) from an HTTP date,
-    an ISO string or epoch seconds / milliseconds; ``None`` when unknown."""
-    if value is None or isinstance(value, bool):
-        return None
-    dt: datetime | None = None
-    try:
-        if isinstance(value, (int, float)):
-            seconds = value / 1000 if value > 1e11 else value
-            dt = datetime.fromtimestamp(seconds, tz=UTC)
-        elif isinstance(value, str) and value.strip():
-            text = value.strip()
-            if text[:1].isdigit() and "T" in text or text[:4].isdigit() and "-" in text[:8]:
-                dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-            else:
-                dt = parsedate_to_datetime(text)
-    except (ValueError, TypeError, OverflowError, OSError):
-        return None
-    if dt is None:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    dt = dt.astimezone(UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    """An ISO 8601 UTC time (``2026-11-30T12:00:00.123Z``) from an ISO
+    string, epoch seconds / milliseconds or an HTTP date; ``None`` when unknown."""
+    seconds = iso_seconds(value)
+    return iso_text(seconds if seconds is not None else http_date_seconds(value))
 
 
 _HINTS = (b'"messages"', b'"contents"', b'"input"', b'"prompt"', b'"system"')
-
-
-def request_body(body: bytes, encoding: str | None, method: str, url: str | None, headers: Any,
-                 notes: list[str]) -> tuple[bytes | None, str | None]:
-    """A recorded request body ready to snapshot: decoded when it was sent
-    with a Content-Encoding (a note says so), and ``(None, reason)`` when it
-    is unreadable or not a generation request (:mod:`fidelity.capture.classify`)."""
-    from ...traffic.usage import decode_body
-    from ..classify import classify
-
-    if encoding and encoding.strip().lower() not in ("identity", ""):
-        try:
-            body = decode_body(body, encoding)
-        except InputError as exc:
-            return None, f"request body not readable ({exc.problem})"
-        notes.append(f"the request body was sent with Content-Encoding {encoding}; the snapshot holds it decoded")
-    kind = classify(method, url, headers, body)
-    return (body, None) if kind.generation else (None, kind.reason)
 
 
 def looks_like_model_request(body: bytes) -> bool:

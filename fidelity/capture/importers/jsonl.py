@@ -1,12 +1,14 @@
 """JSON-lines request logs: one request per non-blank line.
 
 A line is the body itself (its bytes taken verbatim) or an envelope with the
-body under ``body`` / ``request.body`` and optional ``url``, ``method``,
-``headers``, ``parent`` (a line number; ``null`` for a root); an object
-``body`` is marked ``body_exact: false``. OpenAI Batch input
-(https://platform.openai.com/docs/guides/batch) and claude-trace logs
-(https://github.com/badlogic/lemmy) are envelopes; a ``response`` member's
-usage and the request time go into the metadata. docs/ci-and-capture.md has the rules."""
+body under ``body`` and optional ``url``, ``method``, ``headers``,
+``parent`` (a line number; ``null`` for a root); an object ``body`` is
+marked ``body_exact: false``. OpenAI Batch input
+(https://platform.openai.com/docs/guides/batch) is such an envelope; a
+``response`` member's usage and the request time go into the metadata.
+claude-trace lines (the body under ``request.body``) are read by the one
+reader, :mod:`fidelity.traffic.sources`, and imported by
+:mod:`.recorded`. docs/ci-and-capture.md has the rules."""
 
 from __future__ import annotations
 
@@ -15,8 +17,11 @@ from typing import Any
 
 from ... import jsonbytes as _json
 from ...errors import InputError
+from ...traffic.files import read_source
+from ...traffic.sources import Source, entries
 from ..classify import classify
-from ._base import Imported, iso_time, looks_like_model_request, read_source
+from ._base import Imported, iso_time, looks_like_model_request
+from .recorded import add as add_recorded
 
 __all__ = ["read_jsonl"]
 
@@ -27,9 +32,15 @@ def read_jsonl(path: str | Path) -> Imported:
     if not data.strip():
         raise InputError("empty file, expected JSON lines", path=path)
     out = Imported(source=f"jsonl:{Path(path).name}")
+    traced = {ex.index: ex for ex in entries(Source("jsonl", Path(path)))}
     names_by_line: dict[int, str] = {}
     set_apart: set[int] = set()
     for number, raw in enumerate(data.split(b"\n"), start=1):
+        if number - 1 in traced:
+            name = add_recorded(out, traced[number - 1], "jsonl")
+            if name is not None:
+                names_by_line[number] = name
+            continue
         line = raw.rstrip(b"\r")
         if not line.strip():
             continue
@@ -37,9 +48,7 @@ def read_jsonl(path: str | Path) -> Imported:
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path=path, line=number)
         where = f"line {number}"
-        request = obj.get("request")
-        envelope: dict[str, Any] = request if isinstance(request, dict) and "body" in request else obj
-        prefix = "/request" if envelope is not obj else ""
+        envelope: dict[str, Any] = obj
         notes: list[str]
         if "body" not in envelope:
             if not looks_like_model_request(line):
@@ -51,7 +60,7 @@ def read_jsonl(path: str | Path) -> Imported:
             if isinstance(value, str):
                 body, exact, notes = value.encode("utf-8", "surrogatepass"), True, []
             elif isinstance(value, dict):
-                start, end = _json.value_spans(line, [prefix + "/body"])[prefix + "/body"]
+                start, end = _json.value_spans(line, ["/body"])["/body"]
                 body, exact = line[start:end], False
                 notes = ["the body was logged as a JSON object: these are the logger's bytes, not necessarily the client's"]
             else:
@@ -87,7 +96,7 @@ def read_jsonl(path: str | Path) -> Imported:
             where=where,
             notes=notes,
             body_exact=exact,
-            time=iso_time(envelope.get("timestamp", obj.get("logged_at", obj.get("time")))),
+            time=iso_time(obj.get("timestamp", obj.get("logged_at", obj.get("time")))),
             response=recorded,
             **kwargs,
         )

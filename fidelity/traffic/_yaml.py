@@ -13,8 +13,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
-from ...jsonio import MAX_DEPTH
+from ..errors import InputError
+from ..jsonio import MAX_DEPTH
 
 __all__ = ["load_yaml", "MAX_ALIAS_NODES"]
 
