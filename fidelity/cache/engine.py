@@ -124,14 +124,6 @@ class EngineCache(CacheModel):
         return output[:-1] if self.includes_output else ()
 
 
-def held(tokens: Sequence[int], output: Sequence[int]) -> Sequence[int]:
-    """Tokens whose KV an engine holds after a request: the prompt and
-    :meth:`EngineCache.kept_output` of the reply."""
-    if len(output) <= 1:
-        return tokens
-    return as_token_array(tokens) + as_token_array(output)[:-1]
-
-
 class BlockPool:
     """An engine's KV blocks, ``capacity_tokens // block_size`` of them, as
     vLLM's ``BlockPool`` (vllm/v1/core/block_pool.py, 0.32) runs them; the
@@ -201,10 +193,12 @@ class BlockPool:
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
         """:meth:`longest` for the prompt ``tokens`` (any sequence of ints),
-        then run the request; it holds :func:`held` of it and ``output``."""
+        then run the request; it holds the prompt followed by ``output``,
+        the reply tokens the engine keeps (the simulator passes
+        :meth:`EngineCache.kept_output`, as to a prefix store)."""
         ids = as_token_array(tokens)
         n = len(ids)
-        data = packed(as_token_array(held(ids, output)))
+        data = packed(ids + as_token_array(output) if len(output) else ids)
         keys = self._keys(data)
         hits = self._hits(keys, n)
         found = self._found(hits)

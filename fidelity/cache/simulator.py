@@ -290,7 +290,8 @@ class Simulator:
         self.model = cache_model
         self.explicit = isinstance(cache_model, BreakpointCache)
         self._unit = _unit_of(cache_model)
-        self._capacity = getattr(cache_model, "capacity_tokens", None) or getattr(cache_model, "capacity", None)
+        capacity = getattr(cache_model, "capacity_tokens", None)
+        self._capacity: int | None = capacity if capacity is not None else getattr(cache_model, "capacity", None)
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
@@ -370,7 +371,7 @@ class Simulator:
         if store is None:
             shared, parent = 0, None
         elif commit:  # one walk: what it reads, then what it writes
-            output = req.output if self.model.includes_output else ()
+            output = self.model.kept_output(req.output)
             shared, parent = store.feed(req.tokens, output, now, label)
         else:
             shared, parent = store.longest(req.tokens, now)
@@ -455,8 +456,14 @@ def simulated(cm: CacheModel, earlier: Sequence[PromptTokens], request: PromptTo
     question leaves a simulator as it was: the report asks about many
     children (each variant, each partly fixed child) after the same parent.
     So neither a cache model nor the prompts may change once asked about
-    (a :class:`PromptTokens` is read-only)."""
+    (a :class:`PromptTokens` is read-only).
+
+    An ``earlier`` prompt sent after ``request`` (a later ``time``) is not
+    in the cache yet: it is left out (equal times count as earlier), and the
+    kept simulators are keyed by the prompts actually fed."""
     earlier = tuple(earlier)
+    if any(p.time > request.time for p in earlier):
+        earlier = tuple(p for p in earlier if p.time <= request.time)
     with _FED_LOCK:
         for k in range(len(_FED) - 1, -1, -1):
             fed_cm, fed_earlier, sim = _FED[k]

@@ -73,8 +73,6 @@ def test_output_but_last_token_is_stored() -> None:
     assert cached(m, [parent], PromptTokens(seq(200), time=1)) == 128
 
 
-@pytest.mark.xfail(strict=True, reason="the simulator stores an engine's whole reply, not kept_output(): "
-                   "Simulator._implicit should store self.model.kept_output(req.output) (reported to the lead)")
 def test_the_last_reply_token_is_not_read() -> None:
     parent = PromptTokens(seq(100), time=0, output=seq(28, start=100))  # 127 tokens fed through the model
     assert cached(EngineCache(16), [parent], PromptTokens(seq(200), time=1)) == 112
@@ -109,8 +107,6 @@ def test_pool_evicts_oldest_and_tail_first() -> None:
     assert cached(EngineCache(16), [a, b49], again) == 64
 
 
-@pytest.mark.xfail(strict=True, reason="Simulator reads capacity_tokens=0 as no limit (`capacity_tokens or ...`) "
-                   "(reported to the lead)")
 def test_no_capacity_caches_nothing() -> None:
     a, again = PromptTokens(seq(65), time=0), PromptTokens(seq(65), time=2)
     assert cached(EngineCache(16, capacity_tokens=0), [a], again) == 0
@@ -142,3 +138,26 @@ def test_eviction_as_measured_on_vllm_cpu() -> None:
             history.append(request)
         want += reported
     assert got == want
+
+
+def test_token_engine_capacity_is_counted_in_tokens() -> None:
+    """SGLang and llama.cpp cache token by token: a capacity is a number of
+    tokens (blocks of one), not of the prefix store's 32-token blocks."""
+    first, again = PromptTokens(seq(35), time=0), PromptTokens(seq(35), time=1)
+    assert cached(cache.get("sglang", capacity_tokens=40), [first], again) == 34
+    assert cached(cache.get("sglang", capacity_tokens=35), [first], again) == 34
+    assert cached(cache.get("sglang", capacity_tokens=34), [first], again) == 0  # does not fit: not stored
+    other = PromptTokens(seq(10, start=10**6), time=0.5)  # 10 more tokens: the oldest go, the last token first
+    assert cached(cache.get("llama.cpp", capacity_tokens=45), [first, other], again) == 34
+    assert cached(cache.get("llama.cpp", capacity_tokens=44), [first, other], again) == 34  # token 35 (never read)
+    assert cached(cache.get("llama.cpp", capacity_tokens=41), [first, other], again) == 31  # tokens 32 to 35
+
+
+def test_a_paged_request_larger_than_the_pool_leaves_it_as_it_was() -> None:
+    """vLLM refuses a prompt its KV pool cannot hold: what was cached stays."""
+    m = EngineCache(16, capacity_tokens=64)
+    a, again = PromptTokens(seq(40), time=0), PromptTokens(seq(40), time=2)
+    huge = PromptTokens(seq(65, start=10**6), time=1)  # 5 blocks of 16 in a pool of 4
+    assert cached(m, [a, huge], again) == 32
+    fits = PromptTokens(seq(64, start=10**6), time=1)  # 4 blocks: a's go
+    assert cached(m, [a, fits], again) == 0

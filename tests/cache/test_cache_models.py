@@ -121,8 +121,6 @@ def test_engines_cache_output_tokens() -> None:
     assert list(cache.get("openai").kept_output(seq(50, start=100))) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the simulator stores an engine's whole reply, not kept_output(): "
-                   "Simulator._implicit should store self.model.kept_output(req.output) (reported to the lead)")
 def test_engines_do_not_read_the_last_reply_token() -> None:
     parent = PromptTokens(seq(100), time=0, output=seq(50, start=100))
     assert cached(cache.get("sglang"), [parent], PromptTokens(seq(160), time=1)) == 149
@@ -263,8 +261,6 @@ def test_deepseek_reply_is_cached_after_its_prompt() -> None:
     assert cached(m, [prior], diverged) == 5376
 
 
-@pytest.mark.xfail(strict=True, reason="simulated() feeds every 'earlier' prompt, also one sent after the request; "
-                   "it should leave those out (reported to the lead)")
 @pytest.mark.parametrize("name", ["deepseek", "openai"])
 def test_a_request_sent_later_is_not_in_the_cache_yet(name: str) -> None:
     later = PromptTokens(seq(5441), time=5, output=seq(872, start=5441))

@@ -20,6 +20,8 @@ _MODELS = [("openai", {}), ("deepseek", {}), ("vllm", {"block_size": 4}), ("vllm
 
 
 def _fresh(cm: Any, earlier: list[PromptTokens], request: PromptTokens) -> Any:
+    """A fresh simulator fed the ``earlier`` prompts sent no later than ``request``."""
+    earlier = [p for p in earlier if p.time <= request.time]
     sim = simulator.Simulator(cache_model=cm)
     sim.run([simulator.as_request(p, f"parent#{i}") for i, p in enumerate(earlier)])
     return sim.predict(simulator.as_request(request, "child"))
@@ -43,7 +45,8 @@ def questions(draw: Any) -> list[tuple[int, list[PromptTokens], PromptTokens]]:
         earlier = [PromptTokens(array("q", p.tokens), p.time, p.breakpoints) if draw(st.booleans()) else p
                    for p in earlier]
         request = draw(st.sampled_from(prompts))
-        out.append((model, earlier, PromptTokens(request.tokens, 10.0, request.breakpoints)))
+        when = draw(st.sampled_from([1.0, 1.5, 10.0]))  # before some earlier prompts, at one, after all
+        out.append((model, earlier, PromptTokens(request.tokens, when, request.breakpoints)))
     return out
 
 
@@ -70,3 +73,18 @@ def test_an_equal_parent_reuses_the_fed_simulator() -> None:
     assert len(simulator._FED) == 3
     assert not simulator._same_model(cache.get("vllm", block_size=4), cache.get("vllm", block_size=8))
     assert simulator._same_model(cache.get("anthropic"), cache.get("anthropic"))
+
+
+def test_a_later_prompt_is_left_out_whatever_was_asked_before() -> None:
+    """The kept simulators are those fed the prompts sent no later than the
+    request: asking after a later prompt first does not make an earlier
+    request read it."""
+    simulator._FED.clear()
+    m = cache.get("openai")
+    prompt = PromptTokens(array("q", range(3000)), 5.0)
+    after = PromptTokens(array("q", range(3000)), 9.0)
+    before = PromptTokens(array("q", range(3000)), 1.0)
+    assert simulator.simulated(m, [prompt], after).cache_read == m.reusable(3000, 3000) > 0
+    assert simulator.simulated(m, [prompt], before).cache_read == 0
+    assert simulator.simulated(m, [prompt], PromptTokens(array("q", range(3000)), 5.0)).cache_read > 0  # same time
+    assert simulator.simulated(m, [prompt], after).cache_read == m.reusable(3000, 3000)
