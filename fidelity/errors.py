@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = ["FidelityError", "InputError", "UnknownName", "ForkUnavailable"]
 
 
 class FidelityError(Exception):
-    """Base class of every error the toolkit raises on purpose."""
+    """Base class of every error the toolkit raises on purpose. Errors cross
+    process boundaries (a scan worker's error reaches the command) intact:
+    pickling keeps the message and the attributes, not the constructor's
+    arguments, which subclasses define differently."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restored, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restored(cls: type[FidelityError], args: tuple[Any, ...], state: dict[str, Any]) -> FidelityError:
+    """An error as it was pickled, without calling its constructor again."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class InputError(FidelityError):
