@@ -73,9 +73,7 @@ def add(out: Imported, ex: Exchange, kind: str) -> str | None:
         out.skip(skip.removeprefix(NOT_GENERATION) or "no request body")
         return None
     where = ex.where + "/request" if kind in ("vcr", "ruby-vcr") else ex.where
-    notes, warnings = _notes(ex, kind, where)
-    exact = not any(("not the bytes sent" in n or "not hold the exact" in n or "not the exact" in n
-                     or "logger's bytes" in n) for n in notes)
+    notes, warnings, exact = _notes(ex, kind, where)
     snap = out.add(method=ex.method, url=ex.url or "", headers=ex.headers, body=ex.body, where=where, notes=notes,
                    body_exact=exact, time=iso_text(ex.time), usage=dict(ex.usage) if ex.usage is not None else None)
     if snap is None:  # set apart (a malformed URL): the warnings say why
@@ -84,33 +82,36 @@ def add(out: Imported, ex: Exchange, kind: str) -> str | None:
     return snap.filename
 
 
-def _notes(ex: Exchange, kind: str, where: str) -> tuple[list[str], list[str]]:
-    """The snapshot's notes about its body and the warnings to show."""
+def _notes(ex: Exchange, kind: str, where: str) -> tuple[list[str], list[str], bool]:
+    """The snapshot's notes about its body, the warnings to show, and whether
+    the body holds the bytes as sent (``body_exact``)."""
     notes: list[str] = []
     warnings: list[str] = []
+    inexact: list[str] = []  # the notes that say the bytes are not the ones sent
     if ex.decoded:
         notes.append(f"the request body was sent with Content-Encoding {ex.decoded}; the snapshot holds it decoded")
     if ex.reserialised:
-        notes.append(_PARSED_NOTE.get(kind, _DEFAULT_PARSED))
+        inexact.append(_PARSED_NOTE.get(kind, _DEFAULT_PARSED))
     length = header(ex.headers, "content-length")
     if ex.skip == NOT_AS_SENT and length is not None:
-        notes.append(f"Content-Length says {int(length)} bytes but the {_NOUN[kind]} body is {len(ex.body)}: "
-                     f"the {_NOUN[kind]} does not hold the exact body bytes")
+        inexact.append(f"Content-Length says {int(length)} bytes but the {_NOUN[kind]} body is {len(ex.body)}: "
+                       f"the {_NOUN[kind]} does not hold the exact body bytes")
     size = ex.recorded_size
     if size is not None and size != len(ex.body) and not ex.decoded:
-        notes.append(f"HAR bodySize is {size} bytes but postData.text is {len(ex.body)}: the recorder decoded or "
-                     "re-encoded the body, so these are not the exact bytes sent")
+        inexact.append(f"HAR bodySize is {size} bytes but postData.text is {len(ex.body)}: the recorder decoded or "
+                       "re-encoded the body, so these are not the exact bytes sent")
     length_ok = length is not None and length.strip().isdigit() and int(length) == len(ex.body)
     # a recorded Content-Length equal to the spaced body's length proves the client
     # sent it spaced (openai 1.x over httpx < 0.28 does)
     if kind == "vcr" and not ex.reserialised and not length_ok and reserialised_by_vcrpy(ex.body):
         hints = " ".join(f"{k}:{v}" for k, v in ex.headers).lower()
         if any(h in hints for h in _SDK_HINTS):
-            notes.append("the body is spaced as json.dumps writes it, but the SDK that sent it writes compact "
-                         "JSON: vcrpy re-serialised it (filter_post_data_parameters); the cassette does not "
-                         "hold the exact body bytes")
+            inexact.append("the body is spaced as json.dumps writes it, but the SDK that sent it writes compact "
+                           "JSON: vcrpy re-serialised it (filter_post_data_parameters); the cassette does not "
+                           "hold the exact body bytes")
         else:
             warnings.append(f"{where}: the body is spaced as json.dumps writes it; if the client sent compact JSON, "
                             "vcrpy re-serialised it (filter_post_data_parameters) and the bytes are not exact")
+    notes += inexact
     warnings += [f"{where}: {n}" for n in notes if "Content-Encoding" not in n and "logger's bytes" not in n]
-    return notes, warnings
+    return notes, warnings, not inexact
