@@ -43,6 +43,7 @@ import orjson
 from ..errors import InputError
 from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
 from ..model import FrozenDict
+from . import spans
 
 __all__ = ["Layout", "Written", "ClientProfile", "merge_order", "same_value"]
 
@@ -215,11 +216,22 @@ def _orjson_agrees(value: Any) -> bool:
     return True
 
 
-def _compact(value: Any) -> bytes | None:
+def _compact(value: Any, *, remember: bool = False) -> bytes | None:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` as
     UTF-8, written by orjson (in C, several times faster) when that gives the
     same bytes (:func:`_orjson_agrees`); ``None`` when it may not (the caller
-    then uses ``json``)."""
+    then uses ``json``). With ``remember``, a body (an object) is written
+    member by member and its layout kept (:func:`fidelity.wire.spans.remember`),
+    so that the cache view of the bytes does not parse them to lay them out."""
+    if remember and type(value) in _SAME_OBJECTS:
+        try:
+            out, members = spans.laid_out(value)
+        except TypeError:  # orjson refused a value (JSONEncodeError is a TypeError), or a key is not a string
+            return None
+        if not _orjson_agrees(value):
+            return None
+        spans.remember(out, members)
+        return out
     try:
         out = orjson.dumps(value)
     except orjson.JSONEncodeError:  # a lone surrogate, an int past 64 bits, a non-str key, too deep, a cycle
@@ -228,11 +240,11 @@ def _compact(value: Any) -> bytes | None:
 
 
 def _dump(value: Any, *, item_sep: str, key_sep: str, ensure_ascii: bool, indent: str | None, depth: int,
-          allow_nan: bool = False) -> bytes:
+          allow_nan: bool = False, remember: bool = False) -> bytes:
     """``value`` serialised as a client with these settings writes it
-    (``json.dumps`` with these settings, as UTF-8)."""
+    (``json.dumps`` with these settings, as UTF-8); ``remember``: see :func:`_compact`."""
     if indent is None and not ensure_ascii and item_sep == "," and key_sep == ":":
-        fast = _compact(value)
+        fast = _compact(value, remember=remember)
         if fast is not None:
             return fast
     try:
@@ -412,4 +424,4 @@ class ClientProfile:
 
     def write(self, body: Mapping[str, Any]) -> bytes:
         return _dump(self.order(body), item_sep=self.item_sep, key_sep=self.key_sep,
-                     ensure_ascii=self.ensure_ascii, indent=None, depth=0, allow_nan=self.allow_nan)
+                     ensure_ascii=self.ensure_ascii, indent=None, depth=0, allow_nan=self.allow_nan, remember=True)
