@@ -28,6 +28,7 @@ __all__ = [
     "freeze",
     "thaw",
     "written_alike",
+    "RenderKey",
     "Route",
     "SystemBlock",
     "Tool",
@@ -149,6 +150,28 @@ def written_alike(a: Any, b: Any) -> bool:
                 return False
         return True
     return bool(a == b)
+
+
+class RenderKey:
+    """A request as a memo key of its renderings: equal to another written
+    alike (:func:`written_alike`), so that both render to the same bytes.
+    Its hash reads only the request's shape and its last message's text (a
+    request's own hash walks every value, which costs about what rendering
+    it does)."""
+
+    __slots__ = ("request", "_hash")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        last = request.messages[-1] if request.messages else None
+        self._hash = hash((request.route, len(request.system), len(request.tools), len(request.messages),
+                           tuple(request.params), id(request.layout), last and (last.role, len(last.parts), last.text())))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RenderKey) and written_alike(self.request, other.request)
 
 
 def _frozen(obj: Any, *names: str) -> None:

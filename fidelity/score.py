@@ -50,7 +50,7 @@ from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
-from .model import Request, Route, written_alike
+from .model import RenderKey, Request, Route
 from .tokens.billed import billing_tokenizer
 
 __all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
@@ -259,27 +259,6 @@ def _meets(variant: Variant, inherited: int, reused: int, lost: int, result: Dif
     return False
 
 
-class _Alike:
-    """A request as a memo key: equal to another written alike
-    (:func:`fidelity.model.written_alike`), so that both render to the same
-    bytes. Its hash reads only the request's shape (a request's own hash
-    walks every value, which costs about what rendering it does)."""
-
-    __slots__ = ("request", "_hash")
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        last = request.messages[-1] if request.messages else None
-        self._hash = hash((request.route, len(request.system), len(request.tools), len(request.messages),
-                           tuple(request.params), id(request.layout), last and (last.role, len(last.parts), last.text())))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Alike) and written_alike(self.request, other.request)
-
-
 class _Scorer:
     def __init__(self, prices: pricing.PriceTable, variants: Sequence[Variant]) -> None:
         self.prices = prices
@@ -294,7 +273,7 @@ class _Scorer:
         self._bodies: dict[tuple[int, str], tuple[Request, bytes]] = {}
         #: (dialect, request written alike) -> body: variants build many requests equal to others' (a
         #: reference variant's child again as another row's faithful child), each rendered once
-        self._alike: dict[tuple[str, _Alike], bytes] = {}
+        self._alike: dict[tuple[str, RenderKey], bytes] = {}
 
     def render(self, request: Request, dialect: str) -> bytes:
         """``wire.get(dialect).render(request)``, once per request (an object,
@@ -305,7 +284,7 @@ class _Scorer:
             if len(self._bodies) >= 4096:
                 self._bodies.clear()
                 self._alike.clear()
-            alike = (dialect, _Alike(request))
+            alike = (dialect, RenderKey(request))
             body = self._alike.get(alike)
             if body is None:
                 body = self._alike[alike] = wire.get(dialect).render(request)
