@@ -314,7 +314,7 @@ class _Scorer:
             sim: Simulator | None = None
             k = -1
             for k, req in enumerate(parent_requests(history)):
-                body = d.render(breakpoints.place(req, placement, d.provider))
+                body = self.render(breakpoints.place(req, placement, d.provider), d.name)
                 cp = cache_prompt(body, dialect=d.name, model=setup.model, time=k * _STEP, label=f"parent#{k}")
                 if sim is None:
                     sim = Simulator(cp.cache_model, cp.model)

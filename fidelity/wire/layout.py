@@ -179,7 +179,6 @@ def _first_separators(body: bytes) -> tuple[str | None, str | None]:
 #: separators=(",", ":"))`` write alike (floats: see :func:`_orjson_agrees`)
 _SAME_LEAVES: frozenset[type] = frozenset({str, int, bool, type(None)})
 _SAME_OBJECTS: frozenset[type] = frozenset((dict, FrozenDict))
-_SAME_ARRAYS: frozenset[type] = frozenset({list, tuple})
 
 
 def _orjson_agrees(value: Any) -> bool:
@@ -196,24 +195,54 @@ def _orjson_agrees(value: Any) -> bool:
     ``0.00001``, ``1e16``), and orjson writes NaN and infinities as ``null``
     where ``json`` writes ``NaN`` or refuses them (``repr`` gives ``nan``,
     ``inf``)."""
-    stack = [value]
+    return _agrees([value])[0]
+
+
+#: id -> a FrozenDict that :func:`_agrees` found written alike and that holds
+#: no mutable container (so it stays so); held, so that its id stays its own
+_AGREED: dict[int, FrozenDict] = {}
+
+
+def _agrees(stack: list[Any]) -> tuple[bool, bool]:
+    """:func:`_orjson_agrees` of every value in ``stack`` (emptied), and
+    whether they hold no ``list`` or ``dict`` (only immutable containers). A
+    ``FrozenDict`` found written alike with only immutable values below it
+    is remembered (:data:`_AGREED`) and not walked again: the tool schemas
+    and message extras every rendering of a session shares."""
+    frozen = True
     pop, push_all = stack.pop, stack.extend
     while stack:
         node = pop()
         kind = type(node)
         if kind in _SAME_LEAVES:
             continue
-        if kind in _SAME_OBJECTS:
+        if kind is FrozenDict:
+            if _AGREED.get(id(node)) is node:
+                continue
+            ok, inner_frozen = _agrees(list(node.values()))
+            if not ok:
+                return False, False
+            if inner_frozen:
+                if len(_AGREED) >= 1 << 16:
+                    _AGREED.clear()
+                _AGREED[id(node)] = node
+            else:
+                frozen = False
+        elif kind is tuple:
+            push_all(node)
+        elif kind is dict:
+            frozen = False
             push_all(node.values())
-        elif kind in _SAME_ARRAYS:
+        elif kind is list:
+            frozen = False
             push_all(node)
         elif kind is float:
             spelled = repr(node)
             if "e" in spelled or "n" in spelled:  # 1e-05, 1e+16, nan, inf, -inf
-                return False
+                return False, False
         else:
-            return False
-    return True
+            return False, False
+    return True, frozen
 
 
 def _compact(value: Any, *, remember: bool = False) -> bytes | None:
