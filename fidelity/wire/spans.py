@@ -26,7 +26,7 @@ import orjson
 from .. import jsonbytes, jsonio
 from ..jsonbytes import Member
 
-__all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans", "laid_out", "remember"]
+__all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans", "laid_out", "remember", "with_array"]
 
 #: one member's span and, when its value is an array, its elements' spans
 _Entry = tuple[Member, "list[tuple[int, int]] | None"]
@@ -225,6 +225,38 @@ def remember(body: bytes, layout: dict[str, _Entry]) -> None:
     with _LOCK:
         if body not in _LAST:
             _keep(body, layout)
+
+
+def with_array(body: bytes, key: str, pieces: Sequence[bytes]) -> bytes | None:
+    """``body`` with its top-level array member ``key`` holding ``pieces``,
+    its layout kept (:func:`remember`) from ``body``'s without laying the
+    new bytes out; ``None`` (nothing built) unless ``body``'s compact layout
+    is remembered and ``key`` is an array member of it. The caller vouches
+    that each piece is orjson's bytes of a value (an element sliced off a
+    compact body), so that the new body is compact too."""
+    with _LOCK:
+        layout = _LAST.get(body)
+    found = layout.get(key) if layout is not None else None
+    if layout is None or found is None or found[1] is None:
+        return None
+    member = found[0]
+    new_value = b"[" + b",".join(pieces) + b"]"
+    out = body[: member.value_start] + new_value + body[member.end :]
+    shift = len(new_value) - (member.end - member.value_start)
+    spans, pos = [], member.value_start + 1
+    for piece in pieces:
+        spans.append((pos, pos + len(piece)))
+        pos += len(piece) + 1
+    entries: dict[str, _Entry] = {}
+    for k, (m, elements) in layout.items():
+        if m.start > member.start:
+            m = Member(k, m.start + shift, m.value_start + shift, m.end + shift)
+            elements = None if elements is None else [(a + shift, b + shift) for a, b in elements]
+        elif k == key:
+            m, elements = Member(k, m.start, m.value_start, m.end + shift), spans
+        entries[k] = (m, elements)
+    remember(out, entries)
+    return out
 
 
 def _keep(body: bytes, layout: dict[str, _Entry] | None) -> None:

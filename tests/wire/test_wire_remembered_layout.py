@@ -86,3 +86,35 @@ def test_a_profile_written_body_is_sliced_without_laying_it_out_again(monkeypatc
     assert _spans.top_elements(wire, "messages") == jsonbytes.element_spans(wire, "/messages")
     assert _spans.top_elements(wire, "tools") == jsonbytes.element_spans(wire, "/tools")
     assert _spans.parsed(wire) == jsonbytes.loads(wire) == orjson.loads(wire)
+
+
+_plain = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=6)
+                      | st.floats(allow_nan=False, allow_infinity=False),
+                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                      max_leaves=12)
+_compact_bodies = st.dictionaries(st.sampled_from(["model", "messages", "tools", "system", "z"]),
+                                  _plain | st.lists(_plain, max_size=4), min_size=1, max_size=5)
+
+
+@settings(max_examples=300)
+@given(body=_compact_bodies, other=_compact_bodies, data=st.data())
+def test_an_array_rebuilt_from_compact_pieces_keeps_a_layout_of_its_bytes(
+        body: dict[str, Any], other: dict[str, Any], data: st.DataObject) -> None:
+    raw, donor = orjson.dumps(body), orjson.dumps(other)
+    _spans._LAST.clear()
+    _spans._SIZE[0] = 0
+    key = data.draw(st.sampled_from(sorted(body)))
+    assert _spans.known_members(raw) is None and _spans.with_array(raw, key, []) is None  # not remembered: nothing
+    layout = _spans.compact_members(raw)
+    assert layout is not None and _spans.compact_members(donor) is not None
+    pool = [raw[a:b] for a, b in _spans.top_elements(raw, key)] + [donor[a:b] for k in other for a, b in _spans.top_elements(donor, k)]
+    pieces = data.draw(st.lists(st.sampled_from(pool), max_size=5)) if pool else []
+    out = _spans.with_array(raw, key, pieces)
+    if layout[key][1] is None:  # not an array
+        assert out is None
+        return
+    span = _spans.top_value(raw, key)
+    assert span is not None
+    assert out == raw[: span[0]] + b"[" + b",".join(pieces) + b"]" + raw[span[1] :]
+    kept = _spans.known_members(out)
+    assert kept is not None and kept == _spans._compact_layout(out)
