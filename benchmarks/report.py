@@ -7,7 +7,7 @@ Times, as whole processes started from outside, ``python3 -m fidelity report
 x providers):
 
 * **now**, on every core (the default ``--jobs``) and on one (``--jobs 1``);
-* **before**: the same command in a copy of the tree at ``--before`` (a git
+* **before**: the same command (both ways) in a copy of the tree at ``--before`` (a git
   revision, default the last commit before this work: each body re-rendered,
   re-parsed and re-viewed per row, containers skipped by ``json``'s
   ``raw_decode`` per value, one process), extracted with ``git archive``.
@@ -77,6 +77,7 @@ def main() -> None:
             "now (all cores)": (REPO, []),
             "now (--jobs 1)": (REPO, ["--jobs", "1"]),
             f"before ({args.before})": (old, []),
+            f"before ({args.before}, --jobs 1)": (old, ["--jobs", "1"]),
         }
         outs = {name: Path(tmp) / f"out{k}" for k, name in enumerate(cases)}
         # warm the bytecode and the vocabulary copies once per tree, untimed
@@ -100,8 +101,10 @@ def main() -> None:
         cpu = statistics.median(cpus[name])
         print(f"| {name} | {cpu:.2f} s | {statistics.median(walls[name]):.2f} s | {before_cpu / cpu:.2f}x |")
     now_cpu = statistics.median(cpus["now (all cores)"])
-    print(f"goal: at most {GOAL_CPU_S:.0f} s of CPU: {'met' if now_cpu <= GOAL_CPU_S else 'NOT met'} "
-          f"({now_cpu:.2f} s); reports byte-identical: {'yes' if same else 'NO'}")
+    one_cpu = statistics.median(cpus["now (--jobs 1)"])
+    met = now_cpu <= GOAL_CPU_S and one_cpu <= GOAL_CPU_S
+    print(f"goal: at most {GOAL_CPU_S:.0f} s of CPU, on every core and with --jobs 1: {'met' if met else 'NOT met'} "
+          f"({now_cpu:.2f} s, {one_cpu:.2f} s); reports byte-identical: {'yes' if same else 'NO'}")
     if not same:
         sys.exit(1)
 

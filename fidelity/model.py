@@ -18,6 +18,7 @@ Two rules shape this module:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, overload
@@ -26,6 +27,8 @@ __all__ = [
     "FrozenDict",
     "freeze",
     "thaw",
+    "written_alike",
+    "RenderKey",
     "Route",
     "SystemBlock",
     "Tool",
@@ -118,6 +121,57 @@ def thaw(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [thaw(v) for v in value]
     return value
+
+
+def written_alike(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` are equal and would be written alike: the
+    same type at every node (``True`` is not ``1``, ``1`` is not ``1.0``),
+    objects with their keys in the same order, floats of the same value and
+    sign (``-0.0`` is not ``0.0``; NaN only as the same object), and the very same object
+    in each dataclass field that equality ignores (a request's ``layout``).
+    Equal requests (``==``) may render to different bytes; requests written
+    alike render to the same bytes in any dialect."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is tuple or kind is list:  # from the end: two requests of a session differ late, if at all
+        return len(a) == len(b) and all(map(written_alike, reversed(a), reversed(b)))
+    if kind is FrozenDict or kind is dict:
+        return len(a) == len(b) and list(a) == list(b) and all(written_alike(a[k], b[k]) for k in a)
+    if kind is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    fields = getattr(kind, "__dataclass_fields__", None)
+    if fields is not None:
+        for name, spec in fields.items():
+            x, y = getattr(a, name), getattr(b, name)
+            if not (written_alike(x, y) if spec.compare else x is y):
+                return False
+        return True
+    return bool(a == b)
+
+
+class RenderKey:
+    """A request as a memo key of its renderings: equal to another written
+    alike (:func:`written_alike`), so that both render to the same bytes.
+    Its hash reads only the request's shape and its last message's text (a
+    request's own hash walks every value, which costs about what rendering
+    it does)."""
+
+    __slots__ = ("request", "_hash")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        last = request.messages[-1] if request.messages else None
+        self._hash = hash((request.route, len(request.system), len(request.tools), len(request.messages),
+                           tuple(request.params), id(request.layout), last and (last.role, len(last.parts), last.text())))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RenderKey) and written_alike(self.request, other.request)
 
 
 def _frozen(obj: Any, *names: str) -> None:

@@ -50,7 +50,7 @@ from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
-from .model import Request, Route
+from .model import RenderKey, Request, Route
 from .tokens.billed import billing_tokenizer
 
 __all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
@@ -271,15 +271,24 @@ class _Scorer:
         self._parents: dict[tuple[str, str, str, str], tuple[Request, Request]] = {}
         #: (id(request), dialect) -> (request, body): a request is rendered once (it is held, so its id stays its own)
         self._bodies: dict[tuple[int, str], tuple[Request, bytes]] = {}
+        #: (dialect, request written alike) -> body: variants build many requests equal to others' (a
+        #: reference variant's child again as another row's faithful child), each rendered once
+        self._alike: dict[tuple[str, RenderKey], bytes] = {}
 
     def render(self, request: Request, dialect: str) -> bytes:
-        """``wire.get(dialect).render(request)``, once per request object and dialect."""
+        """``wire.get(dialect).render(request)``, once per request (an object,
+        or one written alike, :func:`fidelity.model.written_alike`) and dialect."""
         key = (id(request), dialect)
         hit = self._bodies.get(key)
         if hit is None or hit[0] is not request:
             if len(self._bodies) >= 4096:
                 self._bodies.clear()
-            hit = self._bodies[key] = (request, wire.get(dialect).render(request))
+                self._alike.clear()
+            alike = (dialect, RenderKey(request))
+            body = self._alike.get(alike)
+            if body is None:
+                body = self._alike[alike] = wire.get(dialect).render(request)
+            hit = self._bodies[key] = (request, body)
         return hit[1]
 
     def parent(self, session: Session, setup: ProviderSetup, placement: str) -> tuple[Request, Request]:
@@ -305,7 +314,7 @@ class _Scorer:
             sim: Simulator | None = None
             k = -1
             for k, req in enumerate(parent_requests(history)):
-                body = d.render(breakpoints.place(req, placement, d.provider))
+                body = self.render(breakpoints.place(req, placement, d.provider), d.name)
                 cp = cache_prompt(body, dialect=d.name, model=setup.model, time=k * _STEP, label=f"parent#{k}")
                 if sim is None:
                     sim = Simulator(cp.cache_model, cp.model)

@@ -23,7 +23,7 @@ import orjson
 from ..errors import InputError
 from ..jsonbytes import iter_members, pointer, split_pointer
 from ..wire import Segment
-from ..wire.spans import element_spans, member_spans, value_spans
+from ..wire.spans import element_spans, known_members, member_spans, value_spans, with_array
 
 __all__ = ["Slot", "fixed_child"]
 
@@ -48,6 +48,9 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[i
     touched = [s for s in slots if s.owner in fixed]
     if not touched:
         return child
+    # both bodies orjson's own bytes: every element sliced off them is too, so a rebuilt array
+    # keeps the body compact and its layout follows from the pieces' lengths (spans.with_array)
+    compact = known_members(parent) is not None and known_members(child) is not None
     body = child
     params = next((s for s in touched if _one(s).kind == "params"), None)
     if params is not None:  # member by member: the parent's value, or none
@@ -83,7 +86,7 @@ def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[i
         if container in singles:
             body = _set_value(body, container, singles[container])
         elif container in arrays or container in covered:
-            body = _set_array(body, container, arrays.get(container, []), covered.get(container, set()))
+            body = _set_array(body, container, arrays.get(container, []), covered.get(container, set()), compact)
         else:  # nothing chosen there: the member goes
             body = _set_value(body, container, None)
     return body
@@ -125,10 +128,11 @@ def _value(body: bytes, ptr: str) -> bytes:
     return body[span[0] : span[1]]
 
 
-def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int]) -> bytes:
+def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int], compact: bool = False) -> bytes:
     """``body`` with the array at ``ptr`` holding ``elems``; the child's
     elements no segment covers (Claude Code's billing block) keep their
-    place at the start or the end."""
+    place at the start or the end. ``compact``: ``elems`` are sliced off
+    compact bodies (see :func:`fidelity.wire.spans.with_array`)."""
     span = value_spans(body, [ptr]).get(ptr)
     if span is None:
         return _set_value(body, ptr, b"[" + b",".join(elems) + b"]")
@@ -139,6 +143,11 @@ def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int]) -> 
     sep = body[spans[0][1] : spans[1][0]] if len(spans) > 1 else b","
     opener = body[span[0] : spans[0][0]] if spans else b"["
     closer = body[spans[-1][1] : span[1]] if spans else b"]"
+    parts = split_pointer(ptr)
+    if compact and len(parts) == 1:
+        out = with_array(body, parts[0], [*lead, *elems, *tail])
+        if out is not None:
+            return out
     return body[: span[0]] + opener + sep.join([*lead, *elems, *tail]) + closer + body[span[1] :]
 
 

@@ -140,14 +140,17 @@ def _render_message(message: Message) -> dict[str, Any]:
 
 
 def _render_tool(tool: Tool) -> dict[str, Any]:
+    # the schema and extra values go as the frozen values they are (as in
+    # _openai_common.render_tool): every layout writes a FrozenDict and a
+    # tuple as a dict and a list, and nothing changes a rendered tool's schema
     if "name" in tool.extra:
-        return thaw(tool.extra)  # verbatim
+        return dict(tool.extra)  # verbatim
     out: dict[str, Any] = {"name": tool.name}
     if tool.description is not None:
         out["description"] = tool.description
     if tool.parameters is not None:
-        out["input_schema"] = thaw(tool.parameters)
-    out.update(thaw(tool.extra))
+        out["input_schema"] = tool.parameters
+    out.update(tool.extra)
     return out
 
 

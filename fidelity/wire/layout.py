@@ -43,6 +43,7 @@ import orjson
 from ..errors import InputError
 from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
 from ..model import FrozenDict
+from . import spans
 
 __all__ = ["Layout", "Written", "ClientProfile", "merge_order", "same_value"]
 
@@ -178,7 +179,6 @@ def _first_separators(body: bytes) -> tuple[str | None, str | None]:
 #: separators=(",", ":"))`` write alike (floats: see :func:`_orjson_agrees`)
 _SAME_LEAVES: frozenset[type] = frozenset({str, int, bool, type(None)})
 _SAME_OBJECTS: frozenset[type] = frozenset((dict, FrozenDict))
-_SAME_ARRAYS: frozenset[type] = frozenset({list, tuple})
 
 
 def _orjson_agrees(value: Any) -> bool:
@@ -195,31 +195,72 @@ def _orjson_agrees(value: Any) -> bool:
     ``0.00001``, ``1e16``), and orjson writes NaN and infinities as ``null``
     where ``json`` writes ``NaN`` or refuses them (``repr`` gives ``nan``,
     ``inf``)."""
-    stack = [value]
+    return _agrees([value])[0]
+
+
+#: id -> a FrozenDict that :func:`_agrees` found written alike and that holds
+#: no mutable container (so it stays so); held, so that its id stays its own
+_AGREED: dict[int, FrozenDict] = {}
+
+
+def _agrees(stack: list[Any]) -> tuple[bool, bool]:
+    """:func:`_orjson_agrees` of every value in ``stack`` (emptied), and
+    whether they hold no ``list`` or ``dict`` (only immutable containers). A
+    ``FrozenDict`` found written alike with only immutable values below it
+    is remembered (:data:`_AGREED`) and not walked again: the tool schemas
+    and message extras every rendering of a session shares."""
+    frozen = True
     pop, push_all = stack.pop, stack.extend
     while stack:
         node = pop()
         kind = type(node)
         if kind in _SAME_LEAVES:
             continue
-        if kind in _SAME_OBJECTS:
+        if kind is FrozenDict:
+            if _AGREED.get(id(node)) is node:
+                continue
+            ok, inner_frozen = _agrees(list(node.values()))
+            if not ok:
+                return False, False
+            if inner_frozen:
+                if len(_AGREED) >= 1 << 16:
+                    _AGREED.clear()
+                _AGREED[id(node)] = node
+            else:
+                frozen = False
+        elif kind is tuple:
+            push_all(node)
+        elif kind is dict:
+            frozen = False
             push_all(node.values())
-        elif kind in _SAME_ARRAYS:
+        elif kind is list:
+            frozen = False
             push_all(node)
         elif kind is float:
             spelled = repr(node)
             if "e" in spelled or "n" in spelled:  # 1e-05, 1e+16, nan, inf, -inf
-                return False
+                return False, False
         else:
-            return False
-    return True
+            return False, False
+    return True, frozen
 
 
-def _compact(value: Any) -> bytes | None:
+def _compact(value: Any, *, remember: bool = False) -> bytes | None:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` as
     UTF-8, written by orjson (in C, several times faster) when that gives the
     same bytes (:func:`_orjson_agrees`); ``None`` when it may not (the caller
-    then uses ``json``)."""
+    then uses ``json``). With ``remember``, a body (an object) is written
+    member by member and its layout kept (:func:`fidelity.wire.spans.remember`),
+    so that the cache view of the bytes does not parse them to lay them out."""
+    if remember and type(value) in _SAME_OBJECTS:
+        try:
+            out, members = spans.laid_out(value)
+        except TypeError:  # orjson refused a value (JSONEncodeError is a TypeError), or a key is not a string
+            return None
+        if not _orjson_agrees(value):
+            return None
+        spans.remember(out, members)
+        return out
     try:
         out = orjson.dumps(value)
     except orjson.JSONEncodeError:  # a lone surrogate, an int past 64 bits, a non-str key, too deep, a cycle
@@ -228,11 +269,11 @@ def _compact(value: Any) -> bytes | None:
 
 
 def _dump(value: Any, *, item_sep: str, key_sep: str, ensure_ascii: bool, indent: str | None, depth: int,
-          allow_nan: bool = False) -> bytes:
+          allow_nan: bool = False, remember: bool = False) -> bytes:
     """``value`` serialised as a client with these settings writes it
-    (``json.dumps`` with these settings, as UTF-8)."""
+    (``json.dumps`` with these settings, as UTF-8); ``remember``: see :func:`_compact`."""
     if indent is None and not ensure_ascii and item_sep == "," and key_sep == ":":
-        fast = _compact(value)
+        fast = _compact(value, remember=remember)
         if fast is not None:
             return fast
     try:
@@ -412,4 +453,4 @@ class ClientProfile:
 
     def write(self, body: Mapping[str, Any]) -> bytes:
         return _dump(self.order(body), item_sep=self.item_sep, key_sep=self.key_sep,
-                     ensure_ascii=self.ensure_ascii, indent=None, depth=0, allow_nan=self.allow_nan)
+                     ensure_ascii=self.ensure_ascii, indent=None, depth=0, allow_nan=self.allow_nan, remember=True)

@@ -18,7 +18,7 @@ bodies). The functions take the scanner's arguments and give its results.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -26,7 +26,7 @@ import orjson
 from .. import jsonbytes, jsonio
 from ..jsonbytes import Member
 
-__all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans"]
+__all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans", "laid_out", "remember", "with_array"]
 
 #: one member's span and, when its value is an array, its elements' spans
 _Entry = tuple[Member, "list[tuple[int, int]] | None"]
@@ -156,12 +156,7 @@ def _layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | 
     got = _compact_layout(body, fresh)
     with _LOCK:
         if body not in _LAST:
-            _LAST[body] = got
-            _SIZE[0] += len(body)
-        while len(_LAST) > 1 and (len(_LAST) > _LAST_COUNT or _SIZE[0] > _LAST_BYTES):
-            oldest = next(iter(_LAST))
-            del _LAST[oldest]
-            _SIZE[0] -= len(oldest)
+            _keep(body, got)
     return got
 
 
@@ -172,37 +167,106 @@ def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _E
         obj = orjson.loads(body)
         if not isinstance(obj, dict):
             return None
-        # orjson writes an object as "{" + the members' "key":value joined by
-        # "," + "}" and an array likewise: the pieces below, joined, are
-        # orjson.dumps(obj), each element serialised once
-        out: dict[str, _Entry] = {}
-        pieces: list[bytes] = []
-        at = 1  # past the opening brace
-        for key, value in obj.items():
-            head = orjson.dumps(key) + b":"
-            value_start = at + len(head)
-            spans: list[tuple[int, int]] | None = None
-            if isinstance(value, list):
-                parts = [orjson.dumps(element) for element in value]
-                spans, pos = [], value_start + 1  # past the opening bracket
-                for part in parts:
-                    end = pos + len(part)
-                    spans.append((pos, end))
-                    pos = end + 1  # past the comma
-                written = b"[" + b",".join(parts) + b"]"
-            else:
-                written = orjson.dumps(value)
-            end = value_start + len(written)
-            out[key] = (Member(key, at, value_start, end), spans)
-            pieces.append(head + written)
-            at = end + 1  # past the comma
-        if b"{" + b",".join(pieces) + b"}" != body:
+        written, out = laid_out(obj)
+        if written != body:
             return None
     except (orjson.JSONDecodeError, TypeError):  # not JSON, or a value orjson does not write back
         return None
     if fresh is not None:
         fresh.append(obj)
     return out
+
+
+def laid_out(obj: Mapping[str, Any]) -> tuple[bytes, dict[str, _Entry]]:
+    """The bytes ``orjson.dumps(obj)`` writes for an object (a ``dict``, a
+    ``FrozenDict``), and where each of its members and the elements of each
+    array (a ``list`` or a ``tuple``) value sit in them: each member value
+    and element serialised once, on its own (so each may nest 254 levels
+    below it). Raises ``TypeError`` (``orjson.JSONEncodeError`` is one) where
+    orjson refuses a value, and for a key that is not a string."""
+    # orjson writes an object as "{" + the members' "key":value joined by
+    # "," + "}" and an array likewise: the pieces below, joined, are
+    # orjson.dumps(obj)
+    out: dict[str, _Entry] = {}
+    pieces: list[bytes] = []
+    dumps = orjson.dumps
+    at = 1  # past the opening brace
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            raise TypeError(f"an object key must be a string, not {type(key).__name__}")
+        head = dumps(key) + b":"
+        value_start = at + len(head)
+        spans: list[tuple[int, int]] | None = None
+        kind = type(value)
+        if kind is list or kind is tuple:
+            parts = [dumps(element) for element in value]
+            spans, pos = [], value_start + 1  # past the opening bracket
+            for part in parts:
+                end = pos + len(part)
+                spans.append((pos, end))
+                pos = end + 1  # past the comma
+            written = b"[" + b",".join(parts) + b"]"
+        else:
+            written = dumps(value)
+        end = value_start + len(written)
+        out[key] = (Member(key, at, value_start, end), spans)
+        pieces.append(head + written)
+        at = end + 1  # past the comma
+    return b"{" + b",".join(pieces) + b"}", out
+
+
+def remember(body: bytes, layout: dict[str, _Entry]) -> None:
+    """Keep ``layout`` as the layout of ``body`` (see :func:`compact_members`)
+    so that no view lays ``body`` out again. The caller vouches that it is
+    what laying ``body`` out gives: ``body, layout = laid_out(obj)`` for an
+    ``obj`` that orjson writes as ``json.dumps`` does (see
+    :func:`fidelity.wire.layout._compact`), whose parse orjson therefore
+    writes back to ``body``."""
+    with _LOCK:
+        if body not in _LAST:
+            _keep(body, layout)
+
+
+def with_array(body: bytes, key: str, pieces: Sequence[bytes]) -> bytes | None:
+    """``body`` with its top-level array member ``key`` holding ``pieces``,
+    its layout kept (:func:`remember`) from ``body``'s without laying the
+    new bytes out; ``None`` (nothing built) unless ``body``'s compact layout
+    is remembered and ``key`` is an array member of it. The caller vouches
+    that each piece is orjson's bytes of a value (an element sliced off a
+    compact body), so that the new body is compact too."""
+    with _LOCK:
+        layout = _LAST.get(body)
+    found = layout.get(key) if layout is not None else None
+    if layout is None or found is None or found[1] is None:
+        return None
+    member = found[0]
+    new_value = b"[" + b",".join(pieces) + b"]"
+    out = body[: member.value_start] + new_value + body[member.end :]
+    shift = len(new_value) - (member.end - member.value_start)
+    spans, pos = [], member.value_start + 1
+    for piece in pieces:
+        spans.append((pos, pos + len(piece)))
+        pos += len(piece) + 1
+    entries: dict[str, _Entry] = {}
+    for k, (m, elements) in layout.items():
+        if m.start > member.start:
+            m = Member(k, m.start + shift, m.value_start + shift, m.end + shift)
+            elements = None if elements is None else [(a + shift, b + shift) for a, b in elements]
+        elif k == key:
+            m, elements = Member(k, m.start, m.value_start, m.end + shift), spans
+        entries[k] = (m, elements)
+    remember(out, entries)
+    return out
+
+
+def _keep(body: bytes, layout: dict[str, _Entry] | None) -> None:
+    """Hold ``layout`` for ``body`` in :data:`_LAST` (the caller holds the lock), oldest out first."""
+    _LAST[body] = layout
+    _SIZE[0] += len(body)
+    while len(_LAST) > 1 and (len(_LAST) > _LAST_COUNT or _SIZE[0] > _LAST_BYTES):
+        oldest = next(iter(_LAST))
+        del _LAST[oldest]
+        _SIZE[0] -= len(oldest)
 
 
 def _dumps_refuses_past_max_depth() -> bool:

@@ -127,3 +127,17 @@ def test_client_profile_writes_json_dumps_bytes() -> None:
     body = {"messages": [{"role": "user", "content": "é"}], "model": "m", "temperature": 1e-05, "n": 2**70}
     ordered = compact.order(body)
     assert compact.write(body) == json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_a_frozen_value_found_alike_is_remembered_only_when_nothing_below_it_can_change() -> None:
+    schema = FrozenDict(type="object", properties=FrozenDict(x=FrozenDict(minimum=0.5)), required=("x",))
+    assert layout._compact({"tools": [schema]}) == json.dumps({"tools": [schema]}, separators=(",", ":")).encode()
+    assert layout._AGREED.get(id(schema)) is schema  # not walked again by the next body that holds it
+    assert layout._compact({"again": schema}) == b'{"again":' + json.dumps(schema, separators=(",", ":")).encode() + b"}"
+    holder = FrozenDict(values=[1.0])  # a list below: it may change, so it is walked each time
+    assert layout._compact({"h": holder}) == b'{"h":{"values":[1.0]}}'
+    assert id(holder) not in layout._AGREED
+    holder["values"].append(1e-05)
+    assert layout._compact({"h": holder}) is None  # orjson writes 1e-05 otherwise
+    shared = FrozenDict(t=(1e-05,))
+    assert layout._compact({"s": shared}) is None and id(shared) not in layout._AGREED
