@@ -64,6 +64,13 @@ def _extract(rev: str, into: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
+def _takes_jobs(tree: Path) -> bool:
+    """Whether the report command in ``tree`` has a ``--jobs`` option (its help says so)."""
+    proc = subprocess.run([sys.executable, "-m", "fidelity", "report", "--help"], cwd=tree,
+                          env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+    return "--jobs" in proc.stdout
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -77,8 +84,9 @@ def main() -> None:
             "now (all cores)": (REPO, []),
             "now (--jobs 1)": (REPO, ["--jobs", "1"]),
             f"before ({args.before})": (old, []),
-            f"before ({args.before}, --jobs 1)": (old, ["--jobs", "1"]),
         }
+        if _takes_jobs(old):  # the report had no --jobs before its workers came
+            cases[f"before ({args.before}, --jobs 1)"] = (old, ["--jobs", "1"])
         outs = {name: Path(tmp) / f"out{k}" for k, name in enumerate(cases)}
         # warm the bytecode and the vocabulary copies once per tree, untimed
         for name, (tree, extra) in cases.items():
