@@ -36,7 +36,7 @@ def _bodies(request: Request) -> list[bytes | str]:
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(request=requests())
 def test_requests_written_alike_render_alike(request: Request) -> None:
     copy = _rebuilt(request)
@@ -47,7 +47,7 @@ def test_requests_written_alike_render_alike(request: Request) -> None:
 _TWINS = [(1, 1.0), (1, True), (0, False), (0.0, -0.0), (2.5, 2.5000000000000004)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(request=requests(), pair=st.sampled_from(_TWINS), key=st.sampled_from(["temperature", "seed", "top_p"]))
 def test_equal_values_written_otherwise_are_not_alike(request: Request, pair: tuple[Any, Any], key: str) -> None:
     a = replace(request, params=freeze({**thaw(request.params), key: pair[0]}))
