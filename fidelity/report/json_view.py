@@ -1,14 +1,15 @@
 """The JSON view: the report dict, two-space indented, keys in the order
-built (never sorted), UTF-8, trailing newline."""
+built (never sorted), UTF-8, trailing newline (:func:`fidelity.formats.json_doc`,
+the one JSON writer)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from ..formats import json_doc
 
 __all__ = ["render_json"]
 
 
 def render_json(data: dict[str, Any]) -> bytes:
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    return json_doc(data)

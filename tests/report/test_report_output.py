@@ -3,6 +3,7 @@ that renders offline in a real browser, and the fixtures' provenance."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ import orjson
 import pytest
 
 from fidelity import cli, compose, fixtures, score
-from fidelity.report import FILES, render_html, render_markdown, to_json
+from fidelity.report import FILES, render_html, render_json, render_markdown, to_json
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--providers", "deepseek", "anthropic-messages", "vllm",
@@ -177,3 +178,12 @@ def test_report_has_real_harness_rows(tmp_path):
     assert cli.main(["report", "--providers", "deepseek", "--variants", "one-shot-fork", "--out", str(out),
                      "--quiet", "--harness", "none"]) == 0
     assert orjson.loads((out / "fidelity-report.json").read_bytes())["harness"] == []
+
+
+def test_the_json_view_writes_a_lone_surrogate_escaped() -> None:
+    """A body string may hold a lone surrogate (a ``"\\ud800"`` escape): the
+    JSON view writes it escaped, as every JSON output does, instead of failing."""
+    data = {"rows": [{"pointer": "/messages/0/content", "excerpt": "a\ud800b"}]}
+    out = render_json(data)
+    assert json.loads(out) == data and out.endswith(b"\n")  # the standard library reads lone surrogates
+    assert render_json({"n": 1}) == b'{\n  "n": 1\n}\n'
