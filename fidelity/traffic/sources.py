@@ -315,22 +315,18 @@ def _httprr(path: Path) -> list[Exchange]:
         line, req_headers, body = httprr.message(raw_req, path)
         method, _, rest = line.partition(" ")
         url = rest.rsplit(" ", 1)[0] if " " in rest else rest
-        headers: dict[str, str] = {}
-        for k, v in req_headers:
-            headers.setdefault(k, v)
-        if url.startswith("/") and headers.get("host"):
-            url = f"https://{headers['host']}{url}"
-        body, decoded = _sent(body, headers)
+        host = header(req_headers, "host")
+        if url.startswith("/") and host:
+            url = f"https://{host}{url}"
+        body, decoded = _sent(body, req_headers)
         status_line, resp_headers, rbody_raw = httprr.message(raw_resp, path) if raw_resp else ("", [], b"")
-        rheaders: dict[str, str] = {}
-        for k, v in resp_headers:
-            rheaders.setdefault(k, v)
-        rbody = _decoded(rbody_raw, rheaders)
+        rbody = _decoded(rbody_raw, resp_headers)
         code = status_line.split(" ")[1] if status_line.count(" ") >= 1 else None
-        usage = from_response(None, rheaders.get("content-type"), rbody) if rbody else None
-        out.append(exchange(str(path), i, body, url=url or None, time=http_date_seconds(rheaders.get("date")),
+        usage = from_response(None, header(resp_headers, "content-type"), rbody) if rbody else None
+        out.append(exchange(str(path), i, body, url=url or None, time=http_date_seconds(header(resp_headers, "date")),
                             usage=usage, status=http_status(code), session=str(path), where=f"record {i + 1}",
-                            response_model=response_model(rbody), method=method or "POST", headers=headers,
+                            response_model=response_model(rbody), method=method or "POST",
+                            headers=dict(reversed(req_headers)),  # the first of a repeated header, as header() reads
                             pairs=tuple(req_headers), decoded=decoded))
     return out
 

@@ -200,11 +200,7 @@ def laid_out(obj: Mapping[str, Any]) -> tuple[bytes, dict[str, _Entry]]:
         kind = type(value)
         if kind is list or kind is tuple:
             parts = [dumps(element) for element in value]
-            spans, pos = [], value_start + 1  # past the opening bracket
-            for part in parts:
-                end = pos + len(part)
-                spans.append((pos, end))
-                pos = end + 1  # past the comma
+            spans = _element_spans(value_start, parts)
             written = b"[" + b",".join(parts) + b"]"
         else:
             written = dumps(value)
@@ -213,6 +209,16 @@ def laid_out(obj: Mapping[str, Any]) -> tuple[bytes, dict[str, _Entry]]:
         pieces.append(head + written)
         at = end + 1  # past the comma
     return b"{" + b",".join(pieces) + b"}", out
+
+
+def _element_spans(value_start: int, parts: Sequence[bytes]) -> list[tuple[int, int]]:
+    """Where each of ``parts`` sits in the array ``[`` + ``parts`` joined by
+    ``,`` + ``]`` written from ``value_start``."""
+    spans, pos = [], value_start + 1  # past the opening bracket
+    for part in parts:
+        spans.append((pos, pos + len(part)))
+        pos += len(part) + 1  # past the comma
+    return spans
 
 
 def remember(body: bytes, layout: dict[str, _Entry]) -> None:
@@ -243,10 +249,7 @@ def with_array(body: bytes, key: str, pieces: Sequence[bytes]) -> bytes | None:
     new_value = b"[" + b",".join(pieces) + b"]"
     out = body[: member.value_start] + new_value + body[member.end :]
     shift = len(new_value) - (member.end - member.value_start)
-    spans, pos = [], member.value_start + 1
-    for piece in pieces:
-        spans.append((pos, pos + len(piece)))
-        pos += len(piece) + 1
+    spans = _element_spans(member.value_start, pieces)
     entries: dict[str, _Entry] = {}
     for k, (m, elements) in layout.items():
         if m.start > member.start:
