@@ -180,18 +180,20 @@ def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
 
 def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any],
                   at: str) -> list[Exchange]:
-    """vcrpy and Ruby VCR interactions: ``{"request": {"method", "uri",
-    "headers", "body" | "parsed_body"}, "response": {...}}``; a ``body``
-    that is a mapping or a list is parsed JSON, as ``parsed_body`` is (the
-    body's compact serialisation, ``reserialised``); a request without a
-    ``uri`` or with a body of another type is an error."""
+    """vcrpy, Ruby VCR and go-vcr interactions: ``{"request": {"method",
+    "uri" (go-vcr: "url"), "headers", "body" | "parsed_body"}, "response":
+    {...}}``; a ``body`` that is a mapping or a list is parsed JSON, as
+    ``parsed_body`` is (the body's compact serialisation, ``reserialised``);
+    go-vcr's ``content_length`` is the ``Content-Length`` the body was sent
+    with and its ``status`` Go's ``"200 OK"`` beside ``code``. A request
+    without a URL or with a body of another type is an error."""
     out = []
     for i, inter in enumerate(items):
         where = f"{at}/{i}"
         req = inter.get("request") if isinstance(inter, dict) else None
         if not isinstance(req, dict):
             raise InputError("interaction has no request mapping", path=path, pointer=where + "/request")
-        uri = req.get("uri")
+        uri = req.get("uri", req.get("url"))
         if not isinstance(uri, str):
             raise InputError("request has no uri", path=path, pointer=where + "/request")
         headers = req.get("headers")
@@ -214,11 +216,16 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
         rheaders = resp.get("headers")
         rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
         usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
+        sent = req.get("content_length")  # go-vcr: http.Request.ContentLength (-1 or 0: not known)
+        size = sent if isinstance(sent, int) and not isinstance(sent, bool) and sent > 0 else None
+        rule_headers = headers
+        if size is not None and header(headers, "content-length") is None:
+            rule_headers = {**(headers or {}), "Content-Length": [str(size)]}
         out.append(exchange(str(path), i, body, url=uri, time=date_of(inter, resp), usage=usage,
-                            status=http_status(resp.get("status")), session=str(path), where=where,
-                            reserialised=reser, response_model=response_model(rbody),
-                            method=str(req.get("method") or "POST"), headers=headers,
-                            pairs=_pairs(headers or {}), decoded=decoded))
+                            status=http_status(resp.get("status")) or http_status(resp.get("code")),
+                            session=str(path), where=where, reserialised=reser, response_model=response_model(rbody),
+                            method=str(req.get("method") or "POST"), headers=rule_headers,
+                            pairs=_pairs(headers or {}), decoded=decoded, recorded_size=size))
     return out
 
 
@@ -259,6 +266,32 @@ def _har_headers(value: Any, path: Path, where: str) -> tuple[tuple[str, str], .
                  if isinstance(h, dict) and isinstance(h.get("name"), str) and not h["name"].startswith(":"))
 
 
+def _har_content(content: dict[str, Any], headers: Any) -> bytes | None:
+    """A HAR response's body, decoded; ``None`` where it cannot be read.
+    ``text`` is the body, base64 when ``encoding`` says so; Polly.js's
+    node-http adapter keeps a ``Content-Encoding`` body as a JSON array of
+    its chunks, base64 (``encoding: "base64"``, Polly 5 and later) or hex
+    (no ``encoding``, before: ``getBodyFromChunks`` in
+    https://github.com/Netflix/pollyjs, packages/@pollyjs/adapter-node-http/src/index.js)."""
+    text = content.get("text")
+    if not isinstance(text, str):
+        return None
+    encoding = content.get("encoding")
+    try:
+        if header(headers, "content-encoding") and text.startswith("["):
+            chunks = json.loads(text)
+            if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+                return None
+            raw = b"".join(base64.b64decode(c, validate=True) if encoding == "base64" else bytes.fromhex(c)
+                           for c in chunks)
+            return _decoded(raw, headers)
+        if encoding == "base64":
+            return _decoded(base64.b64decode(text), headers)
+    except (binascii.Error, ValueError):
+        return None
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _har(path: Path) -> list[Exchange]:
     """HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/): ``log.entries[i].request``
     with ``postData.text`` (base64 when ``encoding`` says so) and ``bodySize``."""
@@ -290,12 +323,7 @@ def _har(path: Path) -> list[Exchange]:
                 raise InputError("request has no url", path=path, pointer=where + "/request")
         resp: dict[str, Any] = e["response"] if isinstance(e.get("response"), dict) else {}
         content: dict[str, Any] = resp["content"] if isinstance(resp.get("content"), dict) else {}
-        rbody = _text(content.get("text"))
-        if rbody is not None and content.get("encoding") == "base64":
-            try:
-                rbody = _decoded(base64.b64decode(rbody), resp.get("headers"))
-            except (binascii.Error, ValueError):
-                rbody = None
+        rbody = _har_content(content, resp.get("headers"))
         ctype = header(resp.get("headers"), "content-type") or content.get("mimeType")
         usage = from_response(None, ctype if isinstance(ctype, str) else None, rbody) if rbody else None
         size = req.get("bodySize")
