@@ -50,7 +50,7 @@ HOSTS = re.compile(rb"api\.openai\.com|api\.anthropic\.com|generativelanguage\.g
                    rb"bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com|aiplatform\.googleapis\.com|"
                    rb"api\.x\.ai|api\.together\.xyz|api\.fireworks\.ai|router\.huggingface\.co|"
                    rb"hyper\.charm\.land|api\.z\.ai|open\.bigmodel\.cn")
-LICENCES = re.compile(r"^(LICEN[CS]E|COPYING)(\.[a-z]+)?$", re.IGNORECASE)
+LICENCES = re.compile(r"^(LICEN[CS]E|COPYING)(\.[a-z0-9]+)?$", re.IGNORECASE)
 
 
 def _git(git_dir: Path, *args: str) -> bytes:

@@ -178,15 +178,34 @@ def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _compacted(body: bytes, length: int) -> bytes | None:
+    """A JSON body a recorder re-indented (opentelemetry-python-contrib's
+    ``PrettyPrintJSONBody`` cassette serializer), written again as ``json.dumps``
+    writes it in the one form whose length is the ``Content-Length`` it was sent
+    with; ``None`` when the body has that length already, is not JSON, or not
+    exactly one form has it (an edited body stays as recorded)."""
+    if len(body) == length or not body.lstrip().startswith((b"{", b"[")):
+        return None
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    forms = {json.dumps(obj, separators=separators, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+             for separators in ((",", ":"), (", ", ": ")) for ascii_only in (False, True)}
+    fits = [text for text in forms if len(text) == length]
+    return fits[0] if len(fits) == 1 else None  # two forms of that length: which was sent is unknown
+
+
 def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any],
                   at: str) -> list[Exchange]:
     """vcrpy, Ruby VCR and go-vcr interactions: ``{"request": {"method",
     "uri" (go-vcr: "url"), "headers", "body" | "parsed_body"}, "response":
     {...}}``; a ``body`` that is a mapping or a list is parsed JSON, as
     ``parsed_body`` is (the body's compact serialisation, ``reserialised``);
-    go-vcr's ``content_length`` is the ``Content-Length`` the body was sent
-    with and its ``status`` Go's ``"200 OK"`` beside ``code``. A request
-    without a URL or with a body of another type is an error."""
+    go-vcr's ``content_length`` is the ``Content-Length`` header Go sent and
+    its ``status`` Go's ``"200 OK"`` beside ``code``; a re-indented JSON body
+    is restored by :func:`_compacted` (``reserialised``). A request without a
+    URL or with a body of another type is an error."""
     out = []
     for i, inter in enumerate(items):
         where = f"{at}/{i}"
@@ -216,16 +235,19 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
         rheaders = resp.get("headers")
         rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
         usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
-        sent = req.get("content_length")  # go-vcr: http.Request.ContentLength (-1 or 0: not known)
-        size = sent if isinstance(sent, int) and not isinstance(sent, bool) and sent > 0 else None
-        rule_headers = headers
-        if size is not None and header(headers, "content-length") is None:
-            rule_headers = {**(headers or {}), "Content-Length": [str(size)]}
+        sent = req.get("content_length")  # go-vcr: http.Request.ContentLength, which Go sends as the header
+        if isinstance(sent, int) and not isinstance(sent, bool) and sent > 0 and header(headers, "content-length") is None:
+            headers = {**(headers or {}), "Content-Length": [str(sent)]}
+        length = header(headers, "content-length")
+        if body and not reser and not decoded and length is not None and length.strip().isdigit():
+            restored = _compacted(body, int(length))
+            if restored is not None:
+                body, reser = restored, True
         out.append(exchange(str(path), i, body, url=uri, time=date_of(inter, resp), usage=usage,
                             status=http_status(resp.get("status")) or http_status(resp.get("code")),
                             session=str(path), where=where, reserialised=reser, response_model=response_model(rbody),
-                            method=str(req.get("method") or "POST"), headers=rule_headers,
-                            pairs=_pairs(headers or {}), decoded=decoded, recorded_size=size))
+                            method=str(req.get("method") or "POST"), headers=headers,
+                            pairs=_pairs(headers or {}), decoded=decoded))
     return out
 
 
