@@ -1,7 +1,8 @@
 """Every recording format, read into :class:`~fidelity.traffic.exchange.Exchange`
 lists, and the one listing of what a folder holds.
 
-Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr`` (:mod:`.httprr`), ``jsonl``
+Formats: ``vcr`` (vcrpy and go-vcr), ``ruby-vcr`` (:mod:`.rubyvcr`), ``har`` (Polly.js's too),
+``httprr`` (:mod:`.httprr`), ``jsonl``
 (claude-trace lines are recordings, other lines request logs), ``snapshots``,
 ``dsh``, ``parquet`` (docs/replay.md). :func:`list_sources` says which a path
 holds (folders searched recursively; a folder of ``*.snapshot`` files is one
