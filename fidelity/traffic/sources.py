@@ -122,6 +122,20 @@ def list_sources(path: str | Path) -> list[Source]:
 # where the entry holds none (the importers count those as skipped); read() leaves them out.
 
 
+def _unwrapped(value: Any, path: Path, pointer: str) -> Any:
+    """A body kept as ``{"string": ...}`` (vcrpy, Ruby VCR) or Betamax's
+    ``{"base64_string": ...}`` (``preserve_exact_body_bytes``: betamax
+    ``cassette/util.py`` ``add_body``), as its text or bytes; any other value as it is."""
+    if isinstance(value, dict) and isinstance(value.get("base64_string"), str):
+        try:
+            return base64.b64decode(value["base64_string"], validate=True)
+        except (binascii.Error, ValueError):
+            raise InputError("a base64_string body is not base64", path=path, pointer=pointer) from None
+    if isinstance(value, dict) and "string" in value:
+        return value["string"]
+    return value
+
+
 def _text(value: Any) -> bytes | None:
     if isinstance(value, dict) and "string" in value:
         value = value["string"]
@@ -219,9 +233,7 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
         headers = req.get("headers")
         if headers is not None and not isinstance(headers, dict):
             raise InputError("request headers must be a mapping", path=path, pointer=where + "/request/headers")
-        value = req.get("body")
-        if isinstance(value, dict) and "string" in value:  # the response-style shape (Ruby VCR's)
-            value = value["string"]
+        value = _unwrapped(req.get("body"), path, where + "/request/body")
         if value not in (None, "", b"") and not isinstance(value, (str, bytes, dict, list)):
             raise InputError(f"request body must be text or bytes, not {type(value).__name__}", path=path,
                              pointer=where + "/request/body")
@@ -234,7 +246,8 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
         resp = inter.get("response")
         resp = resp if isinstance(resp, dict) else {}
         rheaders = resp.get("headers")
-        rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
+        rbody = (_decoded(_text(_unwrapped(resp.get("body"), path, where + "/response/body")), rheaders)
+                 or _parsed(resp.get("parsed_body")))
         usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
         sent = req.get("content_length")  # go-vcr: http.Request.ContentLength, which Go sends as the header
         if isinstance(sent, int) and not isinstance(sent, bool) and sent > 0 and header(headers, "content-length") is None:

@@ -198,3 +198,37 @@ def test_a_restored_body_is_the_one_sent_or_none(tmp_path: Path, obj: dict, spac
     pretty = json.dumps(obj, indent=2).encode()
     restored = _compacted(pretty, len(sent))
     assert restored is None or restored == sent or pretty == sent
+
+
+def _betamax(path: Path, request: bytes, response: bytes) -> Path:
+    # the shape Betamax writes (betamaxpy/betamax, src/betamax/cassette/util.py add_body and
+    # serialize_response) with preserve_exact_body_bytes: JSON, bodies as base64_string, the
+    # response as it came off the wire (gzip), recorded_at in ISO 8601
+    doc = {"http_interactions": [{
+        "request": {"body": {"encoding": "utf-8", "base64_string": base64.b64encode(request).decode()},
+                    "headers": {"Content-Type": ["application/json"], "Content-Length": [str(len(request))]},
+                    "method": "POST", "uri": OPENAI},
+        "response": {"body": {"encoding": None, "base64_string": base64.b64encode(gzip.compress(response,
+                                                                                               mtime=0)).decode()},
+                     "headers": {"Content-Type": ["application/json"], "Content-Encoding": ["gzip"]},
+                     "status": {"code": 200, "message": "OK"}, "url": OPENAI},
+        "recorded_at": "2025-03-01T10:00:00"}], "recorded_with": "betamax/0.9.0"}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_betamax_json_cassettes_with_base64_bodies_are_read(tmp_path: Path) -> None:
+    body = _chat("combien de tokens ?")
+    path = _betamax(tmp_path / "test_chat.json", body, RESPONSE)
+    assert [s.kind for s in list_sources(tmp_path)] == ["ruby-vcr"]
+    (ex,), = read_all(path)
+    assert ex.body == body and ex.skip is None and ex.dialect == "openai-chat"
+    assert dict(ex.usage or {})["cache_read"] == 1024
+
+
+def test_betamax_body_that_is_not_base64_is_one_error_naming_the_file(tmp_path: Path) -> None:
+    path = _betamax(tmp_path / "bad.json", _chat(), RESPONSE)
+    path.write_text(path.read_text().replace('"base64_string": "', '"base64_string": "%', 1))
+    with pytest.raises(InputError, match="base64_string body is not base64") as err:
+        read_all(path)
+    assert "bad.json" in str(err.value) and "/http_interactions/0/request/body" in str(err.value)
