@@ -123,12 +123,13 @@ def list_sources(path: str | Path) -> list[Source]:
 
 
 def _unwrapped(value: Any, path: Path, pointer: str) -> Any:
-    """A body kept as ``{"string": ...}`` (vcrpy, Ruby VCR) or Betamax's
-    ``{"base64_string": ...}`` (``preserve_exact_body_bytes``: betamax
-    ``cassette/util.py`` ``add_body``), as its text or bytes; any other value as it is."""
+    """A body kept as ``{"string": ...}`` (vcrpy, Ruby VCR) or as
+    ``{"base64_string": ...}`` (``preserve_exact_body_bytes``: Betamax's
+    ``cassette/util.py`` ``add_body``; Ruby VCR's ``lib/vcr/structs.rb``, wrapped
+    at 60 characters), as its text or bytes; any other value as it is."""
     if isinstance(value, dict) and isinstance(value.get("base64_string"), str):
         try:
-            return base64.b64decode(value["base64_string"], validate=True)
+            return base64.b64decode("".join(value["base64_string"].split()), validate=True)
         except (binascii.Error, ValueError):
             raise InputError("a base64_string body is not base64", path=path, pointer=pointer) from None
     if isinstance(value, dict) and "string" in value:

@@ -232,3 +232,20 @@ def test_betamax_body_that_is_not_base64_is_one_error_naming_the_file(tmp_path: 
     with pytest.raises(InputError, match="base64_string body is not base64") as err:
         read_all(path)
     assert "bad.json" in str(err.value) and "/http_interactions/0/request/body" in str(err.value)
+
+
+def test_ruby_vcr_base64_string_bodies_wrapped_at_60_characters_are_read(tmp_path: Path) -> None:
+    # the shape of alexrudall/ruby-openai spec/fixtures/cassettes/images_variations_image_png.yml:
+    # VCR's preserve_exact_body_bytes writes Base64.encode64, a newline every 60 characters
+    body = _chat("a long enough prompt to wrap the base64 text over more than one line of sixty")
+    wrapped = base64.encodebytes(body).decode()
+    assert wrapped.count("\n") > 1
+    path = tmp_path / "exact.yml"
+    path.write_text("---\nhttp_interactions:\n- request:\n    method: post\n    uri: " + OPENAI + "\n    body:\n"
+                    "      encoding: ASCII-8BIT\n      base64_string: |\n"
+                    + "".join("        " + line + "\n" for line in wrapped.splitlines())
+                    + "    headers: {}\n  response:\n    status: {code: 200, message: OK}\n    headers: {}\n"
+                    "    body: {encoding: UTF-8, string: '" + json.dumps({"usage": USAGE}) + "'}\n"
+                    "  recorded_at: Tue, 01 Dec 2026 10:00:00 GMT\nrecorded_with: VCR 6.3.1\n")
+    (ex,), = read_all(path)
+    assert ex.body == body and dict(ex.usage or {})["cache_read"] == 1024
