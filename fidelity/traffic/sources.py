@@ -230,7 +230,7 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
             raise InputError("interaction has no request mapping", path=path, pointer=where + "/request")
         uri = req.get("uri", req.get("url"))
         if not isinstance(uri, str):
-            raise InputError("request has no uri", path=path, pointer=where + "/request")
+            raise InputError("request has no uri (go-vcr: url)", path=path, pointer=where + "/request")
         headers = req.get("headers")
         if headers is not None and not isinstance(headers, dict):
             raise InputError("request headers must be a mapping", path=path, pointer=where + "/request/headers")
