@@ -303,29 +303,38 @@ def _har_headers(value: Any, path: Path, where: str) -> tuple[tuple[str, str], .
                  if isinstance(h, dict) and isinstance(h.get("name"), str) and not h["name"].startswith(":"))
 
 
+def _polly_chunks(text: str, encoding: Any) -> bytes | None:
+    """Polly.js's node-http adapter keeps a ``Content-Encoding`` response as a
+    JSON array of its chunks, base64 (``encoding: "base64"``, Polly 5 and later)
+    or hex (no ``encoding``, before): ``getBodyFromChunks`` in
+    https://github.com/Netflix/pollyjs, packages/@pollyjs/adapter-node-http/src/index.js.
+    The chunks joined, or ``None`` when ``text`` is not such an array."""
+    try:
+        chunks = json.loads(text)
+        if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+            return None
+        return b"".join(base64.b64decode(c, validate=True) if encoding == "base64" else bytes.fromhex(c)
+                        for c in chunks)
+    except (binascii.Error, ValueError, RecursionError):
+        return None
+
+
 def _har_content(content: dict[str, Any], headers: Any) -> bytes | None:
-    """A HAR response's body, decoded; ``None`` where it cannot be read.
-    ``text`` is the body, base64 when ``encoding`` says so; Polly.js's
-    node-http adapter keeps a ``Content-Encoding`` body as a JSON array of
-    its chunks, base64 (``encoding: "base64"``, Polly 5 and later) or hex
-    (no ``encoding``, before: ``getBodyFromChunks`` in
-    https://github.com/Netflix/pollyjs, packages/@pollyjs/adapter-node-http/src/index.js)."""
+    """A HAR response's body, decoded; ``None`` where it cannot be read:
+    ``text``, base64 when ``encoding`` says so, or Polly's chunks (:func:`_polly_chunks`)."""
     text = content.get("text")
     if not isinstance(text, str):
         return None
     encoding = content.get("encoding")
-    try:
-        if header(headers, "content-encoding") and text.startswith("["):
-            chunks = json.loads(text)
-            if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
-                return None
-            raw = b"".join(base64.b64decode(c, validate=True) if encoding == "base64" else bytes.fromhex(c)
-                           for c in chunks)
+    if header(headers, "content-encoding") and text.startswith("["):
+        raw = _polly_chunks(text, encoding)
+        if raw is not None:
             return _decoded(raw, headers)
-        if encoding == "base64":
+    if encoding == "base64":
+        try:
             return _decoded(base64.b64decode(text), headers)
-    except (binascii.Error, ValueError):
-        return None
+        except (binascii.Error, ValueError):
+            return None
     return text.encode("utf-8", "surrogatepass")
 
 

@@ -249,3 +249,16 @@ def test_ruby_vcr_base64_string_bodies_wrapped_at_60_characters_are_read(tmp_pat
                     "  recorded_at: Tue, 01 Dec 2026 10:00:00 GMT\nrecorded_with: VCR 6.3.1\n")
     (ex,), = read_all(path)
     assert ex.body == body and dict(ex.usage or {})["cache_read"] == 1024
+
+
+def test_a_har_json_array_response_kept_decoded_beside_its_gzip_header_is_read(tmp_path: Path) -> None:
+    # a browser's HAR export keeps the decoded text and the Content-Encoding header; a Gemini
+    # streamGenerateContent reply without SSE is a JSON array, which is not Polly's chunk array
+    path = _polly(tmp_path / "recording.har", RESPONSE, [])
+    doc = json.loads(path.read_text())
+    content = doc["log"]["entries"][0]["response"]["content"]
+    content.pop("encoding")
+    content["text"] = json.dumps([{"model": "gpt-4o-2024-08-06"}, {"usage": USAGE}])
+    path.write_text(json.dumps(doc))
+    (ex,), = read_all(path)
+    assert dict(ex.usage or {})["cache_read"] == 1024
