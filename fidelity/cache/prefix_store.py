@@ -1,14 +1,9 @@
 """The prefix caches' store: every token prefix written and still live, found
-by longest match (a trie of token blocks with lifetimes and an LRU capacity).
-
-Used by :class:`fidelity.cache.simulator.Simulator` for the providers and
-engines whose cache is a plain prefix cache (OpenAI, DeepSeek, Gemini,
-DashScope implicit, vLLM, SGLang, llama.cpp).
-
-The design (segments of nodes, sorted children past `_MANY`, expiry and
-eviction order) is explained in ``docs/prefix-store.md``; its results are a
-plain block trie's with a last-use stamp per node
-(``tests/cache/test_prefix_store_fast.py`` checks that on drawn request streams).
+by longest match (a trie of token blocks with lifetimes), for the plain
+prefix caches of :class:`fidelity.cache.simulator.Simulator` (OpenAI,
+DeepSeek, Gemini, DashScope implicit, engines without a capacity). Its
+results are a plain block trie's with a last-use stamp per node; the design:
+``docs/prefix-store.md``.
 """
 
 from __future__ import annotations
@@ -47,10 +42,7 @@ class PrefixStore:
     ``unit``: tokens per trie block (the model's step, unit or block size
     where it has one; smaller units are served by extending the match into
     the children of the deepest live block). ``ttl``: seconds an entry
-    lives after its last use (``None``: no limit). ``capacity``: tokens the
-    cache holds at most; beyond it the least recently used blocks go, the
-    deepest first (vLLM's free-block queue evicts a sequence's tail first).
-    ``records_in_memory``: the packed ids of at most this many requests (the
+    lives after its last use (``None``: no limit). ``records_in_memory``: the packed ids of at most this many requests (the
     least recently walked go first) stay in memory, the rest in an unnamed
     temporary file, read back when a walk needs one (a session resumed long
     after its last turn). The answers are the same.
@@ -63,15 +55,14 @@ class PrefixStore:
 
     ROOT = 0
 
-    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None,
-                 expire: bool = False, records_in_memory: int | None = None) -> None:
+    def __init__(self, unit: int, ttl: float | None = None, expire: bool = False,
+                 records_in_memory: int | None = None) -> None:
         if unit < 1:
             raise ValueError("unit must be at least 1")
         if records_in_memory is not None and records_in_memory < 1:
             raise ValueError("records_in_memory must be at least 1")
         self.unit = unit
         self.ttl = ttl
-        self.capacity = capacity
         #: dead blocks are dropped before each write (the caller writes in
         #: time order and asks about no earlier time)
         self.expire = expire and ttl is not None
@@ -103,7 +94,6 @@ class PrefixStore:
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
         self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
-        self._live_blocks = 0
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
         self._sorted: dict[int, tuple[list[bytes], list[int]]] = {}
         #: Python-level steps taken (trie look-ups and new blocks): the
@@ -385,7 +375,6 @@ class PrefixStore:
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._adopt(parent, nid, block)
-        self._live_blocks += 1
         return nid
 
     def _new_chain(self, parent: int, data: bytes, k: int, nfull: int, seg: int) -> int:
@@ -417,7 +406,6 @@ class PrefixStore:
         self._depth += range(top, top + m)
         self._seg += [seg] * m
         self._nodes[seg] += ids
-        self._live_blocks += m
         self.steps += m
         return first + m - 1
 
@@ -449,8 +437,7 @@ class PrefixStore:
                 cur = self._new_seg([], rid, False)
                 self._refs[rid] += 1  # full blocks follow
                 touched.append(cur)
-            if self.capacity is None:
-                self._drop_leaves_under(node, data[k * u : (k + 1) * u])
+            self._drop_leaves_under(node, data[k * u : (k + 1) * u])
             node = self._new_chain(node, data, k, nfull, cur)
         if len(data) > nfull * u:
             tail = data[nfull * u :]
@@ -470,8 +457,7 @@ class PrefixStore:
                 if cur < 0:
                     cur = self._new_seg([], rid, False)
                     touched.append(cur)
-                if self.capacity is None:
-                    self._drop_leaves_under(node, tail)
+                self._drop_leaves_under(node, tail)
                 leaf = self._new_leaf(node, tail, cur)
                 nodes_of[cur].append(leaf)
                 self._leafy[cur] = True
@@ -479,11 +465,9 @@ class PrefixStore:
             self._data[rid] = None
         elif self._keep is not None:
             self._hold(rid)
-        if self.capacity is not None or self.expire:
+        if self.expire:
             for s in touched:
                 self._queue(s)
-        if self.capacity is not None:
-            self._evict()
 
     def _drop_leaves_under(self, node: int, block: bytes) -> None:
         """Drop the partial blocks under ``node`` that ``block`` (about to be
@@ -491,9 +475,8 @@ class PrefixStore:
         shares with any request, the new block shares too, and it was used
         later, so it wins every tie and the leaf would never be found again
         (an append-only session leaves one such leaf per turn; without a
-        lifetime they all stayed). Not with a capacity: eviction counts
-        leaves as blocks. A node with many children keeps them (the sorted
-        index does not find prefixes in one look-up)."""
+        lifetime they all stayed). A node with many children keeps them
+        (the sorted index does not find prefixes in one look-up)."""
         kids = self._kids[node]
         if len(kids) > _MANY:
             return
@@ -501,7 +484,7 @@ class PrefixStore:
         for c in [c for c in kids if type(key[c][1]) is bytes and len(key[c][1]) < u and block.startswith(key[c][1])]:
             s = self._seg[c]
             if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
-                self._drop(s, 1)
+                self._drop(s)
 
     def _unlink(self, v: int) -> None:
         """Take node ``v`` out of the trie: out of its dict, its parent's
@@ -518,24 +501,13 @@ class PrefixStore:
         self._sorted.pop(v, None)
         self._seg[v] = -1
         self._key[v] = _GONE  # (its bytes, for a partial block)
-        self._live_blocks -= 1
 
-    # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
+    # -- expiry (with ``expire``) ---------------------------------------------
     def _queue(self, s: int) -> None:
         nodes = self._nodes[s]
         if nodes:
             self._ver[s] += 1
             heappush(self._heap, (self._stamp[s], -self._depth[nodes[-1]], s, self._ver[s]))
-
-    def _evict(self) -> None:
-        assert self.capacity is not None
-        over = self._live_blocks - max(0, self.capacity // self.unit)
-        heap = self._heap
-        while over > 0 and heap:
-            _, _, s, ver = heappop(heap)
-            if ver == self._ver[s]:
-                over -= self._drop(s, over)
-        self._tidy()
 
     def _expire(self, now: float) -> None:
         """Drop every block whose lifetime ended before ``now``: the queue
@@ -545,25 +517,17 @@ class PrefixStore:
         while heap and rtime[heap[0][0]] + ttl < now:  # type: ignore[operator]
             _, _, s, ver = heappop(heap)
             if ver == self._ver[s]:
-                self._drop(s, len(self._nodes[s]))
+                self._drop(s)
         self._tidy()
 
-    def _drop(self, s: int, count: int) -> int:
-        """Pop up to ``count`` blocks off the bottom of segment ``s`` (least
-        recently used first; within one last use the deepest first); how
-        many went."""
+    def _drop(self, s: int) -> None:
+        """Take every block of segment ``s`` out of the trie, the deepest first."""
         nodes = self._nodes[s]
-        held = len(nodes) > self._leafy[s]
-        gone = 0
-        while gone < count and nodes:
-            self._unlink(nodes.pop())
-            gone += 1
-        self._leafy[s] = False  # the leaf, if any, went first
-        if held and not nodes:
+        if len(nodes) > self._leafy[s]:
             self._unref(self._stamp[s])
-        if nodes:
-            self._queue(s)
-        return gone
+        while nodes:
+            self._unlink(nodes.pop())
+        self._leafy[s] = False
 
     def _tidy(self) -> None:
         heap = self._heap

@@ -1,13 +1,8 @@
-"""A provider's prompt cache as state over a stream of requests.
-
-A real prompt cache holds every prefix written within its lifetime, and a
-request reads the longest live match among *all* of them, not just the
-request sent before it. :class:`Simulator` keeps that state for one
-provider's rules (a :class:`~fidelity.cache.CacheModel` from
-:func:`fidelity.cache.get`) and answers, for each request fed to it in time
-order, what the provider would report: prompt tokens, tokens read from the
-cache, tokens written to it (:class:`Usage`), plus which earlier request the
-read comes from (:attr:`Prediction.parent`).
+"""A provider's prompt cache as state over a stream of requests:
+:class:`Simulator` keeps it for one provider's rules (a
+:class:`~fidelity.cache.CacheModel`) and answers, for each request fed in
+time order, what the provider would report (:class:`Usage`) and which
+earlier request the read comes from (:attr:`Prediction.parent`).
 
 >>> from fidelity.cache.simulator import Simulator, SimRequest
 >>> sim = Simulator("openai")
@@ -16,35 +11,10 @@ read comes from (:attr:`Prediction.parent`).
 >>> (b.prompt, b.cache_read, b.parent)
 (2900, 1920, 'a')
 
-Two stores implement the two kinds of cache:
-
-* :class:`PrefixStore` for automatic prefix caches (OpenAI, DeepSeek,
-  Gemini implicit, DashScope implicit, self-hosted engines; an engine with
-  a capacity gets its block pool instead, :class:`~.engine.BlockPool`,
-  whose eviction is the engine's own): every request
-  stores its whole prompt (and, where the model says so, its reply); a
-  later request reads the longest live common prefix, rounded by the
-  model's rule (:meth:`CacheModel.reusable`). It is a trie of fixed-size
-  token blocks keyed by the blocks' packed bytes, its nodes grouped in
-  chains last used by the same request. Walking a request down the trie
-  jumps along such a chain (one ``memcmp`` per jump), and liveness and
-  refresh are stamped per chain, so the Python work per request is
-  proportional to its *new* blocks plus the branch points it crosses, not
-  to its length or to the number of earlier requests (see
-  :mod:`fidelity.cache.prefix_store`).
-* :class:`BreakpointStore` for explicit ``cache_control`` breakpoints
-  (Anthropic, DashScope explicit): entries exist only where a request put a
-  breakpoint; a request reads the longest live entry that ends at one of
-  its breakpoints or at one of the ``lookback`` block ends before each.
-  Entries are keyed by content (their token prefix), never by where the
-  markers sat, so a breakpoint moved forward each turn still reads what
-  the earlier breakpoint wrote.
-
-Requests only share entries inside one *partition*: :attr:`SimRequest.key`
-(model, OpenAI's ``prompt_cache_key``...). :meth:`Simulator.predict` answers
-without changing the state, so a scorer can replay a parent's whole request
-sequence with :meth:`Simulator.run` and then ask about a child (or many
-children) against all of it.
+Requests only share entries inside one *partition* (:attr:`SimRequest.key`);
+:meth:`Simulator.predict` leaves the state unchanged. The stores
+(:class:`PrefixStore`, the engine's :class:`~.engine.BlockPool`,
+:class:`BreakpointStore`): docs/replay.md, "The simulator's stores".
 """
 
 from __future__ import annotations
@@ -70,7 +40,6 @@ __all__ = [
     "PrefixStore",
     "BreakpointStore",
     "Simulator",
-    "simulate",
     "as_request",
     "simulated",
 ]
@@ -290,8 +259,6 @@ class Simulator:
         self.model = cache_model
         self.explicit = isinstance(cache_model, BreakpointCache)
         self._unit = _unit_of(cache_model)
-        capacity = getattr(cache_model, "capacity_tokens", None)
-        self._capacity: int | None = capacity if capacity is not None else getattr(cache_model, "capacity", None)
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
@@ -305,10 +272,10 @@ class Simulator:
         if store is None and create:
             if self.explicit:
                 store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
-            elif isinstance(self.model, EngineCache) and self._capacity is not None:
-                store = BlockPool(self.model.block_size, self._capacity)  # the engine's own pool: its eviction
+            elif isinstance(self.model, EngineCache) and self.model.capacity_tokens is not None:
+                store = BlockPool(self.model.block_size, self.model.capacity_tokens)  # the engine's own eviction
             else:
-                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory)
+                store = PrefixStore(self._unit, self.model.ttl, self._expire, self._records_in_memory)
             self._stores[key] = store
         return store
 
@@ -420,9 +387,8 @@ _new = object.__new__
 def _prediction(prompt: int, read: int, write: int, parent: Hashable | None,
                 write_ttls: tuple[tuple[float, int], ...], nearest: Hashable | None) -> Prediction:
     """``Prediction(prompt, read, write, parent, write_ttls, nearest)``
-    without the frozen dataclass's six ``object.__setattr__`` calls (one
-    per request fed adds up over a scan): the same fields in the same order,
-    so equality, hashing, repr and pickling are the dataclass's own."""
+    without the frozen dataclass's six ``object.__setattr__`` calls (a
+    scan makes one per request); equality, hashing and pickling alike."""
     p = _new(Prediction)
     p.__dict__.update(prompt=prompt, cache_read=read, cache_write=write, parent=parent,
                       write_ttls=write_ttls, nearest=nearest)
@@ -433,12 +399,6 @@ def _scaled(count: int, scale: float) -> int:
     return count if scale == 1.0 else int(round(count * scale))
 
 
-def simulate(provider: str, requests: Iterable[SimRequest], model: str | None = None,
-             **params: Any) -> list[Prediction]:
-    """Predictions for ``requests`` replayed through a fresh simulator."""
-    return Simulator(provider, model, **params).run(requests)
-
-
 def as_request(prompt: PromptTokens, label: Hashable) -> SimRequest:
     """A :class:`~fidelity.cache.PromptTokens` as the simulator's request."""
     return SimRequest(prompt.tokens, prompt.time, prompt.breakpoints, prompt.ttls, prompt.blocks,
@@ -446,21 +406,12 @@ def as_request(prompt: PromptTokens, label: Hashable) -> SimRequest:
 
 
 def simulated(cm: CacheModel, earlier: Sequence[PromptTokens], request: PromptTokens) -> Prediction:
-    """What ``request`` reads and writes when sent after ``earlier`` (fed in
-    time order to a fresh simulator of the cache model ``cm``): the one cache
-    computation behind ``diff``, calibration and ``probe``, as behind
-    ``replay`` and ``scan``.
-
-    The simulators fed the last few ``earlier`` sequences (equal prompts,
-    an equal cache model: the same class and settings) are kept, since a
-    question leaves a simulator as it was: the report asks about many
-    children (each variant, each partly fixed child) after the same parent.
-    So neither a cache model nor the prompts may change once asked about
-    (a :class:`PromptTokens` is read-only).
-
-    An ``earlier`` prompt sent after ``request`` (a later ``time``) is not
-    in the cache yet: it is left out (equal times count as earlier), and the
-    kept simulators are keyed by the prompts actually fed."""
+    """What ``request`` reads and writes when sent after ``earlier`` (those
+    not sent later than it, fed in time order to a simulator of ``cm``): the
+    cache computation behind ``diff``, calibration and ``probe``. The
+    simulators of the last few ``earlier`` sequences are kept (a question
+    leaves one as it was): neither ``cm`` nor the prompts may change once
+    asked about."""
     earlier = tuple(earlier)
     if any(p.time > request.time for p in earlier):
         earlier = tuple(p for p in earlier if p.time <= request.time)
