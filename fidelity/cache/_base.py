@@ -131,7 +131,6 @@ class CacheModel:
     name: str = ""
     provider: str = ""
     doc: str = ""
-    estimated_rules: bool = False
     read_multiplier: float = 1.0
     write_multiplier: float = 1.0
     ttl: float | None = None
@@ -151,8 +150,10 @@ class CacheModel:
     # -- rules --------------------------------------------------------------
     def reusable(self, common_prefix: int, prompt_len: int) -> int:
         """Tokens of a shared prefix of ``common_prefix`` tokens that the
-        cache can serve to a prompt of ``prompt_len`` tokens."""
-        raise NotImplementedError
+        cache can serve to a prompt of ``prompt_len`` tokens. Default: all of
+        them once they reach the model's ``minimum``."""
+        usable = min(common_prefix, prompt_len)
+        return usable if usable >= getattr(self, "minimum", 0) else 0
 
     def longest_ttl(self) -> float | None:
         """The longest an entry can live after its last use (``None``: no

@@ -38,7 +38,3 @@ class GeminiImplicitCache(CacheModel):
         if model is not None and "minimum" not in overrides:
             overrides["minimum"] = gemini_minimum(model)
         super().__init__(**overrides)
-
-    def reusable(self, common_prefix: int, prompt_len: int) -> int:
-        usable = min(common_prefix, prompt_len)
-        return usable if usable >= self.minimum else 0
