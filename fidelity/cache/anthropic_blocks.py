@@ -2,12 +2,9 @@
 content block ends in a message's billed ids.
 
 Rules (https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
-read 2026-12-01): the prefix is tools, then system, then messages; each
-tool, system block and message content block is one *block* (the unit of
-the 20-block lookback). ``cache_control`` markers are not part of the key:
-the cache keys on content, and a breakpoint only says where to write and
-where to look, so the markers' bytes are removed before tokenizing
-(:func:`strip_markers`) and a breakpoint moved forward is no content change.
+read 2026-12-01): each tool, system block and message content block is one
+*block* (the unit of the 20-block lookback); the cache keys on content, so
+``cache_control`` markers are removed before tokenizing (:func:`strip_markers`).
 """
 
 from __future__ import annotations
@@ -87,14 +84,10 @@ def block_lengths(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segme
 def block_ends_of(value: Any, kind: str, total: int, overhead: int,
                   lengths: Sequence[int]) -> list[tuple[int, Any]]:
     """``(offset inside the segment, cache_control)`` at the end of each
-    content block of one segment (a tool, a system block, a message whose
-    content is a list: Anthropic's unit for the 20-block lookback), from each content block's
-    length in tokens (``lengths``, in the order of ``content``) and the
-    message's own overhead (its ids ahead of the first block): one
-    ``(end, cache_control)`` per block when ``content`` is a list of two
-    or more blocks and the lengths add up to ``total`` (the segment's
-    count), else one for the whole segment. The scan's element path gives
-    the lengths it has from tokenizing the message once."""
+    content block of one segment (Anthropic's unit for the 20-block
+    lookback), from the message's ``overhead`` and each block's length: one
+    per block when ``content`` is a list of two or more blocks whose lengths
+    add up to ``total``, else one for the whole segment."""
     content = value.get("content") if isinstance(value, dict) and kind == "message" else None
     if not isinstance(content, list) or len(content) < 2:
         cc = _cc_of(value)

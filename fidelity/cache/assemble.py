@@ -94,16 +94,13 @@ class Assembled:
     """What an assembled request leaves for the next one of its session, which
     copies the prompt of the parts both share instead of walking them again.
 
-    ``parts``: each part as it was given (a segment's ids array, an
-    Anthropic block tuple), compared by identity; ``tokens``: the request's
-    prompt (read-only: the simulator holds it); per part ``i``, ``starts[i]``
-    is the token offset where it begins and ``n_ends[i]`` / ``n_marks[i]``
-    how many block ends and breakpoints come before it (each list one longer
-    than ``parts``); ``mods``: how a part was changed while assembling
-    (Anthropic: the tool-use prompt cut from the first tool, the request
-    pieces joined to the first message, a level's salt), by part index;
-    ``head``: the ids ahead of the first part; ``kinds`` and ``flags``: each
-    part's kind and DashScope marker flag (:func:`generic_assemble`)."""
+    ``parts``: each part as given (compared by identity); ``tokens``: the
+    prompt (read-only); per part ``i``, ``starts[i]`` is the token offset
+    where it begins and ``n_ends[i]`` / ``n_marks[i]`` how many block ends
+    and breakpoints come before it; ``mods``: how Anthropic parts were
+    changed (a cut, joined pieces, a salt); ``head``: the ids ahead of the
+    first part; ``kinds`` and ``flags``: each part's kind and DashScope
+    marker flag."""
 
     parts: list[Any]
     tokens: array[int]
@@ -139,11 +136,10 @@ def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: arra
                      label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
                      marked: Sequence[bool] | None = None, prev: Assembled | None = None,
                      same: int = 0) -> tuple[SimRequest, Assembled]:
-    """:func:`generic_request`, and what it leaves for the next request:
-    with ``prev`` (the previous request's :class:`Assembled`) the leading
-    parts that are ``prev``'s own (the same ids objects, kinds and marks; at
-    most ``same`` of them) are copied from its prompt, and only the rest is
-    walked."""
+    """A non-Anthropic :class:`SimRequest` from each segment's kind and ids,
+    and its :class:`Assembled` state: with ``prev``, the leading parts that
+    are ``prev``'s own (the same ids objects, kinds and marks; at most
+    ``same``) are copied from its prompt."""
     kinds = list(kinds)
     flags = list(marked) if marked is not None else None
     n = min(len(kinds), len(ids))
@@ -184,11 +180,9 @@ def _run(ids: Sequence[int], value: int) -> int:
 
 
 def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
-    """How many tokens of the tool-use system prompt's estimate, which leads
-    the first tool's ids, depend on ``tool_choice`` (the count above the
-    smallest one any choice gives: :func:`fidelity.tokens.framing_estimate.anthropic_tool_prompt`).
-    ``tool_choice`` invalidates the messages cache only (the invalidation
-    table), so that part is placed ahead of the first message."""
+    """How many tokens of the tool-use prompt's estimate leading the first
+    tool's ids depend on ``tool_choice`` (above the smallest count any choice
+    gives, :func:`fidelity.tokens.framing_estimate.anthropic_tool_prompt`)."""
     from ..tokens.framing_estimate import DOC, anthropic_tool_prompt
 
     n = _run(tools_ids, DOC.id)

@@ -1,11 +1,8 @@
 """The item view of a parsed request body: its cache view's segments in the
-provider's cache order as parsed values (items), each serialised as compact
-JSON (key order kept, whitespace and escapes normalised), and the partition
-key; the input of the one builder (:mod:`fidelity.cache.builder`) and of
-the scan's partitioning. Kinds, indexes and pointers are those of the
-dialect's ``cache_view``; an element equal to the one at its place in the
-partition's previous body reuses its bytes (:func:`encode`). Why compact
-JSON: docs/builder.md.
+provider's cache order as parsed values (items; kinds, indexes and pointers
+as the dialect's ``cache_view`` has them), each serialised as compact JSON
+(docs/builder.md), and the partition key: the input of the one builder
+(:mod:`fidelity.cache.builder`) and of the scan's partitioning.
 """
 
 from __future__ import annotations
@@ -268,11 +265,9 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
 
 def shared_values(a: Sequence[Any], b: Sequence[Any], value: Callable[[Any], Any] | None = None) -> int:
     """How many leading elements of ``a`` and ``b`` hold the same JSON
-    (``value`` gives an element's JSON value; default: the element). Equal
-    elements (:func:`common_prefix`) that are not the very same object must
-    also serialise alike: Python's ``==`` ignores the order of a dict's keys
-    and takes ``1``, ``1.0`` and ``True`` as equal, and a cache sees bytes (a
-    tool schema whose keys were reordered is a changed prompt)."""
+    (``value`` gives an element's JSON value; default: the element): equal
+    elements that are not the very same object must also serialise alike
+    (``==`` ignores a dict's key order and takes ``1``, ``1.0`` and ``True`` as equal)."""
     k = common_prefix(a, b)
     same = list(map(is_, a[:k], b[:k]))
     i = 0
@@ -293,10 +288,8 @@ def shared_values(a: Sequence[Any], b: Sequence[Any], value: Callable[[Any], Any
 
 def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tuple[FastView, int]:
     """The full cache view of ``obj`` and how many of its leading items equal
-    ``prev``'s (:func:`shared_items`). A session re-sends its history, so when
-    the layout (how many tools and system sections, and where) is the same
-    as ``prev``'s, the shared leading items are ``prev``'s own and only the
-    new ones are made: the work per request follows what is new."""
+    ``prev``'s (:func:`shared_items`); when the layout is ``prev``'s, the
+    shared leading items are ``prev``'s own and only the new ones are made."""
     laid = _layout(dialect, obj)
     if laid is None or prev is None or prev.shape != laid[0] or prev.values is None:
         whole = build_view(dialect, obj) if laid is None else \
@@ -314,9 +307,7 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
 
 
 def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
-    """How many leading elements equal the previous body's: a binary search
-    over list comparisons, so repeated history is compared in C, element by
-    element, with O(log n) Python steps."""
+    """How many leading items hold the same JSON and kind as the previous body's."""
     n = min(len(items), len(prev_items))
     k = shared_values([it.value for it in items[:n]], [it.value for it in prev_items[:n]])
     while k and items[k - 1].kind != prev_items[k - 1].kind:  # same value, other role in the view
@@ -327,11 +318,9 @@ def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
 def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Sequence[bytes] = (),
            normalise: Any = None, shared: int | None = None) -> list[bytes]:
     """Each segment's bytes; the leading elements equal to the previous
-    body's (:func:`shared_items`) reuse its bytes (repeated history is
-    compared, not re-serialised), and so does any later element whose value
-    is the very object at the same place there (a history re-sent after a
-    changed first message: :mod:`.splice`). ``prev_data`` are the bytes of
-    ``prev_items``, made with the same ``normalise``."""
+    body's (:func:`shared_items`), and any later one whose value is the very
+    object at the same place there, reuse its bytes (``prev_data``, made
+    with the same ``normalise``)."""
     k = shared_items(items, prev_items) if shared is None else shared
     out = list(prev_data[:k])
     n_prev = min(len(prev_items), len(prev_data))

@@ -52,10 +52,3 @@ class TokenMemo:
         while self._size > self.max_bytes:
             oldest = next(iter(self._memo))
             self._size -= self._memo.pop(oldest)[1]
-
-    def __len__(self) -> int:
-        return len(self._memo)
-
-    @property
-    def size(self) -> int:
-        return self._size

@@ -39,18 +39,15 @@ _LITTLE_ENDIAN = sys.byteorder == "little"
 class PrefixStore:
     """The prefix trie of one partition of an automatic prefix cache.
 
-    ``unit``: tokens per trie block (the model's step, unit or block size
-    where it has one; smaller units are served by extending the match into
-    the children of the deepest live block). ``ttl``: seconds an entry
-    lives after its last use (``None``: no limit). ``records_in_memory``: the packed ids of at most this many requests (the
-    least recently walked go first) stay in memory, the rest in an unnamed
-    temporary file, read back when a walk needs one (a session resumed long
-    after its last turn). The answers are the same.
+    ``unit``: tokens per trie block (shorter matches extend into the
+    children of the deepest live block). ``ttl``: seconds an entry lives
+    after its last use (``None``: no limit). ``expire``: drop dead blocks
+    before each write (writes come in time order). ``records_in_memory``:
+    the packed ids of at most this many requests stay in memory, the rest in
+    a temporary file (the same answers).
 
-    Invariant used for liveness: a request that uses a block uses every
-    block before it, so along any path the last-use time never increases
-    with depth, and "the deepest live block on a path" is the end of the
-    last live segment on it.
+    Liveness: a request that uses a block uses every block before it, so
+    along a path the last use never increases with depth.
     """
 
     ROOT = 0
@@ -81,7 +78,7 @@ class PrefixStore:
         self._nodes: list[list[int]] = []
         self._stamp: list[int] = []  # request id of the last use
         self._leafy: list[bool] = []  # the chain ends in a partial block
-        self._ver: list[int] = []  # bumped when the eviction queue's entry changes
+        self._ver: list[int] = []  # bumped when the expiry queue's entry changes
         # requests, by id
         self._labels: list[Hashable] = []
         self._rtime: list[float] = []  # -inf where the time was unknown
@@ -128,11 +125,8 @@ class PrefixStore:
 
     def _along(self, req: bytes, child: int, i: int, nfull: int) -> int:
         """How many nodes of ``child``'s segment, from ``child`` on, hold the
-        request's blocks from block ``i`` (0: not even ``child``). The
-        node a look-up finds for the request's own block is the top of its
-        segment: its parent is the end of what was matched, where the chain
-        it left stops being this request's (or the root). One further down
-        was found through a hash another block shares."""
+        request's blocks from block ``i`` (0: not even ``child``: a node below
+        the top of its segment was found through a hash another block shares)."""
         s = self._seg[child]
         nodes = self._nodes[s]
         if nodes[0] != child:
@@ -189,11 +183,9 @@ class PrefixStore:
         return depth + extra, self._labels[self._stamp[best_seg]]
 
     def _sorted_match(self, node: int, rest_b: bytes, best_seg: int, now: float | None) -> tuple[int, int]:
-        """The loop of :meth:`_match` over the children of ``node`` (many of
-        them), from where ``rest_b`` sorts among their bytes outwards, as
-        long as a child shares at least the best count so far: ``(tokens
-        shared, segment)``, ``(0, best_seg)`` when none shares a token
-        (``now``: check lifetimes at this time)."""
+        """The loop of :meth:`_match` over the many children of ``node``, from
+        where ``rest_b`` sorts among their bytes outwards (docs/prefix-store.md):
+        ``(tokens shared, segment)``, ``(0, best_seg)`` when none shares a token."""
         keys, nodes = self._order(node)
         seg_of, stamp, rtime, ttl = self._seg, self._stamp, self._rtime, self.ttl
         m = len(keys)
@@ -274,24 +266,11 @@ class PrefixStore:
         return self._match(req, n, self._walk(req, n // self.unit), now)
 
     # -- storing ---------------------------------------------------------------
-    def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
-        """Write ``tokens`` (a prompt, or a prompt and its reply, as
-        ``array('q')``, packed bytes or any sequence of ints): every block of
-        it is now used by this request at ``now``."""
-        tokens = token_bytes_or_array(tokens)
-        req = packed(tokens)
-        if self.expire and now is not None:
-            self._expire(now)
-        self._store(req, tokens, self._walk(req, len(req) // (self.unit * ITEM)), now, label)
-
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
-        """:meth:`longest` for the prompt ``tokens``, then :meth:`store` of the
-        prompt followed by ``output`` (empty: the prompt alone), with one walk.
-
-        The store keeps ``tokens`` itself (or the prompt and reply joined),
-        not a copy, as the request that last used its blocks: do not change
-        the array afterwards (:class:`~fidelity.cache.simulator.SimRequest`
-        asks the same)."""
+        """:meth:`longest` for the prompt ``tokens``, then write the prompt
+        followed by ``output`` (empty: the prompt alone), with one walk: every
+        block of it is now used by this request at ``now``. The store keeps
+        ``tokens`` itself, not a copy: do not change it afterwards."""
         record = tokens = token_bytes_or_array(tokens)
         if len(output):  # a new array (or bytes): the caller's stay as they are
             record = tokens + packed(token_bytes_or_array(output)) if isinstance(tokens, bytes) else tokens + as_token_array(output)
@@ -379,9 +358,8 @@ class PrefixStore:
 
     def _new_chain(self, parent: int, data: bytes, k: int, nfull: int, seg: int) -> int:
         """Nodes for the full blocks ``k`` to ``nfull`` of the packed ids
-        ``data``, each the child of the one before, the first a child of
-        ``parent``, all in segment ``seg``; built with list operations, not
-        one call per block. Returns the last."""
+        ``data``, a chain under ``parent`` in segment ``seg`` (built with list
+        operations); the last."""
         u = self.unit * ITEM
         blocks = [data[i * u : (i + 1) * u] for i in range(k, nfull)]
         m = len(blocks)
@@ -471,12 +449,9 @@ class PrefixStore:
 
     def _drop_leaves_under(self, node: int, block: bytes) -> None:
         """Drop the partial blocks under ``node`` that ``block`` (about to be
-        stored there, by the latest request) starts with: what one of them
-        shares with any request, the new block shares too, and it was used
-        later, so it wins every tie and the leaf would never be found again
-        (an append-only session leaves one such leaf per turn; without a
-        lifetime they all stayed). A node with many children keeps them
-        (the sorted index does not find prefixes in one look-up)."""
+        stored there) starts with: it wins every tie with them, so they would
+        never be found again (docs/scan.md). A node with many children keeps
+        them (the sorted index does not find prefixes in one look-up)."""
         kids = self._kids[node]
         if len(kids) > _MANY:
             return
@@ -510,9 +485,8 @@ class PrefixStore:
             heappush(self._heap, (self._stamp[s], -self._depth[nodes[-1]], s, self._ver[s]))
 
     def _expire(self, now: float) -> None:
-        """Drop every block whose lifetime ended before ``now``: the queue
-        is in last-use order, and writes come in time order, so the dead
-        segments are the first ones (deepest first within one last use)."""
+        """Drop every block whose lifetime ended before ``now`` (the queue is
+        in last-use order, so the dead segments come first)."""
         heap, rtime, ttl = self._heap, self._rtime, self.ttl
         while heap and rtime[heap[0][0]] + ttl < now:  # type: ignore[operator]
             _, _, s, ver = heappop(heap)

@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class Usage:
     """What a provider reports for one request, in its own words: prompt
@@ -133,14 +132,9 @@ class _Entry:
 
 @dataclass
 class BreakpointStore:
-    """Entries written at explicit breakpoints, by prefix length.
-
-    "Does this request start with the entry?" is one ``memcmp`` of the
-    entry's length: ``bytes.startswith`` of the request's packed ids (one
-    copy per request, shared by its look-up and its writes, dropped after
-    it) against a memoryview slice of the entry's array. An entry holds the
-    array of the request that wrote it, not a copy.
-    """
+    """Entries written at explicit breakpoints, by prefix length; each holds
+    the array of the request that wrote it, compared with one ``memcmp``
+    against the request's packed ids (copied once per request)."""
 
     lookback: int = 20
     entries: dict[int, list[_Entry]] = field(default_factory=dict)
@@ -233,18 +227,12 @@ def _unit_of(model: CacheModel) -> int:
 
 
 class Simulator:
-    """One provider's cache over a stream of requests (see module docstring).
-
-    ``provider``: a cache model name or provider family
-    (:func:`fidelity.cache.get`); ``model`` selects per-model minimums;
-    ``params`` are the model's settings (an engine's ``block_size`` and
-    ``capacity_tokens``, a ``ttl`` override...). ``cache_model`` passes a
-    ready model instead. ``expire``: drop entries whose lifetime has ended
-    as requests come (same answers, and the stores stay the size of what is
-    live; ``fidelity scan`` uses it); :meth:`predict` then refuses a time
-    before the latest request's. ``records_in_memory``: a prefix store keeps
-    the token ids of at most this many requests in memory and the rest in a
-    temporary file (:class:`PrefixStore`; the same answers).
+    """One provider's cache over a stream of requests: the cache model
+    :func:`fidelity.cache.get` gives for ``provider``, ``model`` and
+    ``params`` (or ``cache_model``). ``expire``: drop dead entries as
+    requests come (the same answers; :meth:`predict` then refuses a time
+    before the latest request's); ``records_in_memory``: see
+    :class:`PrefixStore`.
     """
 
     def __init__(self, provider: str | None = None, model: str | None = None, *,
@@ -262,8 +250,6 @@ class Simulator:
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
-        #: dead entries are dropped as time moves on (:class:`PrefixStore`'s
-        #: ``expire``); questions about times before the latest request are refused
         self._expire = expire
         self._records_in_memory = records_in_memory
 
@@ -318,14 +304,8 @@ class Simulator:
 
     def _step(self, req: SimRequest, *, commit: bool) -> Prediction:
         label = req.label if req.label is not None else self._fed
-        if req.time is not None:
-            now: float | None = req.time
-        else:
-            now = self._now
-        if self.explicit:
-            pred = self._explicit(req, now, label, commit)
-        else:
-            pred = self._implicit(req, now, label, commit)
+        now = req.time if req.time is not None else self._now
+        pred = (self._explicit if self.explicit else self._implicit)(req, now, label, commit)
         if commit:
             self._fed += 1
             if now is not None:

@@ -97,8 +97,8 @@ def test_prefix_store_walk_is_shared_across_branches() -> None:
     from array import array
     x = array("q", range(40))
     y = array("q", list(range(20)) + [99] * 20)
-    store.store(x, 0.0, "x")
-    store.store(y, 0.0, "y")
+    store.feed(x, (), 0.0, "x")
+    store.feed(y, (), 0.0, "y")
     assert store.longest(array("q", list(range(20)) + [99] * 8 + [5]), 1.0) == (28, "y")
     assert store.longest(array("q", range(37)), 1.0) == (37, "x")
 

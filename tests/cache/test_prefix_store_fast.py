@@ -319,8 +319,8 @@ def test_clashing_hashes_are_told_apart() -> None:
     try:
         store = PrefixStore(unit=4)
         a, b = array("q", range(100, 116)), array("q", range(200, 216))
-        store.store(a, 1.0, "a")
-        store.store(b, 2.0, "b")
+        store.feed(a, (), 1.0, "a")
+        store.feed(b, (), 2.0, "b")
         assert len(store._clash) == 1  # noqa: SLF001 -- b's first block; the rest hang under new parents
         assert store.longest(a, 3.0) == (16, "a")
         assert store.longest(b, 3.0) == (16, "b")
