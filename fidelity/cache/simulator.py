@@ -63,12 +63,11 @@ class Usage:
 @dataclass(frozen=True)
 class Prediction(Usage):
     """A simulated :class:`Usage` and where the read comes from: ``parent``
-    is the label of the earlier request whose entry was read (for prefix
-    caches, the latest request that wrote or read the deepest shared
-    block), ``None`` when nothing was read. ``write_ttls`` splits
-    ``cache_write`` by entry lifetime in seconds (Anthropic bills a one-hour
-    write at twice the five-minute rate); empty where writes are not billed
-    by lifetime."""
+    is the label of the earlier request whose entry was read (prefix caches:
+    the latest that used the deepest shared block; ``None``: nothing was
+    read). ``write_ttls`` splits ``cache_write`` by entry lifetime in
+    seconds (Anthropic bills a one-hour write at twice the five-minute
+    rate); empty where writes are not billed by lifetime."""
 
     parent: Hashable | None = None
     write_ttls: tuple[tuple[float, int], ...] = ()

@@ -28,9 +28,9 @@ MEMO_SIZE = 64
 MEMO_BODY = 256 << 10
 
 
-def remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
-    """``memo[key] = value``, dropping the oldest entry past :data:`MEMO_SIZE`."""
-    if len(memo) >= MEMO_SIZE:
+def remember(memo: dict[Any, Any], key: Any, value: Any, size: int = MEMO_SIZE) -> None:
+    """``memo[key] = value``, dropping the oldest entry past ``size``."""
+    if len(memo) >= size:
         try:
             memo.pop(next(iter(memo)))
         except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
@@ -60,9 +60,8 @@ def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: st
                   output: Sequence[int]) -> tuple[str, SimRequest, None, tuple[array[int], ...]]:
     """The cache model's name, the :class:`SimRequest`, no level starts and
     each segment's billed ids of ``body`` sent to ``prov``'s cache at
-    ``endpoint``, from its whole cache view (never an Anthropic body at
-    Anthropic's cache: the element builder's). Raises :class:`InputError` on
-    a body the dialect's cache view refuses."""
+    ``endpoint``, from its whole cache view (:class:`InputError` on a body
+    the view refuses)."""
     segs = view_of(d, body, endpoint)
     # DashScope's explicit and implicit modes are exclusive per request: a marker chooses explicit
     # (https://www.alibabacloud.com/help/en/model-studio/context-cache); breakpoints end at marked segments
@@ -86,9 +85,7 @@ def segment_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect,
     hit = memo.get(key)
     if hit is None:
         hit = billed.segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
-        if len(memo) >= size:
-            memo.pop(next(iter(memo)))  # oldest first
-        memo[key] = hit
+        remember(memo, key, hit, size)
     return hit
 
 
