@@ -158,23 +158,15 @@ class BreakpointStore:
         ends up to ``lookback`` blocks before it, longest first."""
         bps = req.breakpoints
         ends = sorted(req.blocks + bps)  # block ends come sorted: one pass; repeats stay
-        out: set[int] = set()
         back = self.lookback + 1
+        out: set[int] = set()
         for bp in bps:
             at = bisect_right(ends, bp)
-            lo = max(0, at - back - len(bps))  # room for the breakpoints repeated among the ends
-            window = set(ends[lo:at])
-            if len(window) >= back or not lo:
-                out.update(sorted(window)[-back:])
-                continue
-            seen, last = 0, None
-            while at and seen < back:  # more repeats than that: walk down
+            seen: set[int] = set()
+            while at and len(seen) < back:  # the last ``back`` distinct ends up to bp
                 at -= 1
-                end = ends[at]
-                if end != last:
-                    out.add(end)
-                    seen += 1
-                    last = end
+                seen.add(ends[at])
+            out |= seen
         return sorted(out, reverse=True)
 
     def hit(self, req: SimRequest, now: float | None) -> _Entry | None:
