@@ -60,9 +60,8 @@ def _element_bytes(rec: Any, items: Sequence[Item]) -> list[bytes]:
 
 
 class Built(NamedTuple):
-    """A built request: its cache model's name, the simulator's request, and
-    (Anthropic) the token offsets where the tools, system and messages
-    levels start in it."""
+    """A built request: its cache model's name, the simulator's request,
+    and (Anthropic) where the tools, system and messages levels start."""
 
     cache_model: str
     request: SimRequest
@@ -79,9 +78,8 @@ def element_handler(d: Any, provider: str) -> Handler | None:
 
 
 class PromptIds:
-    """Builds each request's :class:`SimRequest`; a scan keeps one per
-    partition (requests fed in the partition's order), ``cache_prompt`` one
-    per process."""
+    """Builds each request's :class:`SimRequest` (a scan keeps one per
+    partition, ``cache_prompt`` one per process)."""
 
     def __init__(self, memo: TokenMemo, digests: bool = False) -> None:
         self.memo = memo

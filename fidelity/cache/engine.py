@@ -142,9 +142,8 @@ class BlockPool:
         self.next_id = 0
 
     def _keys(self, data: bytes) -> list[bytes]:
-        """One key per full block of packed ids: the whole prefix up to the
-        block's end, hashed (vLLM chains each block's hash to its parent's,
-        so a key stands for the entire prefix)."""
+        """One key per full block of packed ids: the hash of the whole prefix
+        up to the block's end (vLLM chains each block's hash to its parent's)."""
         step = self.size * ITEM
         keys = []
         h = hashlib.blake2b(digest_size=16)
@@ -173,10 +172,8 @@ class BlockPool:
         return self._found(self._hits(self._keys(data[: max(0, n - 1) * ITEM]), n))
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
-        """:meth:`longest` for the prompt ``tokens`` (any sequence of ints),
-        then run the request; it holds the prompt followed by ``output``,
-        the reply tokens the engine keeps (the simulator passes
-        :meth:`EngineCache.kept_output`, as to a prefix store)."""
+        """:meth:`longest` for the prompt ``tokens``, then run the request,
+        which holds the prompt followed by ``output`` (the reply tokens kept)."""
         ids = as_token_array(tokens)
         n = len(ids)
         data = packed(ids + as_token_array(output) if len(output) else ids)

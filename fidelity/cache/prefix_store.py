@@ -214,9 +214,8 @@ class PrefixStore:
                 extra, best_seg = n, s
 
     def _order(self, node: int) -> tuple[list[bytes], list[int]]:
-        """The children of ``node`` sorted by their bytes (their block, full
-        or partial), as two parallel lists: made on first use, then kept in
-        step by :meth:`_adopt` and :meth:`_unlink`."""
+        """The children of ``node`` sorted by their bytes, as two parallel
+        lists (made on first use, kept in step by :meth:`_adopt` and :meth:`_unlink`)."""
         got = self._sorted.get(node)
         if got is None:
             pairs = sorted((self._block(c), c) for c in self._kids[node])
@@ -224,9 +223,8 @@ class PrefixStore:
         return got
 
     def _adopt(self, parent: int, child: int, block: bytes) -> None:
-        """``child`` (holding ``block``) is a new child of ``parent``
-        (after any with the same bytes: those with equal bytes stay in the
-        order they came, as in the list of children)."""
+        """``child`` (holding ``block``) is a new child of ``parent``, after
+        any with the same bytes."""
         self._kids[parent].append(child)
         got = self._sorted.get(parent)
         if got is not None:
@@ -259,8 +257,7 @@ class PrefixStore:
     def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
         """The longest live common prefix of ``tokens`` (``array('q')``,
         packed bytes, or any sequence of ints) with anything stored, and the
-        label of the latest request that used it (of two entries that match
-        alike, the one used last)."""
+        label of the latest request that used it (ties: the one used last)."""
         req = packed(token_bytes_or_array(tokens))
         n = len(req) // ITEM
         return self._match(req, n, self._walk(req, n // self.unit), now)
