@@ -32,7 +32,6 @@ from ..cache.simulator import simulated
 from ..cache.whole_view import view_of
 from ..errors import InputError, UnknownName
 from ..model import Request
-from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
 from ..wire.evidence import detect_request
 from ..wire.spans import compact_members, member_spans, value_spans
@@ -54,7 +53,6 @@ __all__ = [
     "DiffResult",
     "compare",
     "compare_requests",
-    "prompt_token_ids",
     "shared_tokens",
 ]
 
