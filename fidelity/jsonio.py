@@ -141,8 +141,8 @@ def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None
     except MemoryError:
         raise InputError(f"too large to parse in memory ({len(text):,} characters)", path=path, line=line) from None
     except ValueError as exc:  # int() beyond sys.get_int_max_str_digits()
-        limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
-        problem = f"an integer has more than {limit} digits" if "digits" in str(exc) else _short(exc)
+        too_long = f"an integer has more than {sys.get_int_max_str_digits()} digits"
+        problem = too_long if "digits" in str(exc) else _short(exc)
         raise InputError(f"not valid JSON: {problem}", path=path, line=line) from None
     if text.count("[") + text.count("{") > MAX_DEPTH and text_depth(data) > MAX_DEPTH:
         raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep", path=path, line=line)

@@ -30,8 +30,7 @@ if TYPE_CHECKING:
     from ..wire import Segment
 
 __all__ = ["Tokenizer", "TiktokenTokenizer", "HFTokenizer", "EstimateTokenizer", "NearestTokenizer", "CHUNK_CHARS",
-           "TOKEN_TYPECODE", "safe_chunks", "get", "names", "register", "for_model", "segment_tokens", "MODEL_RULES",
-           "provider_default"]
+           "TOKEN_TYPECODE", "safe_chunks", "get", "names", "register", "for_model", "segment_tokens", "MODEL_RULES"]
 
 _TOKENIZERS: Registry[Callable[[], Tokenizer]] = Registry("tokenizer")
 for _name, _factory in (
@@ -77,14 +76,6 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     ("claude", "claude-estimate"),
     ("gemini", "gemini-estimate"),
 )
-
-def provider_default(provider: str) -> str | None:
-    """A provider family's tokenizer when the model name matches no rule
-    (the ``tokenizer`` of its descriptor in :mod:`fidelity.providers`)."""
-    try:
-        return providers.get(provider).tokenizer
-    except UnknownName:
-        return None
 
 
 def names() -> list[str]:
@@ -159,7 +150,10 @@ def for_model(model: str, provider: str | None = None, *, nearest: bool = False)
         for i, ch in enumerate(key):
             if ch in ".:" and (name := _rule(key[i + 1:])) is not None:
                 return _nearest(get(name))
-    fallback = provider_default(provider) if provider is not None else None
+    try:  # the provider descriptor's tokenizer, when the name matches no rule
+        fallback = providers.get(provider).tokenizer if provider is not None else None
+    except UnknownName:
+        fallback = None
     if fallback is not None:
         return _nearest(get(fallback)) if nearest else get(fallback)
     if nearest:

@@ -49,11 +49,9 @@ def _read_copy(copy: Path, source_hash: bytes) -> dict[bytes, int] | None:
         data = copy.read_bytes()
     except OSError:
         return None
-    head = len(_MAGIC)
-    if not data.startswith(_MAGIC) or data[head : head + _HASH] != source_hash:
-        return None
-    payload = memoryview(data)[head + 2 * _HASH :]
-    if hashlib.sha256(payload).digest() != data[head + _HASH : head + 2 * _HASH]:
+    header = len(_MAGIC) + 2 * _HASH
+    payload = memoryview(data)[header:]
+    if data[:header] != _MAGIC + source_hash + hashlib.sha256(payload).digest():
         return None
     try:
         ranks = marshal.loads(payload)
