@@ -1,13 +1,8 @@
 """The CI gate: compare lost cached tokens and their cost against a baseline.
 
-Takes rows (:mod:`fidelity.gate_rows`: one per fixture × variant or child
-snapshot) and thresholds from ``[tool.fidelity.gate]`` in ``pyproject.toml``,
-and returns a :class:`GateResult`: a row fails when a cache-preserving one
-loses any token, its tokens or cost per fork rise past the allowance
-(``max(absolute, percent of baseline)``), its price appears or vanishes, or
-it is in only one of baseline and current rows. Exit 1 on a failure, 2 on
-bad input, else 0. The rules: docs/ci-and-capture.md, "The gate".
-:mod:`fidelity.gate_output` renders the result and imports this module."""
+Rows (:mod:`fidelity.gate_rows`) and thresholds from ``[tool.fidelity.gate]``
+give a :class:`GateResult` (exit 1 on a failure, 2 on bad input, else 0); the
+rules: docs/ci-and-capture.md, "The gate". Views: :mod:`fidelity.gate_output`."""
 
 from __future__ import annotations
 
@@ -48,7 +43,6 @@ __all__ = [
     "rows_from_score",
     "load_baseline",
     "baseline_rows",
-    "baseline_bytes",
     "write_baseline",
 ]
 
@@ -144,9 +138,8 @@ class GateResult:
         return 1 if self.failures else 0
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` view (``fidelity.gate/1``): the verdict, then every
-        finding in the order evaluated, with its row and its baseline row
-        (the rows as the baseline file writes them)."""
+        """The ``--json`` view (``fidelity.gate/1``): the verdict, then every finding
+        in the order evaluated with its row and its baseline row."""
         return {"schema": GATE_SCHEMA, "passed": not self.failures, "failures": len(self.failures),
                 "baseline": self.baseline_path,
                 "findings": [{"kind": f.kind, "failed": f.failed, "message": f.message, "row": f.row.to_json(),
@@ -213,33 +206,21 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
 
 def narrow_baseline(baseline: Sequence[Row], *, variants: Sequence[str] | None = None,
                     dialects: Sequence[str] | None = None) -> list[Row]:
-    """The baseline rows a narrowed report run (``--variants``,
-    ``--providers``) is expected to measure: rows keyed
-    ``session::variant::dialect`` outside the selection are left out, so
-    that they do not count as removed."""
-    out = []
-    for row in baseline:
-        parts = row.key.split("::")
-        if len(parts) == 3:
-            if variants and parts[1] not in variants:
-                continue
-            if dialects and parts[2] not in dialects:
-                continue
-        out.append(row)
-    return out
+    """The baseline rows a narrowed report run (``--variants``, ``--providers``)
+    measures: rows keyed ``session::variant::dialect`` outside the selection go."""
+    def chosen(parts: list[str]) -> bool:
+        return len(parts) != 3 or ((not variants or parts[1] in variants) and (not dialects or parts[2] in dialects))
+
+    return [row for row in baseline if chosen(row.key.split("::"))]
 
 
 # -- baselines --------------------------------------------------------------------
 
 
-def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
-    """The baseline file: schema, where the rows came from, the rows."""
-    doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
-    return formats.json_doc(doc)
-
-
 def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:
-    atomic_write(path, baseline_bytes(rows, source=source))
+    """Write the baseline file: schema, where the rows came from, the rows."""
+    doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
+    atomic_write(path, formats.json_doc(doc))
 
 
 _BASELINE_KEYS = ("schema", "source", "rows")
@@ -281,10 +262,9 @@ def _baseline_row(r: Any, bad: Any, ptr: str) -> Row:
 
 
 def baseline_rows(doc: Any, *, path: str | Path | None = None) -> list[Row]:
-    """The rows of a baseline document (schema ``fidelity.gate-baseline/1``),
-    validated as strictly as any other input: every member known, figures
-    finite numbers >= 0 (never strings), one row per key, at least one row.
-    A problem raises :class:`InputError` naming the file and JSON pointer."""
+    """The rows of a baseline document (``fidelity.gate-baseline/1``), validated:
+    every member known, figures finite numbers >= 0, one row per key, at least
+    one row; else :class:`InputError` naming the file and JSON pointer."""
     def bad(problem: str, pointer: str) -> InputError:
         return InputError(problem, path=path, pointer=pointer)
 

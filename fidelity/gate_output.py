@@ -52,7 +52,6 @@ def format_github(result: GateResult, *, verbose: bool = False) -> str:
     for f in result.findings:
         if not f.failed:
             continue
-        level = "error"
         props = []
         if f.row.fixture:
             props.append(f"file={formats.gh_property(f.row.fixture)}")
@@ -62,7 +61,7 @@ def format_github(result: GateResult, *, verbose: bool = False) -> str:
                  "skipped": "baseline row skipped", "new": "row not in the baseline"}.get(f.kind) or (
             "prompt-cache regression")
         props.append(f"title={formats.gh_property('fidelity: ' + title)}")
-        out.append(f"::{level} {','.join(props)}::{formats.gh_data(f.message)}")
+        out.append(f"::error {','.join(props)}::{formats.gh_data(f.message)}")
     return "\n".join(out) + ("\n" if out else "") + format_text(result, verbose=verbose)
 
 

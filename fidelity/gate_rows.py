@@ -1,8 +1,6 @@
 """The gate's rows: one gated figure per (fixture, variant) or child snapshot,
-from the report run in-process (:func:`rows_from_score`), a saved report
-(:func:`rows_from_report_json`, :func:`rows_from_report`) or a snapshot
-folder (:func:`rows_from_snapshots`). Figures are validated where read:
-finite numbers >= 0, never strings, one row per key. Imports nothing of the gate's."""
+from the report run in-process, a saved report or a snapshot folder; figures
+validated where read (finite numbers >= 0, one row per key)."""
 
 from __future__ import annotations
 
@@ -160,9 +158,8 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
 def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,
                cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None,
                breaks: int = 0) -> Row:
-    """One report row as a gated row; the in-process report and the saved
-    report both come through here, so that they key and word rows alike.
-    ``breaks``: how many breaks the row's fix list holds (the first is the cause)."""
+    """One report row as a gated row, in-process or saved alike (``breaks``: the
+    length of the row's fix list, the first being the cause)."""
     detail = (cause or "") + (f": {cause_detail}" if cause_detail else "")
     if pointer:
         detail += f" at {pointer}"
@@ -179,11 +176,8 @@ def _skipped_row(session: str, variant: str, dialect: str, fixture: str | None, 
 
 
 def rows_from_score(result: Any) -> list[Row]:
-    """Rows from a :class:`fidelity.score.Score` (the report's result
-    object): one per session × variant × dialect, cost per fork being the
-    prompt-side cost of one child request (USD rounded to 6 places, as the
-    saved report has it), pointing at the session's file. Combinations the
-    report skipped are rows too, marked ``skipped``."""
+    """Rows from a :class:`fidelity.score.Score`: one per session × variant × dialect
+    (cost per fork: one child request's, USD to 6 places), skipped ones marked ``skipped``."""
     rows = []
     by_name = {s.name: s for s in getattr(result, "sessions", ())}
     for r in result.rows:
@@ -198,9 +192,8 @@ def rows_from_score(result: Any) -> list[Row]:
 
 
 def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None) -> list[Row]:
-    """Rows from a saved report (``fidelity report`` writes
-    ``reports/fidelity-report.json``, schema ``fidelity.report/1``): the
-    same rows :func:`rows_from_score` gives for the run that wrote it."""
+    """Rows from a saved report (``fidelity.report/1``): the rows
+    :func:`rows_from_score` gives for the run that wrote it."""
     def bad(problem: str, pointer: str) -> InputError:
         return InputError(problem, path=path, pointer=pointer)
 
@@ -271,20 +264,16 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
     return rows
 
 
-def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> int:
-    """1-based line in the file holding body byte ``offset``."""
-    head = 1 if is_snapshot else 0
-    if offset is None:
-        return head + 1
-    return head + 1 + body[:offset].count(b"\n")
+def _line_of(body: bytes, offset: int | None, is_snapshot: bool) -> int:
+    """1-based line in the file holding body byte ``offset`` (a snapshot's body starts on line 2)."""
+    return 1 + is_snapshot + (0 if offset is None else body[:offset].count(b"\n"))
 
 
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
                         model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
-    """One row per child of a snapshot folder, diffed against the earlier request
-    its cache reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`), keyed
-    by file name, pointing at the line of its first divergent byte. A pair that
-    cannot be compared is counted in ``skipped_out``, never fatal."""
+    """One row per child of a snapshot folder, diffed against the request its cache
+    reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`), pointing at the line
+    of its first divergent byte; a pair not compared goes to ``skipped_out``."""
     from .diff.views import annotation
     from .pairs.by_cache import pairs_by_cache
     from .pairs.folder import Skipped, compare_pair, summary
@@ -311,7 +300,7 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
             lost_tokens=float(res.cache.lost),
             usd_per_fork=res.cost.usd_lost if res.cost else None,
             fixture=str(shown),
-            line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
+            line=_line_of(child.body, res.raw.first_divergent_byte, child.meta is not None),
             detail=f"{detail}; parent {parent.path.name} ({pair.how})",
         ))
     if skipped_out is not None:

@@ -1,13 +1,8 @@
 """Replay recorded traffic through the cache simulator and compare with what
-the provider reported.
-
-:func:`replay` feeds each recording's requests (any format of
-:mod:`fidelity.traffic.sources`), in request time order (recorded order where
-no time is known), through one :class:`~fidelity.cache.simulator.Simulator`
-per provider whose cache the URL reaches, and sets predicted prompt, read and
-written tokens beside the reported ones. Reads from a cache warmed before
-the recording are flagged ``warm_outside``; skipped and set-apart requests
-follow :mod:`fidelity.traffic.apart`. Rows and JSON: docs/replay.md."""
+the provider reported: each recording (:mod:`fidelity.traffic.sources`) in
+request time order through one :class:`~fidelity.cache.simulator.Simulator`
+per provider cache, predicted prompt, read and written tokens beside the
+reported ones. Rows and JSON: docs/replay.md."""
 
 from __future__ import annotations
 
@@ -25,13 +20,11 @@ from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
 from .traffic import sources
 from .traffic.exchange import Exchange
-from .traffic.usage import from_response
 
 __all__ = [
     "Exchange",
     "Row",
     "Replay",
-    "from_response",
     "read_recordings",
     "replay",
     "summarize",
@@ -53,14 +46,9 @@ def _family(dialect_or_provider: str | None) -> str | None:
         except UnknownName:
             return dialect_or_provider
 
-# --------------------------------------------------------------------------- recordings
 
 #: every recording under a path, each a list of exchanges in recorded order
-#: (one reader for every command: :mod:`fidelity.traffic.sources`)
 read_recordings = sources.read_all
-
-
-# --------------------------------------------------------------------------- replay
 
 
 @dataclass(frozen=True)
@@ -114,10 +102,9 @@ def _label(ex: Exchange) -> str:
 
 def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool = False,
                      **params: Any) -> list[Row]:
-    """Rows for one recording: per provider and model, one simulator fed in
-    request time order; ``params`` go to every cache model. ``scale_to_reported``
-    counts each request's tokens in the provider's scale (``SimRequest.scale``,
-    from its reported prompt), prefixes still matched on its own tokens."""
+    """Rows for one recording: per provider and model, one simulator fed in request
+    time order (``params``: to every cache model). ``scale_to_reported``: each request's
+    tokens counted in the provider's scale (``SimRequest.scale``, from its reported prompt)."""
     prepared: list[tuple[int, CachePrompt]] = []
     rows: dict[int, Row] = {}
     reported = [Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
@@ -227,8 +214,6 @@ def _dsh_rows(root: Path) -> list[Row]:
                            warm_outside=st.anchor and st.real_cached > 0 and st.predicted_cached == 0))
     return out
 
-
-# --------------------------------------------------------------------------- summary
 
 
 def _share(hits: int, n: int) -> float | None:

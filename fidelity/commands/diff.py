@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.text import Text
 
 from .. import formats, pricing
@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..pairs.folder import Skipped, compare_pair, summary
 from ._console import StdoutConsole
 
-__all__ = ["HELP", "add_arguments", "run", "render"]
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "
         "first divergent byte, cause, lost cached tokens and their cost.")
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             pair = pairs[-1]
             console.print(Text(f"{Path(pair['child']).name} {_HOW[pair['how']]} {Path(pair['parent']).name}",
                                style="bold"))
-        console.print(render(result))
+        console.print(views.console(result))
         shown += 1
     _check_any([None] * shown, skipped, args)
     note = summary(skipped)
@@ -193,8 +193,3 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[snapshot.Loaded, snapshot
     p_body, p_meta = snapshot.load_body(parent)
     c_body, c_meta = snapshot.load_body(Path(args.child))
     yield snapshot.Loaded(parent, p_body, p_meta), snapshot.Loaded(Path(args.child), c_body, c_meta), "given"
-
-
-def render(result: DiffResult) -> Group:
-    """A rich view of one comparison (:func:`fidelity.diff.views.console`)."""
-    return views.console(result)

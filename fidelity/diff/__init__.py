@@ -18,7 +18,6 @@ from ._compare import (
     ViewDiff,
     compare,
     compare_requests,
-    prompt_token_ids,
     shared_tokens,
 )
 from .breaks import Break, breaks_of, compare_with_breaks
@@ -43,6 +42,5 @@ __all__ = [
     "excerpt",
     "first_divergence",
     "pointer_at",
-    "prompt_token_ids",
     "shared_tokens",
 ]

@@ -1,16 +1,9 @@
 """The partly fixed child: the child's body with some breaks undone.
 
-:func:`fixed_child` takes the aligned lanes of :mod:`fidelity.diff.breaks`
-(each :class:`Slot` a parent segment, a child segment or both, and the break
-that owns it) and rebuilds the child's bytes: every slot a fixed break owns
-takes the parent's element as the parent sent it (with its ``cache_control``
-markers) or none, every other byte stays the child's. Arrays (tools, system
-blocks, messages, Gemini's declarations) are rebuilt with the child's own
-separators; a single value (a string system prompt, ``instructions``) is
-replaced, added or removed; the params segment's members are set to the
-parent's, member by member. The result is a body like any other: the differ
-compares it with the parent the way it compares the child.
-"""
+:func:`fixed_child` rebuilds the child's bytes from the aligned lanes of
+:mod:`fidelity.diff.breaks`: arrays keep the child's separators, single values
+are replaced, added or removed, params are set member by member; the result is
+a body the differ compares like any other."""
 
 from __future__ import annotations
 
@@ -40,11 +33,9 @@ class Slot:
 
 def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[int],
                 spans: dict[tuple[int, str], list[tuple[int, int]]] | None = None) -> bytes:
-    """The child's body with the breaks in ``fixed`` undone: each slot they
-    own takes the parent's element (or none) as the parent sends it (with
-    its ``cache_control`` markers); every other byte is the child's.
-    ``spans``: the element spans of the parent's and the child's arrays,
-    kept by a caller that rebuilds the same pair again."""
+    """The child's body with the breaks in ``fixed`` undone: each slot they own takes
+    the parent's element as sent (or none); every other byte is the child's.
+    ``spans``: the two bodies' array spans, kept by a caller that rebuilds again."""
     touched = [s for s in slots if s.owner in fixed]
     if not touched:
         return child
@@ -208,10 +199,8 @@ def _set_member(body: bytes, obj: str, key: str, value: bytes | None) -> bytes:
     return body[:end] + comma + orjson.dumps(key) + b":" + value + body[end:]
 
 
-def _fix_params(parent: bytes, body: bytes, slot: Slot | None) -> bytes:
+def _fix_params(parent: bytes, body: bytes, slot: Slot) -> bytes:
     """``body`` with each cache-key member of the params segment as the parent sends it."""
-    if slot is None:
-        return body
     keys: dict[str, None] = {}
     for seg in (slot.p, slot.c):
         if seg is not None:

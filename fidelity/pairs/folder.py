@@ -1,15 +1,9 @@
 """Diff one (parent, child) pair of recorded requests, or say why not.
 
-A folder of real traffic mixes model requests with embeddings, uploads,
-token counting and APIs fidelity does not render (Bedrock Converse).
-:func:`compare_pair` weighs the evidence for each request (URL and snapshot
-metadata first, body marks second: :func:`fidelity.wire.evidence.detect_request`),
-takes the model from the body, else the snapshot metadata, else the URL
-(``--model`` overrides all three), and compares. In a folder
-(``lenient=True``) a pair it cannot compare becomes a :class:`Skipped` with
-a reason, so one unsupported request never stops ``fidelity diff FOLDER``
-or ``fidelity gate --snapshots``; :func:`summary` counts them.
-"""
+:func:`compare_pair` detects each request's dialect and model
+(:func:`fidelity.wire.evidence.detect_request`) and compares; in a folder
+(``lenient=True``) a pair it cannot compare (embeddings, an API fidelity does
+not render) becomes a :class:`Skipped` with a reason, counted by :func:`summary`."""
 
 from __future__ import annotations
 
@@ -59,14 +53,10 @@ def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None 
 def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model: str | None = None,
                  prices: Any = None, lenient: bool = False, notes: list[str] | None = None,
                  endpoint: str | None = None, at: Any = None, with_breaks: bool = False) -> DiffResult | Skipped:
-    """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests
-    (``path, body, meta``). ``lenient``: a pair that cannot be compared is a
-    :class:`Skipped` instead of an :class:`InputError`. ``endpoint``: where
-    the requests went (default: the parent snapshot's URL), for caches that
-    depend on it. ``at``: when the child is sent (time-of-day prices). The
-    snapshots' ``time`` metadata, where both have it, is when each was sent
-    (an expired parent is read as the folder's simulated cache reads it).
-    ``with_breaks``: list every break (:attr:`DiffResult.breaks`)."""
+    """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests (``lenient``: a
+    pair that cannot be compared is a :class:`Skipped`, not an :class:`InputError`;
+    ``endpoint``: default the parent snapshot's URL; ``at``: when the child is sent;
+    ``with_breaks``: list every break). Both snapshots' ``time`` is when each was sent."""
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
     # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
@@ -140,10 +130,8 @@ def _fits(dialect: str, body: bytes) -> bool:
 
 
 def summary(skipped: Iterable[Skipped]) -> str | None:
-    """One line: how many pairs were not compared, and the requests that
-    caused it counted by reason (``None`` when none). A request that is not
-    a model request spoils the pair before it and the pair after it; it is
-    counted once."""
+    """One line: how many pairs were not compared, and the requests that caused
+    it counted once each by reason (``None`` when none)."""
     skipped = list(skipped)
     if not skipped:
         return None
