@@ -74,25 +74,14 @@ def _as_float(v: int | float, key: str) -> float:
     return out
 
 
-def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    keys = tuple(keys)  # read twice
-    found = _num_flat(obj, keys)
-    if found is not None:
-        return found
-    for nest in ("cache", "cost", "loss", "lost", "per_fork"):
-        sub = obj.get(nest)
+def _num(obj: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    """The first numeric ``keys`` member of ``obj``, else of its first nested figure object that has one."""
+    for sub in (obj, *(obj.get(nest) for nest in ("cache", "cost", "loss", "lost", "per_fork"))):
         if isinstance(sub, dict):
-            v = _num_flat(sub, keys)
-            if v is not None:
-                return v
-    return None
-
-
-def _num_flat(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return _as_float(v, k)
+            for k in keys:
+                v = sub.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return _as_float(v, k)
     return None
 
 
@@ -264,11 +253,6 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
     return rows
 
 
-def _line_of(body: bytes, offset: int | None, is_snapshot: bool) -> int:
-    """1-based line in the file holding body byte ``offset`` (a snapshot's body starts on line 2)."""
-    return 1 + is_snapshot + (0 if offset is None else body[:offset].count(b"\n"))
-
-
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
                         model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
     """One row per child of a snapshot folder, diffed against the request its cache
@@ -294,13 +278,15 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
                 shown = child.path.resolve().relative_to(Path(base).resolve())
             except ValueError:
                 pass
+        at = res.raw.first_divergent_byte
         rows.append(Row(
             key=child.path.name,
             variant=child.path.name,
             lost_tokens=float(res.cache.lost),
             usd_per_fork=res.cost.usd_lost if res.cost else None,
             fixture=str(shown),
-            line=_line_of(child.body, res.raw.first_divergent_byte, child.meta is not None),
+            # the line holding that byte (a snapshot's body starts on line 2)
+            line=1 + (child.meta is not None) + (0 if at is None else child.body[:at].count(b"\n")),
             detail=f"{detail}; parent {parent.path.name} ({pair.how})",
         ))
     if skipped_out is not None:

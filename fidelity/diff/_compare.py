@@ -284,10 +284,6 @@ def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
     return _common_tokens(p_ids, c_ids, _first_differing_segment(p_segs, c_segs))
 
 
-def _offset(segs: Sequence[Segment], index: int) -> int:
-    return sum(len(s.data) for s in segs[:index])
-
-
 def _pointer_at(body: bytes, offset: int) -> str:
     """:func:`fidelity.diff.locate.pointer_at`, scanning only the top-level member
     (and array element) that holds ``offset`` when the body is compact."""
@@ -319,7 +315,7 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
     c_seg = c_segs[split] if split < len(c_segs) else None
     inner = first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0
     inner = inner or 0
-    at = _offset(c_segs if c_seg else p_segs, split) + inner
+    at = sum(len(s.data) for s in (c_segs if c_seg else p_segs)[:split]) + inner
     seg = c_seg or p_seg
     assert seg is not None
     # A side that ends before the split (the child appends, or drops the

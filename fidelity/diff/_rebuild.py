@@ -23,8 +23,7 @@ __all__ = ["Slot", "fixed_child"]
 
 @dataclass(eq=False)
 class Slot:
-    """One place of the aligned lane: a parent segment, a child segment, or
-    both, and the break that owns it (``None``: the same on both sides)."""
+    """One place of the aligned lane and the break that owns it (``None``: the same on both sides)."""
 
     p: Segment | None
     c: Segment | None
@@ -99,8 +98,7 @@ def _container(ptr: str) -> tuple[str, int | None]:
 
 
 def _element(body: bytes, ptr: str, spans: dict[tuple[int, str], list[tuple[int, int]]]) -> bytes:
-    """The bytes of array element ``ptr`` (``/messages/3``), its array's
-    element spans found once per body and kept in ``spans``."""
+    """The bytes of array element ``ptr``, its array's spans kept in ``spans``."""
     container, index = _container(ptr)
     key = (id(body), container)
     found = spans.get(key)
@@ -120,10 +118,8 @@ def _value(body: bytes, ptr: str) -> bytes:
 
 
 def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int], compact: bool = False) -> bytes:
-    """``body`` with the array at ``ptr`` holding ``elems``; the child's
-    elements no segment covers (Claude Code's billing block) keep their
-    place at the start or the end. ``compact``: ``elems`` are sliced off
-    compact bodies (see :func:`fidelity.wire.spans.with_array`)."""
+    """``body`` with the array at ``ptr`` holding ``elems``; elements no segment covers
+    (Claude Code's billing block) keep their place at the start or the end."""
     span = value_spans(body, [ptr]).get(ptr)
     if span is None:
         return _set_value(body, ptr, b"[" + b",".join(elems) + b"]")
@@ -143,10 +139,8 @@ def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int], com
 
 
 def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
-    """``body`` with the value at ``ptr`` replaced (``None``: its member
-    removed); a member the body lacks is added to the deepest object on the
-    way that exists, with the objects between built around it
-    (``systemInstruction`` for a Gemini child without one)."""
+    """``body`` with the value at ``ptr`` replaced (``None``: removed); a missing member
+    is added to the deepest object that exists, the objects between built around it."""
     span = value_spans(body, [ptr]).get(ptr)
     parts = split_pointer(ptr)
     if span is not None and value is not None:
@@ -176,8 +170,7 @@ def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
 
 
 def _set_member(body: bytes, obj: str, key: str, value: bytes | None) -> bytes:
-    """``body`` with member ``key`` of the object at ``obj`` set to ``value``
-    (added at the object's end when absent; ``None``: removed with its comma)."""
+    """``body`` with member ``key`` of object ``obj`` set to ``value`` (added at the end; ``None``: removed)."""
     span = value_spans(body, [obj]).get(obj)
     if span is None or body[span[0] : span[0] + 1] != b"{":
         raise InputError("cannot rebuild the child: not an object", pointer=obj)

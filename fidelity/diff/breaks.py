@@ -94,7 +94,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     cache views when the caller has them. ``counted=False``: no tokens, ``kept`` or
     ``usd_saved`` and no comparison (then ``dialect`` is required unless ``result`` is
     given). Bad input raises :class:`InputError`."""
-    from ._compare import _view, compare
+    from ._compare import _cost, _view, compare
     from ._prompts import _unmarked, predicted_read
 
     if counted and prices is None:
@@ -131,8 +131,6 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     fixed: list[Break] = []
     spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # the two bodies' arrays, for every rebuild
     for i, brk in enumerate(out):
-        kept: int | None = None
-        usd: float | None = None
         if i not in built:
             fixed.append(brk)
             continue
@@ -142,14 +140,11 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
             # compare(parent, body)'s predicted cached tokens, by its own steps,
             # the parent's cache view cut once for all
             kept = predicted_read(d, model, parent, body, p_raw, _view(d, body, None, endpoint), endpoint, times)
-        except InputError:
-            kept = None
-        if kept is not None:
-            from ._compare import _cost
-
-            cost, _ = _cost(prices, d.provider, model, max(0, kept - base), result.tokens.child_prompt, at)
-            usd = None if cost is None else cost.usd_lost
-        fixed.append(replace(brk, kept=kept, usd_saved=usd))
+        except InputError:  # the fixed child could not be built: kept stays None
+            fixed.append(brk)
+            continue
+        cost, _ = _cost(prices, d.provider, model, max(0, kept - base), result.tokens.child_prompt, at)
+        fixed.append(replace(brk, kept=kept, usd_saved=None if cost is None else cost.usd_lost))
     return fixed
 
 
@@ -216,8 +211,8 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[Slot]
                 if owner is None:
                     found.append((_KIND[lane], _pair_detail(p, c)))
                     owner = len(found) - 1
-                    if lane == "message" and _note_renames(p, c, owner, renamed):
-                        found[owner] = (found[owner][0], f"tool-call id renamed: {_renames(p, c)} (at {c.pointer})")
+                    if lane == "message" and (names := _note_renames(p, c, owner, renamed)):
+                        found[owner] = (found[owner][0], f"tool-call id renamed: {names} (at {c.pointer})")
                 slots.append(Slot(p, c, owner))
             slots.extend(Slot(None, c) for c in b[j1 + (i2 - i1) : j2])
         else:
@@ -256,20 +251,18 @@ def _with_ids(value: Any, ids: dict[str, str]) -> Any:
     return value
 
 
-def _note_renames(p: Segment, c: Segment, owner: int, renamed: dict[str, tuple[str, int]]) -> bool:
-    """Record the tool-call ids a changed message renames; True when that is its only change."""
+def _note_renames(p: Segment, c: Segment, owner: int, renamed: dict[str, tuple[str, int]]) -> str | None:
+    """Record the tool-call ids a changed message renames; ``"a → b, ..."`` when that is its only change."""
     va, vb = _loads(p.data), _loads(c.data)
     a, b = _call_ids(va), _call_ids(vb)
     if len(a) != len(b):
-        return False
-    ids = {x: y for x, y in zip(a, b) if x != y}
+        return None
+    pairs = [(x, y) for x, y in zip(a, b) if x != y]
+    ids = dict(pairs)
     renamed.update({x: (y, owner) for x, y in ids.items()})
-    return bool(ids) and _with_ids(va, ids) == vb
-
-
-def _renames(p: Segment, c: Segment) -> str:
-    a, b = _call_ids(_loads(p.data)), _call_ids(_loads(c.data))
-    return ", ".join(f"{x} → {y}" for x, y in zip(a, b) if x != y)
+    if not ids or _with_ids(va, ids) != vb:
+        return None
+    return ", ".join(f"{x} → {y}" for x, y in pairs)
 
 
 def _renamed_only(p: Segment, c: Segment, renamed: dict[str, tuple[str, int]]) -> int | None:

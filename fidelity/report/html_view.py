@@ -95,8 +95,7 @@ def _variant_svg(data: dict[str, Any], session: str, variant: str) -> str:
 
 
 def _axis(y: int, biggest: int, scale: float) -> str:
-    """The token scale under a variant's bars: a baseline and five ticks
-    from 0 to the session's longest child prompt, labelled in tokens."""
+    """The token scale under a variant's bars: five ticks up to the longest child prompt."""
     parts = [f'<g class="axis"><line x1="{LABEL}" y1="{y}" x2="{LABEL + biggest * scale:.2f}" y2="{y}" '
              'stroke="#777" stroke-width="1"/>']
     for k in range(5):
@@ -227,9 +226,7 @@ def _contents(data: dict[str, Any]) -> str:
 
 
 def _summary_table(data: dict[str, Any]) -> str:
-    """One row per session: combinations, rows losing tokens, declared
-    cache-preserving rows losing tokens, rows missing their expectation,
-    tokens lost in all (:func:`fidelity.report._fmt.session_summary`)."""
+    """One row per session (:func:`fidelity.report._fmt.session_summary`)."""
     head = ('<tr><th class="t">session</th><th>combinations</th><th>rows losing tokens</th>'
             "<th>cache-preserving rows losing tokens</th><th>missing expectation</th><th>lost tokens</th></tr>")
     body = []
