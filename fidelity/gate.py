@@ -51,7 +51,7 @@ BASELINE_SCHEMA = "fidelity.gate-baseline/1"
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Allowed rises against the baseline (see the module doc)."""
+    """Allowed rises against the baseline (see :func:`evaluate`)."""
 
     max_lost_tokens_increase: float = 0.0
     max_lost_tokens_increase_pct: float = 0.0
@@ -152,7 +152,9 @@ def _allowed(base: float, abs_tol: float, pct: float) -> float:
 
 
 def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresholds) -> GateResult:
-    """Apply the rules of the module doc to every row."""
+    """A finding per row: it fails when a cache-preserving row loses any token, its tokens or
+    cost per fork rise past ``max(absolute, percent of baseline)``, its price appears or
+    vanishes, or it is in only one of baseline and current rows."""
     result = GateResult()
     base = {r.key: r for r in baseline or ()}
     for row in current:
@@ -198,9 +200,8 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
     for old in baseline or ():
         if old.key not in keys:
             result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline (key {old.key}) but not "
-                                           "measured now; "
-                                           "if this is on purpose, update the baseline (--update-baseline)",
-                                           True, old))
+                                           "measured now; if this is on purpose, update the baseline "
+                                           "(--update-baseline)", True, old))
     return result
 
 

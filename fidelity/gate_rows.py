@@ -102,7 +102,7 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
         return rows_from_report_json(obj, path=path)
     rows: list[Row] = []
 
-    def walk(node: Any, fixture: str | None, pointer: str) -> None:
+    def walk(node: Any, fixture: str | None) -> None:
         if isinstance(node, dict):
             here = _str(node, _FIXTURE_KEYS) or fixture
             name = _str(node, _NAME_KEYS)
@@ -124,14 +124,14 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
                                 cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
                                 detail=detail))
                 return
-            for k, v in node.items():
-                walk(v, here, f"{pointer}/{k}")
+            for v in node.values():
+                walk(v, here)
         elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, fixture, f"{pointer}/{i}")
+            for v in node:
+                walk(v, fixture)
 
     try:
-        walk(obj, None, "")
+        walk(obj, None)
     except InputError as exc:
         raise (exc.at(path) if path is not None else exc) from None
     if not rows:

@@ -328,12 +328,10 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[Slot], found: l
                     slot.owner = len(found) - 1
                 slots.append(slot)
             continue
-        for p in a[i1:i2]:
-            slots.append(Slot(p, None))
-            removed.append(slots[-1])
-        for c in b[j1:j2]:
-            slots.append(Slot(None, c))
-            added.append(slots[-1])
+        gone_here, new_here = [Slot(p, None) for p in a[i1:i2]], [Slot(None, c) for c in b[j1:j2]]
+        slots += gone_here + new_here
+        removed += gone_here
+        added += new_here
     moved = set(map(key, (s.p for s in removed if s.p))) & set(map(key, (s.c for s in added if s.c)))
     groups: list[tuple[str, list[Slot]]] = []
     gone = [s for s in removed if s.p is not None and key(s.p) not in moved]

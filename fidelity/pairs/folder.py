@@ -60,13 +60,10 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
     # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
-    parsed: list[Any] = []
-    for name, loaded in ((p_name, parent), (c_name, child)):
-        if loaded.meta is None or classify(loaded.meta.method, loaded.meta.url, dict(loaded.meta.headers),
-                                           loaded.body).generation:
-            parsed.append(jsonio.loads(loaded.body, path=name))
-        else:
-            parsed.append(None)
+    parsed: list[Any] = [
+        jsonio.loads(loaded.body, path=name) if loaded.meta is None
+        or classify(loaded.meta.method, loaded.meta.url, dict(loaded.meta.headers), loaded.body).generation else None
+        for name, loaded in ((p_name, parent), (c_name, child))]
     try:
         with _given(parent.body, parsed[0]), _given(child.body, parsed[1]):
             p_found, p_why = describe_request(p_name, parent.body, parent.meta, provider=provider)

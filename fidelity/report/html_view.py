@@ -1,18 +1,5 @@
-"""The HTML view: one self-contained page (inline CSS and SVG, no scripts,
-no external resources) that opens offline.
-
-The page opens with its contents and a summary table (one row per session).
-Each variant gets one inline SVG with a bar per provider, drawn to the scale
-of the session's longest child prompt, with a token axis under the bars: a
-thin strip shows the child's layout in cache order (params, tools, system,
-history), the bar shows the tokens read from cache (reused), the tokens a
-faithful fork would have read but this one does not (lost), and the rest; a
-marker sits at the first divergence, labelled with the region it falls in.
-A red bar that runs left of its marker is explained on the bar: the child
-shares the prefix up to the marker but reads none of it (the shared part
-ends before any cache entry it can read). Text columns are left-aligned and
-do not wrap; inline code in descriptions (`` `x` ``) is set as code.
-"""
+"""The HTML view: one self-contained page (inline CSS and SVG, no scripts, no
+external resources) that opens offline; what it shows: docs/report.md."""
 
 from __future__ import annotations
 
