@@ -186,12 +186,9 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
     def bad(problem: str, pointer: str) -> InputError:
         return InputError(problem, path=path, pointer=pointer)
 
-    files: dict[str, str] = {}
     sessions = doc.get("sessions", [])
-    if isinstance(sessions, list):
-        for s in sessions:
-            if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str):
-                files[s["name"]] = s["file"]
+    files = {s["name"]: s["file"] for s in (sessions if isinstance(sessions, list) else ())
+             if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str)}
     rows_in, skipped_in = doc.get("rows"), doc.get("skipped", [])
     if not isinstance(rows_in, list):
         raise bad("a fidelity.report/1 document needs a \"rows\" array", "/rows")

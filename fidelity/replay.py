@@ -232,12 +232,13 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
         sim = [r for r in rs if r.predicted is not None]
         scored = [r for r in sim if r.reported.cache_read is not None and not r.warm_outside and r.apart is None]
         hits = [r for r in scored if r.reported.cache_read]
-        assert all(r.predicted is not None for r in scored)
-        agree = sum((r.predicted.cache_read > 0) == (r.reported.cache_read > 0) for r in scored)  # type: ignore[union-attr,operator]
-        within5 = sum(abs(r.predicted.cache_read - r.reported.cache_read) <= 0.05 * r.reported.cache_read  # type: ignore
-                      for r in hits)
-        step = sum(abs(r.predicted.cache_read - r.reported.cache_read) <= 128 for r in scored)  # type: ignore
-        exact = sum(r.predicted.cache_read == r.reported.cache_read for r in scored)  # type: ignore
+        # (predicted, reported) reads of the scored rows: both known there
+        reads: list[tuple[int, int]] = [(r.predicted.cache_read, r.reported.cache_read)  # type: ignore[misc,union-attr]
+                                         for r in scored]
+        agree = sum((p > 0) == (q > 0) for p, q in reads)
+        within5 = sum(abs(p - q) <= 0.05 * q for p, q in reads if q)
+        step = sum(abs(p - q) <= 128 for p, q in reads)
+        exact = sum(p == q for p, q in reads)
         rel = [abs(r.predicted.prompt - r.reported.prompt) / r.reported.prompt  # type: ignore
                for r in sim if r.reported.prompt and r.predicted.prompt is not None]  # type: ignore
         apart = Counter(r.note or "not simulated" if r.predicted is None else r.apart for r in rs

@@ -163,11 +163,8 @@ class _Unpadded:
 def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterator[DiffResult]:
     """A progress bar on stderr for a snapshot folder (only when stderr is a
     terminal, so piped output and CI logs stay clean)."""
-    if args.child is not None:
-        yield from results
-        return
-    err = Console(stderr=True)
-    if not err.is_terminal:
+    err = Console(stderr=True) if args.child is None else None
+    if err is None or not err.is_terminal:
         yield from results
         return
     from rich.progress import track

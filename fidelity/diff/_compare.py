@@ -313,8 +313,7 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
         return ViewDiff(None, None, None, None, None, *counts)
     p_seg = p_segs[split] if split < len(p_segs) else None
     c_seg = c_segs[split] if split < len(c_segs) else None
-    inner = first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0
-    inner = inner or 0
+    inner = (first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0) or 0
     at = sum(len(s.data) for s in (c_segs if c_seg else p_segs)[:split]) + inner
     seg = c_seg or p_seg
     assert seg is not None

@@ -105,13 +105,16 @@ def _params_detail(a: bytes, b: bytes) -> str:
     return "parameter key order changed"
 
 
-def tool_name(data: bytes) -> str | None:
-    value = _json(data)
+def _tool_def(value: Any) -> dict[str, Any] | None:
+    """A tool's definition: Chat's ``function`` object, else the tool itself (``None``: not an object)."""
     if not isinstance(value, dict):
         return None
     fn = value.get("function")
-    inner = fn if isinstance(fn, dict) else value
-    name = inner.get("name")
+    return fn if isinstance(fn, dict) else value
+
+
+def tool_name(data: bytes) -> str | None:
+    name = (_tool_def(_json(data)) or {}).get("name")
     return name if isinstance(name, str) else None
 
 
@@ -152,11 +155,7 @@ def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str
 
 
 def _description(value: Any) -> Any:
-    if isinstance(value, dict):
-        fn = value.get("function")
-        inner = fn if isinstance(fn, dict) else value
-        return inner.get("description")
-    return None
+    return (_tool_def(value) or {}).get("description")
 
 
 def _strip_description(value: Any) -> Any:
