@@ -243,17 +243,12 @@ def _baseline_row(r: Any, bad: Any, ptr: str) -> Row:
     line = r.get("line")
     if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
         raise bad("line must be a positive integer or null", f"{ptr}/line")
-
-    def number(k: str, optional: bool) -> float | None:
-        if k not in r:
-            raise bad(f"a baseline row needs {k}" + (" (null: no price)" if optional else ""), ptr)
-        try:
-            return figure(r[k], optional=optional)
-        except ValueError as exc:
-            raise bad(f"{k} must be a finite number >= 0{' or null' if optional else ''} ({exc}), got {r[k]!r}",
-                      f"{ptr}/{k}") from None
-
-    lost, usd = number("lost_tokens", False), number("usd_per_fork", True)
+    if "lost_tokens" not in r:
+        raise bad("a baseline row needs lost_tokens", ptr)
+    lost = figure(r["lost_tokens"], "lost_tokens", f"{ptr}/lost_tokens", bad)
+    if "usd_per_fork" not in r:
+        raise bad("a baseline row needs usd_per_fork (null: no price)", ptr)
+    usd = figure(r["usd_per_fork"], "usd_per_fork", f"{ptr}/usd_per_fork", bad, optional=True)
     assert lost is not None  # not optional
     return Row(key=r["key"], variant=r["variant"], lost_tokens=lost, usd_per_fork=usd, fixture=r.get("fixture"),
                line=line, detail=r.get("detail"), skipped=r.get("skipped"))

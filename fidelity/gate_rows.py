@@ -5,7 +5,7 @@ validated where read (finite numbers >= 0, one row per key)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,19 +40,25 @@ class Row:
 
 
 
-def figure(value: Any, *, optional: bool) -> float | None:
-    """A gated figure as a float, or ``None`` when ``value`` is not a finite
-    number >= 0 (a string such as ``"NaN"`` or ``"1e9"`` is not a number)."""
+def figure(value: Any, name: str, pointer: str, bad: Callable[[str, str], InputError], *,
+           optional: bool = False) -> float | None:
+    """A gated figure as a float (``None`` for a null one when ``optional``), else ``bad``'s
+    error naming ``name`` at ``pointer``: a finite number >= 0, never a string (``"NaN"``)."""
     if value is None and optional:
         return None
+
+    def refused(why: str) -> InputError:
+        return bad(f"{name} must be a finite number >= 0{' or null' if optional else ''} ({why}), got {value!r}",
+                   pointer)
+
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("not a number")
+        raise refused("not a number")
     try:
         out = float(value)
     except OverflowError:
-        raise ValueError("too large a number") from None
+        raise refused("too large a number") from None
     if not math.isfinite(out) or out < 0:
-        raise ValueError("not a finite number >= 0")
+        raise refused("not a finite number >= 0")
     return out
 
 
@@ -204,22 +210,14 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
             raise bad("a row needs session, variant and provider strings", ptr)
         tokens, div, cost = r.get("tokens"), r.get("divergence") or {}, r.get("cost")
         lost_in = tokens.get("lost") if isinstance(tokens, dict) else None
-        try:
-            lost = figure(lost_in, optional=False)
-        except ValueError as exc:
-            raise bad(f"tokens.lost must be a finite number >= 0 ({exc}), got {lost_in!r}",
-                      ptr + "/tokens/lost") from None
+        lost = figure(lost_in, "tokens.lost", ptr + "/tokens/lost", bad)
         if "cost" not in r:
             raise bad("a row needs a cost (an object, or null: no price)", ptr)
         usd: float | None = None
         if cost is not None:
             if not isinstance(cost, dict) or "usd_per_child" not in cost:
                 raise bad("cost must be an object with usd_per_child, or null (no price)", ptr + "/cost")
-            try:
-                usd = figure(cost["usd_per_child"], optional=False)
-            except ValueError as exc:
-                raise bad(f"cost.usd_per_child must be a finite number >= 0 ({exc}), got {cost['usd_per_child']!r}",
-                          ptr + "/cost/usd_per_child") from None
+            usd = figure(cost["usd_per_child"], "cost.usd_per_child", ptr + "/cost/usd_per_child", bad)
         assert lost is not None  # not optional
         if not isinstance(div, dict):
             raise bad("divergence must be an object", ptr + "/divergence")

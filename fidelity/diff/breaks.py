@@ -40,10 +40,11 @@ _KIND = {"params": "params_changed", "tools": "tools_changed", "system": "system
 
 @dataclass(frozen=True)
 class Break:
-    """One divergence of the child from its parent, in cache order (fields: the
-    JSON of docs/diff.md). ``kept``: cached tokens of the child with this break and
-    every one before it fixed (``None``: not built, past :data:`MAX_BUILT`);
-    ``usd_saved``: what that saves at the row's price (``None``: no price)."""
+    """One divergence of the child from its parent, in cache order: ``pointer`` in the
+    child's body (the parent's when it only removes: ``side``), ``offset`` in the child's
+    cache view, the bytes and tokens it covers (the child's side, else the parent's), the
+    ``elements`` it groups; ``kept``: cached tokens with it and every break before fixed
+    (``None``: not built, or past the first :data:`MAX_BUILT` but the last); ``usd_saved``."""
 
     kind: str
     detail: str

@@ -53,10 +53,10 @@ def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None 
 def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model: str | None = None,
                  prices: Any = None, lenient: bool = False, notes: list[str] | None = None,
                  endpoint: str | None = None, at: Any = None, with_breaks: bool = False) -> DiffResult | Skipped:
-    """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests (``lenient``: a
-    pair that cannot be compared is a :class:`Skipped`, not an :class:`InputError`;
-    ``endpoint``: default the parent snapshot's URL; ``at``: when the child is sent;
-    ``with_breaks``: list every break). Both snapshots' ``time`` is when each was sent."""
+    """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests, the model from
+    ``model``, else the body, the snapshot metadata, the URL (``lenient``: a pair that cannot
+    be compared is a :class:`Skipped`, not an :class:`InputError`; ``endpoint``: default the
+    parent snapshot's URL; ``at``: when the child is sent; ``with_breaks``: every break)."""
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
     # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
