@@ -143,8 +143,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
             continue
         part = (key, cp.request.key)
         last = seen_read.get(part)
-        # the partition's first read, or its first since every entry the
-        # recording wrote has expired (a cassette recorded again a year on)
+        # the partition's first read, or its first since every entry it wrote expired
         first = part not in seen_read or (ex.time is not None and last is not None
                                           and ex.time - last > LONGEST_LIFETIME)
         warm = bool(rep.cache_read) and pred.cache_read == 0 and first
@@ -255,9 +254,8 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
             "server_tools": sum(r.apart == "server tools" for r in sim),
             "server_template": sum(r.apart == "server template" for r in sim),
             "server_state": sum(r.apart == "server state" for r in sim),
-            # the same prompt sent again: a provider that reports no read on
-            # some of these and a read on others caps every simulator's
-            # agreement (docs/replay.md, "Repeats")
+            # the same prompt sent again: a provider that reads only some of them caps every
+            # simulator's agreement (docs/replay.md, "Repeats")
             "repeats": {"rows": sum(r.repeat for r in scored),
                         "reported_hits": sum(r.repeat and bool(r.reported.cache_read) for r in scored)},
             "reported_hits": len(hits),

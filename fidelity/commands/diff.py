@@ -58,12 +58,10 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[Skipped] = []
     notes: list[str] = []
 
-    # One pair at a time: a folder of thousands of snapshots is streamed
-    # (bodies are read, compared and dropped; only the small results stay).
     pairs: list[dict[str, Any]] = []  # for a folder: which request each compared child is paired with, and why
 
-    # In a folder, a pair that cannot be compared (an embeddings call, an
-    # unsupported API) is counted and skipped, never fatal.
+    # one pair at a time (a folder of thousands of snapshots is streamed); in a folder
+    # a pair that cannot be compared (an embeddings call) is counted and skipped, never fatal
     def results() -> Iterator[DiffResult]:
         for parent, child, how in _pairs(args):
             res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,

@@ -234,9 +234,8 @@ def _compare_views(
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
     p_marked, c_marked = p_segs, c_segs
     if d.provider == "anthropic":
-        # Anthropic keys its cache on content, not on where cache_control
-        # markers sit: a moved marker is no change in the cache view (the
-        # raw-byte diff above still shows it). See fidelity.cache.anthropic_blocks.
+        # Anthropic keys its cache on content, not on where cache_control markers sit
+        # (the raw-byte diff above still shows a moved one): fidelity.cache.anthropic_blocks
         p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
 
     split = _first_differing_segment(p_segs, c_segs)
@@ -266,8 +265,7 @@ def _compare_views(
                   times)
     read, written = pr.read()
     figures = TokenFigures(pr.tok.name, pr.tok.estimated, pr.shared, pr.p_len, pr.c_len)
-    # what a child that kept the parent's prefix would have read, less the
-    # prediction (fidelity.diff.lost: by position, from the first divergence)
+    # what a child that kept the parent's prefix would have read, less the prediction
     lost = lost_tokens(pr.cm, pr.p_prompt, pr.c_prompt, read, same_key=pr.same_key, shared=pr.shared,
                        levels=pr.levels)
     if times is not None and lost and not simulated(pr.cm, [pr.p_prompt],
@@ -317,9 +315,8 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
     at = sum(len(s.data) for s in (c_segs if c_seg else p_segs)[:split]) + inner
     seg = c_seg or p_seg
     assert seg is not None
-    # A side that ends before the split (the child appends, or drops the
-    # tail) shows where its cache view ends, not the end of its raw body
-    # (which may hold tools or params that come earlier in the cache view).
+    # a side that ends before the split shows where its cache view ends, not where its
+    # raw body does (which may hold tools or params that come earlier in the cache view)
     p_at = _body_offset(parent, p_seg, inner) if p_seg else _view_end(parent, p_segs[:split])
     c_at = _body_offset(child, c_seg, inner) if c_seg else _view_end(child, c_segs[:split])
     body, body_at = (child, c_at) if c_seg else (parent, p_at)

@@ -125,9 +125,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
     out = _listed(found, slots, child, c_segs, c_len, p_len)
     base = result.cache.predicted_cached
-    # each counterfactual is a whole comparison: the first MAX_BUILT breaks and
-    # the last (the fully fixed child) get one, so a child that edits every
-    # message of a long history costs a bounded number of them
+    # each counterfactual is a whole comparison: only the first MAX_BUILT breaks and the last get one
     built = set(range(min(len(found), MAX_BUILT))) | {len(found) - 1}
     fixed: list[Break] = []
     spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # the two bodies' arrays, for every rebuild
@@ -138,8 +136,7 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
                 body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
-            # compare(parent, body)'s predicted cached tokens, by its own steps,
-            # the parent's cache view cut once for all
+            # compare(parent, body)'s predicted cached tokens, the parent's cache view cut once for all
             kept = predicted_read(d, model, parent, body, p_raw, _view(d, body, None, endpoint), endpoint, times)
         except InputError:  # the fixed child could not be built: kept stays None
             fixed.append(brk)

@@ -19,6 +19,7 @@ from ..cache.prompts import cache_prompt
 from ..cache.simulator import Prediction, Simulator
 from ..capture import snapshot
 from ..errors import FidelityError
+from ..traffic.exchange import iso_seconds
 
 __all__ = ["CachePair", "pairs_by_cache", "request_order"]
 
@@ -46,19 +47,13 @@ def _meta(path: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _time(meta: dict[str, Any]) -> float | None:
-    from ..traffic.exchange import iso_seconds
-
-    return iso_seconds(meta.get("time"))
-
-
 def request_order(folder: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     """Request files of ``folder`` in request time order (see module docstring)."""
     items = []
     for p in snapshot.iter_folder(folder):
         meta = _meta(p)
         seq = meta.get("seq") if isinstance(meta.get("seq"), int) else None
-        items.append((p, meta, _time(meta), seq))
+        items.append((p, meta, iso_seconds(meta.get("time")), seq))
     if items and all(t is not None for _, _, t, _ in items):  # else iter_folder's order: seq, then file name
         items.sort(key=lambda it: (it[2], it[3] if it[3] is not None else 0, snapshot._natural(it[0].name)))  # noqa: SLF001
     return [(p, meta) for p, meta, _, _ in items]
@@ -77,7 +72,7 @@ def pairs_by_cache(folder: str | Path, **params: Any) -> Iterator[CachePair]:
         key: tuple[str, str] | None = None
         try:
             cp = cache_prompt(body, dialect=snap.provider if snap else None, model=snap.model if snap else None,
-                              time=_time(meta), label=label, path=str(path))
+                              time=iso_seconds(meta.get("time")), label=label, path=str(path))
             key = (cp.cache_model, cp.model)
             sim = sims.get(key)
             if sim is None:

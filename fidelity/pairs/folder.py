@@ -19,6 +19,7 @@ from ..capture.classify import classify
 from ..diff import DiffResult, compare, compare_with_breaks
 from ..errors import InputError
 from ..providers import placed_url
+from ..traffic.exchange import iso_seconds
 
 __all__ = ["Skipped", "compare_pair", "summary", "describe_request"]
 
@@ -102,10 +103,7 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
 
 
 def _times(p_meta: Any, c_meta: Any) -> tuple[float, float] | None:
-    """When the two snapshots were sent, where both say so (their ``time``
-    metadata), as :func:`fidelity.diff.compare` takes them."""
-    from ..traffic.exchange import iso_seconds
-
+    """When the two snapshots were sent, where both say so (their ``time`` metadata)."""
     got = [iso_seconds(t) if isinstance(t := getattr(m, "time", None), str) else None for m in (p_meta, c_meta)]
     return (got[0], got[1]) if got[0] is not None and got[1] is not None else None
 
