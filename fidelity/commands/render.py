@@ -1,11 +1,5 @@
-"""``fidelity render [--provider P] [--profile NAME] REQUEST.json``: the exact wire body bytes.
-
-Renders a canonical request (:mod:`fidelity.canonical`) with a dialect and
-writes the body to stdout with nothing added. The dialect is ``--provider``,
-else the one ``route.provider`` speaks (a provider with several dialects needs
-``--provider``); ``--profile`` names the client whose bytes to reproduce
-(:mod:`fidelity.wire.profiles`); ``--model`` fills in a missing model. Given a
-provider wire body instead, it says which dialect the body looks like."""
+"""``fidelity render [--provider P] [--profile NAME] REQUEST.json``: the exact wire
+body bytes of a canonical request (:mod:`fidelity.canonical`) on stdout, nothing added."""
 
 from __future__ import annotations
 
@@ -58,10 +52,8 @@ def _wire_body_error(obj: Any, path: str) -> InputError | None:
 
 
 def dialect_for(route_provider: str, *, path: str | None = None) -> str:
-    """The one dialect a route's provider speaks: the provider's own dialect
-    when it has one of that name (``deepseek``, ``gemini``, ``vllm``), else
-    the only dialect of its routes (``anthropic``); :class:`InputError`
-    saying why when there is none or more than one (``openai``)."""
+    """The one dialect a route's provider speaks (its own name's, else its routes' only
+    one); :class:`InputError` saying why when there is none or more than one."""
     name = route_provider.strip().lower()
     if name in wire.names():
         return name
