@@ -36,6 +36,7 @@ __all__ = [
     "SnapshotWriter",
     "describe",
     "header_matters",
+    "utf8_text",
 ]
 
 FORMAT_VERSION = 1
@@ -208,6 +209,21 @@ def load_body(path: str | Path) -> tuple[bytes, Snapshot | None]:
     if not data.strip():
         raise InputError("empty file, expected a JSON request body or a snapshot", path=path)
     return data, None
+
+
+def utf8_text(text: str) -> str:
+    """``text`` as it can be written in UTF-8: a file name's undecodable
+    bytes (``surrogateescape``) as ``\\xff`` escapes, any other lone
+    surrogate as U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 # -- folders ---------------------------------------------------------------------

@@ -144,9 +144,9 @@ def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
 
 def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_bytes: int,
            max_line: int, table: pricing.PriceTable, notes: list[str]) -> list[Task]:
-    """The partitions in batches for the workers, in the order of their keys'
-    bytes, rows in time order (no time: 0; ties: file, offset); a partition over
-    ``split_bytes`` that cannot split is noted in ``notes``."""
+    """The partitions in batches for the workers, by their keys' bytes, rows in
+    time order (no time: 0; ties: file, offset); a partition over ``split_bytes``
+    that cannot split is noted in ``notes``."""
     import numpy as np
 
     n = len(rows)
@@ -235,10 +235,9 @@ def _column(typecode: str, values: Any) -> Any:
 
 
 def _cross(partial: Partial, prices: Prices, names: list[str]) -> None:
-    """Requests whose session predecessor sits in another partition: the
-    head (model, params or first segment) changed. Lost tokens from both
-    prompt lengths; the breaks from the two lines' fix list (the cause from
-    the two heads where there is none: a model change)."""
+    """Requests whose session predecessor sits in another partition (the
+    model, params or first segment changed): lost tokens from both prompt
+    lengths, the breaks from the two lines' fix list (else from their heads)."""
     memo: dict[tuple[Any, ...], tuple[str, str | None, tuple[str, str, str]]] = {}
     for c in sorted(partial.cross_children, key=lambda c: (c.time, c.label, c.line)):
         p = partial.cross_preds.get(c.pred_loc)
@@ -285,8 +284,8 @@ def _cross(partial: Partial, prices: Prices, names: list[str]) -> None:
 def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int, int, int]
                  ) -> list[tuple[str, str, tuple[str, str, str]]]:
     """The fix list of the child line at ``c_loc`` against the parent line at
-    ``p_loc`` (file, offset, length): ``(cause, detail, where)`` each, as the
-    replay counts them; empty for lines of two dialects."""
+    ``p_loc`` (file, offset, length), as the replay counts them; empty for
+    lines of two dialects."""
     from ..cache._breakpoints import BreakpointCache
     from ..cache.anthropic_blocks import strip_markers
     from ..cache.items import encode
@@ -338,9 +337,8 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
             rec = parse_record(line)
             meta = orjson.loads(line)
             url = meta.get("url") if isinstance(meta.get("url"), str) else ""
-            body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
             r = Redactor()
-            snap = snapshot.from_request(method="POST", url=url, headers=[], body=body, redactor=r, seq=n,
+            snap = snapshot.from_request(method="POST", url=url, headers=[], body=body_of(rec), redactor=r, seq=n,
                                          source=f"scan example {rank} ({side})")
             snap = replace(snap, provider=rec.dialect.name, family=rec.provider, model=rec.model)
             path = folder / f"{rank:02d}-{side}{snapshot.SUFFIX}"

@@ -1,11 +1,9 @@
 """What a scan adds up, and the one result object every view renders.
 
-Replay tasks return a :class:`Partial` (integer sums keyed by model, day,
-cause, break place and change, plus the worst example of each change);
-partials merge by addition, so executor, workers and order do not change the
-totals. :func:`build_result` gives the ``fidelity.scan/1`` JSON (docs/scan.md).
-Lost tokens are priced where each break is found (:class:`Prices`) and summed
-as integer nano-dollars."""
+Replay tasks return a :class:`Partial` (integer sums, lost dollars in
+nano-dollars, and the worst example of each change) that merge by addition,
+so executor, workers and order do not change the totals; :func:`build_result`
+gives the ``fidelity.scan/1`` JSON (docs/scan.md)."""
 
 from __future__ import annotations
 
@@ -227,9 +225,8 @@ class Prices:
         return self.rows[pm]
 
     def lost_nano(self, provider: str, model: str, lost: int, *, prompt: int, time: float | None) -> int | None:
-        """What ``lost`` tokens of one request cost, in nano-dollars, through
-        the one cost function (:func:`fidelity.pricing.lost_cost`) at the
-        request's time (time-of-day prices) and prompt length (tiered prices);
+        """What ``lost`` tokens of one request cost in nano-dollars
+        (:func:`fidelity.pricing.lost_cost` at its time and prompt length);
         ``None`` without a price or a cache-read price."""
         at = _dt.datetime.fromtimestamp(time, _dt.UTC) if time else None
         usd = pricing.lost_cost(self.price((provider, model)), lost, prompt_tokens=prompt, at=at)

@@ -13,7 +13,7 @@ from ...errors import InputError
 from ...jsonio import atomic_write
 from ...traffic.exchange import header, http_date_seconds, iso_seconds, iso_text
 from ..redact import Redactor, ensure_clean, url_problem
-from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
+from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request, utf8_text
 
 __all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time",
            "unwritable"]
@@ -110,21 +110,6 @@ class Imported:
                 counts.append(("not model requests", unexplained))
             text += " (" + "; ".join(f"{reason}: {n}" for reason, n in counts) + ")"
         return text
-
-
-def utf8_text(text: str) -> str:
-    """``text`` as it can be written in UTF-8: a file name's undecodable
-    bytes (``surrogateescape``) as ``\\xff`` escapes, any other lone
-    surrogate as U+FFFD."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def unwritable(method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
