@@ -37,6 +37,7 @@ __all__ = [
     "describe",
     "header_matters",
     "utf8_text",
+    "from_request",
 ]
 
 FORMAT_VERSION = 1
@@ -104,11 +105,15 @@ class Snapshot:
         return stem + SUFFIX
 
 
-def dumps(snap: Snapshot) -> bytes:
-    """The file bytes: one metadata line, ``\\n``, the body."""
+def dumps(snap: Snapshot, response: dict[str, Any] | None = None) -> bytes:
+    """The file bytes: one metadata line (with the proxy's ``response``
+    member last when given), ``\\n``, the body."""
     import orjson  # on demand: reading a plain JSON body (fidelity diff) does not need it
 
-    return orjson.dumps(snap.metadata()) + b"\n" + snap.body
+    meta = snap.metadata()
+    if response is not None:
+        meta["response"] = response
+    return orjson.dumps(meta) + b"\n" + snap.body
 
 
 def is_snapshot(data: bytes) -> bool:
@@ -187,21 +192,23 @@ def read(path: str | Path) -> Snapshot:
     return loads(read_bytes(path), path=path)
 
 
-def write(folder: str | Path, snap: Snapshot, *, name: str | None = None) -> Path:
-    """Write ``snap`` atomically into ``folder``; returns its path."""
+def write(folder: str | Path, snap: Snapshot, *, name: str | None = None, redactor: Any = None,
+          response: dict[str, Any] | None = None) -> Path:
+    """Write ``snap`` (and the proxy's ``response``) atomically into ``folder``;
+    with a ``redactor``, refuse bytes that still hold a secret it knows."""
     path = Path(folder) / (name or snap.filename)
-    atomic_write(path, dumps(snap))
+    data = dumps(snap, response)
+    if redactor is not None:
+        from .redact import ensure_clean
+
+        data = ensure_clean(data, redactor, what=f"snapshot {snap.filename}")
+    atomic_write(path, data)
     return path
 
 
 def load_body(path: str | Path) -> tuple[bytes, Snapshot | None]:
-    """The request body in ``path`` and its snapshot metadata if it is one.
-
-    Accepts a raw JSON body file (returned byte for byte, metadata ``None``)
-    or a snapshot file (its body, and the :class:`Snapshot`, whose
-    ``provider``, ``model``, ``url`` ... are the metadata; ``.metadata()``
-    gives the dict). This is what ``fidelity diff`` calls for each file.
-    """
+    """The request body in ``path`` and its :class:`Snapshot` if it is one
+    (a raw JSON body file is returned byte for byte, with ``None``)."""
     data = read_bytes(path)
     if is_snapshot(data):
         snap = loads(data, path=path)
@@ -241,8 +248,7 @@ def _natural(name: str) -> tuple[Any, ...]:
 
 
 def _head(path: Path) -> tuple[int, Any]:
-    """``(seq, parent)`` from a snapshot's metadata line, without reading the
-    body (a folder is listed in bounded memory; bodies are checked when read)."""
+    """``(seq, parent)`` from a snapshot's metadata line, without reading the body."""
     try:
         with open(path, "rb") as fh:
             line = fh.readline(1 << 20)
@@ -295,8 +301,7 @@ _KEEP_LOADED = 4
 
 
 def count_pairs(folder: str | Path) -> int:
-    """How many pairs :func:`pairs_in_folder` will yield (for a progress bar);
-    reads only the metadata lines."""
+    """How many pairs :func:`pairs_in_folder` will yield (metadata lines only)."""
     entries = _entries(Path(folder))
     return sum(1 for i, e in enumerate(entries) if (e.parent is _UNSET and i > 0) or e.parent not in (_UNSET, None))
 
@@ -311,17 +316,11 @@ class Loaded(NamedTuple):
 
 
 def pairs_in_folder(folder: str | Path) -> Iterator[tuple[Loaded, Loaded]]:
-    """Yield ``(parent, child)`` requests to diff, each a :class:`Loaded`
-    ``(path, body, meta)``.
-
-    Each request is paired with its ``parent`` when its metadata names one
-    (a fork's first request against the request it forked from), with nothing
-    when ``parent`` is ``null`` (a fresh conversation), and otherwise with the
-    request before it (consecutive turns of one conversation).
-    """
+    """Yield ``(parent, child)`` :class:`Loaded` requests to diff: each request
+    with the ``parent`` its metadata names, with nothing when that is ``null``,
+    else with the request before it."""
     entries = _entries(Path(folder))
-    # Streaming: only the last few bodies stay in memory (a child usually
-    # pairs with the request just before it); an older parent is read again.
+    # only the last few bodies stay in memory; an older parent is read again
     cache: dict[Path, Loaded] = {}
 
     def loaded(p: Path) -> Loaded:
@@ -352,11 +351,8 @@ def pairs_in_folder(folder: str | Path) -> Iterator[tuple[Loaded, Loaded]]:
 
 
 class SnapshotWriter:
-    """Writes numbered snapshots into a folder, thread-safely.
-
-    Numbering continues after the highest ``seq`` already in the folder, so
-    two captures into one folder never overwrite each other.
-    """
+    """Writes numbered snapshots into a folder, thread-safely, numbering on
+    after the highest ``seq`` already there."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
@@ -407,10 +403,8 @@ _KEEP_EXACT = frozenset(
 
 def header_matters(name: str) -> bool:
     """Headers kept in a snapshot: those that change what the provider does
-    with the body (content type and encoding, API version, beta flags) or
-    say which SDK made it (``user-agent``, ``x-stainless-lang`` and
-    ``-package-version``); per-attempt noise (retry count, timeouts, OS) is
-    dropped so that two captures of one request have equal metadata."""
+    with the body or say which SDK made it; per-attempt noise (retry count,
+    timeouts, OS) is dropped so two captures of one request have equal metadata."""
     low = name.lower()
     return low in _KEEP_EXACT or low.startswith(("anthropic-", "openai-"))
 
@@ -436,8 +430,8 @@ def from_request(
     time: Any = _UNSET,
     usage: Any = _UNSET,
 ) -> Snapshot:
-    """Build a redacted :class:`Snapshot` from a raw request. Redaction runs
-    here, before anything can be written (see :mod:`fidelity.redact`)."""
+    """A redacted :class:`Snapshot` of a raw request (redaction runs here,
+    before anything can be written)."""
     from .redact import Redactor, redact_all
 
     r = redactor if redactor is not None else Redactor()
@@ -467,5 +461,3 @@ def from_request(
         usage=usage,
     )
 
-
-__all__ += ["from_request"]

@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import atomic_write
-from .redact import Redactor, ensure_clean
-from .snapshot import SnapshotWriter, dumps, from_request
+from .redact import Redactor
+from .snapshot import SnapshotWriter, from_request, write
 
 
 def _modules() -> list[Any]:
@@ -77,9 +76,7 @@ class Recorder:
                 redactor=self.redactor,
                 seq=self._writer.next_seq(),
             )
-            data = ensure_clean(dumps(snap), self.redactor, what=f"snapshot {snap.filename}")
-            path = self.folder / snap.filename
-            atomic_write(path, data)  # exactly the bytes just checked
+            path = write(self.folder, snap, redactor=self.redactor)
             self._writer.written.append(path)
             return path
 

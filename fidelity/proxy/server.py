@@ -111,7 +111,7 @@ class RecordingProxy:
         self.redactor = _store.Redactor()
         self.index = ParentIndex(index_limit)
         self.stats = _Stats()
-        self._next_seq = self._first_seq()
+        self._next_seq = _store.snapshot.SnapshotWriter(self.out).next_seq()  # after what the folder holds
         # Two single workers, so that CPU work never runs on the event loop and
         # each keeps arrival order: "intake" redacts a request, finds its parent
         # and registers its body (before the reply, so a child that finishes
@@ -127,15 +127,6 @@ class RecordingProxy:
         self._session: Any = None
         self._loop_handler_set = False
         self.port: int | None = None
-
-    def _first_seq(self) -> int:
-        n = 1
-        if self.out.is_dir():
-            for p in self.out.glob("*.snapshot"):
-                head = p.name.split("-", 1)[0]
-                if head.isdigit():
-                    n = max(n, int(head) + 1)
-        return n
 
     # -- lifecycle ------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0, *, check_upstream: bool = True) -> int:
@@ -357,7 +348,7 @@ class RecordingProxy:
         """Write the snapshot, then print its line (finish worker)."""
         snap = got.snap
         try:
-            path = _store.write_snapshot(self.out, snap, self.redactor, response)
+            path = _store.snapshot.write(self.out, snap, redactor=self.redactor, response=response)
             self.stats.written += 1
         except Exception as exc:  # a full disk, a secret that slipped through: say so, keep proxying
             self.line(f"#{snap.seq:04d} NOT WRITTEN: {exc}")

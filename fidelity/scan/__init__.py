@@ -25,7 +25,6 @@ from typing import Any, Protocol
 from .. import cache as cache_models
 from .. import pricing
 from ..diff.causes import classify
-from ..jsonio import atomic_write
 from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, Prices, build_result
 from .entries import PartitionRows, Rows
@@ -321,7 +320,7 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
     import orjson
 
     from ..capture import snapshot
-    from ..capture.redact import Redactor, ensure_clean
+    from ..capture.redact import Redactor
     from .aggregate import _group, _ranked
     from .records import parse_record
 
@@ -341,8 +340,6 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
             snap = snapshot.from_request(method="POST", url=url, headers=[], body=body_of(rec), redactor=r, seq=n,
                                          source=f"scan example {rank} ({side})")
             snap = replace(snap, provider=rec.dialect.name, family=rec.provider, model=rec.model)
-            path = folder / f"{rank:02d}-{side}{snapshot.SUFFIX}"
-            atomic_write(path, ensure_clean(snapshot.dumps(snap), r, what=str(path)))
-            paths.append(str(path))
+            paths.append(str(snapshot.write(folder, snap, name=f"{rank:02d}-{side}{snapshot.SUFFIX}", redactor=r)))
         out[k] = (paths[0], paths[1])
     return out
