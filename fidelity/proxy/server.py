@@ -1,10 +1,7 @@
 """``fidelity proxy``: a recording reverse proxy for harnesses in any language.
-
-Each request goes to the upstream unchanged (``--upstream`` + the request's
-path and query), the reply streams back as it arrives, and a request with a
-body is written as a redacted snapshot with the reported usage in its
-``response`` member; one line per request gives the verdict of
-:mod:`fidelity.proxy.parent`. Behaviour, limits and why aiohttp: docs/proxy.md."""
+Each request goes to the upstream unchanged and its reply streams back; a
+request with a body becomes a redacted snapshot (reported usage in its
+``response`` member) and one verdict line (:mod:`.parent`). docs/proxy.md."""
 
 from __future__ import annotations
 
@@ -76,18 +73,11 @@ class _TooLarge(Exception):
 
 
 class RecordingProxy:
-    """The proxy as an object: :meth:`start`, then :meth:`close`.
-
-    ``line``: called with each request's summary line (default: print to
-    stdout); ``judge_requests``: run the differ on each (parent, child)
-    pair for the summary line (the snapshots are written either way).
-    ``log``: called with each failure line (default: print to stderr), at
-    most one per kind of failure every ``log_interval`` seconds.
-    ``header_timeout``: seconds a client has to send a request's headers;
-    ``body_timeout``: the longest pause allowed while it sends the body;
-    ``max_connections``: open client connections (default: from the
-    process's descriptor limit, :func:`fidelity.proxy._guard.default_max_connections`).
-    """
+    """The proxy as an object: :meth:`start`, then :meth:`close`. ``line``
+    gets each request's summary line (default: stdout), ``log`` each failure
+    line (default: stderr; one per kind every ``log_interval`` s);
+    ``judge_requests``: run the differ for the summary line. The limits:
+    docs/proxy.md, "Slow clients, floods and broken streams"."""
 
     def __init__(self, upstream: str, out: str | Path, *, line: Callable[[str], None] | None = None,
                  judge_requests: bool = True, index_limit: int = 4096, header_timeout: float = 30.0,
@@ -112,12 +102,10 @@ class RecordingProxy:
         self.index = ParentIndex(index_limit)
         self.stats = _Stats()
         self._next_seq = _store.snapshot.SnapshotWriter(self.out).next_seq()  # after what the folder holds
-        # Two single workers, so that CPU work never runs on the event loop and
-        # each keeps arrival order: "intake" redacts a request, finds its parent
-        # and registers its body (before the reply, so a child that finishes
-        # first still finds it); "finish" writes snapshots and verdicts (one
-        # core at most: the CPU is shared with the harness). A verdict backlog
-        # never delays forwarding: intake does not queue behind it.
+        # Two single workers keep CPU work off the event loop, each in arrival
+        # order: "intake" redacts a request, finds its parent and registers its
+        # body before the reply; "finish" writes snapshots and verdicts, so a
+        # verdict backlog never delays forwarding.
         self._intake_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-proxy-intake")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-proxy")
         #: redacted bodies of requests whose snapshot is not written yet, by snapshot name
@@ -198,8 +186,7 @@ class RecordingProxy:
 
     async def _read_body(self, request: Any) -> bytes:
         """The request body; :class:`TimeoutError` when the client sends no
-        byte of it for ``body_timeout`` seconds, :class:`_TooLarge` past
-        ``max_body`` (what ``client_max_size`` did for ``request.read()``)."""
+        byte of it for ``body_timeout`` seconds, :class:`_TooLarge` past ``max_body``."""
         parts: list[bytes] = []
         size = 0
         loop = asyncio.get_running_loop()
@@ -216,8 +203,7 @@ class RecordingProxy:
         return b"".join(parts)
 
     async def _body_or_reply(self, request: Any) -> tuple[bytes | None, Any]:
-        """``(body, None)``, or ``(None, reply)`` when the body cannot be read:
-        one failure line per kind, no traceback."""
+        """``(body, None)``, or ``(None, reply)`` when the body cannot be read."""
         from aiohttp import web
 
         try:
