@@ -104,14 +104,16 @@ class Verdict:
 
 
 def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | None = None,
-          endpoint: str | None = None, with_breaks: bool = False) -> Verdict:
+          endpoint: str | None = None, with_breaks: bool = False, parent_path: str | None = None,
+          child_path: str | None = None) -> Verdict:
     """The differ's verdict on a pair (raises :class:`FidelityError` on bodies
-    it cannot read). ``with_breaks``: count every break and what a fully
-    fixed child keeps, as ``fidelity diff`` lists them."""
+    it cannot read, naming ``parent_path`` / ``child_path`` when given).
+    ``with_breaks``: count every break and what a fully fixed child keeps."""
     from ..diff import compare, compare_with_breaks
 
     run = compare_with_breaks if with_breaks else compare
-    r = run(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint)
+    r = run(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint, parent_path=parent_path,
+            child_path=child_path)
     found = r.breaks or ()
     seg = r.view.segment
     return Verdict(
