@@ -239,10 +239,8 @@ class RecordingProxy:
         if body:
             seq = self._next_seq
             self._next_seq += 1
-            intake = loop.run_in_executor(self._intake_pool, self._intake, seq, request.method, target,
-                                          list(request.headers.items()), body, request.path)
-            self._pending.add(intake)
-            intake.add_done_callback(self._pending.discard)
+            intake = self._submit(loop, self._intake_pool, self._intake, seq, request.method, target,
+                                  list(request.headers.items()), body, request.path)
 
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != "host"]
         response_meta: dict[str, Any] = {}
@@ -287,12 +285,17 @@ class RecordingProxy:
             if intake is not None:
                 self._after(intake, response_meta, usage, target)
             else:
-                fut = loop.run_in_executor(
-                    self._pool, self.line, f"---- {request.method} {request.path} {response_meta.get('status', 502)} "
-                    "(no body, not recorded)")
-                self._pending.add(fut)
-                fut.add_done_callback(self._pending.discard)
+                self._submit(loop, self._pool, self.line, f"---- {request.method} {request.path} "
+                             f"{response_meta.get('status', 502)} (no body, not recorded)")
         return resp_out
+
+    def _submit(self, loop: asyncio.AbstractEventLoop, pool: ThreadPoolExecutor, fn: Callable[..., Any],
+                *args: Any) -> asyncio.Future[Any]:
+        """``fn(*args)`` on ``pool``, awaited by :meth:`close`."""
+        fut = loop.run_in_executor(pool, fn, *args)
+        self._pending.add(fut)
+        fut.add_done_callback(self._pending.discard)
+        return fut
 
     def _after(self, intake: asyncio.Future[_Intake], response: dict[str, Any], usage: dict[str, Any] | None,
                target: str) -> None:
@@ -304,9 +307,7 @@ class RecordingProxy:
                 self.failures.note("snapshot not written", f"could not read a request for its snapshot "
                                                            f"({done.exception()!r})"[:300])
                 return
-            fut = loop.run_in_executor(self._pool, self._finish, done.result(), response, usage, target)
-            self._pending.add(fut)
-            fut.add_done_callback(self._pending.discard)
+            self._submit(loop, self._pool, self._finish, done.result(), response, usage, target)
 
         if intake.done():
             queue(intake)

@@ -1,15 +1,8 @@
 """``fidelity scan``: what cache misses cost across a request log, on one
-machine or a cluster.
-
-Inputs become request-log files (:mod:`.records`); an index pass gives each
-line's partition key, time and session (:mod:`.entries`); lines partition by
-cache head, split at gaps longer than the cache's lifetime; each partition
-replays in time order through the one simulator; :mod:`.aggregate` merges the
-partials into one JSON result every view renders. docs/scan.md.
-
->>> from fidelity.scan import scan               # doctest: +SKIP
->>> result = scan(["logs/2026-11-30.jsonl.gz"])  # doctest: +SKIP
->>> result["totals"]["lost_usd"]                  # doctest: +SKIP"""
+machine or a cluster. Inputs become request-log files (:mod:`.records`), an
+index pass keys each line (:mod:`.partition`, :mod:`.entries`), partitions
+replay in time order through the one simulator, and :mod:`.aggregate` merges
+the partials into one JSON result every view renders. docs/scan.md."""
 
 from __future__ import annotations
 

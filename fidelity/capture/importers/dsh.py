@@ -1,10 +1,7 @@
-"""DeepSeek Harness session logs: one snapshot per model request.
-
-Each request is rebuilt (:func:`fidelity.sources.dsh.step_request`) and
-rendered by the ``deepseek`` dialect, so snapshots are ``body_exact: false``.
-A child's seed is not re-imported; a fork's first own request names as
-``parent`` the parent's last request cut before the seed ends, a spawn's
-names none, later requests follow the one before them."""
+"""DeepSeek Harness session logs: one snapshot per model request, rebuilt
+(:func:`fidelity.sources.dsh.step_request`) and rendered by the ``deepseek``
+dialect (``body_exact: false``); a fork's first own request names the
+parent's last request before the seed ends as its ``parent``."""
 
 from __future__ import annotations
 
