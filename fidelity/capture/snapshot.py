@@ -148,19 +148,13 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
     headers = meta.get("headers") or {}
     if not isinstance(headers, dict):
         raise InputError("snapshot headers must be a JSON object", path=path, line=1)
-    seq = meta.get("seq", 1)
-    if not isinstance(seq, int) or isinstance(seq, bool):
-        raise InputError("snapshot seq must be an integer", path=path, line=1)
+    seq, parent = _seq_parent(meta, path)
     for key in ("provider", "family", "model", "method", "url", "source"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise InputError(f"snapshot {key} must be a string or null", path=path, line=1, pointer=f"/{key}")
     for key in ("redacted", "notes"):
         if meta.get(key) is not None and not isinstance(meta[key], list):
             raise InputError(f"snapshot {key} must be a list", path=path, line=1, pointer=f"/{key}")
-    parent = meta.get("parent")
-    if parent is not None and not isinstance(parent, (str, int)) or isinstance(parent, bool):
-        raise InputError("snapshot parent must be a file name, a seq number or null", path=path, line=1,
-                         pointer="/parent")
     if meta.get("time") is not None and not isinstance(meta["time"], str):
         raise InputError("snapshot time must be an ISO 8601 string or null", path=path, line=1, pointer="/time")
     if meta.get("usage") is not None and not isinstance(meta["usage"], dict):
@@ -181,7 +175,7 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
         redacted=tuple(str(x) for x in meta.get("redacted") or ()),
         notes=tuple(str(x) for x in meta.get("notes") or ()),
         source=meta.get("source"),
-        parent=meta["parent"] if "parent" in meta else _UNSET,
+        parent=parent,
         time=meta["time"] if "time" in meta else _UNSET,
         usage=meta["usage"] if "usage" in meta else _UNSET,
     )
@@ -262,6 +256,11 @@ def _head(path: Path) -> tuple[int, Any]:
     if not isinstance(meta, dict):  # the full reader says what is wrong
         s = read(path)
         return s.seq, s.parent
+    return _seq_parent(meta, path)
+
+
+def _seq_parent(meta: dict[str, Any], path: str | Path | None) -> tuple[int, Any]:
+    """A metadata line's ``seq`` and ``parent`` (``_UNSET`` when absent), checked."""
     seq = meta.get("seq", 1)
     if not isinstance(seq, int) or isinstance(seq, bool):
         raise InputError("snapshot seq must be an integer", path=path, line=1)

@@ -9,10 +9,9 @@ import asyncio
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,8 +42,6 @@ class _Stats:
     requests: int = 0
     written: int = 0
     failed: int = 0
-    #: the last summary lines (bounded)
-    lines: deque[str] = field(default_factory=lambda: deque(maxlen=1000))
 
 
 def _check_upstream_url(url: str) -> tuple[str, str, int]:
@@ -343,7 +340,6 @@ class RecordingProxy:
         finally:
             self._bodies.pop(snap.filename, None)  # on disk now (or never): later verdicts read the file
         text = self._summary(snap, response, got.seen, got.parent, usage, target, path)
-        self.stats.lines.append(text)
         self.line(text)
 
     def _parent_body(self, name: str) -> bytes:

@@ -159,6 +159,10 @@ class Partial:
             _add(self.wheres, (kind, pointer, label, *pm), [0, 0, 0, 0, 1])
         ck = (b.cause, b.change, b.where_kind, b.pointer, b.label)
         _add(self.changes, (*ck, *pm), [1, b.lost, *cost])
+        self._example(ck, b)
+
+    def _example(self, ck: tuple[str, ...], b: Break) -> None:
+        """Keep ``b`` as the example of change ``ck`` when it ranks first."""
         cur = self.examples.get(ck)
         if cur is None or b.rank() < cur.rank():
             self.examples[ck] = b
@@ -184,9 +188,7 @@ class Partial:
             for k, v in theirs.items():
                 _add(mine, k, v)
         for k, b in other.examples.items():
-            cur = self.examples.get(k)
-            if cur is None or b.rank() < cur.rank():
-                self.examples[k] = b
+            self._example(k, b)
         for reason, n in other.bad.items():
             self.bad[reason] = self.bad.get(reason, 0) + n
         for key, n in other.failed.items():

@@ -508,9 +508,7 @@ def _apart(parsed: Parsed) -> str | None:
     return server_side.reason(rec.body, server_prompt=ep.server_prompt if ep is not None else "", marks=parsed.marks)
 
 
-@functools.lru_cache(maxsize=4096)  # a log names few URLs
-def _placed(url: str | None) -> str | None:
-    return placed_url(url)
+_placed = functools.lru_cache(maxsize=4096)(placed_url)  # a log names few URLs
 
 
 def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:

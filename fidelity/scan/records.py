@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import mmap
 import os
 import re
@@ -68,28 +69,17 @@ class Record:
 #: the reasons (:attr:`fidelity.wire.evidence.Detection.why`) of a dialect no part of the body chose
 _NOT_BY_BODY = ("URL: ", "snapshot metadata: ", "--provider ")
 
-_URL_PROBLEMS: dict[str, str | None] = {}
+_url_problem = functools.lru_cache(maxsize=4096)(url_problem)  # a log names few URLs
 
 
-def _url_problem(url: str) -> str | None:
-    """:func:`fidelity.capture.redact.url_problem`, memoised (a log names few URLs)."""
-    if url not in _URL_PROBLEMS:
-        if len(_URL_PROBLEMS) > 4096:
-            _URL_PROBLEMS.clear()
-        _URL_PROBLEMS[url] = url_problem(url)
-    return _URL_PROBLEMS[url]
-
-
-_DAYS: dict[int, str] = {}
+@functools.cache
+def _date(n: int) -> str:
+    """The UTC date (``YYYY-MM-DD``) of day ``n`` since the epoch."""
+    return _dt.datetime.fromtimestamp(n * 86400, _dt.UTC).strftime("%Y-%m-%d")
 
 
 def _day(t: float) -> str:
-    """The UTC date of epoch seconds ``t`` (``YYYY-MM-DD``), formatted once a day."""
-    n = int(t // 86400)
-    got = _DAYS.get(n)
-    if got is None:
-        got = _DAYS[n] = _dt.datetime.fromtimestamp(n * 86400, _dt.UTC).strftime("%Y-%m-%d")
-    return got
+    return _date(int(t // 86400))
 
 
 def _time(value: Any) -> tuple[float | None, str]:
