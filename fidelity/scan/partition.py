@@ -66,7 +66,6 @@ class Task:
     labels: list[str]
     partitions: list[tuple[str, str, str, PartitionRows]]
     max_line: int = MAX_LINE
-    memo_bytes: int = 256 * 1024 * 1024
     #: the price table lost tokens are priced with (``None``: the bundled one)
     prices: pricing.PriceTable | None = None
 
@@ -319,7 +318,7 @@ class _Segments(Sequence[Segment]):
 def replay_batch(task: Task) -> Partial:
     """Replay every partition of ``task``; the merged sums."""
     out = Partial()
-    memo = _worker_memo(task.memo_bytes)
+    memo = _worker_memo()
     fds: dict[int, int] = {}
     prices = Prices(task.prices if task.prices is not None else pricing.load())
     try:
@@ -337,12 +336,14 @@ def replay_batch(task: Task) -> Partial:
 
 
 _MEMO: TokenMemo | None = None
+#: bytes of token ids a worker's memo keeps across its tasks
+MEMO_BYTES = 256 * 1024 * 1024
 
 
-def _worker_memo(max_bytes: int) -> TokenMemo:
+def _worker_memo() -> TokenMemo:
     global _MEMO
-    if _MEMO is None or _MEMO.max_bytes != max_bytes:
-        _MEMO = TokenMemo(max_bytes)
+    if _MEMO is None:
+        _MEMO = TokenMemo(MEMO_BYTES)
     _MEMO.tokenized_bytes = 0
     return _MEMO
 

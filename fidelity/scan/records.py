@@ -172,18 +172,11 @@ def parse_record(line: bytes) -> Record:
         elif isinstance(rbody, str):
             used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
     session = obj.get("session")
+    status = obj.get("status")
+    if status is None and isinstance(obj.get("response"), dict):  # claude-trace, the JSONL importer's envelope
+        status = obj["response"].get("status_code", obj["response"].get("status"))
     return Record(t, day, dialect, provider or dialect.provider, model, body, used,
-                  str(session) if session is not None else None, raw, url, detected, _status(obj))
-
-
-def _status(obj: dict[str, Any]) -> int | None:
-    """The logged HTTP status: ``status``, or the response's ``status_code``
-    / ``status`` (claude-trace, the JSONL importer's envelope)."""
-    value = obj.get("status")
-    resp = obj.get("response")
-    if value is None and isinstance(resp, dict):
-        value = resp.get("status_code", resp.get("status"))
-    return http_status(value)
+                  str(session) if session is not None else None, raw, url, detected, http_status(status))
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,

@@ -35,7 +35,6 @@ def read_dsh(path: str | Path) -> Imported:
         raise InputError("no DeepSeek Harness session*.jsonl here", path=p)
     group = groups[0]
     out = Imported(source=f"dsh:{folder.name}")
-    last_name: dict[str, str] = {}  # session id -> its latest snapshot name
     step_names: dict[tuple[str, int], str] = {}  # (session id, request_index) -> name
     for session in group.sessions():
         sc = dsh.sidecars(folder, child=session.index or None)
@@ -69,7 +68,6 @@ def read_dsh(path: str | Path) -> Imported:
             if snap is None:  # a fixed URL and header: never set apart
                 continue
             step_names[(session.id, step.request_index)] = snap.filename
-            last_name[session.id] = snap.filename
     out.warnings.append(_NOTE)
     return out
 
