@@ -122,18 +122,9 @@ class Redaction:
 
 
 class Redactor:
-    """Removes credentials and remembers the secret values it has seen.
-
-    One redactor per capture session: secrets learned from one request's
-    headers are scrubbed from every later request and file.
-
-    >>> r = Redactor()
-    >>> headers, red = r.headers([("Authorization", "Bearer sk-live-123456789")])
-    >>> headers
-    [('authorization', '[REDACTED]')]
-    >>> r.url("https://x.test/v1?key=sk-live-123456789&alt=sse", red)
-    'https://x.test/v1?key=%5BREDACTED%5D&alt=sse'
-    """
+    """Removes credentials and remembers the secret values it has seen: one
+    per capture session, so a secret learned from one request's headers is
+    scrubbed from every later request and file."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()

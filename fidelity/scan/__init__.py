@@ -22,7 +22,7 @@ from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, Prices, build_result
 from .entries import PartitionRows, Rows
 from .executors import EXECUTORS, Executor, make_executor
-from .fix_list import body_of, fix_list
+from .fix_list import body_of
 from .partition import Task, change_label, index_chunk, replay_batch, where_of
 from .records import MAX_LINE, prepare_inputs
 
@@ -281,7 +281,7 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
     from ..cache._breakpoints import BreakpointCache
     from ..cache.anthropic_blocks import strip_markers
     from ..cache.items import encode
-    from .partition import pointer_pattern, view_of
+    from .partition import listed_breaks, view_of
     from .records import parse_record
 
     recs = []
@@ -290,8 +290,6 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
             fh.seek(off)
             recs.append(parse_record(fh.read(length)))
     p_rec, c_rec = recs
-    if p_rec.dialect is not c_rec.dialect:
-        return []
     explicit = isinstance(cache_models.get(c_rec.provider, c_rec.model), BreakpointCache)
     segs = []
     for rec in recs:
@@ -300,8 +298,7 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
         segs.append([Segment("params", 0, "", view.params)] + [
             Segment(it.kind, it.index, it.pointer, strip_markers(d) if explicit else d)  # type: ignore[arg-type]
             for it, d in zip(view.items, data)])
-    return [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
-            for b in fix_list(c_rec.dialect, c_rec.model, body_of(p_rec), body_of(c_rec), segs[0], segs[1])]
+    return listed_breaks(p_rec, c_rec, c_rec.model, segs[0], segs[1])
 
 
 def _write_examples(partial: Partial, names: list[str], folder: str | Path,

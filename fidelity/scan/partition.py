@@ -53,7 +53,7 @@ from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
 from .segments import SegmentBytes
 from .splice import Parsed, parse_after
 
-__all__ = ["Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
+__all__ = ["Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern", "listed_breaks",
            "where_of", "alive_until"]
 
 
@@ -456,10 +456,7 @@ def _replay(st: _State, task: Task, provider: str, model: str,
             parse_record(_read(task, fds, pe))
         p_items = prev_view.items if j == prev_index and prev_view is not None else view_of(p_rec).items
         p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
-        # every break, as `fidelity diff` lists them; the first carries the loss
-        listed = [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
-                  for b in fix_list(rec.dialect, model, body_of(p_rec), body_of(rec), list(p_segs), list(c_segs))] \
-            if p_rec.dialect is rec.dialect else []
+        listed = listed_breaks(p_rec, rec, model, p_segs, c_segs)
         if listed:
             got: tuple[str, str | None] = listed[0][:2]
             kind, ptr, label = listed[0][2]
@@ -484,6 +481,16 @@ def _replay(st: _State, task: Task, provider: str, model: str,
                             parent_loc=(pe.file, pe.offset, pe.length),
                             child_loc=(e.file, e.offset, e.length),
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
+
+
+def listed_breaks(p_rec: Any, rec: Any, model: str, p_segs: Sequence[Segment], c_segs: Sequence[Segment]
+                  ) -> list[tuple[str, str, tuple[str, str, str]]]:
+    """Every break of ``rec`` against ``p_rec``, as ``fidelity diff`` lists them (the first carries the
+    loss): ``(cause, detail, (segment kind, pointer pattern, label))`` each; empty for two dialects."""
+    if p_rec.dialect is not rec.dialect:
+        return []
+    return [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
+            for b in fix_list(rec.dialect, model, body_of(p_rec), body_of(rec), list(p_segs), list(c_segs))]
 
 
 def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:
