@@ -284,11 +284,7 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
     from .partition import listed_breaks, view_of
     from .records import parse_record
 
-    recs = []
-    for f, off, length in (p_loc, c_loc):
-        with open(names[f], "rb") as fh:
-            fh.seek(off)
-            recs.append(parse_record(fh.read(length)))
+    recs = [parse_record(_line_at(names, loc)) for loc in (p_loc, c_loc)]
     p_rec, c_rec = recs
     explicit = isinstance(cache_models.get(c_rec.provider, c_rec.model), BreakpointCache)
     segs = []
@@ -299,6 +295,14 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
             Segment(it.kind, it.index, it.pointer, strip_markers(d) if explicit else d)  # type: ignore[arg-type]
             for it, d in zip(view.items, data)])
     return listed_breaks(p_rec, c_rec, c_rec.model, segs[0], segs[1])
+
+
+def _line_at(names: list[str], loc: tuple[int, int, int]) -> bytes:
+    """The log line at ``loc`` (file, offset, length)."""
+    f, off, length = loc
+    with open(names[f], "rb") as fh:
+        fh.seek(off)
+        return fh.read(length)
 
 
 def _write_examples(partial: Partial, names: list[str], folder: str | Path,
@@ -319,10 +323,8 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
     for rank, (k, _) in enumerate(_ranked(_group(partial.changes, 5))[:top], start=1):
         ex = partial.examples[k]
         paths = []
-        for n, (side, (f, off, length)) in enumerate((("parent", ex.parent_loc), ("child", ex.child_loc)), start=1):
-            with open(names[f], "rb") as fh:
-                fh.seek(off)
-                line = fh.read(length)
+        for n, (side, loc) in enumerate((("parent", ex.parent_loc), ("child", ex.child_loc)), start=1):
+            line = _line_at(names, loc)
             rec = parse_record(line)
             meta = orjson.loads(line)
             url = meta.get("url") if isinstance(meta.get("url"), str) else ""

@@ -285,11 +285,8 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
             "breaks": v[6], "predicted_hit_rate": _rate(v[3], v[2]),
             "reported": _reported(v[7:12], {k[0]: a for k, a in p.apart.items() if k[1:] == pm}),
         })
-    days = []
-    for (day,), v in sorted(_group(p.days, 1).items()):
-        days.append({"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2],
-                     "lost_tokens": v[3], "lost_usd": _usd(v[3], v[5], v[6]),
-                     "breaks": v[4]})
+    days = [{"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2], "lost_tokens": v[3],
+             "lost_usd": _usd(v[3], v[5], v[6]), "breaks": v[4]} for (day,), v in sorted(_group(p.days, 1).items())]
     causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "first": v[0], "behind": v[4], "lost_tokens": v[1],
                "lost_usd": _usd(*v[1:4])} for k, v in _ranked(_group(p.causes, 2))]
     wheres = [{"kind": k[0], "pointer": k[1], "label": k[2], "breaks": v[0], "first": v[0], "behind": v[4],
