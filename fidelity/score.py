@@ -1,35 +1,9 @@
 """Score session × variant × provider: what a fork child inherits, reuses,
-loses, and what that costs.
-
-Every scored pair goes through :func:`fidelity.diff.compare_requests` (one
-differ for the whole toolkit); this module only decides *which* pairs to
-compare and turns their figures into the report's columns. It is pure: the
-same fixtures, variants and price table give the same :class:`Score`.
-
-Definitions (tokens of the child's prompt, under the provider's tokenizer and
-cache model):
-
-* **inherited**: the child's prompt up to the end of the history it copied
-  from the parent (head plus inherited messages); 0 when it copied no message.
-* **inheritable**: what a faithful child of the variant's baseline
-  composition (under the baseline's breakpoint placement) reads from the
-  cache the parent's request sequence left.
-* **reused**: what the cache model predicts this child reads from cache.
-
-Reads come from the cache simulator (:class:`fidelity.cache.simulator.Simulator`):
-the parent's whole request sequence (:func:`fidelity.compose.parent_requests`,
-one request per assistant turn, 30 s apart) is rendered in the dialect with
-the harness's breakpoint placement (:mod:`fidelity.breakpoints`; the
-variant's own, else Claude Code's) and run through it, then the child is
-predicted against everything those requests wrote. The differ still names
-the first divergence from the parent's last request and its cause.
-* **lost**: ``max(0, inheritable - reused)``: prefix the composition threw
-  away. A declared cache-preserving variant must lose 0.
-* **cost**: ``reused × cache_read + written × cache_write + rest × input``
-  per child request (prompt side only: output is the same across variants),
-  and ×1000 per 1,000 forks; savings against spawn = spawn's cost − this cost
-  (negative: inherited context costs more than a bare directive, the price of
-  the context the child starts with).
+loses, and what that costs. Pure: the same fixtures, variants and price table
+give the same :class:`Score`. Every pair goes through
+:func:`fidelity.diff.compare_requests`; reads come from the cache simulator
+run over the parent's whole request sequence. The columns are defined in
+docs/report.md, "What each column means".
 """
 
 from __future__ import annotations
@@ -53,7 +27,7 @@ from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import RenderKey, Request, Route
 from .tokens.billed import billing_tokenizer
 
-__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
+__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "HEAD_KINDS", "available_cores"]
 
 HEAD_KINDS = ("params", "tools", "system")
 #: seconds between two requests of the replayed parent sequence (well inside every lifetime)
@@ -187,12 +161,8 @@ _VIEW_MEMO: dict[tuple[str, str, bytes], tuple[Any, ...]] = {}
 _VIEW_MEMO_SIZE = 512
 
 
-def layout(child: Request, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
-    """Tokens of ``child``'s cache view per region, in region order."""
-    return _layout(wire.get(dialect).render(child), dialect, model)
-
-
 def _layout(body: bytes, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
+    """Tokens of a body's cache view per region, in region order."""
     kinds = _views(dialect, model, body)[0]
     totals = dict.fromkeys(REGIONS, 0)
     for kind, count in kinds:
@@ -396,21 +366,16 @@ class _Scorer:
 
         cost, note = _cost(self.prices, result, d.provider, reused)
         siblings: list[SiblingFigures] = []
-        if len(children) > 1 and cost is not None:
-            total = cost.per_child
-            for k, sib in enumerate(children[1:], start=2):
-                r = self.compare(children[0], sib, setup.dialect)
-                siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
-                                               r.view.first_divergent_byte, r.view.segment, r.cause.kind))
-                c, _ = _cost(self.prices, r, d.provider)
-                total += c.per_child if c else 0.0
+        total = cost.per_child if cost else 0.0
+        for k, sib in enumerate(children[1:], start=2):
+            r = self.compare(children[0], sib, setup.dialect)
+            siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
+                                           r.view.first_divergent_byte, r.view.segment, r.cause.kind))
+            c, _ = _cost(self.prices, r, d.provider)
+            total += c.per_child if c else 0.0
+        if siblings and cost is not None:
             mean = total / len(children)
             cost = replace(cost, per_child=mean, per_1000=mean * 1000)
-        elif len(children) > 1:
-            for k, sib in enumerate(children[1:], start=2):
-                r = self.compare(children[0], sib, setup.dialect)
-                siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
-                                               r.view.first_divergent_byte, r.view.segment, r.cause.kind))
         return Row(
             session=session.name, variant=variant.name, dialect=setup.dialect, provider=d.provider,
             model=result.model, tokenizer=result.tokens.tokenizer, estimated=result.tokens.estimated,
@@ -448,11 +413,9 @@ def score(
     progress: Callable[[str], None] | None = None,
     jobs: int | None = 1,
 ) -> Score:
-    """Score every session × variant × provider (providers: the fixture
-    table's dialects that are registered, optionally narrowed to
-    ``providers``). ``progress`` is called once per row with its label.
-    ``jobs``: processes that score rows (``None``: one per available core);
-    the result is the same for any number."""
+    """Score every session × variant × provider (the fixture table's registered
+    dialects, optionally narrowed to ``providers``); ``progress`` gets each row's
+    label. ``jobs``: processes (``None``: one per core); the result is the same for any."""
     table = prices if prices is not None else pricing.load()
     known = set(wire.names())
     setups = [p for p in fixtures.providers if p.dialect in known]
@@ -477,11 +440,7 @@ def score(
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
     else:
-        # one process per core; a task is every provider whose texts one
-        # vocabulary encodes (see _tasks), and each provider's variants share the
-        # parent's renderings, views and simulated request sequence. Rows are
-        # pure functions of their inputs: the result does not depend on which
-        # process scored which task.
+        # rows are pure functions of their inputs: which process scored a task does not matter
         tasks = _tasks(len(fixtures.sessions), _vocabularies(setups), jobs)
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
@@ -505,10 +464,7 @@ def score(
 
 def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
     """The indexes of ``setups`` grouped by the vocabulary that encodes their
-    texts (the calibrated Claude and Gemini estimates stretch o200k_base's
-    ids), each vocabulary and billed counts' tokenizer loaded here, once,
-    to be shared with forked workers (else every worker that counts for
-    Claude or Gemini imports numpy again)."""
+    texts; each tokenizer is loaded here, once, to be shared with forked workers."""
     vocab: dict[str, list[int]] = {}
     for k, setup in enumerate(setups):
         tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
@@ -520,12 +476,9 @@ def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
 
 
 def _tasks(n_sessions: int, groups: list[list[int]], jobs: int) -> list[list[tuple[int, int]]]:
-    """The units ``(session, provider)`` of each task, the largest task
-    first (for balance): the providers of each group (those whose texts one
-    vocabulary encodes) for every session, so that a text shared by sessions (the
-    tool schemas, a system prompt) is encoded, and its elements' ids built,
-    in one process only; the largest task is halved by sessions while there
-    are fewer tasks than ``jobs`` (every process gets work)."""
+    """The units ``(session, provider)`` of each task, largest first: one task
+    per vocabulary group (a shared text is encoded in one process only), the
+    largest halved by sessions while there are fewer tasks than ``jobs``."""
     tasks = [[(i, k) for i in range(n_sessions) for k in ks] for ks in groups]
     while len(tasks) < jobs:
         split = [t for t in tasks if len({i for i, _ in t}) > 1]
@@ -556,10 +509,7 @@ def _start_worker(sessions: tuple[Session, ...], variants: tuple[Variant, ...],
     _WORK[:] = [sessions, variants, setups, _Scorer(table, variants)]
     _GC_DEFAULT[:] = gc.get_threshold()
     if _GC_DEFAULT[0]:  # 0: the caller turned automatic collection off
-        # rarer passes of the cyclic collector: scoring allocates a container per
-        # parsed JSON value and holds large memos, which each older-generation
-        # pass walks whole; these values form no cycles (the scan does the same,
-        # fidelity.scan.partition.GC_THRESHOLDS)
+        # rarer cyclic-collector passes over large acyclic memos (as fidelity.scan.partition.GC_THRESHOLDS)
         gc.set_threshold(*(max(a, b) for a, b in zip(_GC_DEFAULT, (50_000, 20, 100))))
 
 

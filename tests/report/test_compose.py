@@ -109,8 +109,8 @@ def test_argument_key_order_defect_keeps_arguments_but_not_bytes():
 
 def test_reasoning_defect_drops_every_reasoning_part():
     child = compose.get_variant("defect-reasoning-dropped").apply(CODING, "go")
-    assert any(isinstance(p, Reasoning) for _, p in CODING.iter_parts())
-    assert not any(isinstance(p, Reasoning) for _, p in child.iter_parts())
+    assert any(isinstance(p, Reasoning) for m in CODING.messages for p in m.parts)
+    assert not any(isinstance(p, Reasoning) for m in child.messages for p in m.parts)
 
 
 def test_route_change_needs_the_alt_model():

@@ -1,7 +1,4 @@
-"""The surface: which messages reached the model at a step.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""The surface: which messages reached the model at a step (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -13,17 +10,7 @@ from typing import Any
 
 import orjson
 
-from ...model import (
-    EMPTY,
-    FrozenDict,
-    Image,
-    Message,
-    Part,
-    Reasoning,
-    Text,
-    ToolCall,
-    ToolResult,
-)
+from ...model import EMPTY, FrozenDict, Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
 from ._checks import _fail, _obj
 from ._values import _SURFACE_TYPES, Event, Session
 
@@ -73,12 +60,9 @@ def _text_or_image(part: FrozenDict, what: str, path: Path, line: int) -> Part:
 
 
 def attachment_image(att: Any) -> Image:
-    """An image attachment (``{"type":"image","attachment":{"attachmentId",
-    "mediaType","bytes","width","height","name"}}``): the log keeps its
-    metadata, not its bytes (they sit in the harness's content-addressed
-    store), so the image is a reference ``attachment:<id>`` whose query
-    carries the recorded size; token counts read the size from it
-    (:mod:`fidelity.tokens.media`)."""
+    """An image attachment whose bytes the log does not keep, as a reference
+    ``attachment:<id>`` whose query carries the recorded size (read by
+    :mod:`fidelity.tokens.media`)."""
     ident = att.get("attachmentId") or att.get("sha256") or att.get("name") or "unknown"
     query = "&".join(f"{k}={att[k]}" for k in ("width", "height", "bytes")
                      if isinstance(att.get(k), int) and not isinstance(att.get(k), bool))

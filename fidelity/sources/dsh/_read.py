@@ -1,7 +1,4 @@
-"""Reading one session log: header, events, turns, steps, usage, request headers.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""Reading one session log: header, events, turns, steps, usage, request headers (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -11,11 +8,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import loads, read_bytes
-from ...model import (
-    EMPTY,
-    FrozenDict,
-    freeze,
-)
+from ...model import EMPTY, FrozenDict, freeze
 from ._checks import _fail, _int, _obj
 from ._messages import _surface_messages, _surface_until
 from ._values import (
@@ -95,15 +88,8 @@ def _header(event: Event, revision: int, path: Path) -> RequestHeader:
 
 
 def read_session(path: str | Path) -> Session:
-    """Read one DSH session log.
-
-    Raises :class:`InputError` naming the file and line for a line that is
-    not JSON, an event that is not an object with a string ``type``, a
-    missing or malformed header, a ``turn/end``/``step/end`` with no matching
-    start, a tool result whose call was never made, a ``surfaceOp`` that
-    names unknown events, or a malformed message. A turn with no
-    ``turn/end`` is fine: it is in flight.
-    """
+    """Read one DSH session log; :class:`InputError` names the file and line of
+    anything malformed (a turn with no ``turn/end`` is fine: it is in flight)."""
     p = Path(path)
     rows = _lines(p)
     first_line, header = rows[0]
@@ -160,12 +146,10 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
             Step(
                 turn=open_step["turn"],
                 step=open_step["step"],
-                start_line=open_step["line"],
                 end_line=end_line,
                 header=open_step["header"],
                 usage=open_step["usage"],
                 finish=open_step["finish"],
-                message_line=open_step["message_line"],
                 request_index=cut,
             )
         )
@@ -221,7 +205,6 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
                 "header": header,
                 "usage": None,
                 "finish": None,
-                "message_line": None,
                 "message_index": None,
             }
         elif kind == "step/end":
@@ -238,7 +221,6 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
                     open_step["finish"] = chunk.get("reason")
         elif kind == "assistant/message" and open_step is not None:
             open_step["message_index"] = index
-            open_step["message_line"] = event.line
             if "usage" in data:
                 open_step["usage"] = _usage(data.get("usage"), path, event.line)
     if open_turn is not None:

@@ -1,7 +1,4 @@
-"""The canonical request the harness sent at a step.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""The canonical request the harness sent at a step (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -10,13 +7,7 @@ from typing import Any
 
 from ... import providers
 from ...errors import InputError, UnknownName
-from ...model import (
-    Request,
-    Route,
-    SystemBlock,
-    Tool,
-    freeze,
-)
+from ...model import Request, Route, SystemBlock, Tool, freeze
 from ._messages import step_messages
 from ._sidecars import Sidecars
 from ._values import SYSTEM_PLACEHOLDER, TOOLS_PLACEHOLDER, Session

@@ -1,7 +1,4 @@
-"""Sidecars: the real system prompt and tool schemas behind the placeholders.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""Sidecars: the real system prompt and tool schemas behind the placeholders (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -11,10 +8,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import load, read_bytes
-from ...model import (
-    FrozenDict,
-    freeze,
-)
+from ...model import FrozenDict, freeze
 from ._values import _JS_WHITESPACE, _PROMPT_CHANGE_RE
 
 __all__ = ["Sidecars", "read_system_sidecar", "read_tools_sidecar", "sidecars"]
@@ -22,11 +16,9 @@ __all__ = ["Sidecars", "read_system_sidecar", "read_tools_sidecar", "sidecars"]
 
 @dataclass(frozen=True)
 class Sidecars:
-    """System prompt text and tool schemas for a session whose headers carry
-    placeholders. ``system(r)`` / ``tools(r)`` give header revision ``r``:
-    the sidecar's ``initial`` for 0, ``changes[r-1]`` after it; a revision
-    the sidecar does not pin (a non-pinning scenario's ``resume`` header)
-    falls back to ``initial``. ``None`` where no sidecar applies."""
+    """System prompt and tool schemas behind a session's placeholders:
+    ``system(r)`` / ``tools(r)`` give header revision ``r`` (``initial`` for 0
+    or an unpinned revision, else ``changes[r-1]``; ``None`` without a sidecar)."""
 
     system_initial: str | None = None
     system_changes: tuple[str, ...] = ()
