@@ -1,16 +1,8 @@
-"""fidelity's own view of a probe request: the prompt token ids the engine
-will see, computed without asking the engine.
-
-* ``/v1/completions`` with ``prompt`` a list of token ids: those ids.
-* ``/v1/completions`` with ``prompt`` a string: the tokenizer's ids of it
-  (no special tokens added: the DeepSeek ``tokenizer.json`` post-processor
-  adds none; a tokenizer that adds a BOS would need it here too).
-* ``/v1/chat/completions``: the chat template's text of the body (fidelity's
-  renderer for that template family, segments in cache order, then the
-  generation prompt) tokenized as one string, as vLLM does (it renders the
-  template, then tokenizes the text without adding special tokens:
-  ``ChatCompletionRequest.add_special_tokens`` defaults to false,
-  https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html).
+"""fidelity's own view of a probe request: the prompt token ids the engine will
+see (a completion's ids as given, or its prompt tokenized; a chat body's
+template text tokenized as one string without special tokens, as vLLM does:
+``ChatCompletionRequest.add_special_tokens`` defaults to false,
+https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html).
 """
 
 from __future__ import annotations
