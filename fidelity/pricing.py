@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -239,21 +239,9 @@ def parse_bundled(doc: Any, *, path: str = "prices.json") -> PriceTable:
         if (off_peak is None) != (not hours):
             raise InputError("off_peak and peak_hours_utc go together", path=path, pointer=ptr)
         rates = _rates(row, path=path, pointer=ptr)
-        rows.append(
-            Price(
-                provider=str(row["provider"]),
-                model=str(row["model"]),
-                input=rates.input,
-                cache_read=rates.cache_read,
-                cache_write=rates.cache_write,
-                output=rates.output,
-                source=str(row["source"]),
-                as_of=str(row["as_of"]),
-                note=str(row.get("note", "")),
-                off_peak=off_peak,
-                peak_hours_utc=hours,
-            )
-        )
+        rows.append(Price(provider=str(row["provider"]), model=str(row["model"]), **asdict(rates),
+                          source=str(row["source"]), as_of=str(row["as_of"]), note=str(row.get("note", "")),
+                          off_peak=off_peak, peak_hours_utc=hours))
     return PriceTable(name=str(doc["name"]), as_of=str(doc["as_of"]), prices=tuple(rows))
 
 
@@ -310,28 +298,12 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
         provider = entry.get("litellm_provider")
         if not isinstance(provider, str):
             raise InputError("missing litellm_provider", path=path, pointer=ptr)
-        tiers: list[tuple[int | None, Rates]] = []
-        if isinstance(tiered, list):
-            for i, t in enumerate(tiered):
-                tiers.append(_litellm_tier(t, path=path, pointer=f"{ptr}/tiered_pricing/{i}",
-                                           last=i == len(tiered) - 1, base=entry))
+        tiers = [_litellm_tier(t, path=path, pointer=f"{ptr}/tiered_pricing/{i}", last=i == len(tiered) - 1,
+                               base=entry) for i, t in enumerate(tiered)] if isinstance(tiered, list) else []
         rates = _litellm_rates(entry, path=path, pointer=ptr) if flat else tiers[0][1]
-        rows.append(
-            Price(
-                provider=_family(provider),
-                model=str(name).rsplit("/", 1)[-1],
-                input=rates.input,
-                cache_read=rates.cache_read,
-                cache_write=rates.cache_write,
-                output=rates.output,
-                source=path,
-                as_of=as_of,
-                note=f"LiteLLM entry {name!r}" + (f", {len(tiers)} prompt-length tiers" if tiers else ""),
-                tiers=tuple(tiers),
-                vendor=provider,
-                key=str(name),
-            )
-        )
+        note = f"LiteLLM entry {name!r}" + (f", {len(tiers)} prompt-length tiers" if tiers else "")
+        rows.append(Price(provider=_family(provider), model=str(name).rsplit("/", 1)[-1], **asdict(rates),
+                          source=path, as_of=as_of, note=note, tiers=tuple(tiers), vendor=provider, key=str(name)))
     if not rows:
         raise InputError("no model with input_cost_per_token and output_cost_per_token", path=path)
     return PriceTable(name=f"LiteLLM prices ({Path(path).name})", as_of=as_of, prices=tuple(rows))

@@ -417,14 +417,7 @@ def score(
     dialects, optionally narrowed to ``providers``); ``progress`` gets each row's
     label. ``jobs``: processes (``None``: one per core); the result is the same for any."""
     table = prices if prices is not None else pricing.load()
-    known = set(wire.names())
-    setups = [p for p in fixtures.providers if p.dialect in known]
-    if providers:
-        wanted = list(providers)
-        for name in wanted:
-            if name not in {p.dialect for p in setups}:
-                raise UnknownName("provider", name, [p.dialect for p in setups])
-        setups = [p for p in setups if p.dialect in wanted]
+    setups = _setups(fixtures, providers)
     units = [(i, k) for i in range(len(fixtures.sessions)) for k in range(len(setups))]
     work = (tuple(fixtures.sessions), tuple(variants), tuple(setups), table)
     done: dict[tuple[int, int], list[Row | Skipped]] = {}
@@ -542,8 +535,16 @@ def _report(progress: Callable[[str], None] | None, work: tuple[Any, ...], unit:
             progress(f"{session.name} / {variant.name} / {setup.dialect}")
 
 
+def _setups(fixtures: FixtureSet, providers: Sequence[str] | None) -> list[ProviderSetup]:
+    """The fixture table's registered dialects, narrowed to ``providers`` (each must be one of them)."""
+    known = set(wire.names())
+    setups = [p for p in fixtures.providers if p.dialect in known]
+    for name in providers or ():
+        if name not in {p.dialect for p in setups}:
+            raise UnknownName("provider", name, [p.dialect for p in setups])
+    return [p for p in setups if not providers or p.dialect in providers]
+
+
 def row_count(fixtures: FixtureSet, variants: Sequence[Variant], providers: Sequence[str] | None = None) -> int:
     """How many rows :func:`score` will produce (for a progress bar)."""
-    known = set(wire.names())
-    setups = [p for p in fixtures.providers if p.dialect in known and (not providers or p.dialect in providers)]
-    return len(fixtures.sessions) * len(variants) * len(setups)
+    return len(fixtures.sessions) * len(variants) * len(_setups(fixtures, providers))

@@ -81,10 +81,9 @@ def names() -> list[str]:
 
 
 def fork_request(parent: Request, builder: str | Builder, directive: str, **options: Any) -> Request:
-    """The child's first request made from ``parent`` by ``builder`` (a name
-    from :data:`BUILDERS` or a callable of the same shape). ``options`` go to
-    the builder. Raises :class:`~fidelity.errors.UnknownName` for an unknown
-    name, :class:`~fidelity.errors.ForkUnavailable` when the builder refuses."""
+    """The child's first request made from ``parent`` by ``builder`` (a name from
+    :data:`BUILDERS` or a callable), ``options`` passed on; :class:`~fidelity.errors.UnknownName`
+    or :class:`~fidelity.errors.ForkUnavailable` when it cannot."""
     if isinstance(builder, str):
         builder = BUILDERS.get(builder)
     return builder(parent, directive, **options)

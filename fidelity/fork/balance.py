@@ -34,9 +34,7 @@ class Problem:
 
 
 def side_of(message: Message) -> Side:
-    """The conversation side a message sits on: ``assistant`` for the model,
-    ``user`` for everything the client sends (``user`` and OpenAI-style
-    ``tool`` messages). Gemini knows only ``user`` and ``model`` turns."""
+    """``assistant`` for the model's messages, ``user`` for everything the client sends."""
     return "assistant" if message.role == MODEL_SIDE else "user"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ... import providers
@@ -12,7 +12,7 @@ from ._messages import step_messages
 from ._sidecars import Sidecars
 from ._values import SYSTEM_PLACEHOLDER, TOOLS_PLACEHOLDER, Session
 
-__all__ = ["header_tools", "step_request"]
+__all__ = ["step_request"]
 
 
 def _family(provider: str) -> str:
@@ -24,6 +24,7 @@ def _family(provider: str) -> str:
 
 
 def _tool(value: Any) -> Tool:
+    """A DSH tool schema ``{name, description, parameters}`` as a :class:`Tool`, key order kept."""
     if isinstance(value, Tool):
         return value
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
@@ -35,11 +36,6 @@ def _tool(value: Any) -> Tool:
         parameters=value.get("parameters"),
         extra=freeze(extra),
     )
-
-
-def header_tools(schemas: Iterable[Any]) -> tuple[Tool, ...]:
-    """DSH tool schemas ``{name, description, parameters}`` -> :class:`Tool`, key order kept."""
-    return tuple(_tool(s) for s in schemas)
 
 
 def step_request(
@@ -77,6 +73,6 @@ def step_request(
     return Request(
         route=Route(provider=_family(h.provider), model=h.model),
         system=(SystemBlock(system),) if system else (),
-        tools=header_tools(tools),
+        tools=tuple(_tool(s) for s in tools),
         messages=step_messages(session, turn, step),
     )
