@@ -10,7 +10,7 @@ import json
 import statistics
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -299,8 +299,7 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         if step.header.tools is None and not known:
             tools = ()
         request = dsh.step_request(session, step.turn, step.step, system, tools, sidecars=sc)
-        request = Request(route=Route("deepseek", request.route.model), system=request.system,
-                          tools=request.tools, messages=request.messages, params=request.params)
+        request = replace(request, route=Route("deepseek", request.route.model))
         ids = tokenizer.ids(prompt_text(json.loads(render(request))))  # array('q'), read-only
         absolute = len(ids) if known or (step.header.system is not None and step.header.tools is not None) else None
         usage = step.usage

@@ -2,13 +2,7 @@
 price file; USD per million tokens) and the one cost function every figure
 goes through: :func:`prompt_cost` and :func:`lost_cost` give ``None`` for an
 unknown price, never 0. Rules (peak rates without a time, prompt-length
-tiers, a missing cache-write price): docs/tokens-cache-prices.md.
-
->>> from fidelity import pricing
->>> table = pricing.load()
->>> p = table.lookup("anthropic", "claude-sonnet-4-5-20250929")
->>> (p.model, p.input, p.cache_read, p.cache_write, p.output)
-('claude-sonnet-4-5', 3.0, 0.3, 3.75, 15.0)
+tiers, a missing cache-write price): docs/tokens-cache-prices.md (with examples).
 """
 
 from __future__ import annotations

@@ -48,11 +48,7 @@ def history_problems(
     answered exactly once (matching name) before the next assistant message, no
     orphan or misplaced result, no duplicate call id, no empty message, roles
     ``user``/``assistant``/``tool`` only; with ``alternation`` the two sides
-    alternate; with ``ends_with`` a non-empty history ends on that side.
-
-    >>> from fidelity.model import Message, Text, ToolCall
-    >>> [str(p) for p in history_problems([Message("assistant", (ToolCall("c1", "ls"),))])]
-    ["message 0: tool call 'c1' (ls) has no result"]"""
+    alternate; with ``ends_with`` a non-empty history ends on that side."""
     problems: list[Problem] = []
     last_assistant: int | None = None
     for index, message in enumerate(messages):

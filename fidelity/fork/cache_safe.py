@@ -54,16 +54,7 @@ class CacheSafeParams:
 @dataclass(frozen=True)
 class CacheSafeStore:
     """Immutable holder of the current snapshot (Qwen Code keeps one module
-    global; here each :meth:`update` returns a new store).
-
-    >>> from fidelity.model import Request, Route, SystemBlock
-    >>> parent = Request(Route("dashscope", "qwen3-coder-plus"), system=(SystemBlock("Be useful."),))
-    >>> store = CacheSafeStore().update(parent)
-    >>> store.snapshot.version, store.update(parent).snapshot.version
-    (1, 1)
-    >>> store.update(parent.with_params(temperature=0)).snapshot.version
-    1
-    """
+    global; here each :meth:`update` returns a new store; example: docs/fork.md)."""
 
     snapshot: CacheSafeParams | None = None
     window: int = HISTORY_WINDOW
