@@ -152,25 +152,17 @@ class RequestSnapshot:
         st = self._state
         st.used.add(path)
         self.last_message = None
-        if not path.exists():
-            if st.update:
-                atomic_write(path, data)
-                st.written.append(path)
-                return True
-            st.failed.append(path)
-            self.last_message = (f"fidelity snapshot {path} does not exist.\n"
-                                 "Re-run pytest with --fidelity-update to create it.")
-            return False
-        stored = path.read_bytes()
+        stored = path.read_bytes() if path.exists() else None
         if stored == data:
             st.passed.append(path)
             return True
         if st.update:
             atomic_write(path, data)
-            st.updated.append(path)
+            (st.written if stored is None else st.updated).append(path)
             return True
         st.failed.append(path)
-        self.last_message = _mismatch(path, stored, data)
+        self.last_message = (_mismatch(path, stored, data) if stored is not None else
+                             f"fidelity snapshot {path} does not exist.\nRe-run pytest with --fidelity-update to create it.")
         return False
 
     def assert_match(self, body: Any, name: str | None = None) -> None:
