@@ -13,6 +13,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from . import breakpoints, pricing, tokens, wire
@@ -141,24 +142,12 @@ class Score:
         raise KeyError((session, variant, dialect))
 
 
+@lru_cache(maxsize=512)
 def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
-    """``(segment kind, token count)`` of a body's cache view; memoised per body
-    (bounded: the oldest entry goes first)."""
-    key = (dialect, model, body)
-    hit = _VIEW_MEMO.get(key)
-    if hit is None:
-        d = wire.get(dialect)
-        segs = view_of(d, body)
-        ids = cache_prompt(body, dialect=dialect, model=model).segment_ids
-        if len(_VIEW_MEMO) >= _VIEW_MEMO_SIZE:
-            _VIEW_MEMO.pop(next(iter(_VIEW_MEMO)))
-        hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))
-    return hit
-
-
-#: (dialect, model, body) -> (kind and token count per segment, token ids per segment, segments)
-_VIEW_MEMO: dict[tuple[str, str, bytes], tuple[Any, ...]] = {}
-_VIEW_MEMO_SIZE = 512
+    """A body's cache view: (kind and token count, token ids, segment) per segment, memoised."""
+    segs = view_of(wire.get(dialect), body)
+    ids = cache_prompt(body, dialect=dialect, model=model).segment_ids
+    return tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs)
 
 
 def _layout(body: bytes, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
