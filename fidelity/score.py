@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -410,14 +410,21 @@ def score(
     units = [(i, k) for i in range(len(fixtures.sessions)) for k in range(len(setups))]
     work = (tuple(fixtures.sessions), tuple(variants), tuple(setups), table)
     done: dict[tuple[int, int], list[Row | Skipped]] = {}
+
+    def record(found_units: list[tuple[tuple[int, int], list[Row | Skipped]]]) -> None:
+        for unit, found in found_units:
+            done[unit] = found
+            if progress is not None:
+                session, setup = fixtures.sessions[unit[0]], setups[unit[1]]
+                for variant in variants:
+                    progress(f"{session.name} / {variant.name} / {setup.dialect}")
+
     jobs = min(len(units), available_cores() if jobs is None else max(1, jobs))
     if jobs <= 1:
         _start_worker(*work)
         try:
-            results: Iterator[tuple[tuple[int, int], list[Row | Skipped]]] = map(_score_unit, units)
-            for unit, found in results:
-                done[unit] = found
-                _report(progress, work, unit, found)
+            for unit in units:
+                record([_score_unit(unit)])
         finally:
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
@@ -427,19 +434,11 @@ def score(
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
             for found_units in pool.imap_unordered(_score_units, tasks):
-                for unit, found in found_units:
-                    done[unit] = found
-                    _report(progress, work, unit, found)
-    rows: list[Row] = []
-    skipped: list[Skipped] = []
-    for i in range(len(fixtures.sessions)):  # the serial order: session, variant, provider
-        for v in range(len(variants)):
-            for k in range(len(setups)):
-                item = done[(i, k)][v]
-                if isinstance(item, Row):
-                    rows.append(item)
-                else:
-                    skipped.append(item)
+                record(found_units)
+    items = [done[(i, k)][v] for i in range(len(fixtures.sessions))  # the serial order: session, variant, provider
+             for v in range(len(variants)) for k in range(len(setups))]
+    rows = [item for item in items if isinstance(item, Row)]
+    skipped = [item for item in items if isinstance(item, Skipped)]
     return Score(fixtures.source, table.name, table.as_of, tuple(fixtures.sessions), tuple(variants),
                  tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
 
@@ -514,14 +513,6 @@ def _score_unit(unit: tuple[int, int]) -> tuple[tuple[int, int], list[Row | Skip
         except FidelityError as exc:
             out.append(Skipped(session.name, variant.name, setup.dialect, str(exc)))
     return unit, out
-
-
-def _report(progress: Callable[[str], None] | None, work: tuple[Any, ...], unit: tuple[int, int],
-            found: list[Row | Skipped]) -> None:
-    if progress is not None:
-        session, setup = work[0][unit[0]], work[2][unit[1]]
-        for variant in work[1]:
-            progress(f"{session.name} / {variant.name} / {setup.dialect}")
 
 
 def _setups(fixtures: FixtureSet, providers: Sequence[str] | None) -> list[ProviderSetup]:
