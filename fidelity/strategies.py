@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache, lru_cache
 from typing import Any, Literal
 
@@ -191,6 +191,13 @@ _argument_objects = st.dictionaries(
 )
 
 _LONE_SURROGATES = ("\ud800", "\udbff", "\udc00", "\udfff", "\ud83d")
+#: how real clients write tool arguments
+_SPELLINGS: dict[str, Callable[[Any], str]] = {
+    "orjson": lambda value: orjson.dumps(value).decode(),
+    "spaced-ascii": json.dumps,
+    "spaced-utf8": lambda value: json.dumps(value, ensure_ascii=False),
+    "compact-ascii": lambda value: json.dumps(value, separators=(",", ":")),
+}
 
 
 @st.composite
@@ -205,15 +212,7 @@ def tool_arguments_json(draw: st.DrawFn, *, surrogate_escapes: bool = False) -> 
         style = draw(st.sampled_from(["spaced-ascii", "compact-ascii"]))
     else:
         style = draw(st.sampled_from(["orjson", "spaced-ascii", "spaced-utf8", "compact-ascii"]))
-    if style == "orjson":
-        text = orjson.dumps(arguments).decode()
-    elif style == "spaced-ascii":
-        text = json.dumps(arguments)
-    elif style == "spaced-utf8":
-        text = json.dumps(arguments, ensure_ascii=False)
-    else:
-        text = json.dumps(arguments, separators=(",", ":"))
-    return freeze(arguments), text
+    return freeze(arguments), _SPELLINGS[style](arguments)
 
 
 @lru_cache(maxsize=256)

@@ -29,6 +29,20 @@ def read_gemini_history(path: str | Path) -> tuple[Message, ...]:
     return from_gemini_contents(load(path), path=path)
 
 
+def _named(obj: Any, key: str, field: str, path: Any, at: str) -> tuple[str, str, Any]:
+    """``(name, id, field)`` of a ``functionCall`` / ``functionResponse`` object (a missing id reads ``""``)."""
+    at = f"{at}/{key}"
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not set(obj) <= {"id", "name", field}:
+        raise InputError(f"{key} needs a string name (and optional id, {field})", path=path, pointer=at)
+    cid = obj.get("id", "")
+    if not isinstance(cid, str):
+        raise InputError(f"{key} id must be a string", path=path, pointer=at + "/id")
+    value = obj.get(field, {})
+    if not isinstance(value, dict):
+        raise InputError(f"{key} {field} must be an object", path=path, pointer=f"{at}/{field}")
+    return obj["name"], cid, freeze(value)
+
+
 def _part(part: Any, path: Any, at: str) -> Part:
     if not isinstance(part, dict):
         raise InputError("a part must be an object", path=path, pointer=at)
@@ -45,32 +59,11 @@ def _part(part: Any, path: Any, at: str) -> Part:
             return Reasoning(part["text"], signature=sig)
         raise InputError(f"unsupported text part keys {list(keys)}", path=path, pointer=at)
     if keys == ("functionCall",):
-        call = part["functionCall"]
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not set(call) <= {
-                "id", "name", "args"}:
-            raise InputError("functionCall needs a string name (and optional id, args)",
-                             path=path, pointer=at + "/functionCall")
-        cid = call.get("id", "")
-        if not isinstance(cid, str):
-            raise InputError("functionCall id must be a string", path=path, pointer=at + "/functionCall/id")
-        args = call.get("args", {})
-        if not isinstance(args, dict):
-            raise InputError("functionCall args must be an object", path=path, pointer=at + "/functionCall/args")
-        return ToolCall(id=cid, name=call["name"], arguments=freeze(args))
+        name, cid, args = _named(part["functionCall"], "functionCall", "args", path, at)
+        return ToolCall(id=cid, name=name, arguments=args)
     if keys == ("functionResponse",):
-        resp = part["functionResponse"]
-        if not isinstance(resp, dict) or not isinstance(resp.get("name"), str) or not set(resp) <= {
-                "id", "name", "response"}:
-            raise InputError("functionResponse needs a string name (and optional id, response)",
-                             path=path, pointer=at + "/functionResponse")
-        cid = resp.get("id", "")
-        if not isinstance(cid, str):
-            raise InputError("functionResponse id must be a string", path=path, pointer=at + "/functionResponse/id")
-        body = resp.get("response", {})
-        if not isinstance(body, dict):
-            raise InputError("functionResponse response must be an object",
-                             path=path, pointer=at + "/functionResponse/response")
-        return ToolResult(call_id=cid, name=resp["name"], content=freeze(body))
+        name, cid, body = _named(part["functionResponse"], "functionResponse", "response", path, at)
+        return ToolResult(call_id=cid, name=name, content=body)
     raise InputError(f"unsupported part keys {list(keys)}", path=path, pointer=at)
 
 
