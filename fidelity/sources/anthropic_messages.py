@@ -92,21 +92,17 @@ def from_anthropic_messages(value: Any, *, path: str | Path | None = None) -> tu
     return tuple(out)
 
 
-def _write_image(p: Image) -> dict[str, Any]:
-    if p.url.startswith("data:") and ";base64," in p.url:
-        media, data = p.url[5:].split(";base64,", 1)
-        return {"type": "image", "source": {"type": "base64", "media_type": p.media_type or media, "data": data}}
-    return {"type": "image", "source": {"type": "url", "url": p.url}}
-
-
 def _write_block(p: Part) -> dict[str, Any]:
     if isinstance(p, Text):
         out: dict[str, Any] = {"type": "text", "text": p.text}
         if p.cache_control is not None:
             out["cache_control"] = thaw(p.cache_control)
         return out
+    if isinstance(p, Image) and p.url.startswith("data:") and ";base64," in p.url:
+        media, data = p.url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": p.media_type or media, "data": data}}
     if isinstance(p, Image):
-        return _write_image(p)
+        return {"type": "image", "source": {"type": "url", "url": p.url}}
     if isinstance(p, Reasoning):
         return {"type": "thinking", "thinking": p.text, "signature": p.signature or ""}
     if isinstance(p, ToolCall):

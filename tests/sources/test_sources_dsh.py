@@ -91,8 +91,12 @@ def test_step_request_routes_and_keeps_tool_order() -> None:
 
 def test_placeholder_without_text_is_an_input_error() -> None:
     s = read_session(DATA / "dsh_valid.jsonl")
-    with pytest.raises(InputError, match=r"dsh_valid\.jsonl:5: .*\{\{system\}\}"):
+    with pytest.raises(InputError, match=r"dsh_valid\.jsonl:5: .*\{\{system\}\}; pass system= or sidecars="):
         step_request(s, 1, 1)
+    with pytest.raises(InputError, match=r"dsh_valid\.jsonl:5: .*\{\{tools\}\}; pass tools= or sidecars="):
+        step_request(s, 1, 1, "sys")
+    with pytest.raises(InputError, match=r"\{\{tools\}\}"):
+        step_request(s, 1, 1, sidecars=Sidecars(system_initial="sys"))
 
 
 def test_inputs_are_not_mutated() -> None:

@@ -58,18 +58,13 @@ def step_request(
         raise InputError(f"turn {turn} step {step} has no request/header before it", path=session.path)
     if system is None:
         system = h.system if h.system is not None else (sidecars.system(h.revision) if sidecars else None)
-        if system is None:
-            raise InputError(
-                f"request/header carries {SYSTEM_PLACEHOLDER}; pass system= or sidecars=",
-                path=session.path,
-                line=h.line,
-            )
     if tools is None:
         tools = h.tools if h.tools is not None else (sidecars.tools(h.revision) if sidecars else None)
-        if tools is None:
-            raise InputError(
-                f"request/header carries {TOOLS_PLACEHOLDER}; pass tools= or sidecars=", path=session.path, line=h.line
-            )
+    for value, name, placeholder in ((system, "system", SYSTEM_PLACEHOLDER), (tools, "tools", TOOLS_PLACEHOLDER)):
+        if value is None:
+            raise InputError(f"request/header carries {placeholder}; pass {name}= or sidecars=", path=session.path,
+                             line=h.line)
+    assert tools is not None  # checked above
     return Request(
         route=Route(provider=_family(h.provider), model=h.model),
         system=(SystemBlock(system),) if system else (),
