@@ -1,18 +1,7 @@
-"""The one registry idiom: name -> factory, with aliases and lazy imports.
-
-Each kind (dialects, cache models, tokenizers, builders, variants,
-importers, commands) keeps one :class:`Registry`; an entry is an object or a
-``"package.module:attribute"`` string imported when first asked for.
-
->>> r: Registry[int] = Registry("colour")
->>> r.add("red", 1, aliases=("rouge",))
->>> r.add("green", 2)
->>> r.get("rouge"), r.names()
-(1, ['red', 'green'])
->>> r.get("blue")
-Traceback (most recent call last):
-...
-fidelity.errors.UnknownName: unknown colour 'blue'; known: green, red"""
+"""The one registry idiom: name -> entry, with aliases and lazy imports. Each
+kind (dialects, cache models, tokenizers, builders, deltas, importers) keeps
+one :class:`Registry`; an entry is an object or a ``"package.module:attribute"``
+string imported when first asked for (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -231,7 +231,7 @@ def _timeline(group: dsh.SessionGroup) -> list[tuple[dsh.Session, dsh.Step]]:
 def _first_user_text(session: dsh.Session) -> str | None:
     cut = _seed_cut(session)
     for index, message in session.surface_messages():
-        if index >= cut and message is not None and message.role == "user":
+        if index >= cut and message.role == "user":
             text = message.text()
             return text[:200] if text else None
     return None

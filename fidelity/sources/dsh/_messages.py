@@ -135,10 +135,10 @@ def _message_of(event: Event, calls: dict[str, str], path: Path) -> list[Message
     return out_msgs
 
 
-def _surface_messages(events: Sequence[Event], path: Path) -> tuple[tuple[int, Message | None], ...]:
+def _surface_messages(events: Sequence[Event], path: Path) -> tuple[tuple[int, Message], ...]:
     """Convert every surface event once (validating it); index -> message(s)."""
     calls: dict[str, str] = {}
-    out: list[tuple[int, Message | None]] = []
+    out: list[tuple[int, Message]] = []
     for index, event in enumerate(events):
         if event.type == "tool/call":
             cid, name = event.data.get("callId"), event.data.get("name")
@@ -154,8 +154,7 @@ def _surface_until(session: Session, cut: int) -> list[Message]:
     """Apply surface operations of events ``[0, cut)`` and return the surface."""
     by_index: dict[int, list[Message]] = {}
     for index, message in session._messages:
-        if message is not None:
-            by_index.setdefault(index, []).append(message)
+        by_index.setdefault(index, []).append(message)
     nodes: list[tuple[int, int, list[Message]]] = []  # (seq, line, messages)
     for index in sorted(i for i in by_index if i < cut):
         event = session.events[index]
@@ -196,6 +195,6 @@ def step_reply(session: Session, turn: int, step: int) -> Message | None:
     prompt, so the next request can read it from the cache."""
     s = session.step(turn, step)
     for index, message in session._messages:
-        if index == s.request_index and message is not None and message.role == "assistant":
+        if index == s.request_index and message.role == "assistant":
             return message
     return None

@@ -141,16 +141,15 @@ class Session:
     turns: tuple[Turn, ...]
     #: child number from the file name ``session.<n>.jsonl``; 0 for ``session.jsonl``
     index: int = 0
-    _messages: tuple[tuple[int, Message | None], ...] = field(default=(), repr=False, compare=False)
+    _messages: tuple[tuple[int, Message], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def id(self) -> str:
         sid: str = self.header["id"]  # a string: checked when the log is read
         return sid
 
-    def surface_messages(self) -> tuple[tuple[int, Message | None], ...]:
-        """``(request index, message)`` of every surface event in log order
-        (``None`` for an event that ends a message without adding one)."""
+    def surface_messages(self) -> tuple[tuple[int, Message], ...]:
+        """``(event index, message)`` of every surface message in log order."""
         return self._messages
 
     @property
