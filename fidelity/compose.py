@@ -86,19 +86,7 @@ def _ts_fields(schema: Mapping[str, Any]) -> list[str]:
 def render_sdk(tools: Sequence[Tool]) -> str:
     """The Code Mode system section: a TypeScript declaration of the visible
     tools, generated from their schemas in tool order (so it changes whenever
-    the tool list does).
-
-    >>> print(render_sdk([Tool("grep", "Search files.", {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]})]))
-    # Code Mode SDK
-    Call tools from code through the generated `tools` module:
-    <BLANKLINE>
-    ```ts
-    declare namespace tools {
-      /** Search files. */
-      function grep(args: { pattern: string }): Promise<string>;
-    }
-    ```
-    """
+    the tool list does)."""
     lines = ["# Code Mode SDK", "Call tools from code through the generated `tools` module:", "", "```ts",
              "declare namespace tools {"]
     for tool in tools:
