@@ -85,19 +85,11 @@ def _automatic(request: Request, provider: str) -> Request:
     return replace(request, params=freeze({**request.params, "cache_control": EPHEMERAL}))
 
 
-def _system_only(request: Request, provider: str) -> Request:
-    return _mark_system(strip(request))
-
-
-def _none(request: Request, provider: str) -> Request:
-    return strip(request)
-
-
 PLACEMENTS: Mapping[str, Callable[[Request, str], Request]] = {
     "claude-code": _claude_code,
     "automatic": _automatic,
-    "system-only": _system_only,
-    "none": _none,
+    "system-only": lambda request, provider: _mark_system(strip(request)),
+    "none": lambda request, provider: strip(request),
 }
 
 

@@ -268,10 +268,6 @@ def _windows(value: Any, *, path: str, pointer: str) -> tuple[tuple[int, int], .
     return tuple(out)
 
 
-def _per_million(value: float | None) -> float | None:
-    return None if value is None else round(value * 1_000_000, 9)
-
-
 def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json", as_of: str = "unknown") -> PriceTable:
     """Parse LiteLLM's price map (costs per token, converted to per million);
     a ``tiered_pricing`` entry keeps its tiers and takes the first as its flat
@@ -305,8 +301,9 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
 
 def _litellm_rates(obj: dict[str, Any], *, path: str, pointer: str, base: dict[str, Any] | None = None) -> Rates:
     def get(k: str, optional: bool) -> float | None:
-        value = obj.get(k, (base or {}).get(k) if optional else None)
-        return _per_million(_number(value, path=path, pointer=f"{pointer}/{k}", optional=optional))
+        value = _number(obj.get(k, (base or {}).get(k) if optional else None), path=path, pointer=f"{pointer}/{k}",
+                        optional=optional)
+        return None if value is None else round(value * 1_000_000, 9)  # per token -> per million
 
     write = get("cache_creation_input_token_cost", True)
     return Rates(input=get("input_cost_per_token", False) or 0.0,
