@@ -147,7 +147,7 @@ def test_coding_session_meets_the_fixture_brief():
     assert sum(1 for m in h.messages if m.role == "user") >= 20
     assert len(h.tools) >= 20
     assert any(len(m.tool_calls()) >= 2 for m in h.messages)  # parallel calls
-    assert max(len(str(p.content)) for _, p in h.iter_parts() if hasattr(p, "call_id")) > 20_000
+    assert max(len(str(p.content)) for m in h.messages for p in m.parts if hasattr(p, "call_id")) > 20_000
     assert any("\u4e00" <= ch <= "\u9fff" for m in h.messages for ch in m.text())
     d = wire.get("openai-chat")
     segs = d.cache_view(d.render(h))
