@@ -160,8 +160,9 @@ def _is_b64(data: bytes) -> bool:
 _ANTHROPIC_MEDIA = {"image": "image", "document": "pdf"}
 
 
-def _media_in(value: Any) -> Media | None:
-    """A media object of the Anthropic or Gemini wire format, else ``None``."""
+def media_in(value: Any) -> Media | None:
+    """A media object of the Anthropic or Gemini wire format, else ``None``
+    (what the calibrated estimate counts by rule)."""
     if not isinstance(value, dict) and (isinstance(value, (str, list)) or not isinstance(value, Mapping)):
         return None
     t = value.get("type")
@@ -209,7 +210,7 @@ def _gemini_kind(mime: str | None) -> str:
 
 def _strip_media(value: Any, found: list[Media]) -> Any:
     """``value`` with each media object replaced by a short marker."""
-    media = _media_in(value)
+    media = media_in(value)
     if media is not None:
         found.append(media)
         return {"media": media.kind}
@@ -220,9 +221,11 @@ def _strip_media(value: Any, found: list[Media]) -> Any:
     return value
 
 
-def _generic_pieces(seg: Segment) -> list[Piece] | None:
-    """Segment text (template text, else bytes) with media as pieces;
-    ``None`` when the segment holds no media (the caller tokenizes as before)."""
+def _plain_media(seg: Segment) -> list[Piece] | None:
+    """Pieces of a segment of a dialect without framing that holds media
+    (``None``: count its text or bytes as they are; a template text holds none)."""
+    if seg.text is not None:
+        return None
     if b'"data"' not in seg.data and b'"source"' not in seg.data and b"fileData" not in seg.data \
             and b"file_data" not in seg.data and b'"attachment"' not in seg.data \
             and b'"image_url"' not in seg.data and b'"input_audio"' not in seg.data:
@@ -238,12 +241,6 @@ def _generic_pieces(seg: Segment) -> list[Piece] | None:
     return [orjson.dumps(stripped).decode(), *found]
 
 
-def _plain_media(seg: Segment) -> list[Piece] | None:
-    """Pieces of a segment of a dialect without framing that holds media
-    (``None``: count its text or bytes as they are; a template text holds none)."""
-    return _generic_pieces(seg) if seg.text is None else None
-
-
 # ------------------------------------------------------------------ pieces -> ids
 
 def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> list[list[Piece]] | None:
@@ -255,12 +252,15 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
     if dialect in _ESTIMATED:
         from .framing_estimate import segment_pieces as estimate_pieces
 
-        return estimate_pieces(_ESTIMATED[dialect], segs, model, _media_in)
+        return estimate_pieces(_ESTIMATED[dialect], segs, model, media_in)
     return None
 
 
-def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
-                parts: list[MediaPart], known: dict[str, array[int]] | None = None) -> array[int]:
+def pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
+               parts: list[MediaPart] | None = None, known: dict[str, array[int]] | None = None) -> array[int]:
+    """Ids of one segment's pieces: text through the tokenizer (or ``known``),
+    special ids as they are, media as stand-ins, each media part's rule
+    appended to ``parts``; ``fidelity scan`` calls it per element it has not seen."""
     out = array(TOKEN_TYPECODE)
     for p in pieces:
         if isinstance(p, str):
@@ -271,22 +271,10 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
             out.append(p.id)
         else:
             part = _measure(p, provider, model, tok)
-            parts.append(part)
+            if parts is not None:
+                parts.append(part)
             out.extend(media_ids(p, part.tokens))
     return out
-
-
-def pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str) -> array[int]:
-    """Ids of one segment's pieces as :func:`segment_ids` computes them (text
-    through the tokenizer, special ids as they are, media as stand-ins);
-    ``fidelity scan`` calls it per element it has not seen."""
-    return _pieces_ids(tok, pieces, provider, model, [])
-
-
-def media_in(value: Any) -> Media | None:
-    """A media object of the Anthropic or Gemini wire format, else ``None``
-    (what the calibrated estimate counts by rule)."""
-    return _media_in(value)
 
 
 def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[str, array[int]]:
@@ -307,7 +295,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
     framed = segment_pieces(dialect, segs, model)
     if framed is not None:
         known = _encode_pieces(tok, framed)
-        return [_pieces_ids(tok, pieces, provider, model, parts, known) for pieces in framed]
+        return [pieces_ids(tok, pieces, provider, model, parts, known) for pieces in framed]
     plain = segment_tokens(tok, segs)
     out: list[array[int]] = []
     for seg, ids in zip(segs, plain):
@@ -315,7 +303,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
             out.append(array(TOKEN_TYPECODE))
             continue
         pieces = _plain_media(seg)
-        out.append(ids if pieces is None else _pieces_ids(tok, pieces, provider, model, parts))
+        out.append(ids if pieces is None else pieces_ids(tok, pieces, provider, model, parts))
     return out
 
 
