@@ -60,14 +60,12 @@ class Sample:
     group: str
     model: str
     billed: int
-    chars: int
     messages: int
     tools: int
     thinking: int
     base: int
     fixed: int  # media tokens + documented tool prompt
     proxy: int = 0  # o200k_base tokens of the same text
-    tool_proxy: int = 0  # of which in tool definitions
     adaptive: int = 0  # adaptive thinking (1 or 0)
     schema: int = 0  # a structured output (1 or 0)
     repo: str = ""  # the source repository (repo_of)
@@ -139,40 +137,35 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         segs = wire.get(dialect).cache_view(rec.body)
         counts = dict.fromkeys((k.id for k in (MSG, TOOL, THINK, BASE, DOC, ADAPT, SCHEMA, CALL, SYSTEM, SIGNATURE,
                                                DOCUMENT)), 0)
-        chars = proxy = tool_proxy = media = 0
+        proxy = media = 0
         late = [0] * len(RANKS)
-        for seg, pieces in zip(segs, segment_pieces(provider, segs, model, media_in, _UNIT)):
+        for pieces in segment_pieces(provider, segs, model, media_in, _UNIT):
             for p in pieces:
                 if isinstance(p, str):
-                    chars += len(p)
                     ids = np.sort(np.frombuffer(proxy_tok.ids(p), dtype=np.int64))
                     n = len(ids)
                     proxy += n
                     for i, at in enumerate(np.searchsorted(ids, RANKS).tolist()):
                         late[i] += n - at
-                    if seg.kind == "tools":
-                        tool_proxy += n
                 elif isinstance(p, Special):
                     counts[p.id] += 1
                 elif isinstance(p, Media):
                     media += _measure(p, provider, model).tokens
         fixed = media + counts[DOC.id] + counts[SIGNATURE.id]  # measured apart, not fitted here
-        out.append(Sample(table_of(provider, model), group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
+        out.append(Sample(table_of(provider, model), group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
-                          proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),
+                          proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),
                           counts[CALL.id], counts[SYSTEM.id], media, tuple(late), counts[DOCUMENT.id]))
     return out
 
 
-#: the ridge per column of :func:`fit`: none to speak of on the factor and on the
-#: per-request prompts and frames seen in few requests (extended and adaptive
-#: thinking, structured outputs, plain-text documents), which a ridge of 1e-3
-#: would hold towards 0 whatever they bill
+#: the ridge per column of :func:`_solved`: next to none on the factor and on
+#: frames few requests carry (thinking, schemas, documents), which 1e-3 would hold at 0
 _RIDGE = (1e-6, 1e-3, 1e-3, 1e-6, 1e-3, 1e-6, 1e-6, 1e-3, 1e-3, 1e-6)
 
 
 def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
-    """Least squares by the normal equations (small, dense; no numpy needed)."""
+    """Least squares by the normal equations (small and dense)."""
     n = len(rows[0])
     a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] for i in range(n)]
     b = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(n)]
@@ -199,11 +192,9 @@ def at_rank(s: Sample, rank: int) -> Sample:
 
 
 def fit(data: Sequence[Sample], ranks: Sequence[int] = (0,)) -> dict[str, float]:
-    """Constants for one provider's samples (weighted by 1/billed, so that
-    short requests weigh as much as long ones in relative error), with the
-    rank of ``ranks`` whose least-squares solution (counts not yet whole) has
-    the least sum of relative errors (rank 0 only when a sample carries no
-    ``late`` counts)."""
+    """Constants for one table's samples (weighted by 1/billed), at the rank of
+    ``ranks`` whose least-squares solution has the least sum of relative
+    errors (rank 0 when a sample carries no ``late`` counts), counts whole."""
     if not (data and all(len(s.late) == len(RANKS) for s in data)):
         ranks = (0,)
     best: tuple[float, int] | None = None
@@ -253,9 +244,8 @@ def _used(data: Sequence[Sample]) -> list[bool]:
 
 def _factor_and_base(data: Sequence[Sample], counts: Sequence[int]) -> tuple[float, int]:
     """The factor and the whole per-request count that fit ``data`` best with
-    the other counts held at ``counts``. The scaled tokenizer stretches the
-    base ids and never drops one (:class:`.calibrated.ScaledTokenizer`), so a
-    factor under 1 is held at 1."""
+    the other counts held at ``counts``; a factor under 1 is held at 1 (the
+    scaled tokenizer never drops a base id)."""
     rows, ys = [], []
     for s in data:
         w = 1.0 / max(s.billed, 1)
@@ -272,12 +262,10 @@ def _factor_and_base(data: Sequence[Sample], counts: Sequence[int]) -> tuple[flo
 
 
 def _whole_counts(data: Sequence[Sample], solved: Sequence[float]) -> list[int]:
-    """The counts are used as whole tokens (:func:`predict`), and on short
-    prompts one token is 5-15 % of the prompt: of the whole numbers either
-    side of each solved count (only for counts some request uses), the
-    combination whose prediction, with the factor and the per-request count
-    solved again (:func:`_factor_and_base`), has the least weighted squared
-    error. The first such combination wins a tie (floors first)."""
+    """Of the whole numbers either side of each solved count (for counts some
+    request uses), the combination whose prediction, with the factor and the
+    per-request count solved again (:func:`_factor_and_base`), has the least
+    sum of relative errors; the first wins a tie (floors first)."""
     used = _used(data)
     choices = [sorted({math.floor(x), math.ceil(x)}) if u else [round(x)] for x, u in zip(solved, used)]
     best: tuple[float, list[int]] | None = None
@@ -299,20 +287,17 @@ TRIM = 0.5
 
 def fit_trimmed(data: Sequence[Sample], limit: float = TRIM, ranks: Sequence[int] = (0,)) -> dict[str, float]:
     """:func:`fit`, then :func:`fit` again on the requests the first one
-    predicts within ``limit`` (a share of the billed prompt): a request whose
-    prompt holds a part the estimate does not model (a server-side tool
-    search, an advisor tool) no longer pulls every constant towards it."""
+    predicts within ``limit`` (a share of the billed prompt), so that a part
+    the estimate does not model (a server-side tool) pulls no constant."""
     first = fit(data, ranks)
     kept = [s for s in data if s.billed and abs(predict(s, first) - s.billed) / s.billed < limit]
     return fit(kept, ranks) if kept else first
 
 
 def unused_from(c: dict[str, float], data: Sequence[Sample], parent: dict[str, float]) -> dict[str, float]:
-    """``c`` with each count that no sample of ``data`` uses (its column all
-    0: the solver's ridge leaves it at 0) taken from ``parent``: Opus 4.7 and
-    later read structured outputs and extended thinking with prompts of their
-    own, which no recording of theirs holds; the earlier generation's count
-    stands in rather than none."""
+    """``c`` with each count that no sample of ``data`` uses (left at 0 by the
+    ridge) taken from ``parent``: the earlier generation's count stands in
+    for a frame no recording of this one holds."""
     used = _used(data)
     return {k: (v if k not in _COUNTS or used[_COUNTS.index(k)] else float(parent[k])) for k, v in c.items()}
 
@@ -335,11 +320,9 @@ def constants(data: Sequence[Sample]) -> dict[str, dict[str, float]]:
 
 def ranks_of(table: str, fitted: Mapping[str, Mapping[str, float]] | None = None) -> tuple[int, ...]:
     """The ranks :func:`fit` tries for a table of ``CONSTANTS``: all of
-    :data:`RANKS` for Claude 3 to Opus 4.6 (238 usable requests from about
-    90 tests); for Opus 4.7 and later (28 requests from 7 tests, too few to
-    choose a rank of their own: each rank fits them with another factor) the
-    rank ``fitted`` holds for ``anthropic``, else 0; for Gemini 0 (its factor
-    is 1: nothing is stretched)."""
+    :data:`RANKS` for Claude 3 to Opus 4.6; for Opus 4.7 and later (too few
+    requests to choose a rank) the rank ``fitted`` holds for ``anthropic``,
+    else 0; for Gemini 0 (nothing is stretched)."""
     if table == "anthropic":
         return RANKS
     if table == "anthropic-4.7" and fitted is not None and "anthropic" in fitted:
@@ -350,17 +333,12 @@ def ranks_of(table: str, fitted: Mapping[str, Mapping[str, float]] | None = None
 def predict(s: Sample, c: dict[str, float]) -> float:
     """The estimate of ``s`` under constants ``c`` (its ``rank``: :func:`at_rank`)."""
     s = at_rank(s, round(c.get("rank", 0)))
-    return (s.proxy * c["factor"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
-            + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base
-            + round(c.get("adaptive", 0)) * s.adaptive + round(c.get("schema", 0)) * s.schema
-            + round(c.get("call", 0)) * s.calls + round(c.get("system", c["message"])) * s.systems
-            + round(c.get("document", 0)) * s.documents + s.fixed)
+    return (s.proxy * c["factor"] + sum(round(c[k]) * n for k, n in zip(_COUNTS, _columns(s)))
+            + round(c["base"]) * s.base + s.fixed)
 
 
 #: a request billed more than this many times what its body holds (plus
-#: :data:`SLACK` tokens for framing) is left out: its recorded body is not what
-#: was sent (openllmetry's Bedrock cassettes carry ``"system": "very very long
-#: system prompt"`` and bill 18,135 tokens)
+#: :data:`SLACK` tokens for framing) is left out: its recorded body is not what was sent
 MISMATCH = 10
 SLACK = 200
 
@@ -372,10 +350,8 @@ def body_holds_prompt(s: Sample) -> bool:
 
 def usable(data: Iterable[Sample], provider: str) -> list[Sample]:
     """The samples of ``provider`` (a table of :data:`.framing_estimate.CONSTANTS`)
-    the fit uses: a body that holds the billed prompt, and no media. Media is counted by each
-    provider's rule (:mod:`.media`), not by the fitted constants, and a rule
-    that misses (a video, a URL image of unknown size) would otherwise move
-    every constant towards its error."""
+    the fit uses: a body that holds the billed prompt, and no media (counted
+    by rule: one that misses would move every constant towards its error)."""
     return [s for s in data if s.provider == provider
             and body_holds_prompt(s) and not s.media]
 

@@ -62,11 +62,9 @@ _OLD_STYLE = re.compile(r"claude-(\d+)(?:[-.](\d)(?!\d))?-([a-z]+)")
 
 
 def claude_version(model: str) -> tuple[int, int] | None:
-    """``(major, minor)`` of a Claude model id (``claude-sonnet-4-5-20250929``
-    -> (4, 5), ``claude-sonnet-4-20250514`` -> (4, 0), ``claude-3-5-haiku-latest``
-    -> (3, 5), ``us.anthropic.claude-opus-4-8`` -> (4, 8), OpenRouter's
-    ``anthropic/claude-opus-4.7`` -> (4, 7)), ``None`` when the id
-    names none."""
+    """``(major, minor)`` of a Claude model id, in either naming
+    (``claude-sonnet-4-5-20250929``, ``claude-3-5-haiku-latest``,
+    ``anthropic/claude-opus-4.7``), ``None`` when the id names none."""
     key = model.lower()
     m = _OLD_STYLE.search(key) or _NEW_STYLE.search(key)
     if m is None:
@@ -81,11 +79,9 @@ NEW_TOKENIZER = (4, 7)
 
 
 def table_of(provider: str, model: str) -> str:
-    """The key of :data:`CONSTANTS` (and of the calibrated tokenizer,
-    of :data:`fidelity.tokens.calibrated.FITTED`) that counts ``model``:
-    ``anthropic-4.7`` for Claude models of the Opus 4.7 tokenizer and later
-    (Opus 4.7, 4.8, Claude 5...), else ``provider``. A Claude id whose
-    version cannot be read keeps the earlier generation's table."""
+    """The key of :data:`CONSTANTS` and of :data:`fidelity.tokens.calibrated.FITTED`
+    that counts ``model``: ``anthropic-4.7`` for Claude models of the Opus 4.7
+    tokenizer and later, else ``provider`` (also for an unreadable version)."""
     if provider == "anthropic":
         version = claude_version(model)
         if version is not None and version >= NEW_TOKENIZER:
@@ -181,10 +177,8 @@ def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping
     """The pieces of each block of a message's ``content`` list when the
     message's own pieces (:func:`one_segment_pieces` less its overhead) are
     exactly theirs one after the other (no other member the model reads),
-    else ``None``: what a block counts as a one-block message less the
-    overhead (Anthropic's block ends, :func:`fidelity.cache.anthropic_blocks.block_ends_of`),
-    without a second pass over the message. ``model`` picks the table
-    (:func:`table_of`)."""
+    else ``None`` (Anthropic's block ends, without a second pass over the
+    message). ``model`` picks the table (:func:`table_of`)."""
     if not (isinstance(value, dict) or isinstance(value, Mapping)) or media_of(value) is not None:
         return None
     if value.get("type") in ("thinking", "redacted_thinking") or value.get("thought") is True:

@@ -46,7 +46,7 @@ from .profiles import attach, write_request
 from .spans import parsed, top_value
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
-           "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed", "is_billing_block"]
+           "BILLING_PREFIX", "billing_block_keyed", "is_billing_block"]
 
 #: ``Messages.create`` body literal order (anthropic 2.14.0,
 #: anthropic/resources/messages/messages.py).
@@ -285,11 +285,7 @@ def _parse_system(value: Any) -> tuple[SystemBlock, ...]:
             cache_control=block.get("cache_control"),
             extra=freeze({k: v for k, v in block.items() if k not in ("type", "text", "cache_control")}),
         )
-        ok = (
-            isinstance(text, str)
-            and "type" not in candidate.extra
-            and same_json(_render_system_block(candidate), block)
-        )
+        ok = isinstance(text, str) and "type" not in candidate.extra and same_json(_render_system_block(candidate), block)
         blocks.append(candidate if ok else SystemBlock(candidate.text, extra=freeze(block)))
     # One plain block would render as a string: keep the list form verbatim.
     if len(blocks) == 1 and blocks[0].cache_control is None and not blocks[0].extra:
@@ -337,28 +333,23 @@ ANTHROPIC_API_HOSTS: tuple[str, ...] = ("api.anthropic.com",)
 BILLING_PREFIX = "x-anthropic-billing-header:"
 
 
-def is_anthropic_api(endpoint: str | None) -> bool:
-    """True when ``endpoint`` (a URL) is Anthropic's own API; ``None`` (no
-    URL known, a bare body) counts as Anthropic's API, the dialect's home."""
-    if endpoint is None:
-        return True
-    from urllib.parse import urlsplit
-
-    host = (urlsplit(endpoint).hostname or "").lower()
-    return any(host == h or host.endswith("." + h) for h in ANTHROPIC_API_HOSTS)
-
-
 def billing_block_keyed(endpoint: str | None) -> bool:
-    """Does the cache at ``endpoint`` key on Claude Code's billing block
-    (``system[0]``, ``x-anthropic-billing-header: ...``)? Not at Anthropic's
-    own API (the block is left out of the cache view:
+    """Does the cache at ``endpoint`` (a URL; ``None``: a bare body, taken as
+    Anthropic's own API) key on Claude Code's billing block (``system[0]``,
+    ``x-anthropic-billing-header: ...``)? Not at Anthropic's own API (the
+    block is left out of the cache view:
     https://github.com/anthropics/claude-code/issues/44724); yes at any
     other Anthropic-compatible endpoint, where it is prompt text
     (anthropics/claude-code issue 68900, sgl-project/sglang PR 21064,
     waybarrios/vllm-mlx PR 277, ggml-org/llama.cpp PR 20623, ollama/ollama
     PR 14918). The evidence: docs/proxy.md.
     """
-    return not is_anthropic_api(endpoint)
+    if endpoint is None:
+        return False
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return not any(host == h or host.endswith("." + h) for h in ANTHROPIC_API_HOSTS)
 
 
 def is_billing_block(block: Any) -> bool:

@@ -41,7 +41,7 @@ def test_missing_path_is_one_line(tmp_path: Path) -> None:
 
 
 def _sample(group: str, proxy: int, messages: int, tools: int, billed: int, base: int = 1) -> F.Sample:
-    return F.Sample("anthropic", group, "claude-sonnet-4-5", billed, chars=proxy * 4, messages=messages, tools=tools,
+    return F.Sample("anthropic", group, "claude-sonnet-4-5", billed, messages=messages, tools=tools,
                     thinking=0, base=base, fixed=0, proxy=proxy)
 
 
@@ -142,7 +142,7 @@ def test_trimmed_fit_ignores_a_request_the_model_cannot_explain() -> None:
 
 def test_leave_one_repo_out_fits_without_the_repository() -> None:
     def s(repo: str, group: str, proxy: int, factor: float) -> F.Sample:
-        return F.Sample("anthropic", group, "claude-sonnet-4-5", round(proxy * factor), chars=proxy * 4, messages=0,
+        return F.Sample("anthropic", group, "claude-sonnet-4-5", round(proxy * factor), messages=0,
                         tools=0, thinking=0, base=0, fixed=0, proxy=proxy, repo=repo)
 
     data = [s("a/x", f"a{i}", p, 1.1) for i, p in enumerate((500, 1_500))] + \
@@ -176,7 +176,7 @@ def test_requests_with_media_are_not_fitted() -> None:
     """Media is counted by rule; a rule that misses (a video: 87,000 % on
     pydantic-ai's test_google_url_input) must not move the text constants."""
     text = _sample("t", 500, 1, 0, 580)
-    video = F.Sample("gemini", "v", "gemini-2.0-flash", 9, chars=40, messages=1, tools=0, thinking=0, base=1,
+    video = F.Sample("gemini", "v", "gemini-2.0-flash", 9, messages=1, tools=0, thinking=0, base=1,
                      fixed=7_890, proxy=10, media=7_890)
     assert F.usable([text, video], "anthropic") == [text]
     assert F.usable([text, video], "gemini") == []
