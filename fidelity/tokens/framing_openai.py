@@ -215,6 +215,10 @@ def estimate_family(model: str) -> str | None:
     return {"claude-estimate": "anthropic", "gemini-estimate": "gemini"}.get(name)
 
 
+#: the tools section's head as the Responses API bills it for a model that
+#: does not read Harmony (gpt-4o, gpt-4.1): without the ``# Tools`` heading,
+#: 3 tokens shorter than Chat's (docs/tokens-billed.md, "Responses tools")
+RESPONSES_TOOLS_HEAD = TOOLS_HEAD.removeprefix("# Tools\n\n")
 #: fitted: tokens Chat Completions adds for a Harmony model (gpt-5.x,
 #: o-series) when the request declares function tools; the same requests on
 #: the Responses API do not carry them (docs/tokens-billed.md, "Chat tools block")
@@ -353,8 +357,11 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
         return call_pieces(str(msg.get("name", "")), str(msg.get("arguments", "")), model)
     if t == "function_call_output":
         out = msg.get("output")
-        return output_pieces(names.get(str(msg.get("call_id"))),
-                             content_pieces(out) if not isinstance(out, str) else [out], model)
+        name = names.get(str(msg.get("call_id")))
+        read: list[Piece] = content_pieces(out) if not isinstance(out, str) else [out]
+        if name and not harmony(model):  # the Responses API names the function (docs/tokens-billed.md)
+            return [START, "functions." + name, MESSAGE, *read, END]
+        return output_pieces(name, read, model)
     if t in ("reasoning", "compaction"):
         enc = msg.get("encrypted_content")
         if isinstance(enc, str) and enc:
@@ -460,7 +467,8 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
             pieces.append(render_namespace(tool))
         elif fn is not None:
             if first_function:
-                pieces.append(TOOLS_HEAD)
+                flat = isinstance(tool, Mapping) and "function" not in tool  # a Responses tool
+                pieces.append(RESPONSES_TOOLS_HEAD if flat and not harmony(model) else TOOLS_HEAD)
             # OpenAI's own Harmony models read its Harmony renderer's tool
             # types; gpt-oss served by others reads its chat template's
             pieces.append(render_function(fn, harmony(model) and not open_weight_harmony(model)))
