@@ -392,11 +392,32 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
     pieces.extend(content_pieces(msg.get("content")))
     pieces.append(END)
     calls = msg.get("tool_calls")
-    for call in calls if isinstance(calls, list) else ():  # another type: not calls (bad input must not crash)
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(fn, Mapping):
-            pieces += call_pieces(str(fn.get("name", "")), str(fn.get("arguments", "")), model)
+    fns = [f for f in (c.get("function") if isinstance(c, Mapping) else None  # another type: not calls
+                       for c in (calls if isinstance(calls, list) else ())) if isinstance(f, Mapping)]
+    if len(fns) > 1 and not harmony(model):
+        return pieces + parallel_call_pieces(fns)
+    for fn in fns:
+        pieces += call_pieces(str(fn.get("name", "")), str(fn.get("arguments", "")), model)
     return pieces
+
+
+def parallel_call_pieces(fns: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """Several calls of one Chat assistant message, as a model without
+    Harmony reads them: one call of ``multi_tool_use.parallel`` whose
+    arguments list each function (``tool_uses`` of ``recipient_name`` and
+    ``parameters``), in compact JSON: the wrapper GPT models emit themselves,
+    whose form opencode's GPT prompt once spelled out
+    (https://github.com/anomalyco/opencode/pull/39042 removed it); measured:
+    docs/tokens-billed.md, "Parallel calls")."""
+    uses = []
+    for fn in fns:
+        args = fn.get("arguments")
+        try:
+            params = orjson.loads(args) if isinstance(args, str) else args
+        except orjson.JSONDecodeError:
+            params = args
+        uses.append({"recipient_name": f"functions.{fn.get('name', '')}", "parameters": params})
+    return [START, "assistant to=multi_tool_use.parallel", MESSAGE, orjson.dumps({"tool_uses": uses}).decode(), END]
 
 
 def call_names(values: Sequence[Any]) -> dict[str, str]:

@@ -162,3 +162,30 @@ def test_properties_are_read_without_a_space_after_the_colon() -> None:
         "b": {"type": "integer"}}}}}}
     assert render_function(fn, spaced=False) == "type f = (_: {\na?:{\nb?:number,\n},\n}) => any;\n\n"
     assert render_function(fn) == "type f = (_: {\na?: {\nb?: number,\n},\n}) => any;\n\n"  # Harmony models
+
+
+def test_parallel_chat_calls_are_one_multi_tool_use_call() -> None:
+    """Two calls in one assistant message (pydantic-ai
+    tests/cassettes/test_dbos/test_dbos_agent_with_hitl_tool.yaml, interaction 1: billed
+    133) are billed as one ``multi_tool_use.parallel`` call listing both: 2 under the
+    recording, where two separate calls were 17 under."""
+    hitl = {"messages": [
+        {"content": "Just call tools without asking for confirmation.", "role": "system"},
+        {"content": "Delete the file `.env` and create `test.txt`", "role": "user"},
+        {"content": None, "role": "assistant", "tool_calls": [
+            {"function": {"arguments": "{\"path\": \".env\"}", "name": "delete_file"}, "id": "call_1", "type": "function"},
+            {"function": {"arguments": "{\"path\": \"test.txt\"}", "name": "create_file"}, "id": "call_2",
+             "type": "function"}]},
+        {"content": "true", "role": "tool", "tool_call_id": "call_1"},
+        {"content": "Success", "role": "tool", "tool_call_id": "call_2"}],
+        "model": "gpt-4o", "stream": False, "tool_choice": "auto",
+        "tools": [{"function": {"description": "", "name": n, "parameters": _strict(n, "path"), "strict": True},
+                   "type": "function"} for n in ("create_file", "delete_file")]}
+    got = count_prompt(orjson.dumps(hitl), url=CHAT).tokens
+    assert 0 <= 133 - got <= 2
+    pieces = framing_openai.message_pieces(hitl["messages"][2], "gpt-4o")
+    assert "assistant to=multi_tool_use.parallel" in pieces
+    assert pieces[-2] == ('{"tool_uses":[{"recipient_name":"functions.delete_file","parameters":{"path":".env"}},'
+                          '{"recipient_name":"functions.create_file","parameters":{"path":"test.txt"}}]}')
+    # a Harmony model calls each function on its own
+    assert "assistant to=multi_tool_use.parallel" not in framing_openai.message_pieces(hitl["messages"][2], "gpt-5")
