@@ -34,7 +34,7 @@ __all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "CLAUDE_RANK", "CLAUDE_47_FACTOR"
 
 #: Claude 3 through Opus 4.6: ids per stretched o200k token, and the o200k
 #: id from which a token is stretched (``fidelity.tokens.fit``)
-CLAUDE_FACTOR = 1.947
+CLAUDE_FACTOR = 1.912
 CLAUDE_RANK = 30_000
 #: Opus 4.7 and later (``framing_estimate.table_of``: ``anthropic-4.7``)
 CLAUDE_47_FACTOR = 5.141

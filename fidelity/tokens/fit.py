@@ -16,10 +16,10 @@ tokenizer and later, Gemini: :func:`.framing_estimate.table_of`):
 ``billed - media - tool-use system prompt - Gemini thought signatures
 - o200k tokens of the text under the rank
 = factor * o200k tokens of the text at or above the rank + m * messages + t * tools + k * thinking + a * adaptive thinking
-+ s * structured output + c * tool_use/tool_result blocks + y * system blocks + b``,
-solved by least squares weighted by ``1 / billed`` with a small ridge on the
-per-message, tool, thinking and request counts (docs/tokens-billed.md says
-why). The counts are then taken as whole tokens, as the estimate uses them:
++ s * structured output + c * tool_use/tool_result blocks + y * system blocks
++ d * plain-text documents + b``, solved by least squares weighted by ``1 / billed``
+with a small ridge on the per-message, tool, tool-call, system and request
+counts (docs/tokens-billed.md says why). The counts are then taken as whole tokens, as the estimate uses them:
 of the whole numbers either side of each, the combination with the least
 weighted error, the factor and the per-request count solved again for each.
 The factor is at least 1 (the scaled tokenizer never drops a base id).
@@ -64,6 +64,7 @@ from .framing_estimate import (
     CALL,
     CONSTANTS,
     DOC,
+    DOCUMENT,
     MSG,
     SCHEMA,
     SIGNATURE,
@@ -100,6 +101,7 @@ class Sample:
     media: int = 0  # of ``fixed``, the media parts' tokens (counted by rule, not fitted)
     #: of ``proxy``, the base tokens whose id is at least each of :data:`RANKS`
     late: tuple[int, ...] = ()
+    documents: int = 0  # document blocks that are not media (plain text)
 
 
 #: the ranks :func:`fit` tries: only base ids at or above the rank are stretched
@@ -152,8 +154,8 @@ def _proxy(name: str) -> Tokenizer:
     return get(name)
 
 
-_UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1, "adaptive": 1, "schema": 1, "call": 1, "system": 1}
-         for p in CONSTANTS}
+_UNIT = {p: {"message": 1, "tool": 1, "thinking": 1, "base": 1, "adaptive": 1, "schema": 1, "call": 1, "system": 1,
+             "document": 1} for p in CONSTANTS}
 
 
 def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sample]:
@@ -170,7 +172,7 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         provider = _ESTIMATED[dialect]
         segs = wire.get(dialect).cache_view(rec.body)
         counts = {MSG.id: 0, TOOL.id: 0, THINK.id: 0, BASE.id: 0, DOC.id: 0, ADAPT.id: 0, SCHEMA.id: 0,
-                  CALL.id: 0, SYSTEM.id: 0, SIGNATURE.id: 0}
+                  CALL.id: 0, SYSTEM.id: 0, SIGNATURE.id: 0, DOCUMENT.id: 0}
         chars = fixed = proxy = tool_proxy = media = 0
         late = [0] * len(RANKS)
         for seg, pieces in zip(segs, segment_pieces(provider, segs, model, _media_in, _UNIT)):
@@ -192,14 +194,15 @@ def samples(records: Iterable[Exchange], base: str = "o200k_base") -> list[Sampl
         out.append(Sample(table_of(provider, model), group_of(rec.path), model, int(rec.usage["prompt"]) if rec.usage else 0, chars,
                           counts[MSG.id], counts[TOOL.id], counts[THINK.id], counts[BASE.id], fixed,
                           proxy, tool_proxy, counts[ADAPT.id], counts[SCHEMA.id], repo_of(rec.path),
-                          counts[CALL.id], counts[SYSTEM.id], media, tuple(late)))
+                          counts[CALL.id], counts[SYSTEM.id], media, tuple(late), counts[DOCUMENT.id]))
     return out
 
 
 #: the ridge per column of :func:`fit`: none to speak of on the factor and on the
-#: two per-request prompts seen in few requests (adaptive thinking, structured
-#: outputs), which a ridge of 1e-3 would hold near 0 whatever they bill
-_RIDGE = (1e-6, 1e-3, 1e-3, 1e-3, 1e-3, 1e-6, 1e-6, 1e-3, 1e-3)
+#: per-request prompts and frames seen in few requests (extended and adaptive
+#: thinking, structured outputs, plain-text documents), which a ridge of 1e-3
+#: would hold towards 0 whatever they bill
+_RIDGE = (1e-6, 1e-3, 1e-3, 1e-6, 1e-3, 1e-6, 1e-6, 1e-3, 1e-3, 1e-6)
 
 
 def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
@@ -262,19 +265,19 @@ def _solved(data: Sequence[Sample]) -> dict[str, float]:
     for s in data:
         w = 1.0 / max(s.billed, 1)
         rows.append([s.proxy * w, s.messages * w, s.tools * w, s.thinking * w, s.base * w, s.adaptive * w,
-                     s.schema * w, s.calls * w, s.systems * w])
+                     s.schema * w, s.calls * w, s.systems * w, s.documents * w])
         ys.append((s.billed - s.fixed) * w)
-    factor, m, t, k, b, a, sc, cl, sy = _solve(rows, ys)
+    factor, m, t, k, b, a, sc, cl, sy, d = _solve(rows, ys)
     return {"factor": factor, "message": m, "tool": t, "thinking": k, "adaptive": a, "schema": sc, "call": cl,
-            "system": sy, "base": b}
+            "system": sy, "document": d, "base": b}
 
 
 #: the per-message, per-tool... counts of :func:`fit` other than the per-request one
-_COUNTS = ("message", "tool", "thinking", "adaptive", "schema", "call", "system")
+_COUNTS = ("message", "tool", "thinking", "adaptive", "schema", "call", "system", "document")
 
 
 def _columns(s: Sample) -> tuple[int, ...]:
-    return s.messages, s.tools, s.thinking, s.adaptive, s.schema, s.calls, s.systems
+    return s.messages, s.tools, s.thinking, s.adaptive, s.schema, s.calls, s.systems, s.documents
 
 
 def _factor_and_base(data: Sequence[Sample], counts: Sequence[int]) -> tuple[float, int]:
@@ -379,7 +382,8 @@ def predict(s: Sample, c: dict[str, float]) -> float:
     return (s.proxy * c["factor"] + round(c["message"]) * s.messages + round(c["tool"]) * s.tools
             + round(c["thinking"]) * s.thinking + round(c["base"]) * s.base
             + round(c.get("adaptive", 0)) * s.adaptive + round(c.get("schema", 0)) * s.schema
-            + round(c.get("call", 0)) * s.calls + round(c.get("system", c["message"])) * s.systems + s.fixed)
+            + round(c.get("call", 0)) * s.calls + round(c.get("system", c["message"])) * s.systems
+            + round(c.get("document", 0)) * s.documents + s.fixed)
 
 
 #: a request billed more than this many times what its body holds (plus

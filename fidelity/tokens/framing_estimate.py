@@ -20,8 +20,10 @@ per request, and the tool-use system prompt:
   earlier spelling, read as the same member:
   https://platform.claude.com/docs/en/build-with-claude/structured-outputs)
   add a system prompt of their own besides the schema: a fixed count per
-  request (``schema`` in :data:`CONSTANTS`, fitted). ``output_config.effort``
-  adds nothing, so it is not counted.
+  request (``schema`` in :data:`CONSTANTS`, fitted). The schema is read as
+  JSON with one member a line (:func:`schema_text`), which fits the recorded
+  counts of schemas of different depths better than compact JSON
+  (``docs/tokens-billed.md``). ``output_config.effort`` adds nothing.
 * Gemini bills the text with about one token a turn and one a system
   instruction, and no per-request count (``gemini`` in :data:`CONSTANTS`).
 * Gemini thought signatures (``thoughtSignature`` on a part) are opaque and
@@ -44,7 +46,8 @@ per request, and the tool-use system prompt:
   tool search tool loads it
   (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool):
   it is not counted. A plain-text document's source (``{"type": "text",
-  "data": ...}``) is read as text.
+  "data": ...}``) is read as text, in a frame of fixed size (``document``
+  in :data:`CONSTANTS`, fitted).
 * Anthropic removes thinking blocks of earlier turns from the context
   (https://platform.claude.com/docs/en/build-with-claude/extended-thinking,
   "How context window is calculated"): they are not counted.
@@ -58,6 +61,7 @@ figures are in ``docs/tokens-billed.md``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -70,12 +74,12 @@ from ._pieces import Piece, Special
 __all__ = ["CONSTANTS", "TOOL_PROMPT_RECORDED", "claude_version", "anthropic_tool_prompt", "segment_pieces",
            "one_segment_pieces", "params_value", "message_block_pieces", "MSG", "TOOL", "THINK", "BASE", "DOC",
            "ADAPT", "SCHEMA", "CALL", "SYSTEM", "SIGNATURE", "GEMINI_SIGNATURE_CHARS",
-           "signature_tokens", "current_turn_start", "table_of", "NEW_TOKENIZER"]
+           "signature_tokens", "current_turn_start", "table_of", "NEW_TOKENIZER", "DOCUMENT", "schema_text"]
 
 #: stand-in special ids per overhead kind (one id per token of overhead)
 MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Special(-104), Special(-105)
 ADAPT, SCHEMA, CALL, SYSTEM = Special(-106), Special(-107), Special(-108), Special(-109)
-SIGNATURE = Special(-110)
+SIGNATURE, DOCUMENT = Special(-110), Special(-111)
 
 #: base64 characters per billed token of a Gemini thought signature that is
 #: billed (module docstring): the median of ``(billed - counted) / signature
@@ -86,12 +90,12 @@ GEMINI_SIGNATURE_CHARS = 4.9
 #: fitted per provider (:mod:`fidelity.tokens.fit`): tokens per message, per
 #: tool, for extended thinking, per request... (see the module docstring)
 CONSTANTS: dict[str, dict[str, float]] = {
-    "anthropic": {"message": 3.0, "tool": 2.0, "thinking": 25.0, "adaptive": 17.0, "schema": 123.0, "call": 13.0,
-                  "system": 1.0, "base": 4.0},
-    "anthropic-4.7": {"message": 1.0, "tool": 0.0, "thinking": 25.0, "adaptive": 17.0, "schema": 123.0, "call": 1.0,
-                      "system": 0.0, "base": 6.0},
+    "anthropic": {"message": 3.0, "tool": 2.0, "thinking": 29.0, "adaptive": 17.0, "schema": 86.0, "call": 13.0,
+                  "system": 1.0, "document": 37.0, "base": 4.0},
+    "anthropic-4.7": {"message": 1.0, "tool": 0.0, "thinking": 29.0, "adaptive": 17.0, "schema": 86.0, "call": 1.0,
+                      "system": 0.0, "document": 37.0, "base": 6.0},
     "gemini": {"message": 1.0, "tool": 0.0, "thinking": 0.0, "adaptive": 0.0, "schema": 0.0, "call": 0.0,
-               "system": 1.0, "base": 0.0},
+               "system": 1.0, "document": 0.0, "base": 0.0},
 }
 
 #: keys whose string values the model does not read as text
@@ -177,12 +181,13 @@ def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
 _JSON_KEYS = ("input", "args", "arguments", "response")
 
 
-def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0) -> None:
+def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0, doc: int = 0) -> None:
     """The pieces the model reads in ``value``, appended to ``out``.
     ``media_of`` (a media object of the wire format, else ``None``) is asked
-    about mappings only: it answers ``None`` for anything else. ``call``:
-    the tokens each Anthropic ``tool_use`` and ``tool_result`` block adds
-    ahead of its own text (``call`` in :data:`CONSTANTS`)."""
+    about mappings only: it answers ``None`` for anything else. ``call`` and
+    ``doc``: the tokens each Anthropic ``tool_use``/``tool_result`` block and
+    each document block that is not media add ahead of their own text
+    (``call`` and ``document`` in :data:`CONSTANTS`)."""
     if isinstance(value, str):
         if value:
             out.append(value)
@@ -196,6 +201,8 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0) -> None:
             return  # earlier turns' thinking is not in the context
         if call and t in ("tool_use", "tool_result"):
             out.extend([CALL] * call)
+        if doc and t == "document":
+            out.extend([DOCUMENT] * doc)
         if t == "text" and isinstance(value.get("data"), str):
             out.append(value["data"])  # a plain-text document's source: its data is read as text
             return
@@ -208,14 +215,14 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0) -> None:
             elif k in _JSON_KEYS and (isinstance(v, (dict, list)) or isinstance(v, Mapping)):
                 out.append(orjson.dumps(v).decode())  # the model reads tool arguments as JSON
             else:
-                _texts(v, out, media_of, call)
+                _texts(v, out, media_of, call, doc)
     elif isinstance(value, list):
         for v in value:
             if isinstance(v, str):
                 if v:
                     out.append(v)
             else:
-                _texts(v, out, media_of, call)
+                _texts(v, out, media_of, call, doc)
     elif value is not None and not isinstance(value, bool):
         out.append(orjson.dumps(value).decode())
 
@@ -236,18 +243,19 @@ def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping
     content = value.get("content")
     if not isinstance(content, list):
         return None
-    call = _n(table_of("anthropic", model), "call", consts)
+    table = table_of("anthropic", model)
+    call, doc = _n(table, "call", consts), _n(table, "document", consts)
     for k, v in value.items():
         if k == "content" or k in _SKIP_KEYS:
             continue
         other: list[Piece] = []
-        _texts({k: v}, other, media_of, call)
+        _texts({k: v}, other, media_of, call, doc)
         if other:
             return None
     out: list[list[Piece]] = []
     for block in content:
         pieces: list[Piece] = []
-        _texts(block, pieces, media_of, call)
+        _texts(block, pieces, media_of, call, doc)
         out.append(pieces)
     return out
 
@@ -332,6 +340,14 @@ def signature_tokens(content: Any) -> int:
     return n
 
 
+def schema_text(fmt: Any) -> str:
+    """The text a structured output's ``format`` counts as: its ``schema``
+    (else the whole format) as JSON with one member a line, indented by tabs
+    (module docstring)."""
+    value = fmt.get("schema", fmt) if isinstance(fmt, Mapping) else fmt
+    return json.dumps(value, indent="\t", ensure_ascii=False)
+
+
 def params_value(seg: Segment) -> Mapping[str, Any]:
     """The params segment parsed (``{}`` when it is not an object)."""
     try:
@@ -374,6 +390,9 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
                 read = {"format": value} if key == "output_format" else \
                     {k: v for k, v in value.items() if k != "effort"}  # effort bills nothing
                 schema = schema or key == "output_format" or "format" in read
+                fmt = read.pop("format", None)
+                if fmt is not None:
+                    pieces.append(schema_text(fmt))
                 if read:
                     pieces.append(orjson.dumps(read).decode())
         if schema:
@@ -394,5 +413,8 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
             pieces += [SYSTEM] * _n(table, "system", consts)
         else:
             pieces += [MSG] * _n(table, "message", consts)
-        _texts(value, pieces, media_of, _n(table, "call", consts) if provider == "anthropic" else 0)
+        if provider == "anthropic":
+            _texts(value, pieces, media_of, _n(table, "call", consts), _n(table, "document", consts))
+        else:
+            _texts(value, pieces, media_of)
     return pieces

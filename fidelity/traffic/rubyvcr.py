@@ -1,4 +1,4 @@
-"""Ruby VCR cassettes: ``http_interactions`` in YAML.
+"""Ruby VCR cassettes: ``http_interactions`` in YAML (or JSON, as Betamax writes them).
 
 Format: the VCR gem, ``lib/vcr/structs.rb`` and its YAML serializer
 (https://github.com/vcr/vcr, https://benoittgt.github.io/vcr/); an example
@@ -25,7 +25,12 @@ def is_ruby_vcr(head: bytes) -> bool:
 
 
 def load(path: str | Path, data: bytes) -> Any:
-    """The parsed cassette ``data`` (read from ``path``, named in errors)."""
+    """The parsed cassette ``data`` (read from ``path``, named in errors):
+    JSON when it starts with ``{`` (Betamax writes the same structure as JSON), else YAML."""
+    if data.lstrip()[:1] == b"{":
+        from ..jsonio import loads
+
+        return _checked(loads(data, path=path), path)
     try:
         import yaml
     except ImportError:
@@ -62,6 +67,10 @@ def load(path: str | Path, data: bytes) -> Any:
         raise InputError(f"YAML nested more than {MAX_DEPTH} levels deep", path=path) from None
     if depth(doc, MAX_DEPTH) > MAX_DEPTH:
         raise InputError(f"YAML nested more than {MAX_DEPTH} levels deep", path=path)
+    return _checked(doc, path)
+
+
+def _checked(doc: Any, path: str | Path) -> Any:
     if not isinstance(doc, dict) or not isinstance(doc.get("http_interactions"), list):
         raise InputError("not a Ruby VCR cassette (expected a mapping with an http_interactions list)", path=path)
     return doc

@@ -1,7 +1,8 @@
 """Every recording format, read into :class:`~fidelity.traffic.exchange.Exchange`
 lists, and the one listing of what a folder holds.
 
-Formats: ``vcr``, ``ruby-vcr`` (:mod:`.rubyvcr`), ``har``, ``httprr`` (:mod:`.httprr`), ``jsonl``
+Formats: ``vcr`` (vcrpy and go-vcr), ``ruby-vcr`` (:mod:`.rubyvcr`), ``har`` (Polly.js's too),
+``httprr`` (:mod:`.httprr`), ``jsonl``
 (claude-trace lines are recordings, other lines request logs), ``snapshots``,
 ``dsh``, ``parquet`` (docs/replay.md). :func:`list_sources` says which a path
 holds (folders searched recursively; a folder of ``*.snapshot`` files is one
@@ -121,6 +122,21 @@ def list_sources(path: str | Path) -> list[Source]:
 # where the entry holds none (the importers count those as skipped); read() leaves them out.
 
 
+def _unwrapped(value: Any, path: Path, pointer: str) -> Any:
+    """A body kept as ``{"string": ...}`` (vcrpy, Ruby VCR) or as
+    ``{"base64_string": ...}`` (``preserve_exact_body_bytes``: Betamax's
+    ``cassette/util.py`` ``add_body``; Ruby VCR's ``lib/vcr/structs.rb``, wrapped
+    at 60 characters), as its text or bytes; any other value as it is."""
+    if isinstance(value, dict) and isinstance(value.get("base64_string"), str):
+        try:
+            return base64.b64decode("".join(value["base64_string"].split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise InputError("a base64_string body is not base64", path=path, pointer=pointer) from None
+    if isinstance(value, dict) and "string" in value:
+        return value["string"]
+    return value
+
+
 def _text(value: Any) -> bytes | None:
     if isinstance(value, dict) and "string" in value:
         value = value["string"]
@@ -178,28 +194,47 @@ def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _compacted(body: bytes, length: int) -> bytes | None:
+    """A JSON body a recorder re-indented (opentelemetry-python-contrib's
+    ``PrettyPrintJSONBody`` cassette serializer), written again as ``json.dumps``
+    writes it in the one form whose length is the ``Content-Length`` it was sent
+    with; ``None`` when the body has that length already, is not JSON, or not
+    exactly one form has it (an edited body stays as recorded)."""
+    if len(body) == length or not body.lstrip().startswith((b"{", b"[")):
+        return None
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    forms = {json.dumps(obj, separators=separators, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+             for separators in ((",", ":"), (", ", ": ")) for ascii_only in (False, True)}
+    fits = [text for text in forms if len(text) == length]
+    return fits[0] if len(fits) == 1 else None  # two forms of that length: which was sent is unknown
+
+
 def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any], Any], Any],
                   at: str) -> list[Exchange]:
-    """vcrpy and Ruby VCR interactions: ``{"request": {"method", "uri",
-    "headers", "body" | "parsed_body"}, "response": {...}}``; a ``body``
-    that is a mapping or a list is parsed JSON, as ``parsed_body`` is (the
-    body's compact serialisation, ``reserialised``); a request without a
-    ``uri`` or with a body of another type is an error."""
+    """vcrpy, Ruby VCR and go-vcr interactions: ``{"request": {"method",
+    "uri" (go-vcr: "url"), "headers", "body" | "parsed_body"}, "response":
+    {...}}``; a ``body`` that is a mapping or a list is parsed JSON, as
+    ``parsed_body`` is (the body's compact serialisation, ``reserialised``);
+    go-vcr's ``content_length`` is the ``Content-Length`` header Go sent and
+    its ``status`` Go's ``"200 OK"`` beside ``code``; a re-indented JSON body
+    is restored by :func:`_compacted` (``reserialised``). A request without a
+    URL or with a body of another type is an error."""
     out = []
     for i, inter in enumerate(items):
         where = f"{at}/{i}"
         req = inter.get("request") if isinstance(inter, dict) else None
         if not isinstance(req, dict):
             raise InputError("interaction has no request mapping", path=path, pointer=where + "/request")
-        uri = req.get("uri")
+        uri = req.get("uri", req.get("url"))
         if not isinstance(uri, str):
-            raise InputError("request has no uri", path=path, pointer=where + "/request")
+            raise InputError("request has no uri (go-vcr: url)", path=path, pointer=where + "/request")
         headers = req.get("headers")
         if headers is not None and not isinstance(headers, dict):
             raise InputError("request headers must be a mapping", path=path, pointer=where + "/request/headers")
-        value = req.get("body")
-        if isinstance(value, dict) and "string" in value:  # the response-style shape (Ruby VCR's)
-            value = value["string"]
+        value = _unwrapped(req.get("body"), path, where + "/request/body")
         if value not in (None, "", b"") and not isinstance(value, (str, bytes, dict, list)):
             raise InputError(f"request body must be text or bytes, not {type(value).__name__}", path=path,
                              pointer=where + "/request/body")
@@ -212,11 +247,20 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
         resp = inter.get("response")
         resp = resp if isinstance(resp, dict) else {}
         rheaders = resp.get("headers")
-        rbody = _decoded(_text(resp.get("body")), rheaders) or _parsed(resp.get("parsed_body"))
+        rbody = (_decoded(_text(_unwrapped(resp.get("body"), path, where + "/response/body")), rheaders)
+                 or _parsed(resp.get("parsed_body")))
         usage = from_response(None, header(rheaders, "content-type"), rbody) if rbody else None
+        sent = req.get("content_length")  # go-vcr: http.Request.ContentLength, which Go sends as the header
+        if isinstance(sent, int) and not isinstance(sent, bool) and sent > 0 and header(headers, "content-length") is None:
+            headers = {**(headers or {}), "Content-Length": [str(sent)]}
+        length = header(headers, "content-length")
+        if body and not reser and not decoded and length is not None and length.strip().isdigit():
+            restored = _compacted(body, int(length))
+            if restored is not None:
+                body, reser = restored, True
         out.append(exchange(str(path), i, body, url=uri, time=date_of(inter, resp), usage=usage,
-                            status=http_status(resp.get("status")), session=str(path), where=where,
-                            reserialised=reser, response_model=response_model(rbody),
+                            status=http_status(resp.get("status")) or http_status(resp.get("code")),
+                            session=str(path), where=where, reserialised=reser, response_model=response_model(rbody),
                             method=str(req.get("method") or "POST"), headers=headers,
                             pairs=_pairs(headers or {}), decoded=decoded, response=rbody))
     return out
@@ -259,6 +303,41 @@ def _har_headers(value: Any, path: Path, where: str) -> tuple[tuple[str, str], .
                  if isinstance(h, dict) and isinstance(h.get("name"), str) and not h["name"].startswith(":"))
 
 
+def _polly_chunks(text: str, encoding: Any) -> bytes | None:
+    """Polly.js's node-http adapter keeps a ``Content-Encoding`` response as a
+    JSON array of its chunks, base64 (``encoding: "base64"``, Polly 5 and later)
+    or hex (no ``encoding``, before): ``getBodyFromChunks`` in
+    https://github.com/Netflix/pollyjs, packages/@pollyjs/adapter-node-http/src/index.js.
+    The chunks joined, or ``None`` when ``text`` is not such an array."""
+    try:
+        chunks = json.loads(text)
+        if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+            return None
+        return b"".join(base64.b64decode(c, validate=True) if encoding == "base64" else bytes.fromhex(c)
+                        for c in chunks)
+    except (binascii.Error, ValueError, RecursionError):
+        return None
+
+
+def _har_content(content: dict[str, Any], headers: Any) -> bytes | None:
+    """A HAR response's body, decoded; ``None`` where it cannot be read:
+    ``text``, base64 when ``encoding`` says so, or Polly's chunks (:func:`_polly_chunks`)."""
+    text = content.get("text")
+    if not isinstance(text, str):
+        return None
+    encoding = content.get("encoding")
+    if header(headers, "content-encoding") and text.startswith("["):
+        raw = _polly_chunks(text, encoding)
+        if raw is not None:
+            return _decoded(raw, headers)
+    if encoding == "base64":
+        try:
+            return _decoded(base64.b64decode(text), headers)
+        except (binascii.Error, ValueError):
+            return None
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _har(path: Path) -> list[Exchange]:
     """HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/): ``log.entries[i].request``
     with ``postData.text`` (base64 when ``encoding`` says so) and ``bodySize``."""
@@ -290,12 +369,7 @@ def _har(path: Path) -> list[Exchange]:
                 raise InputError("request has no url", path=path, pointer=where + "/request")
         resp: dict[str, Any] = e["response"] if isinstance(e.get("response"), dict) else {}
         content: dict[str, Any] = resp["content"] if isinstance(resp.get("content"), dict) else {}
-        rbody = _text(content.get("text"))
-        if rbody is not None and content.get("encoding") == "base64":
-            try:
-                rbody = _decoded(base64.b64decode(rbody), resp.get("headers"))
-            except (binascii.Error, ValueError):
-                rbody = None
+        rbody = _har_content(content, resp.get("headers"))
         ctype = header(resp.get("headers"), "content-type") or content.get("mimeType")
         usage = from_response(None, ctype if isinstance(ctype, str) else None, rbody) if rbody else None
         size = req.get("bodySize")

@@ -220,6 +220,29 @@ def test_corpus_build_takes_recordings_and_licence_only(tmp_path: Path) -> None:
         build.extract(git_dir, out, name="someone/ruby_llm")  # kept back to measure the result
 
 
+def test_corpus_build_reads_each_revision_given_and_go_vcr_testdata(tmp_path: Path) -> None:
+    import subprocess
+
+    build = _load_build()
+    go_vcr = b"---\nversion: 2\ninteractions:\n- request:\n    url: https://api.z.ai/api/paas/v4/chat/completions\n"
+    git_dir = _git_repo(tmp_path / "src", {"LICENSE.md": b"FSL", "internal/agent/testdata/a/old.yaml": go_vcr,
+                                           "internal/agent/testdata/a/both.yaml": go_vcr})
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    src = tmp_path / "src"
+    (src / "internal/agent/testdata/a/old.yaml").unlink()
+    (src / "internal/agent/testdata/a/both.yaml").write_bytes(go_vcr + b"# newer\n")
+    subprocess.run(["git", "-C", str(src), "commit", "-qam", "y"], check=True, env=env)
+    out = tmp_path / "corpus"
+    m = build.extract(git_dir, out, name="someone/agent", revs=("HEAD", "HEAD~1"))
+    assert m["files"] == ["internal/agent/testdata/a/both.yaml", "internal/agent/testdata/a/old.yaml"]
+    assert (out / "someone__agent/internal/agent/testdata/a/both.yaml").read_bytes().endswith(b"# newer\n")
+    head, older = m["commit"], [c for c in m["files_from"] if c != m["commit"]][0]  # type: ignore[union-attr]
+    assert m["files_from"] == {head: ["internal/agent/testdata/a/both.yaml"],
+                               older: ["internal/agent/testdata/a/old.yaml"]}
+    assert m["licence_files"] == ["LICENSE.md"]
+
+
 def test_registering_again_replaces_the_nearest_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
     from fidelity.tokens import EstimateTokenizer
 

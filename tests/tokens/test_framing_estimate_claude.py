@@ -178,7 +178,7 @@ def test_deferred_tool_is_not_in_the_context() -> None:
 
 
 def test_plain_text_document_is_read() -> None:
-    """pydantic-ai's test_text_document_as_binary_content_input: the document's data is text."""
+    """pydantic-ai's test_text_document_as_binary_content_input: the document's data is text, in a frame."""
     doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
                                           "data": "Dummy TXT file with a few more words in it\n"}}
     plain = _count(_body())
@@ -186,7 +186,8 @@ def test_plain_text_document_is_read() -> None:
     body["messages"][0]["content"].append(doc)
     from fidelity.tokens import get
 
-    assert _count(body) - plain == get("claude-calibrated").count(doc["source"]["data"])
+    assert _count(body) - plain == get("claude-calibrated").count(doc["source"]["data"]) \
+        + round(CONSTANTS["anthropic"]["document"])  # the text plus the document's frame
 
 
 def test_legacy_output_format_counts_as_output_config_format() -> None:
