@@ -90,6 +90,13 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     ("gemini", "gemini-estimate"),
 )
 
+def _own_template(provider: str | None) -> bool:
+    try:
+        return provider is not None and providers.get(provider).own_template
+    except UnknownName:
+        return False
+
+
 def provider_default(provider: str) -> str | None:
     """A provider family's tokenizer when the model name matches no rule
     (the ``tokenizer`` of its descriptor in :mod:`fidelity.providers`)."""
@@ -166,12 +173,14 @@ def for_model(model: str, provider: str | None = None, *, nearest: bool = False)
     ``nearest``: never raise; a name no rule matches gets the nearest
     family's tokenizer, marked estimated: a family named after a ``.`` or
     ``:`` (Bedrock's ``us.anthropic.claude-...``), else the provider's
-    fallback, else :data:`NEAREST_DEFAULT`. Names that ask for a model on
-    the command line keep the strict form (an unknown name exits 2)."""
+    fallback, else :data:`NEAREST_DEFAULT`; a provider that renders the body
+    with its own template (``own_template``) gets the model's marked
+    estimated too. Names that ask for a model on the command line keep the
+    strict form (an unknown name exits 2)."""
     key = _model_key(model)
     name = _rule(key)
     if name is not None:
-        return get(name)
+        return _nearest(get(name)) if nearest and _own_template(provider) else get(name)
     if nearest:
         for i, ch in enumerate(key):
             if ch in ".:" and (name := _rule(key[i + 1:])) is not None:

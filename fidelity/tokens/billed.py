@@ -75,19 +75,10 @@ def prompt_tokenizer(model: str, provider: str, dialect: str) -> Tokenizer:
     """The tokenizer a request to ``model`` is counted with, by every
     command: the model's own, else the nearest family's marked estimated
     (:func:`fidelity.tokens.for_model` with ``nearest``), as billed
-    (:func:`billing_tokenizer`); marked estimated where the provider renders
-    the body with its own template (``own_template`` in :mod:`fidelity.providers`)."""
-    from .. import providers
-    from ..errors import UnknownName
-    from . import _nearest, for_model
+    (:func:`billing_tokenizer`)."""
+    from . import for_model
 
-    tok = for_model(model, provider, nearest=True)
-    try:
-        if providers.get(provider).own_template:
-            tok = _nearest(tok)
-    except UnknownName:
-        pass
-    return billing_tokenizer(tok, dialect, model)
+    return billing_tokenizer(for_model(model, provider, nearest=True), dialect, model)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,13 @@ def test_openai_s_own_model_on_a_serving_provider_is_not_openai_s_figure(tmp_pat
     """gpt-oss on Groq (pydantic-ai test_groq_prompted_output.yaml, billed 177): OpenAI's
     tokenizer, Groq's prompt: a groq row."""
     path = _cassette(tmp_path, CASES[0][0], "openai/gpt-oss-120b", 177)
-    assert [r.provider for r in check([path]).rows] == ["groq"]
+    assert [(r.provider, r.estimated) for r in check([path]).rows] == [("groq", True)]
+    # the one rule every command (tokens-check, replay, the scan's tokenizer note) asks
+    from fidelity import tokens
+
+    assert tokens.for_model("openai/gpt-oss-120b", "groq", nearest=True).estimated
+    assert not tokens.for_model("gpt-oss-120b", "openai", nearest=True).estimated
+    assert not tokens.for_model("openai/gpt-oss-120b", "groq").estimated  # the strict form names the vocabulary
 
 
 def test_a_gateway_model_name_on_gemini_s_compatible_endpoint_stays_gemini() -> None:
