@@ -102,7 +102,9 @@ class Provider:
     engines). ``cache_model`` names an entry of :mod:`fidelity.cache` and
     ``cache_params`` its keyword arguments (engine settings such as a block
     size). ``price_key`` is the provider column of the price table
-    (``None``: no list price, as for self-hosted engines).
+    (``None``: no list price, as for self-hosted engines). ``own_template``:
+    it renders an OpenAI-shaped body with its own chat template, which it
+    does not publish (a serving provider): every count is an estimate.
     """
 
     name: str
@@ -117,6 +119,7 @@ class Provider:
     client_profiles: tuple[str, ...] = ()
     report: tuple[ReportSetup, ...] = ()
     docs: str = ""
+    own_template: bool = False
 
 
 _PROVIDERS: Registry[Provider] = Registry("provider")
@@ -363,6 +366,38 @@ register(Provider(
     tokenizer="o200k_base", cache_model="openai",
     client_profiles=_OPENAI_PROFILES,
 ))
+#: OpenAI-compatible serving providers of other models, each its own cache,
+#: whose rules it does not publish (OpenAI's stand in, as for OpenRouter):
+#: name, title, aliases, hosts, the API base path, whether it serves the
+#: Responses API too (each one's API reference)
+_SERVING = (
+    # https://console.groq.com/docs/openai, /docs/responses-api: https://api.groq.com/openai/v1
+    ("groq", "Groq", (), ("api.groq.com",), "/openai/v1", True),
+    # https://docs.mistral.ai/api/: https://api.mistral.ai/v1/chat/completions
+    ("mistral", "Mistral AI", ("mistralai",), ("api.mistral.ai",), "/v1", False),
+    # https://huggingface.co/docs/inference-providers/index: https://router.huggingface.co/v1
+    # (and /PROVIDER/v1 for one serving provider)
+    ("huggingface", "Hugging Face Inference Providers (router)", ("hf",), ("router.huggingface.co",), "", True),
+    # https://docs.x.ai/docs/api-reference: https://api.x.ai/v1 (chat/completions, responses)
+    ("xai", "xAI", ("x-ai",), ("api.x.ai",), "/v1", True),
+    # https://platform.moonshot.ai/docs/api/chat: https://api.moonshot.ai/v1 (api.moonshot.cn in China)
+    ("moonshot", "Moonshot AI", ("moonshotai",), ("api.moonshot.ai", "api.moonshot.cn"), "/v1", False),
+    # https://docs.together.ai/reference/chat-completions-1: https://api.together.xyz/v1
+    ("together", "Together AI", ("together_ai",), ("api.together.xyz",), "/v1", False),
+    # https://docs.fireworks.ai/api-reference/post-chatcompletions: https://api.fireworks.ai/inference/v1
+    ("fireworks", "Fireworks AI", ("fireworks_ai",), ("api.fireworks.ai",), "/inference/v1", False),
+    # https://inference-docs.cerebras.ai/api-reference/chat-completions: https://api.cerebras.ai/v1
+    ("cerebras", "Cerebras", (), ("api.cerebras.ai",), "/v1", False),
+    # https://deepinfra.com/docs/openai_api: https://api.deepinfra.com/v1/openai
+    ("deepinfra", "DeepInfra", (), ("api.deepinfra.com",), "/v1/openai", False),
+)
+for _name, _title, _aliases, _hosts, _base, _responses in _SERVING:
+    _apis = (("openai-chat", "/chat/completions"),) + ((("openai-responses", "/responses"),) if _responses else ())
+    register(Provider(
+        name=_name, title=f"{_title} (OpenAI-compatible serving)", aliases=_aliases,
+        routes=tuple(Route(h, d, _base + p) for h in _hosts for d, p in _apis),
+        cache_model="openai", client_profiles=_OPENAI_PROFILES, own_template=True,
+    ))
 register(Provider(
     name="bedrock", title="Amazon Bedrock (non-Anthropic models, Converse API)",
     aliases=("aws-bedrock", "bedrock_converse"),

@@ -53,7 +53,11 @@ apart with the reason :func:`reason` gives.
   rendered into the conversation in a form OpenAI does not publish:
   the API reference's ``AdditionalToolsItemParam``) and ``reasoning.mode:
   "pro"`` (GPT-5.6's multi-pass reasoning before one final answer:
-  https://developers.openai.com/api/docs/guides/reasoning);
+  https://developers.openai.com/api/docs/guides/reasoning); and a request
+  to OpenAI's Responses API made before :data:`RESPONSES_AS_TODAY` (its
+  first weeks: launched 2025-03-11,
+  https://openai.com/index/new-tools-for-building-agents/), which billed
+  text around the input that it no longer bills (:func:`early_responses`);
 * **server state**: ``previous_response_id`` / ``conversation`` (OpenAI
   Responses), ``context_management`` (Anthropic compaction or clearing),
   ``cachedContent`` (Gemini explicit caches): part of the prompt is held by
@@ -83,7 +87,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["REASONS", "reason", "has_marks"]
+__all__ = ["REASONS", "reason", "has_marks", "early_responses", "RESPONSES_AS_TODAY"]
+
+#: 2025-04-07 00:00 UTC: the first recording seen billed as the API bills today. Before it, the same
+#: bodies billed 18 tokens more on gpt-4o / gpt-4o-mini (simonw/llm-openai-plugin
+#: tests/cassettes/test_openai/test_options*.yaml, 2025-03-21; pydantic-ai
+#: test_openai_responses_system_prompt.yaml, 2025-03-27), 55 more on o3-mini and ~210 more
+#: with tools; test_openai_responses_model_instructions.yaml (2025-04-07) bills as today
+RESPONSES_AS_TODAY = 1743984000.0
 
 #: the reasons :func:`reason` gives, in the order it checks them
 REASONS = ("server tools", "provider tools", "server template", "server state")
@@ -174,3 +185,10 @@ def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: 
     if isinstance(body, dict) and any(body.get(k) for k in _STATE_MEMBERS):
         return "server state"
     return None
+
+
+def early_responses(dialect: str | None, provider: str | None, when: float | None) -> bool:
+    """Whether a request to OpenAI's own Responses API was made before
+    :data:`RESPONSES_AS_TODAY` (``when``: epoch seconds, ``None``: not known)."""
+    return dialect == "openai-responses" and provider in (None, "openai") and when is not None \
+        and when < RESPONSES_AS_TODAY

@@ -93,8 +93,11 @@ class CheckResult:
 
 
 def _provider_of(family: str | None, dialect: str, model: str) -> str:
+    """The row's provider: the URL's (:func:`fidelity.providers.from_url`);
+    where no host placed it, a gateway's ``org/model`` name that is not
+    OpenAI's is reported under ``openrouter``, not OpenAI."""
     m = model.lower().rsplit("/", 1)[-1]
-    if "/" in model and not m.startswith(("gpt", "o1", "o3", "o4")):
+    if family in (None, "openai") and "/" in model and not m.startswith(("gpt", "o1", "o3", "o4")):
         return "openrouter"
     return family or dialect
 

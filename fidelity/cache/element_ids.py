@@ -162,6 +162,8 @@ class _OpenAIPrep:
     #: the last user message's index (-1: none); whether reasoning of every turn is kept
     last_user: int = -1
     all_turns: bool = False
+    #: the Chat function tools open a system message of their own (framing_openai.opens_system)
+    own_system: bool = False
 
 
 def _last_user(items: Sequence[Item], start: int = 0) -> int:
@@ -206,7 +208,12 @@ class _OpenAI(Handler):
                 refs.update(_refs(it.value))
         names = dict(chain.from_iterable(pairs))
         return _OpenAIPrep(tok, model, names, fns[0] if fns else None, fns[-1] if fns else None, view.params,
-                           tool_end, call_at, pairs, refs, 0, _last_user(items), _all_turns(view.params))
+                           tool_end, call_at, pairs, refs, 0, _last_user(items), _all_turns(view.params),
+                           self._own_system(model, items, fns))
+
+    def _own_system(self, model: str, items: Sequence[Item], fns: Sequence[int]) -> bool:
+        return bool(fns) and framing_openai.opens_system(
+            self.dialect.name == "openai-chat", model, [it.value for it in items if it.kind != "tools"])
 
     def _grow(self, pp: _OpenAIPrep, tok: tokens.Tokenizer, model: str, items: Sequence[Item], k: int,
               params: bytes) -> _OpenAIPrep:
@@ -241,16 +248,17 @@ class _OpenAI(Handler):
         if last < 0:
             last = pp.last_user if pp.last_user < k else _last_user(items)
         keep_all = _all_turns(params)
-        if keep_all != pp.all_turns:
+        own = self._own_system(model, items, [i for i in (pp.first_fn,) if i is not None])
+        if keep_all != pp.all_turns or own != pp.own_system:
             keep = 0
         elif last != pp.last_user:
             keep = min(keep, max(0, min(last, pp.last_user) + 1))
         return _OpenAIPrep(tok, model, names, pp.first_fn, pp.last_fn, params, pp.tool_end, call_at, pairs,
-                           refs_all, keep, last, keep_all)
+                           refs_all, keep, last, keep_all, own)
 
     def _context(self, prep: _OpenAIPrep, i: int, it: Item) -> Hashable:
         if it.kind == "tools":
-            return (i == prep.first_fn, i == prep.last_fn)
+            return (i == prep.first_fn, i == prep.last_fn, prep.own_system)
         where = it.where
         flag = 1 if where == ("instructions",) else 2 if where == ("input",) else 0
         v = it.value
@@ -269,9 +277,10 @@ class _OpenAI(Handler):
 
     def element(self, prep: _OpenAIPrep, item: Item, data: bytes, ctx: Hashable) -> Any:
         if item.kind == "tools":
-            flags: tuple[bool, bool] = ctx  # type: ignore[assignment]
+            flags: tuple[bool, bool, bool] = ctx  # type: ignore[assignment]
             seg = Segment("tools", 0, "", data)
-            pieces = framing_openai.one_segment_pieces(seg, None, prep.model, {}, flags[0], flags[1])
+            pieces = framing_openai.one_segment_pieces(seg, None, prep.model, {}, flags[0], flags[1],
+                                                       own_system=flags[2])
         else:
             flag = ctx[0]  # type: ignore[index]
             ptr = "/instructions" if flag == 1 else "/input" if flag == 2 else ""

@@ -78,6 +78,13 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
 )
 
 
+def _own_template(provider: str | None) -> bool:
+    try:
+        return provider is not None and providers.get(provider).own_template
+    except UnknownName:
+        return False
+
+
 def names() -> list[str]:
     return sorted(_TOKENIZERS.names())
 
@@ -145,7 +152,7 @@ def for_model(model: str, provider: str | None = None, *, nearest: bool = False)
     key = _model_key(model)
     name = _rule(key)
     if name is not None:
-        return get(name)
+        return _nearest(get(name)) if nearest and _own_template(provider) else get(name)
     if nearest:
         for i, ch in enumerate(key):
             if ch in ".:" and (name := _rule(key[i + 1:])) is not None:

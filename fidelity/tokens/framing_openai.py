@@ -215,6 +215,14 @@ def estimate_family(model: str) -> str | None:
     return {"claude-estimate": "anthropic", "gemini-estimate": "gemini"}.get(name)
 
 
+#: the tools section's head as a model that does not read Harmony (gpt-4o,
+#: gpt-4.1) is billed for it: without the ``# Tools`` heading (docs/tokens-billed.md,
+#: "Tools of models without Harmony")
+RESPONSES_TOOLS_HEAD = TOOLS_HEAD.removeprefix("# Tools\n\n")
+#: fitted: tokens Chat Completions bills for such a model's tools section
+#: besides that text (and besides the system message it opens where the
+#: request has none: :func:`opens_system`)
+CHAT_TOOLS_EXTRA = 2
 #: fitted: tokens Chat Completions adds for a Harmony model (gpt-5.x,
 #: o-series) when the request declares function tools; the same requests on
 #: the Responses API do not carry them (docs/tokens-billed.md, "Chat tools block")
@@ -227,16 +235,25 @@ _BLOCK_BASE = -(1 << 18)
 
 
 def chat_tools_block(model: str, chat: bool) -> list[Piece]:
-    """Stand-in specials a Harmony model's function tools bill besides their
-    rendering: :data:`HARMONY_TOOLS_EXTRA` on either API, and
+    """Stand-in specials function tools bill besides their rendering: for a
+    Harmony model :data:`HARMONY_TOOLS_EXTRA` on either API, and
     :data:`CHAT_TOOLS_BLOCK` more on OpenAI's own Chat Completions
-    (``chat``); none for other models. A model named with its organisation
+    (``chat``); for other models :data:`CHAT_TOOLS_EXTRA` on Chat. A model named with its organisation
     (``openai/gpt-5-mini``) is a gateway's (OpenRouter's) name: the gateway's
     call to OpenAI did not carry the Chat block."""
     if not harmony(model):
-        return []
+        return [Special(_BLOCK_BASE - i) for i in range(CHAT_TOOLS_EXTRA if chat else 0)]
     n = HARMONY_TOOLS_EXTRA + (CHAT_TOOLS_BLOCK if chat and "/" not in model else 0)
     return [Special(_BLOCK_BASE - i) for i in range(n)]
+
+
+def opens_system(chat: bool, model: str, values: Sequence[Any]) -> bool:
+    """Whether a Chat request's function tools open a system message of their
+    own: a model without Harmony reads them in the system message, and a
+    request with no system or developer message among ``values`` (its
+    messages) gets one for them (docs/tokens-billed.md)."""
+    return chat and not harmony(model) and not any(
+        isinstance(v, Mapping) and v.get("role") in ("system", "developer") for v in values)
 
 
 def _loads(data: bytes) -> Any:
@@ -353,8 +370,11 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
         return call_pieces(str(msg.get("name", "")), str(msg.get("arguments", "")), model)
     if t == "function_call_output":
         out = msg.get("output")
-        return output_pieces(names.get(str(msg.get("call_id"))),
-                             content_pieces(out) if not isinstance(out, str) else [out], model)
+        name = names.get(str(msg.get("call_id")))
+        read: list[Piece] = content_pieces(out) if not isinstance(out, str) else [out]
+        if name and not harmony(model):  # the Responses API names the function (docs/tokens-billed.md)
+            return [START, "functions." + name, MESSAGE, *read, END]
+        return output_pieces(name, read, model)
     if t in ("reasoning", "compaction"):
         enc = msg.get("encrypted_content")
         if isinstance(enc, str) and enc:
@@ -372,11 +392,32 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
     pieces.extend(content_pieces(msg.get("content")))
     pieces.append(END)
     calls = msg.get("tool_calls")
-    for call in calls if isinstance(calls, list) else ():  # another type: not calls (bad input must not crash)
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(fn, Mapping):
-            pieces += call_pieces(str(fn.get("name", "")), str(fn.get("arguments", "")), model)
+    fns = [f for f in (c.get("function") if isinstance(c, Mapping) else None  # another type: not calls
+                       for c in (calls if isinstance(calls, list) else ())) if isinstance(f, Mapping)]
+    if len(fns) > 1 and not harmony(model):
+        return pieces + parallel_call_pieces(fns)
+    for fn in fns:
+        pieces += call_pieces(str(fn.get("name", "")), str(fn.get("arguments", "")), model)
     return pieces
+
+
+def parallel_call_pieces(fns: Sequence[Mapping[str, Any]]) -> list[Piece]:
+    """Several calls of one Chat assistant message, as a model without
+    Harmony reads them: one call of ``multi_tool_use.parallel`` whose
+    arguments list each function (``tool_uses`` of ``recipient_name`` and
+    ``parameters``), in compact JSON: the wrapper GPT models emit themselves,
+    whose form opencode's GPT prompt once spelled out
+    (https://github.com/anomalyco/opencode/pull/39042 removed it); measured:
+    docs/tokens-billed.md, "Parallel calls")."""
+    uses = []
+    for fn in fns:
+        args = fn.get("arguments")
+        try:
+            params = orjson.loads(args) if isinstance(args, str) else args
+        except orjson.JSONDecodeError:
+            params = args
+        uses.append({"recipient_name": f"functions.{fn.get('name', '')}", "parameters": params})
+    return [START, "assistant to=multi_tool_use.parallel", MESSAGE, orjson.dumps({"tool_uses": uses}).decode(), END]
 
 
 def call_names(values: Sequence[Any]) -> dict[str, str]:
@@ -423,21 +464,24 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
     names = call_names(values)
     params = next((_loads(b"{" + s.data + b"}") for s in segs if s.kind == "params" and s.data), None)
     last, keep_all = last_user(values), all_turns(params)
+    own = bool(functions) and opens_system(dialect == "openai-chat", model, values)
     return [one_segment_pieces(seg, values[i], model, names, bool(functions) and i == functions[0],
                                bool(functions) and i == functions[-1],
-                               finished=finished_reasoning(values[i], i, last, keep_all))
+                               finished=finished_reasoning(values[i], i, last, keep_all), own_system=own)
             for i, seg in enumerate(segs)]
 
 
 def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str, str],
-                       first_function: bool, last_function: bool, finished: bool = False) -> list[Piece]:
+                       first_function: bool, last_function: bool, finished: bool = False,
+                       own_system: bool = False) -> list[Piece]:
     """Pieces of one segment of :func:`segment_pieces`: ``value`` is the
     parsed segment (system and message segments); the tools block's head
     and tail go with the first and last function tool; ``names`` (call id
     -> function name over the whole view) is read only by a tool result,
     through ``names.get(str(call_id))`` / ``names.get(str(tool_call_id))``;
     ``finished``: the segment is a reasoning item of a finished turn
-    (:func:`finished_reasoning`), which bills nothing."""
+    (:func:`finished_reasoning`), which bills nothing; ``own_system``: the
+    function tools open a system message of their own (:func:`opens_system`)."""
     if finished:
         return []
     family = estimate_family(model)
@@ -459,15 +503,20 @@ def one_segment_pieces(seg: Segment, value: Any, model: str, names: Mapping[str,
         if isinstance(tool, Mapping) and tool.get("type") == "namespace":
             pieces.append(render_namespace(tool))
         elif fn is not None:
+            # a Chat Completions tool nests its function (Responses tools are flat)
+            chat = isinstance(tool, Mapping) and isinstance(tool.get("function"), Mapping)
             if first_function:
-                pieces.append(TOOLS_HEAD)
+                if own_system:
+                    pieces += [START, "system", MESSAGE]
+                pieces.append(TOOLS_HEAD if harmony(model) else RESPONSES_TOOLS_HEAD)
             # OpenAI's own Harmony models read its Harmony renderer's tool
             # types; gpt-oss served by others reads its chat template's
-            pieces.append(render_function(fn, harmony(model) and not open_weight_harmony(model)))
+            pieces.append(render_function(fn, harmony(model) and not open_weight_harmony(model), harmony(model)))
             if last_function:
                 pieces.append(TOOLS_TAIL)
-                # a Chat Completions tool nests its function (Responses tools are flat)
-                pieces += chat_tools_block(model, isinstance(tool, Mapping) and isinstance(tool.get("function"), Mapping))
+                if own_system:
+                    pieces.append(END)
+                pieces += chat_tools_block(model, chat)
     else:
         if seg.pointer in ("/instructions",):
             pieces += [START, "developer", MESSAGE, *content_pieces(value), END]

@@ -23,7 +23,9 @@ section; the same rendering was measured against the API by
 hmarr/openai-chat-tokens, https://github.com/hmarr/openai-chat-tokens,
 ``src/functions.ts``). Property descriptions become ``//`` comments,
 optional properties get ``?``, enums become unions of literals, arrays
-``T[]``, nested objects are rendered inline.
+``T[]``, nested objects are rendered inline. A model without Harmony
+(gpt-4o, gpt-4.1) reads ``name:type``, with no space after the colon: one
+token a property fewer, as its recorded usage bills (docs/tokens-billed.md).
 
 **Harmony models** (gpt-5, o-series; not gpt-oss served by others through
 its chat template) read one more comment: the ``parameters`` object's own
@@ -58,8 +60,9 @@ __all__ = ["render_type", "function_of", "render_function", "render_namespace", 
 
 # ------------------------------------------------------------------ tools
 
-def render_type(schema: Any, indent: str = "") -> str:
-    """A JSON schema as the TypeScript-like type the model reads."""
+def render_type(schema: Any, indent: str = "", colon: str = ": ") -> str:
+    """A JSON schema as the TypeScript-like type the model reads (``colon``
+    between a property's name and its type)."""
     if not isinstance(schema, Mapping):
         return "any"
     if "enum" in schema and isinstance(schema["enum"], list):
@@ -68,18 +71,18 @@ def render_type(schema: Any, indent: str = "") -> str:
         return orjson.dumps(schema["const"]).decode()
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return " | ".join(render_type(s, indent) for s in schema[key]) or "any"
+            return " | ".join(render_type(s, indent, colon) for s in schema[key]) or "any"
     t = schema.get("type")
     if isinstance(t, list):
-        return " | ".join(render_type({**schema, "type": x}, indent) for x in t)
+        return " | ".join(render_type({**schema, "type": x}, indent, colon) for x in t)
     if t == "array":
-        inner = render_type(schema.get("items"), indent)
+        inner = render_type(schema.get("items"), indent, colon)
         return f"({inner})[]" if " | " in inner else f"{inner}[]"
     if t == "object" or "properties" in schema:
         props = schema.get("properties")
         if not isinstance(props, Mapping) or not props:
             return "object"
-        return "{\n" + _render_props(schema, indent) + indent + "}"
+        return "{\n" + _render_props(schema, indent, colon) + indent + "}"
     if t in ("integer", "number"):
         return "number"
     if t in ("string", "boolean", "null"):
@@ -87,7 +90,7 @@ def render_type(schema: Any, indent: str = "") -> str:
     return "any"
 
 
-def _render_props(schema: Mapping[str, Any], indent: str = "") -> str:
+def _render_props(schema: Mapping[str, Any], indent: str = "", colon: str = ": ") -> str:
     props = schema.get("properties") or {}
     required = schema.get("required")
     required = required if isinstance(required, list) else []
@@ -96,7 +99,7 @@ def _render_props(schema: Mapping[str, Any], indent: str = "") -> str:
         if isinstance(sub, Mapping) and isinstance(sub.get("description"), str):
             out.append(f"{indent}// {sub['description']}\n")
         opt = "" if name in required else "?"
-        out.append(f"{indent}{name}{opt}: {render_type(sub, indent)},\n")
+        out.append(f"{indent}{name}{opt}{colon}{render_type(sub, indent, colon)},\n")
     return "".join(out)
 
 
@@ -114,10 +117,11 @@ def function_of(tool: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def render_function(fn: Mapping[str, Any], harmony: bool = False) -> str:
+def render_function(fn: Mapping[str, Any], harmony: bool = False, spaced: bool = True) -> str:
     """One function in the ``namespace functions`` block; ``harmony``: as
     OpenAI's own Harmony models read it (the parameters' own description
-    is a comment before their ``{``: module docstring)."""
+    is a comment before their ``{``: module docstring); ``spaced``: a space
+    after each property's colon (not for models without Harmony: module docstring)."""
     out = ""
     desc = fn.get("description")
     if isinstance(desc, str) and desc:
@@ -127,7 +131,7 @@ def render_function(fn: Mapping[str, Any], harmony: bool = False) -> str:
     if isinstance(params, Mapping) and isinstance(params.get("properties"), Mapping) and params["properties"]:
         about = params.get("description")
         note = f"// {about}\n" if harmony and isinstance(about, str) else ""
-        out += f"type {name} = (_: {note}{{\n{_render_props(params)}}}) => any;\n\n"
+        out += f"type {name} = (_: {note}{{\n{_render_props(params, colon=': ' if spaced else ':')}}}) => any;\n\n"
     else:
         out += f"type {name} = () => any;\n\n"
     return out

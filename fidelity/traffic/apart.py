@@ -29,6 +29,7 @@ then take the decision as it is. Two kinds of decision:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +39,7 @@ from ..capture.redact import url_problem
 from ..wire.evidence import endpoint_of, route
 from .exchange import Exchange, header
 
-__all__ = ["exchange", "decide", "route", "endpoint_of", "NOT_AS_SENT"]
+__all__ = ["exchange", "decide", "response_time", "route", "endpoint_of", "NOT_AS_SENT"]
 
 #: a recorded body whose length is not the ``Content-Length`` it was sent with:
 #: edited after recording (a stand-in for a long prompt, another model's name)
@@ -47,11 +48,12 @@ NOT_AS_SENT = "the recording does not hold the body as sent (Content-Length diff
 
 def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: int | None = None,
            method: str = "POST", headers: Mapping[str, Any] | None = None,
-           reserialised: bool = False) -> tuple[str | None, str | None]:
+           reserialised: bool = False, when: float | None = None) -> tuple[str | None, str | None]:
     """``(skip, apart)``: why the request is not simulated, or why it is
     simulated but left out of the figures (see the module docstring).
     ``headers``: the recorded request headers; ``reserialised``: the body is
-    the recorder's serialisation of parsed JSON (its length says nothing)."""
+    the recorder's serialisation of parsed JSON (its length says nothing);
+    ``when``: when it was sent (epoch seconds)."""
     problem = url_problem(url) if url else None
     if problem is not None:  # as the importers set it apart: nothing can route, redact or write it
         return f"malformed URL: {problem}", None
@@ -69,7 +71,20 @@ def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: 
     if dialect not in wire.names():
         return f"an API fidelity has no wire dialect for ({dialect})", None
     ep = endpoint_of(url) if url else None
-    return None, server_side.reason(obj, raw=body, server_prompt=ep.server_prompt if ep is not None else "")
+    why = server_side.reason(obj, raw=body, server_prompt=ep.server_prompt if ep is not None else "")
+    if why is None and server_side.early_responses(dialect, ep.provider if ep is not None else None, when):
+        why = "server template"
+    return None, why
+
+
+def response_time(response: bytes | None) -> float | None:
+    """The epoch seconds a response body says it was created at (``created_at``,
+    ``created``), if any."""
+    m = _CREATED.search(response[:65536]) if response else None
+    return float(m.group(1)) if m else None
+
+
+_CREATED = re.compile(rb'"created(?:_at)?"\s*:\s*(\d{9,11})\b')
 
 
 def exchange(source: str, index: int, body: bytes, *, url: str | None = None, time: float | None = None,
@@ -77,10 +92,12 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
              where: str = "", hint: str | None = None, model: str | None = None, reserialised: bool = False,
              response_model: str | None = None, method: str = "POST",
              headers: Mapping[str, Any] | None = None, pairs: tuple[tuple[str, str], ...] = (),
-             decoded: str | None = None, recorded_size: int | None = None) -> Exchange:
+             decoded: str | None = None, recorded_size: int | None = None,
+             response: bytes | None = None) -> Exchange:
     """An :class:`Exchange` routed and decided by the one rule. ``hint``:
     the dialect the recording names; ``model``: the model it names where
     the body does not; ``headers``: the request headers the rule reads;
+    ``response``: the response body, read for when it was sent where ``time`` is not known;
     ``pairs``, ``decoded``, ``recorded_size``: kept on the exchange as
     recorded (:class:`Exchange`), read by no rule."""
     try:
@@ -88,7 +105,8 @@ def exchange(source: str, index: int, body: bytes, *, url: str | None = None, ti
     except (ValueError, RecursionError):
         obj = None
     dialect, provider, named = route(obj, url, hint, model)
-    skip, apart = decide(obj, body, url, dialect, status, method, headers, reserialised)
+    skip, apart = decide(obj, body, url, dialect, status, method, headers, reserialised,
+                         time if time is not None else response_time(response))
     return Exchange(source, index, body, url, dialect, named, time, usage, skip=skip, apart=apart,
                     status=status, session=session, where=where, reserialised=reserialised,
                     response_model=response_model, provider=provider, method=method, headers=pairs,

@@ -262,7 +262,7 @@ def _interactions(path: Path, items: list[Any], date_of: Callable[[dict[str, Any
                             status=http_status(resp.get("status")) or http_status(resp.get("code")),
                             session=str(path), where=where, reserialised=reser, response_model=response_model(rbody),
                             method=str(req.get("method") or "POST"), headers=headers,
-                            pairs=_pairs(headers or {}), decoded=decoded))
+                            pairs=_pairs(headers or {}), decoded=decoded, response=rbody))
     return out
 
 

@@ -21,7 +21,7 @@ TYPED_CHAT = {"model": "magistral-medium-latest",
 def test_a_chat_path_on_an_unknown_host_is_chat_for_replay_too() -> None:
     """Replay read this request as Anthropic Messages (body marks only) while the
     proxy read it as Chat Completions (the path); now both read the path."""
-    url = "https://api.mistral.ai/v1/chat/completions"
+    url = "https://llm-gateway.example.com/v1/chat/completions"
     body = orjson.dumps(TYPED_CHAT)
     ex = exchange("x", 0, body, url=url)
     assert (ex.dialect, ex.provider, ex.model) == ("openai-chat", "openai", "magistral-medium-latest")
