@@ -90,19 +90,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
-    except FidelityError as exc:
-        if getattr(args, "debug", False):
-            traceback.print_exc()
-        print(f"fidelity {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # the reader stopped early (| head): not an error
         _silence_stdout()
         return 0
-    except OSError as exc:  # an output path that cannot be written (a file where a folder goes, a full disk)
+    # an OSError: an output path that cannot be written (a file where a folder goes, a full disk)
+    except (FidelityError, OSError) as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"fidelity {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        text = str(exc) if isinstance(exc, FidelityError) else (
+            f"{exc.filename}: " if exc.filename else "") + str(exc.strerror or exc)
+        print(f"fidelity {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fidelity: interrupted", file=sys.stderr)

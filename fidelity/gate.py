@@ -73,11 +73,9 @@ def load_config(path: str | Path | None = "pyproject.toml") -> Thresholds:
     """Thresholds from ``[tool.fidelity.gate]`` of a ``pyproject.toml``
     (defaults when the file or table is absent). Unknown keys, negative or
     non-numeric thresholds raise :class:`InputError`."""
-    if path is None:
+    if path is None or not Path(path).is_file():
         return Thresholds()
     p = Path(path)
-    if not p.is_file():
-        return Thresholds()
     doc = load_toml(p)
     table = doc.get("tool", {}).get("fidelity", {}).get("gate", {})
     if not isinstance(table, dict):

@@ -38,15 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"canonical request JSON file (\"fidelity\": \"{FORMAT}\"; example: {EXAMPLE})")
 
 
-def _wire_body_error(obj: Any, path: str) -> InputError | None:
-    """The error for a provider wire body handed to render (``None``: not one)."""
+def _refuse_wire_body(obj: Any, path: str) -> None:
+    """Refuse a provider wire body handed to render, naming the commands that take one."""
     if not isinstance(obj, dict) or "fidelity" in obj:
-        return None
+        return
     try:
         dialect = detect_request(obj).dialect
     except InputError:
-        return None
-    return InputError(f"this is a provider wire body (it looks like {dialect}), not a canonical request; render takes "
+        return
+    raise InputError(f"this is a provider wire body (it looks like {dialect}), not a canonical request; render takes "
                       f"a canonical request (\"fidelity\": \"{FORMAT}\", example: {EXAMPLE}); to diff or fork this body as it "
                       f"is, use `fidelity diff` or `fidelity fork --provider {dialect}`", path=path)
 
@@ -72,9 +72,7 @@ def dialect_for(route_provider: str, *, path: str | None = None) -> str:
 def run(args: argparse.Namespace) -> int:
     given = wire.get(args.provider) if args.provider else None  # UnknownName -> one line, exit 2
     obj = load(args.request)
-    bad = _wire_body_error(obj, args.request)
-    if bad is not None:
-        raise bad
+    _refuse_wire_body(obj, args.request)
     request = request_from_obj(obj, path=args.request)
     dialect = given or wire.get(dialect_for(request.route.provider, path=args.request))
     if args.model and not request.route.model:
