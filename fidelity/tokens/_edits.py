@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from ..bytediff import first_divergence
 
-__all__ = ["EDIT_MIN_CHARS", "RecentTexts", "boundaries_safe", "edit_boundaries"]
+__all__ = ["EDIT_MIN_CHARS", "RecentTexts", "boundaries_safe"]
 
 #: texts shorter than this are encoded whole (the look-up would cost about as much)
 EDIT_MIN_CHARS = 512
@@ -32,11 +32,6 @@ _LETTER_SPACE = re.compile(r"[A-Za-z] ")
 def boundaries_safe(specials: Iterable[str]) -> bool:
     """Whether no special token holds a letter followed by a space."""
     return not any(_LETTER_SPACE.search(s) for s in specials)
-
-
-def edit_boundaries(text: str) -> list[int]:
-    """Every edit boundary of ``text`` (0 and ``len(text)`` are boundaries too)."""
-    return [0, *(m.start() for m in _BOUNDARY.finditer(text)), len(text)] if text else [0]
 
 
 def _last_boundary(text: str, end: int) -> int:

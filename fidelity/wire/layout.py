@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import orjson
 
 from ..errors import InputError
-from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
+from ..jsonbytes import iter_elements, iter_members, loads, skip_value, skip_ws
 from ..model import FrozenDict
 from . import spans
 
@@ -123,7 +123,6 @@ class _Node:
         return self.body[self.start : self.end]
 
 
-_STRING_OR_WS = re.compile(rb'"(?:[^"\\]|\\.)*"|[ \t\r\n]+', re.DOTALL)
 _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
 
 
@@ -141,7 +140,7 @@ def _first_separators(body: bytes) -> tuple[str | None, str | None]:
             members = list(iter_members(body, node.start))
             for m in members:
                 if key is None:
-                    k_end = _STRING_OR_WS.match(body, m.start).end()  # type: ignore[union-attr]
+                    k_end = skip_value(body, m.start)  # the end of the key string
                     key = body[k_end : m.value_start].decode("latin-1")
                 todo.append(_Node(body, m.value_start, m.end))
             if item is None and len(members) >= 2:
@@ -351,7 +350,7 @@ class Written:
             for k in merge_order(list(old), list(new)):
                 if k in members:
                     key_start, child = members[k]
-                    k_end = _STRING_OR_WS.match(self.body, key_start).end()  # type: ignore[union-attr]
+                    k_end = skip_value(self.body, key_start)
                     key_raw = self.body[key_start:k_end]
                     sep = self.body[k_end : child.start]
                     parts.append(key_raw + sep + self._emit(new[k], old[k], child, depth + 1))
