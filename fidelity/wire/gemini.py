@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
+from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer, value_spans
 from ..model import (
     Image,
     Message,
@@ -257,10 +257,19 @@ def _parse_part(obj: Any) -> Part | None:
     return None
 
 
+def _listed(value: Any) -> Any:
+    """``value``, a lone object as a one-element list: the API reads a lone
+    ``contents`` or ``parts`` object where its reference says a list (the
+    bodies of sublayerapp/sublayer spec/vcr_cassettes/gemini/*.yml send
+    ``"contents": {"role": ..., "parts": {"text": ...}}`` and are answered,
+    with usage)."""
+    return [value] if isinstance(value, dict) else value
+
+
 def _parse_content(obj: Any, where: str) -> Message:
     if not isinstance(obj, dict):
         raise InputError(f"expected a content object, got {type(obj).__name__}", pointer=where)
-    raw_parts = obj.get("parts")
+    raw_parts = _listed(obj.get("parts"))
     raw_parts = raw_parts if isinstance(raw_parts, list) else []
     parsed = [_parse_part(p) for p in raw_parts]
     parts = tuple(p for p in parsed if p is not None)
@@ -316,7 +325,7 @@ def parse_body(obj: Any, *, model: str = "", path: str | None = None) -> Request
     try:
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", pointer="")
-        contents = obj.get("contents")
+        contents = _listed(obj.get("contents"))
         if not isinstance(contents, list):
             raise InputError("expected a \"contents\" array", pointer="/contents")
         messages = tuple(_parse_content(c, f"/contents/{i}") for i, c in enumerate(contents))
@@ -392,13 +401,16 @@ class Gemini:
             else:
                 segments.append(Segment("tools", n, pointer("tools", t), body[ts:te]))
                 n += 1
+        if isinstance(obj.get("contents"), dict):  # a lone content (_listed)
+            s, e = value_spans(body, ["/contents"])["/contents"]
+            segments.append(Segment("message", 0, "/contents", body[s:e]))
         for i, (s, e) in enumerate(element_spans(body, "/contents")):
             segments.append(Segment("message", i, pointer("contents", i), body[s:e]))
         return segments
 
     def detect(self, obj: Any) -> bool:
-        """A Gemini body: a ``contents`` array and no ``messages``."""
-        return isinstance(obj, dict) and isinstance(obj.get("contents"), list) and "messages" not in obj
+        """A Gemini body: ``contents`` (an array, or a lone object) and no ``messages``."""
+        return isinstance(obj, dict) and isinstance(obj.get("contents"), (list, dict)) and "messages" not in obj
 
 
 GEMINI = register(Gemini())
