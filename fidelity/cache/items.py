@@ -137,37 +137,23 @@ def _blocks(m: Any) -> Any:
 
 
 def _gemini(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    from ..wire.gemini import CACHE_MEMBERS
+    from ..wire.gemini import CACHE_MEMBERS, cache_layout
 
     found: list[bytes] = []
-    for where, key in CACHE_MEMBERS:
+    for at, key in CACHE_MEMBERS:
         holder: Any = obj
-        for token in [t for t in where.split("/") if t]:
+        for token in [t for t in at.split("/") if t]:
             holder = holder.get(token) if isinstance(holder, dict) else None
         if isinstance(holder, dict) and key in holder:
             found.append(dumps_value(key) + b":" + dumps_value(holder[key]))
     out: list[Item] = []
-    si = obj.get("systemInstruction")
-    parts = si.get("parts") if isinstance(si, dict) else None
-    if isinstance(parts, list):
-        out += [Item("system", i, ("systemInstruction", "parts", i,), p) for i, p in enumerate(parts)]
-    n = 0
-    tools = obj.get("tools")
-    tools = tools if isinstance(tools, list) else []
-    for t, entry in enumerate(tools):
-        decls = entry.get("functionDeclarations") if isinstance(entry, dict) else None
-        if isinstance(decls, list):
-            for k, decl in enumerate(decls):
-                out.append(Item("tools", n, ("tools", t, "functionDeclarations", k,), decl))
-                n += 1
-        else:
-            out.append(Item("tools", n, ("tools", t,), entry))
-            n += 1
-    contents = obj.get("contents")
-    contents = contents if isinstance(contents, list) else []
-    if first_only:
-        contents = contents[:1]
-    out += [Item("message", i, ("contents", i,), c) for i, c in enumerate(contents)]
+    for kind, i, where in cache_layout(obj):
+        if first_only and kind == "message" and i > 0:
+            break
+        value: Any = obj
+        for token in where:
+            value = value[token]
+        out.append(Item(kind, i, where, value))
     return FastView(d.name, b",".join(found), tuple(out))
 
 

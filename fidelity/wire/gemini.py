@@ -31,11 +31,11 @@ from ..model import (
     freeze,
     thaw,
 )
-from . import Segment, register
+from . import Segment, SegmentKind, register
 from ._gemini_schema import dump_schema, enum_upper
 from .profiles import GENAI_KEYS, attach, write_request
 
-__all__ = ["Gemini", "GEMINI", "CACHE_MEMBERS"]
+__all__ = ["Gemini", "GEMINI", "CACHE_MEMBERS", "cache_layout"]
 
 #: Keys that only a ``GenerateContentConfig`` can produce; any of them means
 #: the SDK also sends ``generationConfig`` (at least ``{}``).
@@ -352,6 +352,33 @@ def parse_body(obj: Any, *, model: str = "", path: str | None = None) -> Request
 # -------------------------------------------------------------- cache view
 
 
+def cache_layout(obj: dict[str, Any]) -> list[tuple[SegmentKind, int, tuple[Any, ...]]]:
+    """``(kind, index within its kind, where)`` of each prompt segment of a
+    parsed body, in cache order: system instruction parts, function
+    declarations (another tool entry whole), contents (a lone object as one,
+    :func:`_listed`). The one layout of both cache views (``cache_view``
+    here, the builder's ``fidelity.cache.items``)."""
+    out: list[tuple[SegmentKind, int, tuple[Any, ...]]] = []
+    si = obj.get("systemInstruction")
+    parts = si.get("parts") if isinstance(si, dict) else None
+    if isinstance(parts, list):
+        out += [("system", i, ("systemInstruction", "parts", i)) for i in range(len(parts))]
+    tools = obj.get("tools")
+    n = 0
+    for t, entry in enumerate(tools if isinstance(tools, list) else ()):
+        decls = entry.get("functionDeclarations") if isinstance(entry, dict) else None
+        for where in [("tools", t, "functionDeclarations", k) for k in range(len(decls))] \
+                if isinstance(decls, list) else [("tools", t)]:
+            out.append(("tools", n, where))
+            n += 1
+    contents = obj.get("contents")
+    if isinstance(contents, dict):
+        out.append(("message", 0, ("contents",)))
+    elif isinstance(contents, list):
+        out += [("message", i, ("contents", i)) for i in range(len(contents))]
+    return out
+
+
 def _params_segment(body: bytes) -> Segment:
     found: list[bytes] = []
     for where, key in CACHE_MEMBERS:
@@ -381,31 +408,21 @@ class Gemini:
         return attach(parse_body(obj, model=model), body, obj, self.name)
 
     def cache_view(self, body: bytes) -> list[Segment]:
-        """params, system instruction parts, tools, contents."""
+        """params, system instruction parts, tools, contents (:func:`cache_layout`)."""
         body = bytes(body)
         obj = loads(body)
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", pointer="")
+        layout = cache_layout(obj)
+        # each array's elements sliced in one pass; a lone object by its pointer
+        spans = value_spans(body, [pointer(*w) for _, _, w in layout if not isinstance(w[-1], int)])
+        for array_at in dict.fromkeys(w[:-1] for _, _, w in layout if isinstance(w[-1], int)):
+            for j, span in enumerate(element_spans(body, pointer(*array_at))):
+                spans[pointer(*array_at, j)] = span
         segments = [_params_segment(body)]
-        for i, (s, e) in enumerate(element_spans(body, "/systemInstruction/parts")):
-            segments.append(Segment("system", i, pointer("systemInstruction", "parts", i), body[s:e]))
-        n = 0
-        tools = obj.get("tools")
-        tools = tools if isinstance(tools, list) else []
-        for t, (ts, te) in enumerate(element_spans(body, "/tools")):
-            entry = tools[t] if t < len(tools) else None
-            if isinstance(entry, dict) and isinstance(entry.get("functionDeclarations"), list):
-                for d, (s, e) in enumerate(element_spans(body, pointer("tools", t, "functionDeclarations"))):
-                    segments.append(Segment("tools", n, pointer("tools", t, "functionDeclarations", d), body[s:e]))
-                    n += 1
-            else:
-                segments.append(Segment("tools", n, pointer("tools", t), body[ts:te]))
-                n += 1
-        if isinstance(obj.get("contents"), dict):  # a lone content (_listed)
-            s, e = value_spans(body, ["/contents"])["/contents"]
-            segments.append(Segment("message", 0, "/contents", body[s:e]))
-        for i, (s, e) in enumerate(element_spans(body, "/contents")):
-            segments.append(Segment("message", i, pointer("contents", i), body[s:e]))
+        for kind, i, where in layout:
+            s, e = spans[ptr := pointer(*where)]
+            segments.append(Segment(kind, i, ptr, body[s:e]))
         return segments
 
     def detect(self, obj: Any) -> bool:

@@ -3,7 +3,7 @@
 Gemini's API answers bodies that send ``"contents": {"role": ..., "parts":
 {"text": ...}}`` (sublayerapp/sublayer spec/vcr_cassettes/gemini/42.yml:
 billed 14 prompt tokens for the question below); the cache view counted
-such a body as no message at all."""
+such a body as no message at all, and the scan as an empty prompt."""
 
 from __future__ import annotations
 
@@ -51,3 +51,11 @@ def test_lone_forms_bill_like_lists(text: str, role: str) -> None:
     listed = {"contents": [{"role": role, "parts": [{"text": text}]}]}
     lone = {"contents": {"role": role, "parts": {"text": text}}}
     assert _billed(json.dumps(lone).encode()) == _billed(json.dumps(listed).encode())
+
+
+def test_builder_view_has_the_same_segments() -> None:
+    from fidelity.cache import items
+
+    view = items.build_view(GEMINI, json.loads(LONE))
+    exact = [s for s in GEMINI.cache_view(LONE) if s.kind != "params"]
+    assert [(i.kind, i.index, i.pointer) for i in view.items] == [(s.kind, s.index, s.pointer) for s in exact]
