@@ -99,11 +99,6 @@ def ensure_not_in_fork_child(history: Sequence[Message], *, tag: str = FORK_BOIL
         )
 
 
-def _placeholder_responses(model_message: Message, placeholder: str) -> tuple[ToolResult, ...]:
-    response: FrozenDict = freeze({"output": placeholder})
-    return tuple(ToolResult(call.id, call.name, response) for call in model_message.tool_calls())
-
-
 def plan(
     history: Sequence[Message],
     directive: str,
@@ -126,7 +121,9 @@ def plan(
         return ForkPlan(kept, message)
     last = kept[-1]
     clone = replace(last)
-    responses = Message("user", _placeholder_responses(last, placeholder) + (Text(message),))
+    response: FrozenDict = freeze({"output": placeholder})
+    results = tuple(ToolResult(call.id, call.name, response) for call in last.tool_calls())
+    responses = Message("user", results + (Text(message),))
     acknowledgement = Message("assistant", (Text(ack),))
     return ForkPlan(kept[:-1] + (clone, responses, acknowledgement), begin)
 
