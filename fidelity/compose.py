@@ -337,11 +337,8 @@ def parent_requests(history: Request) -> tuple[Request, ...]:
     return tuple(out)
 
 
-_REQUIRED = ("name", "title", "builder")
-
-
 def _variant_from(obj: Mapping[str, Any], where: str) -> Variant:
-    for key in _REQUIRED:
+    for key in ("name", "title", "builder"):
         if not isinstance(obj.get(key), str):
             raise InputError(f"{where}: variant needs a string {key!r}")
     expect = obj.get("expect", "keeps-prefix")
