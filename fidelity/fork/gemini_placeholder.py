@@ -99,6 +99,16 @@ def ensure_not_in_fork_child(history: Sequence[Message], *, tag: str = FORK_BOIL
         )
 
 
+def _kept(history: Sequence[Message]) -> tuple[Message, ...]:
+    """What a placeholder fork keeps of ``history``: all but its trailing
+    user-side messages (:class:`ForkUnavailable` inside a fork child)."""
+    ensure_not_in_fork_child(history)
+    kept = tuple(history)
+    while kept and side_of(kept[-1]) == "user":
+        kept = kept[:-1]
+    return kept
+
+
 def plan(
     history: Sequence[Message],
     directive: str,
@@ -112,10 +122,7 @@ def plan(
     table of cases and the one deliberate difference from Qwen Code are in
     docs/fork.md, "Gemini placeholder fork"). Raises :class:`ForkUnavailable`
     when the history already holds the child-message tag (recursion guard)."""
-    ensure_not_in_fork_child(history)
-    kept = tuple(history)
-    while kept and side_of(kept[-1]) == "user":
-        kept = kept[:-1]
+    kept = _kept(history)
     message = child_message(directive, boilerplate=boilerplate)
     if not kept or not kept[-1].tool_calls():
         return ForkPlan(kept, message)
