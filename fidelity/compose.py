@@ -14,13 +14,16 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fork
 from ._registry import Registry
 from .errors import InputError, UnknownName
 from .jsonio import toml_loads
 from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, freeze, thaw
+
+if TYPE_CHECKING:
+    from .fixtures import Session
 
 __all__ = [
     "EXPECTATIONS",
@@ -294,6 +297,10 @@ class Variant:
         for delta in self.deltas:
             child = delta.apply(child, parent, context)
         return child
+
+    def directives(self, session: Session) -> tuple[str, ...]:
+        """The directives of its children: the session's first ``fanout`` siblings, or its one directive."""
+        return tuple(session.siblings[: self.fanout]) if self.fanout > 1 else (session.directive,)
 
     def children(self, parent: Request, directives: Sequence[str],
                  context: Mapping[str, Any] | None = None) -> tuple[Request, ...]:
