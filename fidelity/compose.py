@@ -14,13 +14,16 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fork
 from ._registry import Registry
 from .errors import InputError, UnknownName
 from .jsonio import toml_loads
 from .model import FrozenDict, Reasoning, Request, Route, SystemBlock, Text, Tool, ToolCall, freeze, thaw
+
+if TYPE_CHECKING:
+    from .fixtures import Session
 
 __all__ = [
     "EXPECTATIONS",
@@ -295,6 +298,10 @@ class Variant:
             child = delta.apply(child, parent, context)
         return child
 
+    def directives(self, session: Session) -> tuple[str, ...]:
+        """The directives of its children: the session's first ``fanout`` siblings, or its one directive."""
+        return tuple(session.siblings[: self.fanout]) if self.fanout > 1 else (session.directive,)
+
     def children(self, parent: Request, directives: Sequence[str],
                  context: Mapping[str, Any] | None = None) -> tuple[Request, ...]:
         """One child per directive (sibling fan-out of one parent)."""
@@ -337,11 +344,8 @@ def parent_requests(history: Request) -> tuple[Request, ...]:
     return tuple(out)
 
 
-_REQUIRED = ("name", "title", "builder")
-
-
 def _variant_from(obj: Mapping[str, Any], where: str) -> Variant:
-    for key in _REQUIRED:
+    for key in ("name", "title", "builder"):
         if not isinstance(obj.get(key), str):
             raise InputError(f"{where}: variant needs a string {key!r}")
     expect = obj.get("expect", "keeps-prefix")

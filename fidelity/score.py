@@ -324,7 +324,7 @@ class _Scorer:
         placement = variant.breakpoints or breakpoints.DEFAULT
         history, parent = self.parent(session, setup, placement)
         context = {"alt_model": setup.alt_model, "model": setup.model}
-        directives = session.siblings[: variant.fanout] if variant.fanout > 1 else (session.directive,)
+        directives = variant.directives(session)
         children = tuple(breakpoints.place(c, placement, d.provider)
                          for c in variant.children(history, directives, context))
         child = children[0]

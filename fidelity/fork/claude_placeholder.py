@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..model import Message, Request, Text, ToolResult
-from .balance import side_of
-from .gemini_placeholder import DEFAULT_BOILERPLATE, child_message, ensure_not_in_fork_child
+from .gemini_placeholder import DEFAULT_BOILERPLATE, _kept, child_message
 
 __all__ = ["PLACEHOLDER_TEXT", "messages", "fork_request"]
 
@@ -31,10 +30,7 @@ def messages(
     """The child's request messages (Claude Code ``buildForkedMessages``): the
     history without trailing user-side messages, then one user message with a
     placeholder result per tool use of the last assistant message and the child message."""
-    ensure_not_in_fork_child(history)
-    kept = tuple(history)
-    while kept and side_of(kept[-1]) == "user":
-        kept = kept[:-1]
+    kept = _kept(history)
     text = Text(child_message(directive, boilerplate=boilerplate))
     calls = kept[-1].tool_calls() if kept else ()
     results = tuple(ToolResult(call.id, call.name, (Text(placeholder),)) for call in calls)

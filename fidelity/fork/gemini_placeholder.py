@@ -99,9 +99,14 @@ def ensure_not_in_fork_child(history: Sequence[Message], *, tag: str = FORK_BOIL
         )
 
 
-def _placeholder_responses(model_message: Message, placeholder: str) -> tuple[ToolResult, ...]:
-    response: FrozenDict = freeze({"output": placeholder})
-    return tuple(ToolResult(call.id, call.name, response) for call in model_message.tool_calls())
+def _kept(history: Sequence[Message]) -> tuple[Message, ...]:
+    """What a placeholder fork keeps of ``history``: all but its trailing
+    user-side messages (:class:`ForkUnavailable` inside a fork child)."""
+    ensure_not_in_fork_child(history)
+    kept = tuple(history)
+    while kept and side_of(kept[-1]) == "user":
+        kept = kept[:-1]
+    return kept
 
 
 def plan(
@@ -117,16 +122,15 @@ def plan(
     table of cases and the one deliberate difference from Qwen Code are in
     docs/fork.md, "Gemini placeholder fork"). Raises :class:`ForkUnavailable`
     when the history already holds the child-message tag (recursion guard)."""
-    ensure_not_in_fork_child(history)
-    kept = tuple(history)
-    while kept and side_of(kept[-1]) == "user":
-        kept = kept[:-1]
+    kept = _kept(history)
     message = child_message(directive, boilerplate=boilerplate)
     if not kept or not kept[-1].tool_calls():
         return ForkPlan(kept, message)
     last = kept[-1]
     clone = replace(last)
-    responses = Message("user", _placeholder_responses(last, placeholder) + (Text(message),))
+    response: FrozenDict = freeze({"output": placeholder})
+    results = tuple(ToolResult(call.id, call.name, response) for call in last.tool_calls())
+    responses = Message("user", results + (Text(message),))
     acknowledgement = Message("assistant", (Text(ack),))
     return ForkPlan(kept[:-1] + (clone, responses, acknowledgement), begin)
 

@@ -140,8 +140,7 @@ def fixture_case(session: str, variant: str, *, model: str = "fidelity-tiny") ->
     history = replace(sess.history, route=Route("vllm", model))
     parent = compose.parent_request(history)
     var = compose.get_variant(variant)
-    directives = sess.siblings[: var.fanout] if var.fanout > 1 else (sess.directive,)
-    children = var.children(history, directives, {"alt_model": model, "model": model})
+    children = var.children(history, var.directives(sess), {"alt_model": model, "model": model})
     bodies = []
     for req in (parent, *children):
         body = json.loads(dialect.render(req))

@@ -72,16 +72,13 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("FIDELITY_CACHE_DIR") or Path.home() / ".cache" / "fidelity")
-
-
 def build_tiny_model(directory: Path | None = None) -> Path:
     """Write the tiny model (config, seeded random weights, tokenizer, chat
     template) to ``directory`` (default: under ``~/.cache/fidelity``, reused
     when already built with the same shape) and return it."""
     key = json.dumps(TINY_MODEL, sort_keys=True)
-    target = directory or _cache_root() / "tiny-llama"
+    cache = Path(os.environ.get("FIDELITY_CACHE_DIR") or Path.home() / ".cache" / "fidelity")
+    target = directory or cache / "tiny-llama"
     stamp = target / "fidelity-tiny.json"
     if stamp.is_file() and stamp.read_text() == key:
         return target
