@@ -86,7 +86,7 @@ def build(size_mb: float) -> tuple[bytes, bytes]:
 
 def clear_memos() -> None:
     """Forget every token id computed so far (the vocabulary stays loaded)."""
-    tokens._segment_ids.cache_clear()  # type: ignore[attr-defined]
+    tokens._segment_cache_clear()
     for name in tokens.names():
         tokens.get(name).cache_clear()
 

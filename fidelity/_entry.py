@@ -1,9 +1,6 @@
-"""The process entry point of ``fidelity`` (``python -m fidelity`` and the
-console script): run the command, then leave. Commands in :data:`FAST_EXIT`
-(output on stdout/stderr only) end with ``os._exit`` after flushing both
-streams and running ``atexit`` handlers, skipping interpreter teardown
-(figures: docs/speed.md); others exit normally. :func:`fidelity.cli.main`
-itself never exits."""
+"""The process entry point of ``fidelity``: run the command, then leave. Commands
+in :data:`FAST_EXIT` end with ``os._exit`` after flushing and running ``atexit``
+handlers, skipping interpreter teardown (docs/speed.md)."""
 
 from __future__ import annotations
 

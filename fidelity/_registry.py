@@ -1,18 +1,7 @@
-"""The one registry idiom: name -> factory, with aliases and lazy imports.
-
-Each kind (dialects, cache models, tokenizers, builders, variants,
-importers, commands) keeps one :class:`Registry`; an entry is an object or a
-``"package.module:attribute"`` string imported when first asked for.
-
->>> r: Registry[int] = Registry("colour")
->>> r.add("red", 1, aliases=("rouge",))
->>> r.add("green", 2)
->>> r.get("rouge"), r.names()
-(1, ['red', 'green'])
->>> r.get("blue")
-Traceback (most recent call last):
-...
-fidelity.errors.UnknownName: unknown colour 'blue'; known: green, red"""
+"""The one registry idiom: name -> entry, with aliases and lazy imports. Each
+kind (dialects, cache models, tokenizers, builders, deltas, importers) keeps
+one :class:`Registry`; an entry is an object or a ``"package.module:attribute"``
+string imported when first asked for (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -38,12 +27,8 @@ def load_ref(ref: str) -> object:
 
 
 class Registry(Generic[T]):
-    """Names (and aliases) to entries of one kind, resolved lazily.
-
-    ``what`` names the kind in errors (``unknown provider 'x'; known: ...``).
-    Aliases resolve to a canonical name and are never listed by
-    :meth:`names`; registering a name again replaces the entry.
-    """
+    """Names (and aliases, never listed by :meth:`names`) to entries of one
+    kind, resolved lazily; ``what`` names the kind in errors."""
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -67,11 +52,6 @@ class Registry(Generic[T]):
             self._entries.pop(name, None)
             for alias in [a for a, n in self._aliases.items() if n == name]:
                 del self._aliases[alias]
-
-    def alias(self, alias: str, name: str) -> None:
-        """Make ``alias`` another spelling of the registered ``name``."""
-        with self._lock:
-            self._aliases[alias] = name
 
     def canonical(self, name: str) -> str:
         """The registered name ``name`` stands for (itself, or what it aliases)."""
@@ -109,10 +89,6 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Registered names (aliases excluded), in registration order."""
         return list(self._entries)
-
-    def aliases(self) -> dict[str, str]:
-        """Every alias and the name it stands for."""
-        return dict(self._aliases)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

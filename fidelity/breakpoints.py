@@ -1,19 +1,7 @@
-"""Where a harness puts its cache breakpoints, applied to every request it sends.
-
-A :data:`PLACEMENTS` entry is a pure function ``(request, provider) ->
-Request`` that removes every ``cache_control`` marker of the request and
-puts the placement's own; :func:`place` looks one up by name:
-
-* ``claude-code``: the last system block and the last block of each of the
-  last two messages, moved forward every turn (Claude Code's recorded
-  pattern; https://platform.claude.com/docs/en/build-with-claude/prompt-caching);
-* ``automatic``: a top-level ``cache_control`` and no block markers
-  (Anthropic only; ``none`` elsewhere);
-* ``system-only``: one breakpoint at the end of the system prompt;
-* ``none``: no marker anywhere.
-
-Dialects without breakpoints ignore the markers. What each costs:
-docs/report.md, "Breakpoint placement".
+"""Where a harness puts its cache breakpoints, applied to every request it sends:
+each :data:`PLACEMENTS` entry, a pure ``(request, provider) -> Request``,
+replaces every ``cache_control`` marker with its own. Each placement and what
+it costs: docs/report.md, "Breakpoint placement".
 """
 
 from __future__ import annotations
@@ -81,6 +69,8 @@ def _mark_system(request: Request) -> Request:
 
 
 def _claude_code(request: Request, provider: str) -> Request:
+    """The last system block and the last block of each of the last two messages
+    (Claude Code's recorded pattern; https://platform.claude.com/docs/en/build-with-claude/prompt-caching)."""
     request = _mark_system(strip(request))
     messages = list(request.messages)
     for i in range(max(0, len(messages) - 2), len(messages)):
@@ -95,25 +85,16 @@ def _automatic(request: Request, provider: str) -> Request:
     return replace(request, params=freeze({**request.params, "cache_control": EPHEMERAL}))
 
 
-def _system_only(request: Request, provider: str) -> Request:
-    return _mark_system(strip(request))
-
-
-def _none(request: Request, provider: str) -> Request:
-    return strip(request)
-
-
 PLACEMENTS: Mapping[str, Callable[[Request, str], Request]] = {
     "claude-code": _claude_code,
     "automatic": _automatic,
-    "system-only": _system_only,
-    "none": _none,
+    "system-only": lambda request, provider: _mark_system(strip(request)),
+    "none": lambda request, provider: strip(request),
 }
 
 
 def place(request: Request, placement: str, provider: str) -> Request:
-    """``request`` with ``placement``'s markers (see the module docstring);
-    unchanged for providers the markers do not affect."""
+    """``request`` with ``placement``'s markers; unchanged for providers they do not affect."""
     fn = PLACEMENTS.get(placement)
     if fn is None:
         raise UnknownName("breakpoint placement", placement, list(PLACEMENTS))

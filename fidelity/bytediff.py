@@ -1,22 +1,21 @@
-"""First divergent byte of two byte strings, at memory speed.
-
-``bytes.startswith`` accepts a memoryview and compares with ``memcmp``
-without copying, so the scan walks fixed-size windows and then bisects the
-first window that differs: no Python loop over bytes, no slice copies.
+"""First divergent byte of two byte strings (or character of two strings), at
+memory speed: ``startswith`` over fixed-size windows, then bisection of the
+first window that differs (``bytes.startswith`` takes a memoryview: no copies).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["first_divergence", "excerpt"]
 
 _WINDOW = 1 << 20
 
 
-def first_divergence(a: bytes, b: bytes) -> int | None:
-    """Index of the first byte where ``a`` and ``b`` differ.
-
-    ``None`` when they are identical; when one is a proper prefix of the
-    other, the length of the shorter one.
+def first_divergence(a: bytes | str, b: bytes | str) -> int | None:
+    """Index of the first byte (character) where ``a`` and ``b``, both bytes
+    or both str, differ; ``None`` when they are identical; when one is a
+    proper prefix of the other, the length of the shorter one.
 
     >>> first_divergence(b"abcdef", b"abcxef")
     3
@@ -28,7 +27,7 @@ def first_divergence(a: bytes, b: bytes) -> int | None:
     if a == b:
         return None
     n = min(len(a), len(b))
-    mb = memoryview(b)
+    mb: Any = memoryview(b) if isinstance(b, bytes) else b
     start = 0
     # Find the first window that differs.
     while start < n:

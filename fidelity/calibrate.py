@@ -1,13 +1,8 @@
-"""Calibrate the DeepSeek prompt and cache model against real provider usage.
-
-Pure: takes DeepSeek Harness sessions already read (:mod:`fidelity.sources.dsh`)
-and their sidecars, rebuilds and renders each recorded request through the
-DeepSeek V4 chat template, tokenizes it, simulates DeepSeek's cache over a
-session and its children in recorded order, and returns a
-:class:`Calibration` comparing prediction and report step by step. The rules
-themselves live in :class:`fidelity.cache.deepseek.DeepSeekCache` and
-:mod:`fidelity.wire.deepseek`; here stay the ``{{cwd}}`` stand-in, header
-anchoring and the comparison. Method and findings: docs/calibration.md."""
+"""Calibrate the DeepSeek prompt and cache model against real provider usage:
+each recorded DeepSeek Harness request is rebuilt, rendered through the V4 chat
+template, tokenized and simulated in recorded order, and :class:`Calibration`
+compares prediction and report step by step. Only the ``{{cwd}}`` stand-in,
+header anchoring and the comparison live here. Method: docs/calibration.md."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ import json
 import statistics
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +41,19 @@ __all__ = [
 
 # --------------------------------------------------------------------------- the recorded logs
 
-#: The log's working-directory placeholder, and the stand-in used when
-#: counting tokens. The recording machine's directory is unknown; every
-#: occurrence of the placeholder in the recorded messages cost 35-40 tokens
-#: more than the placeholder itself (median 40, see docs/calibration.md).
-#: This temporary-directory path tokenizes to that cost.
+#: The log's working-directory placeholder, and a stand-in path of the tokens
+#: it cost (docs/calibration.md, finding 6)
 CWD_PLACEHOLDER = "{{cwd}}"
 CWD_STANDIN = "/private/var/folders/7q/kx0bz3yd1v5gh9jw2lt8m4rc0000gn/T/dsh-acp-8Rk2vQ"
 
 
 def prompt_text(body: Mapping[str, Any]) -> str:
-    """The prompt DeepSeek V4 read for a recorded request body
-    (:func:`fidelity.wire.deepseek.deepseek_v4_prompt`, thinking mode), with
-    ``{{cwd}}`` replaced by :data:`CWD_STANDIN`."""
+    """The prompt DeepSeek V4 read for a recorded request body, ``{{cwd}}`` replaced."""
     return deepseek_v4_prompt(body).replace(CWD_PLACEHOLDER, CWD_STANDIN)
 
 
 def reply_text(message: Mapping[str, Any]) -> str:
-    """The reply the model generated for a recorded assistant message
-    (:func:`fidelity.wire.deepseek.deepseek_v4_reply`), with ``{{cwd}}``
-    replaced by :data:`CWD_STANDIN`."""
+    """The reply the model generated for a recorded assistant message, ``{{cwd}}`` replaced."""
     return deepseek_v4_reply(message).replace(CWD_PLACEHOLDER, CWD_STANDIN)
 
 
@@ -83,13 +71,9 @@ class GroupInput:
 @dataclass(frozen=True)
 class StepResult:
     """One recorded request: what DeepSeek reported and what we predict.
-
-    ``anchor``: the step fixes its session's unknown header length (the
-    first request of a header whose text is unknown or differs from the
-    sidecar), so its prompt error is zero by construction and left out of
-    the prompt-error figures. ``absolute_prompt``: the prediction with no
-    anchoring, where a sidecar gives the header (else ``None``).
-    """
+    ``anchor``: the step fixes its header's unknown length (prompt error 0 by
+    construction, left out of the prompt-error figures); ``absolute_prompt``:
+    the prediction without anchoring, where a sidecar gives the header."""
 
     session: str
     turn: int
@@ -247,15 +231,10 @@ def _timeline(group: dsh.SessionGroup) -> list[tuple[dsh.Session, dsh.Step]]:
 def _first_user_text(session: dsh.Session) -> str | None:
     cut = _seed_cut(session)
     for index, message in session.surface_messages():
-        if index >= cut and message is not None and message.role == "user":
+        if index >= cut and message.role == "user":
             text = message.text()
             return text[:200] if text else None
     return None
-
-
-def _wire_body(request: Request, render: Render) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(render(request))  # a wire body is a JSON object
-    return body
 
 
 def load(path: str | Path) -> list[GroupInput]:
@@ -276,14 +255,9 @@ def load(path: str | Path) -> list[GroupInput]:
 
 def calibrate(groups: Sequence[GroupInput], tokenizer: Tokenizer, render: Render,
               cache: CacheModel | None = None, *, header_shift: int = 0) -> Calibration:
-    """Predict every recorded DeepSeek request of ``groups`` and compare.
-
-    Per session group, in recorded order: rebuild, ``render``, read through
-    :func:`prompt_text`, tokenize and predict cached tokens with ``cache``
-    (default ``cache.for_provider("deepseek")``) from the group's earlier
-    requests and replies. Each distinct header is anchored on its first request
-    (docs/calibration.md, "Header anchors"); ``header_shift`` adds that many
-    tokens to every fitted header length."""
+    """Predict every recorded DeepSeek request of ``groups`` in recorded order
+    (``cache``: DeepSeek's by default) and compare; each distinct header is
+    anchored on its first request, ``header_shift`` tokens added to its length."""
     cache = cache or cache_models.for_provider("deepseek")
     results: list[SessionResult] = []
     for gi in groups:
@@ -325,9 +299,8 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         if step.header.tools is None and not known:
             tools = ()
         request = dsh.step_request(session, step.turn, step.step, system, tools, sidecars=sc)
-        request = Request(route=Route("deepseek", request.route.model), system=request.system,
-                          tools=request.tools, messages=request.messages, params=request.params)
-        ids = tokenizer.ids(prompt_text(_wire_body(request, render)))  # array('q'), read-only
+        request = replace(request, route=Route("deepseek", request.route.model))
+        ids = tokenizer.ids(prompt_text(json.loads(render(request))))  # array('q'), read-only
         absolute = len(ids) if known or (step.header.system is not None and step.header.tools is not None) else None
         usage = step.usage
         if usage is None or usage.prompt_tokens is None:  # _is_real checked it; a step without a count is skipped
@@ -347,7 +320,7 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
         reply = dsh.step_reply(session, step.turn, step.step)
         reply_ids: Sequence[int] = ()
         if reply is not None:
-            wire_reply = _wire_body(Request(route=request.route, messages=(reply,)), render)["messages"][0]
+            wire_reply = json.loads(render(Request(route=request.route, messages=(reply,))))["messages"][0]
             reply_ids = tokenizer.ids(reply_text(wire_reply))
         outcome = simulated(cache, earlier, PromptTokens(tokens=tokens))  # the one cache computation
         earlier.append(PromptTokens(tokens=tokens, output=reply_ids))
@@ -358,8 +331,6 @@ def _calibrate_group(gi: GroupInput, tokenizer: Tokenizer, render: Render,
             anchor=is_anchor, absolute_prompt=absolute,
             real_output=usage.output_tokens, predicted_output=max(0, len(reply_ids) - 1),
         ))
-    out = []
-    for session in group.sessions():
-        out.append(SessionResult(name=f"{group.name}/{session.path.name}", path=str(session.path),
-                                 steps=tuple(per_session[session.index]), skipped=skipped[session.index]))
-    return out
+    return [SessionResult(name=f"{group.name}/{session.path.name}", path=str(session.path),
+                          steps=tuple(per_session[session.index]), skipped=skipped[session.index])
+            for session in group.sessions()]

@@ -1,42 +1,14 @@
-"""The canonical request JSON format: a provider-neutral :class:`Request` on disk.
-
-``fidelity render --provider P REQUEST.json`` reads it; fixtures and tests
-write it. One JSON object::
-
-    {
-      "fidelity": "request/1",
-      "route": {"provider": "openai", "model": "gpt-5"},
-      "system": [{"text": "...", "name": "base"?, "cache_control": {...}?, "extra": {...}?}],
-      "tools": [{"name": "...", "description": "..."?, "parameters": {...}?, "extra": {...}?}],
-      "messages": [{"role": "user", "parts": [PART, ...], "extra": {...}?}],
-      "params": {...}
-    }
-
-``PART`` is one of (``type`` first, optional keys omitted when default)::
-
-    {"type": "text", "text": "...", "cache_control": {...}?}
-    {"type": "reasoning", "text": "...", "signature": "..."?}
-    {"type": "tool_call", "id": "...", "name": "...", "arguments": {...}, "arguments_json": "..."?, "cache_control": {...}?}
-    {"type": "tool_result", "call_id": "...", "name": "..."?, "content": "..." | [PART, ...], "is_error": true?, "cache_control": {...}?}
-    {"type": "tool_result", "call_id": "...", "content_json": ANY}      (non-text result, e.g. Gemini's response object)
-    {"type": "image", "url": "...", "detail": "..."?, "media_type": "..."?, "cache_control": {...}?}
-
-``cache_control`` is a breakpoint marker (Anthropic on every block;
-DashScope on text parts); dialects without per-part breakpoints ignore it.
-
-Rules: key order inside ``parameters``, ``arguments``, ``params`` and every
-``extra`` is kept exactly (it is cache-relevant); nothing is sorted. Keys
-``system``, ``tools``, ``messages`` and ``params`` may be omitted when empty.
-The writer uses two-space indentation and raw UTF-8 (a string holding a lone
-surrogate makes the whole document fall back to ``\\uXXXX`` escapes).
-Round trip: ``request_from_json(request_to_json(r)) == r`` for every request,
-and ``request_to_json`` is a fixed point on its own output.
+"""The canonical request JSON format (``"fidelity": "request/1"``): a
+provider-neutral :class:`Request` on disk, read by ``fidelity render``.
+The format, its part types and rules: docs/wire-openai.md, "Canonical request
+format". Key order inside ``parameters``, ``arguments``, ``params`` and every
+``extra`` is kept (cache-relevant); ``request_from_json(request_to_json(r)) == r``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,31 +35,25 @@ FORMAT = "request/1"
 __all__ = ["FORMAT", "request_to_obj", "request_to_json", "request_from_obj", "request_from_json", "load_request"]
 
 
+def _with(out: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """``out`` plus each of ``optional`` that is set (not ``None``), thawed."""
+    out.update((k, thaw(v)) for k, v in optional.items() if v is not None)
+    return out
+
+
 def _part_to_obj(part: Any) -> dict[str, Any]:
     if isinstance(part, Text):
-        out: dict[str, Any] = {"type": "text", "text": part.text}
-        if part.cache_control is not None:
-            out["cache_control"] = thaw(part.cache_control)
-    elif isinstance(part, Reasoning):
-        out = {"type": "reasoning", "text": part.text}
-        if part.signature is not None:
-            out["signature"] = part.signature
-    elif isinstance(part, ToolCall):
+        return _with({"type": "text", "text": part.text}, cache_control=part.cache_control)
+    if isinstance(part, Reasoning):
+        return _with({"type": "reasoning", "text": part.text}, signature=part.signature)
+    if isinstance(part, ToolCall):
         # a Gemini functionCall may carry no id: leave the key out (the reader
         # refuses "id": null), so canonical JSON never writes what it cannot read
-        out = {"type": "tool_call", "id": part.id, "name": part.name, "arguments": thaw(part.arguments)}
-        if part.id is None:
-            del out["id"]
-        if part.arguments_json is not None:
-            out["arguments_json"] = part.arguments_json
-        if part.cache_control is not None:
-            out["cache_control"] = thaw(part.cache_control)
-    elif isinstance(part, ToolResult):
-        out = {"type": "tool_result", "call_id": part.call_id}
-        if part.call_id is None:
-            del out["call_id"]
-        if part.name is not None:
-            out["name"] = part.name
+        call = _with({"type": "tool_call"}, id=part.id)
+        call.update(name=part.name, arguments=thaw(part.arguments))
+        return _with(call, arguments_json=part.arguments_json, cache_control=part.cache_control)
+    if isinstance(part, ToolResult):
+        out = _with({"type": "tool_result"}, call_id=part.call_id, name=part.name)
         content = part.content
         if isinstance(content, str):
             out["content"] = content
@@ -95,21 +61,11 @@ def _part_to_obj(part: Any) -> dict[str, Any]:
             out["content"] = [_part_to_obj(p) for p in content]
         else:
             out["content_json"] = thaw(content)
-        if part.is_error:
-            out["is_error"] = True
-        if part.cache_control is not None:
-            out["cache_control"] = thaw(part.cache_control)
-    elif isinstance(part, Image):
-        out = {"type": "image", "url": part.url}
-        if part.detail is not None:
-            out["detail"] = part.detail
-        if part.media_type is not None:
-            out["media_type"] = part.media_type
-        if part.cache_control is not None:
-            out["cache_control"] = thaw(part.cache_control)
-    else:
-        raise InputError(f"unknown part type {type(part).__name__}")
-    return out
+        return _with(out, is_error=True if part.is_error else None, cache_control=part.cache_control)
+    if isinstance(part, Image):
+        return _with({"type": "image", "url": part.url}, detail=part.detail, media_type=part.media_type,
+                     cache_control=part.cache_control)
+    raise InputError(f"unknown part type {type(part).__name__}")
 
 
 def request_to_obj(request: Request) -> dict[str, Any]:
@@ -119,37 +75,14 @@ def request_to_obj(request: Request) -> dict[str, Any]:
         "route": {"provider": request.route.provider, "model": request.route.model},
     }
     if request.system:
-        blocks = []
-        for b in request.system:
-            block: dict[str, Any] = {"text": b.text}
-            if b.name is not None:
-                block["name"] = b.name
-            if b.cache_control is not None:
-                block["cache_control"] = thaw(b.cache_control)
-            if b.extra:
-                block["extra"] = thaw(b.extra)
-            blocks.append(block)
-        out["system"] = blocks
+        out["system"] = [_with({"text": b.text}, name=b.name, cache_control=b.cache_control, extra=b.extra or None)
+                         for b in request.system]
     if request.tools:
-        tools = []
-        for t in request.tools:
-            tool: dict[str, Any] = {"name": t.name}
-            if t.description is not None:
-                tool["description"] = t.description
-            if t.parameters is not None:
-                tool["parameters"] = thaw(t.parameters)
-            if t.extra:
-                tool["extra"] = thaw(t.extra)
-            tools.append(tool)
-        out["tools"] = tools
+        out["tools"] = [_with({"name": t.name}, description=t.description, parameters=t.parameters,
+                              extra=t.extra or None) for t in request.tools]
     if request.messages:
-        messages = []
-        for m in request.messages:
-            msg: dict[str, Any] = {"role": m.role, "parts": [_part_to_obj(p) for p in m.parts]}
-            if m.extra:
-                msg["extra"] = thaw(m.extra)
-            messages.append(msg)
-        out["messages"] = messages
+        out["messages"] = [_with({"role": m.role, "parts": [_part_to_obj(p) for p in m.parts]}, extra=m.extra or None)
+                           for m in request.messages]
     if request.params:
         out["params"] = thaw(request.params)
     return out
@@ -205,6 +138,13 @@ class _Reader:
         for key in obj:
             if key not in allowed:
                 raise self.fail(f"unknown key {key!r} (allowed: {', '.join(allowed)})", pointer)
+
+    def objects(self, obj: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+        """Each element of the top-level array ``key`` (absent: none) with its pointer: an object, its keys checked."""
+        for i, item in enumerate(self.lst(obj.get(key, []), f"/{key}")):
+            ptr = f"/{key}/{i}"
+            self.check_keys(self.obj(item, ptr), allowed, ptr)
+            yield ptr, item
 
 
 def _kind(value: Any) -> str:
@@ -264,30 +204,18 @@ def request_from_obj(obj: Any, *, path: str | None = None) -> Request:
         raise r.fail(f"unsupported format {obj.get('fidelity')!r}; expected {FORMAT!r}", "/fidelity")
     route_obj = r.obj(obj.get("route"), "/route")
     route = Route(r.string(route_obj, "provider", "/route"), r.string(route_obj, "model", "/route"))
-    system = []
-    for i, b in enumerate(r.lst(obj.get("system", []), "/system")):
-        ptr = f"/system/{i}"
-        b = r.obj(b, ptr)
-        r.check_keys(b, ("text", "name", "cache_control", "extra"), ptr)
-        system.append(SystemBlock(r.string(b, "text", ptr), name=r.string(b, "name", ptr, optional=True),
-                                  cache_control=r.mapping(b, "cache_control", ptr),
-                                  extra=r.mapping(b, "extra", ptr) or EMPTY))
-    tools = []
-    for i, t in enumerate(r.lst(obj.get("tools", []), "/tools")):
-        ptr = f"/tools/{i}"
-        t = r.obj(t, ptr)
-        r.check_keys(t, ("name", "description", "parameters", "extra"), ptr)
-        tools.append(Tool(r.string(t, "name", ptr), description=r.string(t, "description", ptr, optional=True),
-                          parameters=r.mapping(t, "parameters", ptr), extra=r.mapping(t, "extra", ptr) or EMPTY))
+    system = tuple(SystemBlock(r.string(b, "text", ptr), name=r.string(b, "name", ptr, optional=True),
+                               cache_control=r.mapping(b, "cache_control", ptr), extra=r.mapping(b, "extra", ptr) or EMPTY)
+                   for ptr, b in r.objects(obj, "system", ("text", "name", "cache_control", "extra")))
+    tools = tuple(Tool(r.string(t, "name", ptr), description=r.string(t, "description", ptr, optional=True),
+                       parameters=r.mapping(t, "parameters", ptr), extra=r.mapping(t, "extra", ptr) or EMPTY)
+                  for ptr, t in r.objects(obj, "tools", ("name", "description", "parameters", "extra")))
     messages = []
-    for i, m in enumerate(r.lst(obj.get("messages", []), "/messages")):
-        ptr = f"/messages/{i}"
-        m = r.obj(m, ptr)
-        r.check_keys(m, ("role", "parts", "extra"), ptr)
+    for ptr, m in r.objects(obj, "messages", ("role", "parts", "extra")):
         parts = tuple(_part_from_obj(r, p, f"{ptr}/parts/{j}") for j, p in enumerate(r.lst(m.get("parts", []), f"{ptr}/parts")))
         messages.append(Message(r.string(m, "role", ptr), parts, extra=r.mapping(m, "extra", ptr) or EMPTY))
     params = freeze(r.obj(obj.get("params", {}), "/params"))
-    return Request(route, tuple(system), tuple(tools), tuple(messages), params)
+    return Request(route, system, tools, tuple(messages), params)
 
 
 def request_from_json(data: bytes | str, *, path: str | Path | None = None) -> Request:

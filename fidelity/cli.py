@@ -1,10 +1,8 @@
 """The ``fidelity`` command line: parse arguments, run one command, print.
 
 Each command is a module of ``fidelity/commands/`` with ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``; only the chosen one is
-imported (``--help`` lists :data:`COMMANDS` without importing any). A
-:class:`~fidelity.errors.FidelityError` becomes one line on stderr and exit 2
-(``--debug``: the traceback); a closed stdout ends the run quietly with 0."""
+``add_arguments(parser)`` and ``run(args) -> int``, imported only when chosen.
+A :class:`~fidelity.errors.FidelityError` is one line on stderr and exit 2."""
 
 from __future__ import annotations
 
@@ -47,9 +45,8 @@ COMMANDS: dict[str, Command] = {
 }
 
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
-    """The argument parser. ``command`` names the one command whose module is
-    imported and whose arguments are added (``"*"``: all of them; ``None``:
-    none, enough for ``--help`` and ``--version``)."""
+    """The argument parser with ``command``'s arguments (``"*"``: every command's;
+    ``None``: none, enough for ``--help`` and ``--version``)."""
     parser = argparse.ArgumentParser(
         prog="fidelity",
         description="Prove that forked subagents keep the parent's prompt-cache prefix; "
@@ -74,8 +71,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
-    """The command named on the command line (the first word that is not an
-    option), or ``None``."""
+    """The command named on the command line (the first word not an option), or ``None``."""
     for word in argv:
         if word.startswith("-"):  # the global options take no value
             continue
@@ -94,19 +90,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
-    except FidelityError as exc:
-        if getattr(args, "debug", False):
-            traceback.print_exc()
-        print(f"fidelity {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # the reader stopped early (| head): not an error
         _silence_stdout()
         return 0
-    except OSError as exc:  # an output path that cannot be written (a file where a folder goes, a full disk)
+    # an OSError: an output path that cannot be written (a file where a folder goes, a full disk)
+    except (FidelityError, OSError) as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"fidelity {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        text = str(exc) if isinstance(exc, FidelityError) else (
+            f"{exc.filename}: " if exc.filename else "") + str(exc.strerror or exc)
+        print(f"fidelity {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fidelity: interrupted", file=sys.stderr)
@@ -114,9 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush of the
-    unwritten rest does not fail again (the recipe of Python's ``signal``
-    documentation, "Note on SIGPIPE")."""
+    """Point stdout at /dev/null so that the final flush does not fail again
+    (Python's ``signal`` documentation, "Note on SIGPIPE")."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

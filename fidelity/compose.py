@@ -1,13 +1,8 @@
-"""Composition variants: named, documented deltas applied to a fork child.
-
-A :class:`Variant` is a fork builder (:mod:`fidelity.fork`) and an ordered
-list of deltas on the child's request (a persona section, a filtered tool
-list, a ``report`` tool, another route...), defined as data in
-``fidelity/data/fixtures/compositions.toml`` (:func:`load_variants`) with
-whether it is declared cache-preserving, the outcome the economics tests pin
-(``expect``) and its token and KV cache effects. Deltas are pure functions
-``(child, parent, **params) -> Request`` registered by name in
-:data:`DELTAS`; inputs are never mutated. The variants: docs/report.md.
+"""Composition variants: a fork builder (:mod:`fidelity.fork`) then named deltas
+on the child's request, defined as data in ``data/fixtures/compositions.toml``
+with the outcome the economics tests pin (``expect``). Deltas are pure functions
+``(child, parent, **params) -> Request`` registered in :data:`DELTAS`. The
+variants: docs/report.md.
 """
 
 from __future__ import annotations
@@ -16,6 +11,7 @@ import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -90,19 +86,7 @@ def _ts_fields(schema: Mapping[str, Any]) -> list[str]:
 def render_sdk(tools: Sequence[Tool]) -> str:
     """The Code Mode system section: a TypeScript declaration of the visible
     tools, generated from their schemas in tool order (so it changes whenever
-    the tool list does).
-
-    >>> print(render_sdk([Tool("grep", "Search files.", {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]})]))
-    # Code Mode SDK
-    Call tools from code through the generated `tools` module:
-    <BLANKLINE>
-    ```ts
-    declare namespace tools {
-      /** Search files. */
-      function grep(args: { pattern: string }): Promise<string>;
-    }
-    ```
-    """
+    the tool list does)."""
     lines = ["# Code Mode SDK", "Call tools from code through the generated `tools` module:", "", "```ts",
              "declare namespace tools {"]
     for tool in tools:
@@ -123,6 +107,14 @@ def _section_index(request: Request, name: str) -> int:
             return index
     raise InputError(f"the request has no system section named {name!r}; sections: "
                      + ", ".join(str(b.name) for b in request.system))
+
+
+def _with_section(child: Request, name: str, **changes: Any) -> Request:
+    """``child`` with its system section ``name`` changed by ``changes``."""
+    index = _section_index(child, name)
+    system = list(child.system)
+    system[index] = replace(system[index], **changes)
+    return replace(child, system=tuple(system))
 
 
 def _tool_from(obj: Mapping[str, Any]) -> Tool:
@@ -156,23 +148,17 @@ def add_section(child: Request, parent: Request, *, name: str, text: str, after:
 @_delta("replace_section")
 def replace_section(child: Request, parent: Request, *, name: str, text: str) -> Request:
     """Replace the text of one named system section (a persona)."""
-    index = _section_index(child, name)
-    system = list(child.system)
-    system[index] = replace(system[index], text=text)
-    return replace(child, system=tuple(system))
+    return _with_section(child, name, text=text)
 
 
 @_delta("replace_text")
 def replace_text(child: Request, parent: Request, *, section: str, old: str, new: str) -> Request:
     """Replace ``old`` by ``new`` inside one system section (a re-rendered
     timestamp, a date, a counter)."""
-    index = _section_index(child, section)
-    block = child.system[index]
+    block = child.system[_section_index(child, section)]
     if old not in block.text:
         raise InputError(f"section {section!r} does not contain {old!r}")
-    system = list(child.system)
-    system[index] = replace(block, text=block.text.replace(old, new))
-    return replace(child, system=tuple(system))
+    return _with_section(child, section, text=block.text.replace(old, new))
 
 
 @_delta("drop_tools")
@@ -185,10 +171,7 @@ def drop_tools(child: Request, parent: Request, *, names: Sequence[str]) -> Requ
 @_delta("regenerate_sdk")
 def regenerate_sdk(child: Request, parent: Request, *, section: str = "code-mode:sdk") -> Request:
     """Regenerate the Code Mode SDK section over the child's visible tools."""
-    index = _section_index(child, section)
-    system = list(child.system)
-    system[index] = replace(system[index], text=render_sdk(child.tools))
-    return replace(child, system=tuple(system))
+    return _with_section(child, section, text=render_sdk(child.tools))
 
 
 @_delta("set_route")
@@ -319,13 +302,9 @@ class Variant:
 
 
 def system_from_messages(request: Request) -> Request:
-    """``request`` with a single leading ``system`` message moved into
-    :attr:`Request.system` (one block per text part, breakpoints kept), or
-    ``request`` itself when there is nothing to move or the message holds
-    anything but text, so that system-prompt deltas apply to a child forked
-    from a captured Chat body. Callers check that the dialect renders the
-    moved request to the same bytes before using it.
-    """
+    """``request`` with a single leading text-only ``system`` message moved into
+    :attr:`Request.system` (so that system-prompt deltas apply to a Chat body),
+    else ``request`` itself; callers check that it renders to the same bytes."""
     if request.system or not request.messages or request.messages[0].role != "system":
         return request
     if len(request.messages) > 1 and request.messages[1].role == "system":
@@ -348,10 +327,8 @@ def parent_request(history: Request) -> Request:
 
 
 def parent_requests(history: Request) -> tuple[Request, ...]:
-    """Every request the parent sent, in order, given its history: one per
-    assistant message (the prompt that produced it: the messages before it),
-    then :func:`parent_request` when the history does not end on an
-    assistant message. A child's cache can hold what any of them wrote."""
+    """Every request the parent sent, in order: the prompt before each assistant
+    message, then :func:`parent_request` when the history does not end on one."""
     out = [replace(history, messages=history.messages[:i])
            for i, m in enumerate(history.messages) if m.role == "assistant" and i > 0]
     last = parent_request(history)
@@ -417,13 +394,9 @@ def load_variants_from_bytes(data: bytes, where: str = "compositions.toml") -> t
     return variants
 
 
-_CACHE: dict[str, tuple[Variant, ...]] = {}
-
-
+@cache
 def _bundled() -> tuple[Variant, ...]:
-    if "bundled" not in _CACHE:
-        _CACHE["bundled"] = load_variants()
-    return _CACHE["bundled"]
+    return load_variants()
 
 
 def variant_names() -> list[str]:

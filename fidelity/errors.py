@@ -9,10 +9,8 @@ __all__ = ["FidelityError", "InputError", "UnknownName", "ForkUnavailable"]
 
 
 class FidelityError(Exception):
-    """Base class of every error the toolkit raises on purpose. Errors cross
-    process boundaries (a scan worker's error reaches the command) intact:
-    pickling keeps the message and the attributes, not the constructor's
-    arguments, which subclasses define differently."""
+    """Base class of every error the toolkit raises on purpose; pickles with
+    its message and attributes (a scan worker's error reaches the command intact)."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restored, (type(self), self.args, dict(self.__dict__)))

@@ -70,10 +70,6 @@ def _read(base: Any, name: str, fallback: Any | None) -> tuple[bytes, str]:
     raise InputError(f"missing {name}", path=str(base))
 
 
-def _toml(data: bytes, where: str) -> dict[str, Any]:
-    return toml_loads(data, path=where)
-
-
 def _session(base: Any, obj: Mapping[str, Any], where: str) -> Session:
     for key in ("name", "file", "directive"):
         if not isinstance(obj.get(key), str):
@@ -93,7 +89,7 @@ def _providers(base: Any) -> tuple[ProviderSetup, ...]:
     item = base.joinpath("providers.toml")
     if not item.is_file():
         return tuple(ProviderSetup(s.dialect, s.model, s.alt_model) for s in provider_table.report_setups())
-    rows = _toml(item.read_bytes(), str(item)).get("provider", ())
+    rows = toml_loads(item.read_bytes(), path=str(item)).get("provider", ())
     out = []
     for p in rows:
         if not isinstance(p, dict) or not isinstance(p.get("dialect"), str) or not isinstance(p.get("model"), str):
@@ -113,7 +109,7 @@ def load(directory: str | Path | None = None) -> FixtureSet:
             raise InputError("no such fixtures directory", path=path)
         base, fallback, source = path, bundled, path.name or str(directory)
     data, where = _read(base, "sessions.toml", None)
-    doc = _toml(data, where)
+    doc = toml_loads(data, path=where)
     sessions = tuple(_session(base, s, where) for s in doc.get("session", ()))
     if not sessions:
         raise InputError("no [[session]] entries", path=where)

@@ -1,11 +1,8 @@
-"""How every view writes a number, escapes a string or serialises a result:
-counts, dollars, percents, Markdown table cells, GitHub workflow-command
-values and the indented JSON document of ``--json``, written once so that the
-console, Markdown, HTML, annotation, JUnit and JSON views of every command
-agree. Locale-free and deterministic; ``missing`` is what an unknown value
-(``None``) prints as, never a zero. HTML text goes through :func:`html.escape`
-and JUnit XML through :mod:`xml.etree.ElementTree`, each the one escaper of
-its format."""
+"""How every view writes a number, escapes a string or serialises a result
+(counts, dollars, percents, Markdown cells, GitHub workflow-command values,
+the ``--json`` document), written once so that all views agree. Locale-free;
+an unknown value (``None``) prints as ``missing``, never a zero. HTML and
+JUnit XML use :func:`html.escape` and :mod:`xml.etree.ElementTree`."""
 
 from __future__ import annotations
 
@@ -55,11 +52,9 @@ def gh_property(text: str) -> str:
 
 
 def json_doc(doc: Any) -> bytes:
-    """The bytes of a result's JSON document, as every ``--json`` output and
-    written JSON file has them: two-space indent, keys in insertion order, a
-    final newline. A string holding a lone surrogate (a ``"\\ud800"`` escape
-    read from a body) cannot be UTF-8, so then the whole document is written
-    ASCII-escaped instead: the same values, nothing lost."""
+    """A result's JSON document as every ``--json`` output and JSON file has
+    it: two-space indent, keys in insertion order, a final newline; ASCII-escaped
+    throughout when a string holds a lone surrogate (not UTF-8)."""
     try:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
     except TypeError:

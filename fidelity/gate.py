@@ -1,13 +1,8 @@
 """The CI gate: compare lost cached tokens and their cost against a baseline.
 
-Takes rows (:mod:`fidelity.gate_rows`: one per fixture × variant or child
-snapshot) and thresholds from ``[tool.fidelity.gate]`` in ``pyproject.toml``,
-and returns a :class:`GateResult`: a row fails when a cache-preserving one
-loses any token, its tokens or cost per fork rise past the allowance
-(``max(absolute, percent of baseline)``), its price appears or vanishes, or
-it is in only one of baseline and current rows. Exit 1 on a failure, 2 on
-bad input, else 0. The rules: docs/ci-and-capture.md, "The gate".
-:mod:`fidelity.gate_output` renders the result and imports this module."""
+Rows (:mod:`fidelity.gate_rows`) and thresholds from ``[tool.fidelity.gate]``
+give a :class:`GateResult` (exit 1 on a failure, 2 on bad input, else 0); the
+rules: docs/ci-and-capture.md, "The gate". Views: :mod:`fidelity.gate_output`."""
 
 from __future__ import annotations
 
@@ -48,7 +43,6 @@ __all__ = [
     "rows_from_score",
     "load_baseline",
     "baseline_rows",
-    "baseline_bytes",
     "write_baseline",
 ]
 
@@ -57,7 +51,7 @@ BASELINE_SCHEMA = "fidelity.gate-baseline/1"
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Allowed rises against the baseline (see the module doc)."""
+    """Allowed rises against the baseline (see :func:`evaluate`)."""
 
     max_lost_tokens_increase: float = 0.0
     max_lost_tokens_increase_pct: float = 0.0
@@ -79,11 +73,9 @@ def load_config(path: str | Path | None = "pyproject.toml") -> Thresholds:
     """Thresholds from ``[tool.fidelity.gate]`` of a ``pyproject.toml``
     (defaults when the file or table is absent). Unknown keys, negative or
     non-numeric thresholds raise :class:`InputError`."""
-    if path is None:
+    if path is None or not Path(path).is_file():
         return Thresholds()
     p = Path(path)
-    if not p.is_file():
-        return Thresholds()
     doc = load_toml(p)
     table = doc.get("tool", {}).get("fidelity", {}).get("gate", {})
     if not isinstance(table, dict):
@@ -144,9 +136,8 @@ class GateResult:
         return 1 if self.failures else 0
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` view (``fidelity.gate/1``): the verdict, then every
-        finding in the order evaluated, with its row and its baseline row
-        (the rows as the baseline file writes them)."""
+        """The ``--json`` view (``fidelity.gate/1``): the verdict, then every finding
+        in the order evaluated with its row and its baseline row."""
         return {"schema": GATE_SCHEMA, "passed": not self.failures, "failures": len(self.failures),
                 "baseline": self.baseline_path,
                 "findings": [{"kind": f.kind, "failed": f.failed, "message": f.message, "row": f.row.to_json(),
@@ -159,7 +150,9 @@ def _allowed(base: float, abs_tol: float, pct: float) -> float:
 
 
 def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresholds) -> GateResult:
-    """Apply the rules of the module doc to every row."""
+    """A finding per row: it fails when a cache-preserving row loses any token, its tokens or
+    cost per fork rise past ``max(absolute, percent of baseline)``, its price appears or
+    vanishes, or it is in only one of baseline and current rows."""
     result = GateResult()
     base = {r.key: r for r in baseline or ()}
     for row in current:
@@ -205,41 +198,28 @@ def evaluate(current: Sequence[Row], baseline: Sequence[Row] | None, th: Thresho
     for old in baseline or ():
         if old.key not in keys:
             result.findings.append(Finding(old, "removed", f"{old.variant}: in the baseline (key {old.key}) but not "
-                                           "measured now; "
-                                           "if this is on purpose, update the baseline (--update-baseline)",
-                                           True, old))
+                                           "measured now; if this is on purpose, update the baseline "
+                                           "(--update-baseline)", True, old))
     return result
 
 
 def narrow_baseline(baseline: Sequence[Row], *, variants: Sequence[str] | None = None,
                     dialects: Sequence[str] | None = None) -> list[Row]:
-    """The baseline rows a narrowed report run (``--variants``,
-    ``--providers``) is expected to measure: rows keyed
-    ``session::variant::dialect`` outside the selection are left out, so
-    that they do not count as removed."""
-    out = []
-    for row in baseline:
-        parts = row.key.split("::")
-        if len(parts) == 3:
-            if variants and parts[1] not in variants:
-                continue
-            if dialects and parts[2] not in dialects:
-                continue
-        out.append(row)
-    return out
+    """The baseline rows a narrowed report run (``--variants``, ``--providers``)
+    measures: rows keyed ``session::variant::dialect`` outside the selection go."""
+    def chosen(parts: list[str]) -> bool:
+        return len(parts) != 3 or ((not variants or parts[1] in variants) and (not dialects or parts[2] in dialects))
+
+    return [row for row in baseline if chosen(row.key.split("::"))]
 
 
 # -- baselines --------------------------------------------------------------------
 
 
-def baseline_bytes(rows: Sequence[Row], *, source: str) -> bytes:
-    """The baseline file: schema, where the rows came from, the rows."""
-    doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
-    return formats.json_doc(doc)
-
-
 def write_baseline(path: str | Path, rows: Sequence[Row], *, source: str) -> None:
-    atomic_write(path, baseline_bytes(rows, source=source))
+    """Write the baseline file: schema, where the rows came from, the rows."""
+    doc = {"schema": BASELINE_SCHEMA, "source": source, "rows": [r.to_json() for r in rows]}
+    atomic_write(path, formats.json_doc(doc))
 
 
 _BASELINE_KEYS = ("schema", "source", "rows")
@@ -263,28 +243,19 @@ def _baseline_row(r: Any, bad: Any, ptr: str) -> Row:
         raise bad("line must be a positive integer or null", f"{ptr}/line")
     if "lost_tokens" not in r:
         raise bad("a baseline row needs lost_tokens", ptr)
-    try:
-        lost = figure(r["lost_tokens"], optional=False)
-    except ValueError as exc:
-        raise bad(f"lost_tokens must be a finite number >= 0 ({exc}), got {r['lost_tokens']!r}",
-                  f"{ptr}/lost_tokens") from None
+    lost = figure(r["lost_tokens"], "lost_tokens", f"{ptr}/lost_tokens", bad)
     if "usd_per_fork" not in r:
         raise bad("a baseline row needs usd_per_fork (null: no price)", ptr)
-    try:
-        usd = figure(r["usd_per_fork"], optional=True)
-    except ValueError as exc:
-        raise bad(f"usd_per_fork must be a finite number >= 0 or null ({exc}), got {r['usd_per_fork']!r}",
-                  f"{ptr}/usd_per_fork") from None
+    usd = figure(r["usd_per_fork"], "usd_per_fork", f"{ptr}/usd_per_fork", bad, optional=True)
     assert lost is not None  # not optional
     return Row(key=r["key"], variant=r["variant"], lost_tokens=lost, usd_per_fork=usd, fixture=r.get("fixture"),
                line=line, detail=r.get("detail"), skipped=r.get("skipped"))
 
 
 def baseline_rows(doc: Any, *, path: str | Path | None = None) -> list[Row]:
-    """The rows of a baseline document (schema ``fidelity.gate-baseline/1``),
-    validated as strictly as any other input: every member known, figures
-    finite numbers >= 0 (never strings), one row per key, at least one row.
-    A problem raises :class:`InputError` naming the file and JSON pointer."""
+    """The rows of a baseline document (``fidelity.gate-baseline/1``), validated:
+    every member known, figures finite numbers >= 0, one row per key, at least
+    one row; else :class:`InputError` naming the file and JSON pointer."""
     def bad(problem: str, pointer: str) -> InputError:
         return InputError(problem, path=path, pointer=pointer)
 

@@ -1,10 +1,5 @@
 """The views of a :class:`fidelity.gate.GateResult`: plain text, GitHub workflow
-commands, JUnit XML; pure functions, the CLI prints or writes them.
-
-GitHub workflow commands:
-https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands,
-escaped as ``@actions/core``'s ``command.ts`` does. JUnit XML:
-https://github.com/testmoapp/junitxml."""
+commands, JUnit XML; pure functions, the CLI prints or writes them."""
 
 from __future__ import annotations
 
@@ -33,8 +28,7 @@ def summary_line(result: GateResult) -> str:
 
 
 def format_text(result: GateResult, *, verbose: bool = False) -> str:
-    """A line per failure (every row when ``verbose``), failures first, then
-    the one-line verdict of :func:`summary_line`."""
+    """A line per failure (every row when ``verbose``), then :func:`summary_line`."""
     order = sorted((f for f in result.findings if verbose or f.failed), key=lambda f: (not f.failed, f.row.key))
     lines = []
     for f in order:
@@ -46,13 +40,12 @@ def format_text(result: GateResult, *, verbose: bool = False) -> str:
 
 
 def format_github(result: GateResult, *, verbose: bool = False) -> str:
-    """GitHub workflow commands: ``::error`` for each failure (pointing at its
-    fixture or snapshot file and line), then the text view."""
+    """GitHub workflow commands: ``::error`` per failure at its file and line, then the text view."""
+    # https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands
     out = []
     for f in result.findings:
         if not f.failed:
             continue
-        level = "error"
         props = []
         if f.row.fixture:
             props.append(f"file={formats.gh_property(f.row.fixture)}")
@@ -62,12 +55,13 @@ def format_github(result: GateResult, *, verbose: bool = False) -> str:
                  "skipped": "baseline row skipped", "new": "row not in the baseline"}.get(f.kind) or (
             "prompt-cache regression")
         props.append(f"title={formats.gh_property('fidelity: ' + title)}")
-        out.append(f"::{level} {','.join(props)}::{formats.gh_data(f.message)}")
+        out.append(f"::error {','.join(props)}::{formats.gh_data(f.message)}")
     return "\n".join(out) + ("\n" if out else "") + format_text(result, verbose=verbose)
 
 
 def junit_xml(result: GateResult) -> bytes:
     """A JUnit XML report: one test case per row, failures with their message."""
+    # https://github.com/testmoapp/junitxml
     suites = ET.Element("testsuites", name="fidelity")
     cases = [f for f in result.findings if f.failed or f.kind != "removed"]
     skipped = [f for f in cases if f.kind == "skipped" and not f.failed]

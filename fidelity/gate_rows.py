@@ -1,13 +1,11 @@
 """The gate's rows: one gated figure per (fixture, variant) or child snapshot,
-from the report run in-process (:func:`rows_from_score`), a saved report
-(:func:`rows_from_report_json`, :func:`rows_from_report`) or a snapshot
-folder (:func:`rows_from_snapshots`). Figures are validated where read:
-finite numbers >= 0, never strings, one row per key. Imports nothing of the gate's."""
+from the report run in-process, a saved report or a snapshot folder; figures
+validated where read (finite numbers >= 0, one row per key)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,19 +40,25 @@ class Row:
 
 
 
-def figure(value: Any, *, optional: bool) -> float | None:
-    """A gated figure as a float, or ``None`` when ``value`` is not a finite
-    number >= 0 (a string such as ``"NaN"`` or ``"1e9"`` is not a number)."""
+def figure(value: Any, name: str, pointer: str, bad: Callable[[str, str], InputError], *,
+           optional: bool = False) -> float | None:
+    """A gated figure as a float (``None`` for a null one when ``optional``), else ``bad``'s
+    error naming ``name`` at ``pointer``: a finite number >= 0, never a string (``"NaN"``)."""
     if value is None and optional:
         return None
+
+    def refused(why: str) -> InputError:
+        return bad(f"{name} must be a finite number >= 0{' or null' if optional else ''} ({why}), got {value!r}",
+                   pointer)
+
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("not a number")
+        raise refused("not a number")
     try:
         out = float(value)
     except OverflowError:
-        raise ValueError("too large a number") from None
+        raise refused("too large a number") from None
     if not math.isfinite(out) or out < 0:
-        raise ValueError("not a finite number >= 0")
+        raise refused("not a finite number >= 0")
     return out
 
 
@@ -76,25 +80,14 @@ def _as_float(v: int | float, key: str) -> float:
     return out
 
 
-def _num(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    keys = tuple(keys)  # read twice
-    found = _num_flat(obj, keys)
-    if found is not None:
-        return found
-    for nest in ("cache", "cost", "loss", "lost", "per_fork"):
-        sub = obj.get(nest)
+def _num(obj: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    """The first numeric ``keys`` member of ``obj``, else of its first nested figure object that has one."""
+    for sub in (obj, *(obj.get(nest) for nest in ("cache", "cost", "loss", "lost", "per_fork"))):
         if isinstance(sub, dict):
-            v = _num_flat(sub, keys)
-            if v is not None:
-                return v
-    return None
-
-
-def _num_flat(obj: dict[str, Any], keys: Iterable[str]) -> float | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return _as_float(v, k)
+            for k in keys:
+                v = sub.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return _as_float(v, k)
     return None
 
 
@@ -115,7 +108,7 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
         return rows_from_report_json(obj, path=path)
     rows: list[Row] = []
 
-    def walk(node: Any, fixture: str | None, pointer: str) -> None:
+    def walk(node: Any, fixture: str | None) -> None:
         if isinstance(node, dict):
             here = _str(node, _FIXTURE_KEYS) or fixture
             name = _str(node, _NAME_KEYS)
@@ -137,14 +130,14 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
                                 cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
                                 detail=detail))
                 return
-            for k, v in node.items():
-                walk(v, here, f"{pointer}/{k}")
+            for v in node.values():
+                walk(v, here)
         elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, fixture, f"{pointer}/{i}")
+            for v in node:
+                walk(v, fixture)
 
     try:
-        walk(obj, None, "")
+        walk(obj, None)
     except InputError as exc:
         raise (exc.at(path) if path is not None else exc) from None
     if not rows:
@@ -160,9 +153,8 @@ def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
 def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,
                cache_preserving: bool, cause: str | None, cause_detail: str | None, pointer: str | None,
                breaks: int = 0) -> Row:
-    """One report row as a gated row; the in-process report and the saved
-    report both come through here, so that they key and word rows alike.
-    ``breaks``: how many breaks the row's fix list holds (the first is the cause)."""
+    """One report row as a gated row, in-process or saved alike (``breaks``: the
+    length of the row's fix list, the first being the cause)."""
     detail = (cause or "") + (f": {cause_detail}" if cause_detail else "")
     if pointer:
         detail += f" at {pointer}"
@@ -179,11 +171,8 @@ def _skipped_row(session: str, variant: str, dialect: str, fixture: str | None, 
 
 
 def rows_from_score(result: Any) -> list[Row]:
-    """Rows from a :class:`fidelity.score.Score` (the report's result
-    object): one per session × variant × dialect, cost per fork being the
-    prompt-side cost of one child request (USD rounded to 6 places, as the
-    saved report has it), pointing at the session's file. Combinations the
-    report skipped are rows too, marked ``skipped``."""
+    """Rows from a :class:`fidelity.score.Score`: one per session × variant × dialect
+    (cost per fork: one child request's, USD to 6 places), skipped ones marked ``skipped``."""
     rows = []
     by_name = {s.name: s for s in getattr(result, "sessions", ())}
     for r in result.rows:
@@ -198,18 +187,14 @@ def rows_from_score(result: Any) -> list[Row]:
 
 
 def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None) -> list[Row]:
-    """Rows from a saved report (``fidelity report`` writes
-    ``reports/fidelity-report.json``, schema ``fidelity.report/1``): the
-    same rows :func:`rows_from_score` gives for the run that wrote it."""
+    """Rows from a saved report (``fidelity.report/1``): the rows
+    :func:`rows_from_score` gives for the run that wrote it."""
     def bad(problem: str, pointer: str) -> InputError:
         return InputError(problem, path=path, pointer=pointer)
 
-    files: dict[str, str] = {}
     sessions = doc.get("sessions", [])
-    if isinstance(sessions, list):
-        for s in sessions:
-            if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str):
-                files[s["name"]] = s["file"]
+    files = {s["name"]: s["file"] for s in (sessions if isinstance(sessions, list) else ())
+             if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("file"), str)}
     rows_in, skipped_in = doc.get("rows"), doc.get("skipped", [])
     if not isinstance(rows_in, list):
         raise bad("a fidelity.report/1 document needs a \"rows\" array", "/rows")
@@ -225,22 +210,14 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
             raise bad("a row needs session, variant and provider strings", ptr)
         tokens, div, cost = r.get("tokens"), r.get("divergence") or {}, r.get("cost")
         lost_in = tokens.get("lost") if isinstance(tokens, dict) else None
-        try:
-            lost = figure(lost_in, optional=False)
-        except ValueError as exc:
-            raise bad(f"tokens.lost must be a finite number >= 0 ({exc}), got {lost_in!r}",
-                      ptr + "/tokens/lost") from None
+        lost = figure(lost_in, "tokens.lost", ptr + "/tokens/lost", bad)
         if "cost" not in r:
             raise bad("a row needs a cost (an object, or null: no price)", ptr)
         usd: float | None = None
         if cost is not None:
             if not isinstance(cost, dict) or "usd_per_child" not in cost:
                 raise bad("cost must be an object with usd_per_child, or null (no price)", ptr + "/cost")
-            try:
-                usd = figure(cost["usd_per_child"], optional=False)
-            except ValueError as exc:
-                raise bad(f"cost.usd_per_child must be a finite number >= 0 ({exc}), got {cost['usd_per_child']!r}",
-                          ptr + "/cost/usd_per_child") from None
+            usd = figure(cost["usd_per_child"], "cost.usd_per_child", ptr + "/cost/usd_per_child", bad)
         assert lost is not None  # not optional
         if not isinstance(div, dict):
             raise bad("divergence must be an object", ptr + "/divergence")
@@ -271,20 +248,11 @@ def rows_from_report_json(doc: dict[str, Any], *, path: str | Path | None = None
     return rows
 
 
-def _line_of(path: Path, body: bytes, offset: int | None, is_snapshot: bool) -> int:
-    """1-based line in the file holding body byte ``offset``."""
-    head = 1 if is_snapshot else 0
-    if offset is None:
-        return head + 1
-    return head + 1 + body[:offset].count(b"\n")
-
-
 def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: str | Path | None = None,
                         model: str | None = None, skipped_out: list[Any] | None = None) -> list[Row]:
-    """One row per child of a snapshot folder, diffed against the earlier request
-    its cache reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`), keyed
-    by file name, pointing at the line of its first divergent byte. A pair that
-    cannot be compared is counted in ``skipped_out``, never fatal."""
+    """One row per child of a snapshot folder, diffed against the request its cache
+    reads from (:func:`fidelity.pairs.by_cache.pairs_by_cache`), pointing at the line
+    of its first divergent byte; a pair not compared goes to ``skipped_out``."""
     from .diff.views import annotation
     from .pairs.by_cache import pairs_by_cache
     from .pairs.folder import Skipped, compare_pair, summary
@@ -305,13 +273,15 @@ def rows_from_snapshots(folder: str | Path, *, prices: Any = None, relative_to: 
                 shown = child.path.resolve().relative_to(Path(base).resolve())
             except ValueError:
                 pass
+        at = res.raw.first_divergent_byte
         rows.append(Row(
             key=child.path.name,
             variant=child.path.name,
             lost_tokens=float(res.cache.lost),
             usd_per_fork=res.cost.usd_lost if res.cost else None,
             fixture=str(shown),
-            line=_line_of(child.path, child.body, res.raw.first_divergent_byte, child.meta is not None),
+            # the line holding that byte (a snapshot's body starts on line 2)
+            line=1 + (child.meta is not None) + (0 if at is None else child.body[:at].count(b"\n")),
             detail=f"{detail}; parent {parent.path.name} ({pair.how})",
         ))
     if skipped_out is not None:

@@ -1,12 +1,8 @@
-"""Reading gzip input within limits: the one gunzip every reader of ``.gz`` recordings calls.
-
-:func:`iter_gunzip` stops with one :class:`~fidelity.errors.InputError`
-naming the file past :data:`MAX_DECOMPRESSED` bytes out, or past
-:data:`MAX_RATIO` bytes out per compressed byte once :data:`RATIO_FLOOR`
-came out (DEFLATE expands at most about 1,030-fold:
-https://www.zlib.net/zlib_tech.html). :func:`limits` raises both for a
-command (``--max-decompressed``, ``--max-gzip-ratio``). Why these limits:
-docs/hostile-input.md, "Limits".
+"""Reading gzip input within limits: the one gunzip every reader of ``.gz``
+recordings calls. It stops with one :class:`~fidelity.errors.InputError`
+past :data:`MAX_DECOMPRESSED` bytes out or :data:`MAX_RATIO` bytes out per
+byte in (DEFLATE expands at most about 1,030-fold:
+https://www.zlib.net/zlib_tech.html); why: docs/hostile-input.md, "Limits".
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import InputError
+from .jsonio import open_input
 
 __all__ = ["MAX_DECOMPRESSED", "MAX_RATIO", "RATIO_FLOOR", "iter_gunzip", "gunzip", "gunzip_file", "gunzip_head",
            "limits", "parse_size", "is_gzip"]
@@ -37,9 +34,8 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(text: str) -> int:
-    """``"512M"``, ``"4G"``, ``"1.5G"``, ``"1000000"`` (bytes; K, M, G, T are
-    powers of 1,024, an optional trailing ``B`` or ``iB`` is ignored) as a
-    number of bytes; ``ValueError`` when it is not a positive size."""
+    """``"512M"``, ``"1.5G"``, ``"1000000"`` as bytes (K, M, G, T powers of
+    1,024; a trailing ``B``/``iB`` ignored); ``ValueError`` unless positive."""
     t = text.strip().upper().removesuffix("IB").removesuffix("B")
     unit = t[-1:] if t[-1:] in _UNITS and t[-1:] else ""
     number = t[: len(t) - len(unit)]
@@ -82,14 +78,11 @@ def is_gzip(path: str | Path, head: bytes) -> bool:
 
 def iter_gunzip(read: Callable[[int], bytes], path: str | Path | None, *, size: int | None = None,
                 ratio: int | None = None, wbits: int = 47) -> Generator[bytes, None, None]:
-    """The decompressed bytes of the gzip stream ``read`` returns (one or
-    more concatenated members, as ``gzip -c a b > c.gz`` writes; bytes after
-    the last member that are not another member are ignored, as gzip does),
-    in pieces of at most 1 MiB. :class:`InputError` naming ``path`` when the
-    data is not gzip, is truncated, or passes a limit (the module's defaults
-    unless given). ``wbits`` as for :func:`zlib.decompressobj`: 47 (the
-    default) reads a gzip or zlib header, 15 zlib only, -15 raw DEFLATE
-    (HTTP ``Content-Encoding: deflate`` is either); only gzip has members."""
+    """The decompressed bytes of the gzip stream ``read`` returns (concatenated
+    members read, trailing garbage ignored, as gzip does), in pieces of at most
+    1 MiB; :class:`InputError` naming ``path`` when it is not gzip, is
+    truncated or passes a limit. ``wbits`` as for :func:`zlib.decompressobj`
+    (47: gzip or zlib header; 15: zlib; -15: raw DEFLATE)."""
     size = MAX_DECOMPRESSED if size is None else size
     ratio = MAX_RATIO if ratio is None else ratio
     d = zlib.decompressobj(wbits)  # 47 = 32 + 15: a gzip (or zlib) header, the largest window
@@ -127,18 +120,15 @@ def iter_gunzip(read: Callable[[int], bytes], path: str | Path | None, *, size: 
 
 
 def gunzip(data: bytes, path: str | Path | None = None, *, wbits: int = 47) -> bytes:
-    """``data`` (gzip; zlib or raw DEFLATE by ``wbits``, as for
-    :func:`iter_gunzip`) decompressed whole, within the limits. A recorded
-    body with a ``Content-Encoding`` is decoded by this too: ``path`` then
-    names the recording, or is ``None`` where the caller adds it."""
+    """``data`` decompressed whole within the limits (``wbits``: :func:`iter_gunzip`);
+    ``path`` names the input in errors (``None``: the caller adds it)."""
     return b"".join(iter_gunzip(io.BytesIO(data).read, path, wbits=wbits))
 
 
 def gunzip_file(path: str | Path, out: BinaryIO) -> int:
-    """Decompress the gzip file ``path`` into the open file ``out``, within
-    the limits (a bomb stops before it fills the disk); bytes written."""
+    """Decompress the gzip file ``path`` into ``out`` within the limits; bytes written."""
     n = 0
-    with _open(path) as fh:
+    with open_input(path) as fh:
         for piece in iter_gunzip(fh.read, path):
             out.write(piece)
             n += len(piece)
@@ -146,10 +136,9 @@ def gunzip_file(path: str | Path, out: BinaryIO) -> int:
 
 
 def gunzip_head(path: str | Path, n: int) -> bytes:
-    """The first ``n`` decompressed bytes of the gzip file ``path`` (however
-    far it would expand)."""
+    """The first ``n`` decompressed bytes of the gzip file ``path``."""
     got = bytearray()
-    with _open(path) as fh:
+    with open_input(path) as fh:
         pieces = iter_gunzip(fh.read, path, size=max(n, 1) + _OUT, ratio=1 << 62)
         for piece in pieces:
             got += piece
@@ -157,16 +146,3 @@ def gunzip_head(path: str | Path, n: int) -> bytes:
                 break
         pieces.close()
     return bytes(got[:n])
-
-
-def _open(path: str | Path) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", path=path) from None
-    except PermissionError:
-        raise InputError("permission denied", path=path) from None
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), path=path) from None

@@ -1,15 +1,8 @@
-"""JSON byte helpers shared by every wire dialect, all byte-exact:
-
-* :func:`dumps_compact` serialises as the official ``openai`` and
-  ``anthropic`` Python SDKs do (``openai/_utils/_json.py``, openai 3.57.0;
-  ``anthropic/_utils/_json.py``, anthropic 2.14: ``ensure_ascii=False,
-  separators=(",", ":"), allow_nan=False``); :func:`dumps_pyjson` is
-  ``json.dumps`` with its defaults;
-* :func:`loads` keeps key order and accepts lone surrogate escapes (it is
-  :func:`fidelity.jsonio.loads`, the one strict parser);
-* :func:`value_spans`, :func:`member_spans` and :func:`element_spans` return
-  the exact ``(start, end)`` offsets of values addressed by RFC 6901
-  pointers, so a cache view slices the body instead of re-rendering it.
+"""JSON byte helpers shared by every wire dialect, all byte-exact: the SDKs'
+serialisation (:func:`dumps_compact`), RFC 6901 pointers, and a byte scanner
+giving the exact ``(start, end)`` of values (:func:`value_spans`,
+:func:`member_spans`, :func:`element_spans`), so a cache view slices the body
+instead of re-rendering it. :func:`loads` is :func:`fidelity.jsonio.loads`.
 
 >>> body = dumps_compact({"model": "m", "tools": [{"a": 1}, {"b": "é"}]})
 >>> s, e = value_spans(body, ["/tools/1"])["/tools/1"]
@@ -26,16 +19,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from . import jsonio as _jsonio
 from .errors import InputError
 from .jsonends import container_ends, walk
+from .jsonio import loads
 
 __all__ = [
     "dumps_compact",
     "dumps_pyjson",
     "loads",
     "escape_token",
-    "unescape_token",
     "pointer",
     "split_pointer",
     "Member",
@@ -54,13 +46,11 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 
 def dumps_compact(obj: Any) -> bytes:
-    """Serialise ``obj`` exactly as the openai / anthropic SDKs put it on the wire.
-
-    Dicts (``FrozenDict`` included) keep insertion order, tuples become arrays.
-    A value the SDK cannot send raises :class:`InputError` instead of the SDK's
-    ``UnicodeEncodeError`` (lone surrogate: ``json`` leaves it raw and UTF-8
-    encoding fails) or ``ValueError`` (NaN / Infinity with ``allow_nan=False``).
-    """
+    """``obj`` as the openai / anthropic SDKs put it on the wire (key order
+    kept, tuples as arrays); :class:`InputError` for what the SDK cannot send
+    (a lone surrogate, NaN / Infinity)."""
+    # openai/_utils/_json.py (openai 3.57.0), anthropic/_utils/_json.py (anthropic 2.14):
+    # ensure_ascii=False, separators=(",", ":"), allow_nan=False
     try:
         text = _COMPACT.encode(obj)
     except ValueError as exc:
@@ -77,21 +67,11 @@ def dumps_compact(obj: Any) -> bytes:
 
 
 def dumps_pyjson(obj: Any) -> bytes:
-    """``json.dumps(obj).encode()`` with the ``json`` defaults: ``", "`` and
-    ``": "`` separators, ``ensure_ascii=True`` (so the output is ASCII and a
-    lone surrogate becomes ``\\udXXX``), NaN allowed."""
+    """``json.dumps(obj).encode()``: the ``json`` defaults (``", "``, ``": "``, ASCII, NaN allowed)."""
     try:
         return json.dumps(obj).encode("ascii")
     except TypeError as exc:
         raise InputError(f"not a JSON value: {exc}") from None
-
-
-def loads(body: bytes | str, *, path: str | None = None) -> Any:
-    """Parse one JSON document with :func:`fidelity.jsonio.loads` (``json.loads``
-    underneath: key order kept, lone surrogate escapes accepted; duplicate
-    keys, NaN / Infinity and over-deep nesting refused); errors become
-    :class:`InputError`."""
-    return _jsonio.loads(body, path=path)
 
 
 # --------------------------------------------------------------------------
@@ -102,10 +82,6 @@ def loads(body: bytes | str, *, path: str | None = None) -> Any:
 def escape_token(token: str | int) -> str:
     """One reference token of a JSON pointer: ``~`` -> ``~0``, ``/`` -> ``~1``."""
     return str(token).replace("~", "~0").replace("/", "~1")
-
-
-def unescape_token(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
 
 
 def pointer(*tokens: str | int) -> str:
@@ -123,7 +99,7 @@ def split_pointer(ptr: str) -> tuple[str, ...]:
         return ()
     if not ptr.startswith("/"):
         raise InputError(f"JSON pointer must start with '/': {ptr!r}")
-    return tuple(unescape_token(t) for t in ptr[1:].split("/"))
+    return tuple(t.replace("~1", "/").replace("~0", "~") for t in ptr[1:].split("/"))
 
 
 # --------------------------------------------------------------------------
@@ -148,8 +124,7 @@ class Member(NamedTuple):
 
 
 class _Memo:
-    """Scan results per body (keyed by the body's identity; the bodies are
-    held, so an identity is never reused while the memo lives)."""
+    """Scan results per body, by identity (the bodies are held, so an id is not reused)."""
 
     def __init__(self) -> None:
         self.bodies: dict[int, bytes] = {}
@@ -167,9 +142,8 @@ _SCAN = threading.local()
 
 @contextmanager
 def scan_memo() -> Iterator[None]:
-    """Within the block, scan every container once and remember where it ends
-    and the spans of its elements and members (results are identical without
-    the memo); the memo is dropped with the block."""
+    """Within the block, each container is scanned once: its end and the spans
+    of its elements and members are remembered (same results without it)."""
     outer = getattr(_SCAN, "memo", None) is None
     if outer:
         _SCAN.memo = _Memo()
@@ -216,9 +190,8 @@ def skip_value(body: bytes, pos: int) -> int:
 
 
 def _skip_container(body: bytes, pos: int) -> int:
-    """End of the object or array opening at ``pos``: a lookup in the body's
-    container ends (:func:`fidelity.jsonends.container_ends`), else walked
-    from there (a bracket inside a string, or a body that is not valid JSON)."""
+    """End of the container opening at ``pos``: looked up in
+    :func:`fidelity.jsonends.container_ends`, else walked from there."""
     ends = container_ends(body) if type(body) is bytes else None
     end = ends.get(pos) if ends is not None else None
     return end if end is not None else walk(body, pos)[0]
@@ -231,10 +204,9 @@ _PROBE = 32
 
 
 def _skip_array(body: bytes, pos: int, memo: _Memo, key: tuple[int, int]) -> int:
-    """End of the array at ``pos``, its element spans remembered on the way
-    (one pass instead of a skip and then a scan of the elements), for arrays
-    of containers of some size; elements another body of the memo shares are
-    not scanned again (:func:`_shared_elements`). Same results as two scans."""
+    """End of the array at ``pos``, with the spans of its elements (wide
+    containers) remembered on the way, those another body of the memo shares
+    not scanned again (:func:`_shared_elements`)."""
     spans: list[tuple[int, int]] = []
     for start, end in _iter_elements(body, pos, _shared_elements(body, pos, memo)):
         if body[start] not in (0x7B, 0x5B) or (len(spans) == _PROBE and start - pos < _PROBE * _WIDE_ELEMENT):
@@ -301,9 +273,8 @@ def iter_elements(body: bytes, pos: int) -> Iterable[tuple[int, int]]:
 
 
 def _iter_elements(body: bytes, pos: int, known: Sequence[tuple[int, int]] = ()) -> Iterator[tuple[int, int]]:
-    """Spans of the elements of the array at ``pos``; ``known``: spans of
-    its first elements, already found (:func:`_shared_elements`), from the
-    end of which the scan goes on."""
+    """Spans of the elements of the array at ``pos``, going on after ``known``
+    (its first elements' spans, :func:`_shared_elements`)."""
     if body[pos : pos + 1] != b"[":
         raise _bad(body, pos, "expected an array")
     if known:
@@ -328,10 +299,8 @@ def _iter_elements(body: bytes, pos: int, known: Sequence[tuple[int, int]] = ())
 
 
 def _shared_elements(body: bytes, pos: int, memo: _Memo) -> list[tuple[int, int]]:
-    """The leading element spans of the array at ``pos`` that another body
-    of the memo has already scanned there, over bytes equal in both (a span
-    depends only on the bytes from the array's start to just past its end);
-    the longest such run is found by bisection with ``memcmp``."""
+    """The longest run of leading element spans of the array at ``pos`` that
+    another body of the memo scanned over equal bytes (bisection with ``memcmp``)."""
     best: list[tuple[int, int]] = []
     view: memoryview | None = None
     for other_id, other in memo.bodies.items():
@@ -379,12 +348,9 @@ def _locate(body: bytes, tokens: tuple[str, ...]) -> tuple[int, int] | None:
 
 
 def value_spans(body: bytes, pointers: Iterable[str]) -> dict[str, tuple[int, int]]:
-    """Exact byte spans of the values at ``pointers`` in ``body``.
-
-    Returns ``{pointer: (start, end)}`` with ``body[start:end]`` the value as
-    sent (``end`` exclusive); pointers that do not resolve are left out.
-    Malformed JSON on the way raises :class:`InputError`.
-    """
+    """``{pointer: (start, end)}``: ``body[start:end]`` is the value at each
+    pointer as sent; pointers that do not resolve are left out, malformed
+    JSON on the way raises :class:`InputError`."""
     body = bytes(body)
     out: dict[str, tuple[int, int]] = {}
     for ptr in pointers:
@@ -402,21 +368,21 @@ def slice_at(body: bytes, ptr: str) -> bytes:
     return body[span[0] : span[1]]
 
 
-def member_spans(body: bytes, ptr: str = "") -> list[Member]:
-    """The members of the object at ``ptr`` in body order (``[]`` if absent
-    or not an object)."""
-    body = bytes(body)
+def _opening(body: bytes, ptr: str, opener: bytes) -> int | None:
+    """Where the value at ``ptr`` starts if it opens with ``opener``, else ``None``."""
     span = _locate(body, split_pointer(ptr))
-    if span is None or body[span[0] : span[0] + 1] != b"{":
-        return []
-    return list(iter_members(body, span[0]))
+    return span[0] if span is not None and body[span[0] : span[0] + 1] == opener else None
+
+
+def member_spans(body: bytes, ptr: str = "") -> list[Member]:
+    """The members of the object at ``ptr`` in body order (``[]`` if absent or not an object)."""
+    body = bytes(body)
+    at = _opening(body, ptr, b"{")
+    return [] if at is None else list(iter_members(body, at))
 
 
 def element_spans(body: bytes, ptr: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each element of the array at ``ptr`` (``[]`` if
-    absent or not an array)."""
+    """``(start, end)`` of each element of the array at ``ptr`` (``[]`` if absent or not an array)."""
     body = bytes(body)
-    span = _locate(body, split_pointer(ptr))
-    if span is None or body[span[0] : span[0] + 1] != b"[":
-        return []
-    return list(iter_elements(body, span[0]))
+    at = _opening(body, ptr, b"[")
+    return [] if at is None else list(iter_elements(body, at))

@@ -1,13 +1,8 @@
-"""Where each object and array of a JSON body ends: one pass per body, remembered.
-
-The byte scanner (:mod:`fidelity.jsonbytes`) skips a container by looking
-its end up here. :func:`container_ends` finds every container's end in one
-pass over a body and remembers the last bodies asked about, so that the many
-skips of a cache view, a pointer lookup and the differ over one body cost one
-pass. A strict-JSON body (``orjson`` reads it) takes the fast pass
+"""Where each object and array of a JSON body ends: one pass per body,
+remembered for the last bodies (the byte scanner :mod:`fidelity.jsonbytes`
+skips containers with it). A strict-JSON body takes the fast pass
 (:func:`_strict_ends`); any other is walked (:func:`walk`) under the grammar
-of ``json.JSONDecoder(strict=False)``, the decoder the scanner used before,
-which also refuses what that decoder refuses.
+of ``json.JSONDecoder(strict=False)``.
 """
 
 from __future__ import annotations
@@ -52,9 +47,7 @@ def _bad(pos: int) -> InputError:
 def container_ends(body: bytes) -> dict[int, int] | None:
     """``{start: end}`` of every object and array of the JSON value at the
     start of ``body``; ``None`` when that value is not a valid container.
-    Remembered for the last bodies asked about (a cache view scans one body
-    many times in a row, a report row views a few bodies), up to
-    :data:`_ENDS_BYTES` of bodies."""
+    Remembered for the last bodies, up to :data:`_ENDS_BYTES`."""
     hit = _ENDS.get(body)
     if hit is not None or body in _ENDS:
         try:
@@ -85,15 +78,10 @@ _NEXT_BRACKET = re.compile(rb'(?:[^"\[\]{}]++|"[^"]*+")*+[\[\]{}]')
 
 
 def _strict_ends(body: bytes, start: int) -> dict[int, int] | None:
-    """:func:`walk`'s ends, faster, for a body that is strict JSON (RFC
-    8259, as ``orjson`` reads it: one C pass), else ``None``.
-
-    In valid JSON every bracket outside a string opens or closes a
-    container, so only the strings need finding: with each escaped
-    backslash, then each escaped quote, blanked in place (two bytes for two,
-    left to right, as a reader pairs a run of backslashes: the trick of
-    :func:`fidelity.jsonio.text_depth`, keeping offsets), every quote left
-    delimits a string, and one regex match per bracket skips the rest."""
+    """:func:`walk`'s ends, faster, for a body ``orjson`` reads (strict JSON),
+    else ``None``: with escaped backslashes, then escaped quotes, blanked in
+    place, every quote left delimits a string and every bracket outside one
+    opens or closes a container."""
     try:
         orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -121,15 +109,11 @@ _ENDS_LOCK = threading.Lock()
 
 def walk(body: bytes, pos: int) -> tuple[int, dict[int, int]]:
     """The end of the container opening at ``pos`` and the ends of all the
-    containers in it (its own included).
-
-    The regexes above consume each run of flat members or elements
-    (strings, numbers, literals) in one match at C speed, so Python steps
-    once per bracket, and nothing is decoded. It accepts and refuses what
-    ``json.JSONDecoder(strict=False).raw_decode`` over the body decoded as
-    latin-1 does (the previous scanner, the tests' oracle), except that
-    nesting is bounded by memory rather than by the recursion limit, and
-    an integer of more than 4,300 digits is not refused."""
+    containers in it (its own included), one regex match per run of flat
+    members or elements. Accepts and refuses what
+    ``json.JSONDecoder(strict=False).raw_decode`` of the latin-1 text does
+    (the tests' oracle), except that nesting is bounded by memory only and an
+    integer past 4,300 digits is not refused."""
     ends: dict[int, int] = {}
     starts = [pos]
     kinds = [body[pos]]

@@ -1,9 +1,6 @@
-"""Reading JSON and JSONL input, with one-line errors that name the file.
-
-Every reader parses with :func:`loads` (one set of rules: see there), which
-keeps object key order (Python dicts are ordered); the whole toolkit relies
-on it: nothing here or elsewhere sorts keys.
-"""
+"""Reading JSON and TOML input with one-line errors that name the file, and
+writing files atomically. Every reader parses with :func:`loads`, which keeps
+object key order: nothing here or elsewhere sorts keys."""
 
 from __future__ import annotations
 
@@ -15,35 +12,45 @@ import sys
 import tempfile
 import threading
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .errors import InputError
 
-__all__ = ["read_bytes", "MAX_DEPTH", "loads", "depth", "load", "iter_jsonl", "atomic_write", "toml_loads", "load_toml"]
+__all__ = ["read_bytes", "open_input", "MAX_DEPTH", "loads", "depth", "load", "atomic_write", "toml_loads",
+           "load_toml"]
+
+
+def _unreadable(exc: OSError, path: str | Path) -> InputError:
+    if isinstance(exc, FileNotFoundError):
+        return InputError("no such file", path=path)
+    if isinstance(exc, IsADirectoryError):
+        return InputError("is a directory, expected a file", path=path)
+    if isinstance(exc, PermissionError):
+        return InputError("permission denied", path=path)
+    return InputError(exc.strerror or str(exc), path=path)
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """Read a whole input file; missing, unreadable or directory paths raise
-    :class:`InputError` naming the path."""
+    """A whole input file; a missing, unreadable or directory path raises
+    :class:`InputError` naming it."""
     p = Path(path)
     try:
         return p.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=p) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", path=p) from None
-    except PermissionError:
-        raise InputError("permission denied", path=p) from None
     except OSError as exc:
-        raise InputError(exc.strerror or str(exc), path=p) from None
+        raise _unreadable(exc, p) from None
 
 
-#: Deepest nesting of arrays and objects accepted. Real request bodies nest
-#: a few dozen levels (tool schemas); the toolkit walks values recursively,
-#: so a deeper document is refused up front with one clear line instead of a
-#: ``RecursionError`` somewhere downstream.
+def open_input(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading bytes, with :func:`read_bytes`'s errors."""
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise _unreadable(exc, path) from None
+
+
+#: Deepest nesting of arrays and objects accepted: a deeper document is refused
+#: up front instead of a ``RecursionError`` downstream (real bodies nest a few dozen).
 MAX_DEPTH = 256
 
 
@@ -61,13 +68,21 @@ class _DupDict(dict[str, Any]):
     duplicate: str = ""
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _marked(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``: a :class:`_DupDict` naming its first repeated key when it has one."""
     d = dict(pairs)
     if len(d) != len(pairs):
         seen: set[str] = set()
-        dup = _DupDict(pairs)
+        dup = _DupDict(d)
         dup.duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _Refused("", dup)
+        return dup
+    return d
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = _marked(pairs)
+    if isinstance(d, _DupDict):
+        raise _Refused("", d)
     return d
 
 
@@ -83,25 +98,14 @@ def _float(text: str) -> float:
 
 
 def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None = None) -> Any:
-    """Parse one JSON document strictly; the error says what is wrong and where.
+    """Parse one JSON document strictly (every reader's parser), keeping key order.
 
-    One parser for every reader (request bodies, snapshots, logs, HAR,
-    cassettes, baselines, price tables), with these rules:
-
-    * UTF-8 only; a byte order mark, invalid UTF-8 or an empty document is
-      refused;
-    * ``NaN``, ``Infinity`` and numbers that overflow a double are refused
-      (not JSON; the SDKs cannot send them);
-    * integers of any size are kept exactly (up to Python's 4300-digit
-      conversion limit), lone surrogate escapes (``"\\ud800"``) are
-      accepted, as ``json.loads`` (the SDKs' own parser) accepts them;
-    * a **duplicate key** is refused with the JSON pointer of its object:
-      parsers disagree on which value wins, so the cache-relevant bytes of
-      such a body are ambiguous;
-    * nesting deeper than :data:`MAX_DEPTH` is refused.
-
-    Key order is kept (nothing is ever sorted).
-    """
+    Refused with an error saying what and where: a byte order mark, invalid
+    UTF-8, an empty document, NaN / Infinity / a number overflowing a double,
+    a duplicate key (named with its object's pointer), nesting past
+    :data:`MAX_DEPTH`. Integers are kept exactly and lone surrogate escapes
+    accepted, as ``json.loads`` (the SDKs' parser) does. Rules and why:
+    docs/hostile-input.md."""
     known = getattr(_PARSED, "values", None)
     entry = known.get(id(data)) if known is not None else None
     if entry is not None and entry[0] is data:  # parsed already, inside ``parsed_once`` (see there)
@@ -137,8 +141,8 @@ def loads(data: bytes | str, *, path: str | Path | None = None, line: int | None
     except MemoryError:
         raise InputError(f"too large to parse in memory ({len(text):,} characters)", path=path, line=line) from None
     except ValueError as exc:  # int() beyond sys.get_int_max_str_digits()
-        limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
-        problem = f"an integer has more than {limit} digits" if "digits" in str(exc) else _short(exc)
+        too_long = f"an integer has more than {sys.get_int_max_str_digits()} digits"
+        problem = too_long if "digits" in str(exc) else _short(exc)
         raise InputError(f"not valid JSON: {problem}", path=path, line=line) from None
     if text.count("[") + text.count("{") > MAX_DEPTH and text_depth(data) > MAX_DEPTH:
         raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep", path=path, line=line)
@@ -149,19 +153,10 @@ _PARSED = threading.local()
 
 
 class parsed_once:  # noqa: N801 (used like the function it replaced: ``with parsed_once(...)``)
-    """Within the block, :func:`loads` of this very ``data`` object returns
-    ``value`` (its result, computed by the caller) instead of parsing again.
-
-    ``fidelity diff`` parses each body to detect its dialect and model, and
-    the dialect's cache view parses it again: on a body of megabytes the
-    second strict parse is a tenth of a second of nothing new. Scoped to the
-    block and to the identity of ``data``, so no other caller ever sees a
-    shared (mutable) result. ``once``: only the first :func:`loads` gets
-    ``value`` and the block forgets it (a hand-over: the block then holds no
-    reference, so a large parsed tree goes when its new owner drops it).
-    A class, not a generator: a generator-based context manager would keep
-    ``value`` alive in its arguments until the block ends.
-    """
+    """Within the block, :func:`loads` of this very ``data`` object (by
+    identity) returns ``value``, the caller's parse of it, instead of parsing
+    again. ``once``: only the first :func:`loads` gets it and the block then
+    holds no reference to it (a class, not a generator, for that reason)."""
 
     def __init__(self, data: bytes, value: Any, *, once: bool = False) -> None:
         self._data = data
@@ -194,18 +189,10 @@ _LEVEL[ord("]")] = _LEVEL[ord("}")] = -1
 
 
 def text_depth(text: str | bytes) -> int:
-    """Nesting depth of a *valid* JSON text (``str``, or its UTF-8 bytes),
-    from its brackets outside strings; equal to :func:`depth` of its parsed
-    value (a property test checks it) and far cheaper on a body of
-    megabytes: every step runs in C over the bytes.
-
-    Escapes go first: a ``\\\\`` pair, then a ``\\"`` pair (removed left
-    to right, as a JSON reader pairs a run of backslashes). Then every byte
-    but quotes and brackets is deleted; each quote left opens or closes a
-    string (in UTF-8 no byte of a multi-byte character is a quote or a
-    bracket), so splitting at the quotes puts the text outside strings at
-    the even places.
-    """
+    """Nesting depth of a *valid* JSON text (``str`` or UTF-8 bytes), equal to
+    :func:`depth` of its parse, in C-speed steps: escaped backslashes, then
+    escaped quotes, are removed; of the quotes and brackets left, the text
+    outside strings lies between every other quote."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     structure = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
     outside = b"".join(structure.split(b'"')[::2])
@@ -214,9 +201,8 @@ def text_depth(text: str | bytes) -> int:
 
 def depth(value: Any, limit: int | None = None) -> int:
     """Nesting depth of a parsed value (a scalar is 0), iteratively. With
-    ``limit``, the walk stops at the first container deeper than it and
-    returns that level, so a self-referencing value (a recursive YAML alias,
-    ``&a [*a]``) ends instead of looping."""
+    ``limit``, the first container deeper than it ends the walk with its
+    level (so a self-referencing YAML alias ends)."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
@@ -233,8 +219,7 @@ def depth(value: Any, limit: int | None = None) -> int:
 
 
 def _duplicate(text: str, key: str, path: str | Path | None, line: int | None) -> InputError:
-    """Name the duplicate key and the pointer of its object (found with a
-    second, pointer-tracking pass; only ever run on the error path)."""
+    """Name the duplicate key and its object's pointer (a second pass, on the error path only)."""
     try:
         where = _first_duplicate(text)
     except json.JSONDecodeError as exc:  # broken further on as well: report that first
@@ -248,16 +233,7 @@ def _duplicate(text: str, key: str, path: str | Path | None, line: int | None) -
 
 
 def _first_duplicate(text: str) -> tuple[str, str] | None:
-    def hook(pairs: list[tuple[str, Any]]) -> Any:
-        d = dict(pairs)
-        if len(d) != len(pairs):
-            seen: set[str] = set()
-            dup = _DupDict(d)
-            dup.duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-            return dup
-        return d
-
-    root = json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_float)
+    root = json.loads(text, object_pairs_hook=_marked, parse_constant=_constant, parse_float=_float)
     stack: list[tuple[Any, str]] = [(root, "")]
     while stack:
         node, ptr = stack.pop()
@@ -292,30 +268,14 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     return toml_loads(read_bytes(path), path=path)
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
-    data = read_bytes(path)
-    if not data.strip():
-        raise InputError("empty file, expected JSON lines", path=path)
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if raw.strip():
-            yield number, loads(raw, path=path, line=number)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()  # read once: os.umask is process-wide, not thread-safe
+_UMASK = os.umask(0)  # read once (os.umask is process-wide, not thread-safe), then put back
+os.umask(_UMASK)
 
 
 def atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a fresh temporary file beside ``path`` and rename it
-    into place, so a reader never sees a half-written report, baseline or
-    snapshot: after a crash (disk full, interrupt) ``path`` holds either its
-    old content or the new, never a mix, and no temporary file is left."""
+    """Write ``data`` to a temporary file beside ``path`` and rename it into
+    place: ``path`` holds its old content or the new, never a mix, and no
+    temporary file is left behind."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)

@@ -1,25 +1,12 @@
-"""The canonical, provider-neutral request.
-
-Every reader produces a :class:`Request`, every fork builder maps requests or
-histories to new ones, and every wire dialect renders a :class:`Request` to the
-exact bytes an official SDK would send.
-
-Two rules shape this module:
-
-* **Immutable.** Objects are frozen dataclasses holding tuples; JSON values
-  are :class:`FrozenDict` / tuple trees (see :func:`freeze`). A builder that
-  "changes" a request returns a new one (``dataclasses.replace``), so an input
-  can never be modified behind the caller's back.
-* **Order is data.** Key order inside tool schemas and tool-call arguments is
-  part of the bytes the provider's prefix cache sees. Nothing here sorts keys;
-  ``FrozenDict`` keeps insertion order, and ``orjson`` serialises it in that
-  order.
+"""The canonical, provider-neutral :class:`Request` that every reader produces,
+every fork builder maps and every wire dialect renders. Immutable (frozen
+dataclasses, tuples, :class:`FrozenDict`), and order is data: nothing here
+sorts keys, since key order in schemas and arguments reaches the cache.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, overload
 
@@ -45,11 +32,8 @@ __all__ = [
 
 
 class FrozenDict(dict[str, Any]):
-    """A ``dict`` that refuses mutation and keeps insertion order.
-
-    It subclasses ``dict`` so that ``orjson`` and ``json`` serialise it
-    natively, in insertion order, with no conversion step.
-    """
+    """A ``dict`` that refuses mutation and keeps insertion order (a ``dict``
+    subclass, so that ``orjson`` and ``json`` serialise it natively)."""
 
     __slots__ = ()
 
@@ -124,13 +108,10 @@ def thaw(value: Any) -> Any:
 
 
 def written_alike(a: Any, b: Any) -> bool:
-    """True when ``a`` and ``b`` are equal and would be written alike: the
-    same type at every node (``True`` is not ``1``, ``1`` is not ``1.0``),
-    objects with their keys in the same order, floats of the same value and
-    sign (``-0.0`` is not ``0.0``; NaN only as the same object), and the very same object
-    in each dataclass field that equality ignores (a request's ``layout``).
-    Equal requests (``==``) may render to different bytes; requests written
-    alike render to the same bytes in any dialect."""
+    """True when ``a`` and ``b`` render to the same bytes in any dialect: equal,
+    with the same type at every node (``True`` is not ``1``), keys in the same
+    order, floats of the same sign (``-0.0`` is not ``0.0``), and the very same
+    object in each field equality ignores (a request's ``layout``)."""
     if a is b:
         return True
     kind = type(a)
@@ -154,10 +135,8 @@ def written_alike(a: Any, b: Any) -> bool:
 
 class RenderKey:
     """A request as a memo key of its renderings: equal to another written
-    alike (:func:`written_alike`), so that both render to the same bytes.
-    Its hash reads only the request's shape and its last message's text (a
-    request's own hash walks every value, which costs about what rendering
-    it does)."""
+    alike (:func:`written_alike`); its hash reads only the request's shape and
+    its last message's text (cheaper than the request's own hash)."""
 
     __slots__ = ("request", "_hash")
 
@@ -190,13 +169,9 @@ class Route:
 
 @dataclass(frozen=True)
 class SystemBlock:
-    """One block of the system prompt.
-
-    ``name`` labels a section (DeepSeek Harness composes its system prompt
-    from named sections such as ``tool:report``); it is metadata and does not
-    reach the wire. ``cache_control`` is Anthropic/DashScope's breakpoint
-    marker on the block, ``extra`` any other wire keys in their order.
-    """
+    """One block of the system prompt. ``name`` labels a section (DSH's
+    ``tool:report``) and never reaches the wire; ``cache_control`` is the
+    Anthropic/DashScope breakpoint marker, ``extra`` other wire keys in order."""
 
     text: str
     name: str | None = None
@@ -209,12 +184,8 @@ class SystemBlock:
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool (function) schema.
-
-    ``parameters`` is the JSON schema exactly as the caller wrote it, key
-    order included. ``extra`` holds other keys of the function object
-    (``strict``, ``cache_control``, ...) in their order.
-    """
+    """A tool schema: ``parameters`` exactly as the caller wrote it, key order
+    included; ``extra`` other keys of the function object, in their order."""
 
     name: str
     description: str | None = None
@@ -247,15 +218,9 @@ class Reasoning:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A tool call made by the model.
-
-    ``arguments`` is the parsed argument object (key order preserved).
-    ``arguments_json`` is the exact argument string where the wire carries
-    one (OpenAI-style ``function.arguments``); renderers prefer it so that
-    the bytes a harness replays are reproduced exactly.
-    ``cache_control`` is Anthropic's breakpoint marker on the ``tool_use``
-    block (other dialects have no per-part breakpoint and ignore it).
-    """
+    """A tool call made by the model: ``arguments`` parsed (key order kept),
+    ``arguments_json`` the exact string where the wire carries one (renderers
+    prefer it); ``cache_control`` is Anthropic's marker on ``tool_use``."""
 
     id: str
     name: str
@@ -270,14 +235,9 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """The result of a tool call. ``content`` is text, or a tuple of parts
-    (``Text`` / ``Image``), or for Gemini the ``response`` object.
-
-    ``cache_control`` is Anthropic's breakpoint marker on the
-    ``tool_result`` block itself (Claude Code's moving breakpoint often lands
-    there). OpenAI, DeepSeek and Gemini have no per-part breakpoints and
-    ignore it; DashScope's markers ride on the result's ``Text`` parts
-    (``content``), not on the tool message, so it ignores it too."""
+    """The result of a tool call: ``content`` is text, a tuple of parts or
+    Gemini's ``response`` object; ``cache_control`` is Anthropic's marker on
+    the ``tool_result`` block (DashScope's ride on the ``Text`` parts)."""
 
     call_id: str
     name: str | None = None
@@ -292,9 +252,8 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Image:
-    """An image by reference (URL or data URL). ``detail`` is OpenAI's knob;
-    ``cache_control`` is Anthropic's breakpoint marker on the ``image`` block
-    (ignored by the other dialects)."""
+    """An image by reference (URL or data URL); ``detail`` is OpenAI's knob,
+    ``cache_control`` Anthropic's marker."""
 
     url: str
     detail: str | None = None
@@ -307,8 +266,6 @@ class Image:
 
 
 Part = Text | Reasoning | ToolCall | ToolResult | Image
-
-Role = Literal["user", "assistant", "tool", "system", "developer"]
 
 
 @dataclass(frozen=True)
@@ -337,12 +294,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Request:
-    """A provider-neutral chat request.
-
-    ``params`` holds the other request parameters (``max_tokens``,
-    ``temperature``, ``tool_choice``, ``reasoning_effort``, ``thinking``,
-    ``stream`` ...) in the order the caller gave them.
-    """
+    """A provider-neutral chat request; ``params`` holds the other request
+    parameters (``max_tokens``, ``thinking``...) in the caller's order."""
 
     route: Route
     system: tuple[SystemBlock, ...] = ()
@@ -360,11 +313,6 @@ class Request:
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
         _frozen(self, "params")
-
-    def iter_parts(self) -> Iterator[tuple[int, Part]]:
-        for index, message in enumerate(self.messages):
-            for part in message.parts:
-                yield index, part
 
     def system_text(self, sep: str = "\n\n") -> str:
         return sep.join(block.text for block in self.system)

@@ -1,26 +1,15 @@
-"""List prices per model (a bundled, sourced and dated table, or LiteLLM's
-price file) and the one cost function every figure goes through.
-
-Prices are USD per million tokens; each bundled row carries its source URL
-and date. ``cache_write`` not given means the input price. Time-of-day
-prices keep both rates (``off_peak``, ``peak_hours_utc``; no time given: the
-peak rates, so an estimate never understates); prices tiered by prompt
-length pick their tier from the prompt's tokens. :func:`prompt_cost` and
-:func:`lost_cost` give ``None`` for a price that is not known, never 0 and
-never an exception. The table and its rules: docs/tokens-cache-prices.md.
-
->>> from fidelity import pricing
->>> table = pricing.load()
->>> p = table.lookup("anthropic", "claude-sonnet-4-5-20250929")
->>> (p.model, p.input, p.cache_read, p.cache_write, p.output)
-('claude-sonnet-4-5', 3.0, 0.3, 3.75, 15.0)
+"""List prices per model (the bundled, sourced and dated table, or LiteLLM's
+price file; USD per million tokens) and the one cost function every figure
+goes through: :func:`prompt_cost` and :func:`lost_cost` give ``None`` for an
+unknown price, never 0. Rules (peak rates without a time, prompt-length
+tiers, a missing cache-write price): docs/tokens-cache-prices.md (with examples).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -49,16 +38,10 @@ class Rates:
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens for one model. ``cache_read`` / ``cache_write``
-    are ``None`` when the source gives none: a cost that needs a cache-read
-    price is then unknown; a write without a price costs the input price.
-
-    ``off_peak`` / ``peak_hours_utc``: the rates outside the peak windows
-    (``(start, end)`` minutes after midnight UTC; the row's own rates apply
-    inside them). ``tiers``: ``(up_to_prompt_tokens, rates)`` in order, the
-    last one unbounded (``None``), for prices tiered by prompt length.
-    ``vendor`` / ``key``: LiteLLM's ``litellm_provider`` and entry name.
-    """
+    """USD per million tokens for one model (cache prices ``None`` when not
+    given). ``off_peak`` applies outside ``peak_hours_utc`` (minutes after
+    midnight UTC); ``tiers``: ``(up_to_prompt_tokens, rates)``, the last
+    unbounded; ``vendor`` / ``key``: LiteLLM's provider and entry name."""
 
     provider: str
     model: str
@@ -137,25 +120,11 @@ class PriceTable:
         fam = _family(provider) if provider else None
         return [f"{p.provider}/{p.model}" for p in self.prices if fam is None or p.provider == fam]
 
-    def find(self, provider: str | None, model: str) -> Price | None:
-        """:meth:`lookup`, or ``None`` when the table has no price for it."""
-        try:
-            return self.lookup(provider, model)
-        except UnknownName:
-            return None
-
     def lookup(self, provider: str | None, model: str) -> Price:
-        """The price of ``model`` at ``provider`` (``None``: any provider).
-
-        Matches a LiteLLM entry name exactly (``azure/eu/gpt-4o``), then the
-        model name exactly (case-insensitive, ignoring an ``org/`` prefix),
-        preferring a row of that very provider over one of its family
-        (``openai/gpt-4o`` is OpenAI's row, not ``azure/eu/``'s), then the
-        longest known name that the model extends with a price-neutral tail
-        (a date such as ``-20250929`` or ``-2024-08-06``, ``-latest``,
-        ``-preview-06-05``). ``gpt-4.1-nano`` does not fall back to
-        ``gpt-4.1``. :class:`UnknownName` lists the known models.
-        """
+        """The price of ``model`` at ``provider`` (``None``: any provider): a
+        LiteLLM entry name, else the model name exactly (the provider's own row
+        first), else the longest known name it extends with a price-neutral
+        tail (``-20250929``, ``-latest``); :class:`UnknownName` otherwise."""
         fam = _family(provider) if provider else None
         full = model.strip().lower()
         key = full.rsplit("/", 1)[-1]
@@ -189,10 +158,8 @@ _NOTE_MODELS = 6
 
 
 def no_price_note(table: PriceTable, provider: str, model: str) -> str:
-    """The note a result carries for a model the table has no price for: its
-    dollars show "no price", never $0. Whole model names only (at most
-    :data:`_NOTE_MODELS` of the provider's, then how many more), so that no
-    name is ever cut.
+    """The note for a model the table has no price for (its dollars show "no
+    price", never $0), naming whole models only.
 
     >>> no_price_note(PriceTable("t", "2026-01-01", ()), "acme", "m-1")
     'no price for acme/m-1 in t (as of 2026-01-01): the table has no acme models; pass --prices FILE (a LiteLLM price map) to price it'
@@ -209,8 +176,7 @@ def no_price_note(table: PriceTable, provider: str, model: str) -> str:
 
 
 def _family(provider: str) -> str:
-    """The price table's provider column for a provider name (its family per
-    :func:`fidelity.providers.family`; unknown names are kept as given)."""
+    """A provider's family (:func:`fidelity.providers.family`; unknown names kept)."""
     p = provider.strip().lower()
     try:
         return providers.family(p)
@@ -267,21 +233,9 @@ def parse_bundled(doc: Any, *, path: str = "prices.json") -> PriceTable:
         if (off_peak is None) != (not hours):
             raise InputError("off_peak and peak_hours_utc go together", path=path, pointer=ptr)
         rates = _rates(row, path=path, pointer=ptr)
-        rows.append(
-            Price(
-                provider=str(row["provider"]),
-                model=str(row["model"]),
-                input=rates.input,
-                cache_read=rates.cache_read,
-                cache_write=rates.cache_write,
-                output=rates.output,
-                source=str(row["source"]),
-                as_of=str(row["as_of"]),
-                note=str(row.get("note", "")),
-                off_peak=off_peak,
-                peak_hours_utc=hours,
-            )
-        )
+        rows.append(Price(provider=str(row["provider"]), model=str(row["model"]), **asdict(rates),
+                          source=str(row["source"]), as_of=str(row["as_of"]), note=str(row.get("note", "")),
+                          off_peak=off_peak, peak_hours_utc=hours))
     return PriceTable(name=str(doc["name"]), as_of=str(doc["as_of"]), prices=tuple(rows))
 
 
@@ -314,21 +268,10 @@ def _windows(value: Any, *, path: str, pointer: str) -> tuple[tuple[int, int], .
     return tuple(out)
 
 
-def _per_million(value: float | None) -> float | None:
-    return None if value is None else round(value * 1_000_000, 9)
-
-
 def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json", as_of: str = "unknown") -> PriceTable:
-    """Parse LiteLLM's price map: ``{model: {input_cost_per_token,
-    output_cost_per_token, cache_read_input_token_cost,
-    cache_creation_input_token_cost, litellm_provider, ...}}`` (costs per
-    token; converted to per million). An entry priced by prompt length
-    (``tiered_pricing``: ``[{"range": [lo, hi], "input_cost_per_token", ...}]``)
-    keeps its tiers and takes the first as its flat price. A missing cache
-    price is ``None``; a ``cache_creation_input_token_cost`` of 0 is LiteLLM's
-    way of not giving one, so it is ``None`` too (the input price applies),
-    never "free". Entries without input and output costs (image, audio,
-    embedding-only models) and ``sample_spec`` are skipped."""
+    """Parse LiteLLM's price map (costs per token, converted to per million);
+    a ``tiered_pricing`` entry keeps its tiers and takes the first as its flat
+    price; entries without input and output costs and ``sample_spec`` are skipped."""
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object mapping model names to prices", path=path)
     rows: list[Price] = []
@@ -345,28 +288,12 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
         provider = entry.get("litellm_provider")
         if not isinstance(provider, str):
             raise InputError("missing litellm_provider", path=path, pointer=ptr)
-        tiers: list[tuple[int | None, Rates]] = []
-        if isinstance(tiered, list):
-            for i, t in enumerate(tiered):
-                tiers.append(_litellm_tier(t, path=path, pointer=f"{ptr}/tiered_pricing/{i}",
-                                           last=i == len(tiered) - 1, base=entry))
+        tiers = [_litellm_tier(t, path=path, pointer=f"{ptr}/tiered_pricing/{i}", last=i == len(tiered) - 1,
+                               base=entry) for i, t in enumerate(tiered)] if isinstance(tiered, list) else []
         rates = _litellm_rates(entry, path=path, pointer=ptr) if flat else tiers[0][1]
-        rows.append(
-            Price(
-                provider=_family(provider),
-                model=str(name).rsplit("/", 1)[-1],
-                input=rates.input,
-                cache_read=rates.cache_read,
-                cache_write=rates.cache_write,
-                output=rates.output,
-                source=path,
-                as_of=as_of,
-                note=f"LiteLLM entry {name!r}" + (f", {len(tiers)} prompt-length tiers" if tiers else ""),
-                tiers=tuple(tiers),
-                vendor=provider,
-                key=str(name),
-            )
-        )
+        note = f"LiteLLM entry {name!r}" + (f", {len(tiers)} prompt-length tiers" if tiers else "")
+        rows.append(Price(provider=_family(provider), model=str(name).rsplit("/", 1)[-1], **asdict(rates),
+                          source=path, as_of=as_of, note=note, tiers=tuple(tiers), vendor=provider, key=str(name)))
     if not rows:
         raise InputError("no model with input_cost_per_token and output_cost_per_token", path=path)
     return PriceTable(name=f"LiteLLM prices ({Path(path).name})", as_of=as_of, prices=tuple(rows))
@@ -374,8 +301,9 @@ def parse_litellm(doc: Any, *, path: str = "model_prices_and_context_window.json
 
 def _litellm_rates(obj: dict[str, Any], *, path: str, pointer: str, base: dict[str, Any] | None = None) -> Rates:
     def get(k: str, optional: bool) -> float | None:
-        value = obj.get(k, (base or {}).get(k) if optional else None)
-        return _per_million(_number(value, path=path, pointer=f"{pointer}/{k}", optional=optional))
+        value = _number(obj.get(k, (base or {}).get(k) if optional else None), path=path, pointer=f"{pointer}/{k}",
+                        optional=optional)
+        return None if value is None else round(value * 1_000_000, 9)  # per token -> per million
 
     write = get("cache_creation_input_token_cost", True)
     return Rates(input=get("input_cost_per_token", False) or 0.0,

@@ -74,15 +74,10 @@ def explain(result: Any) -> str:
 
 def assert_prefix_preserved(parent: Any, child: Any, provider: str | None = None, *,
                             model: str | None = None, prices: Any = None) -> Any:
-    """Assert that ``child`` keeps ``parent``'s cached prefix: its cache view
-    is the parent's, possibly with segments appended, and no cached token is
-    lost. Returns the :class:`~fidelity.diff.DiffResult`; raises
-    :class:`PrefixNotPreserved` (an ``AssertionError``) explaining where the
-    bytes diverge, why, and what it costs.
-
-    ``provider`` is a wire dialect name (``openai-chat``, ...), detected from
-    the parent body when omitted; it is required for :class:`Request` inputs.
-    """
+    """Assert that ``child``'s cache view is ``parent``'s, possibly with segments
+    appended, and no cached token is lost; returns the DiffResult, else raises
+    :class:`PrefixNotPreserved` explaining where, why and what it costs.
+    ``provider`` (a wire dialect) is detected when omitted, required for a Request."""
     from .diff import compare
 
     p = _as_body(parent, provider, "parent")
@@ -129,13 +124,9 @@ _STATE = pytest.StashKey[_State]()
 
 
 class RequestSnapshot:
-    """Compares request bodies with stored files, byte for byte.
-
-    ``fidelity_snapshot.assert_match(body)`` or ``assert fidelity_snapshot ==
-    body``; several calls in one test are numbered (``test_x.json``,
-    ``test_x.1.json``...). ``body`` may be bytes, str, a dict (serialised
-    compactly, key order kept), an httpx request or a snapshot.
-    """
+    """Compares request bodies (bytes, str, a dict, an httpx request or a
+    snapshot) with stored files byte for byte: ``assert_match(body)`` or ``==``;
+    several calls in one test are numbered (``test_x.json``, ``test_x.1.json``)."""
 
     def __init__(self, state: _State, directory: Path, test_name: str) -> None:
         self._state = state
@@ -161,25 +152,17 @@ class RequestSnapshot:
         st = self._state
         st.used.add(path)
         self.last_message = None
-        if not path.exists():
-            if st.update:
-                atomic_write(path, data)
-                st.written.append(path)
-                return True
-            st.failed.append(path)
-            self.last_message = (f"fidelity snapshot {path} does not exist.\n"
-                                 "Re-run pytest with --fidelity-update to create it.")
-            return False
-        stored = path.read_bytes()
+        stored = path.read_bytes() if path.exists() else None
         if stored == data:
             st.passed.append(path)
             return True
         if st.update:
             atomic_write(path, data)
-            st.updated.append(path)
+            (st.written if stored is None else st.updated).append(path)
             return True
         st.failed.append(path)
-        self.last_message = _mismatch(path, stored, data)
+        self.last_message = (_mismatch(path, stored, data) if stored is not None else
+                             f"fidelity snapshot {path} does not exist.\nRe-run pytest with --fidelity-update to create it.")
         return False
 
     def assert_match(self, body: Any, name: str | None = None) -> None:
@@ -321,11 +304,9 @@ def fidelity_snapshot(request: pytest.FixtureRequest) -> RequestSnapshot:
 
 @pytest.fixture
 def fidelity_upstream() -> Any:
-    """A factory for scripted fake providers (:mod:`fidelity.proxy.upstream`):
-    ``up = fidelity_upstream({"defaults": {"text": "hi"}})`` (a script as a
-    dict, or the path of a TOML/JSON script) returns a started
-    :class:`~fidelity.proxy.testing.UpstreamThread` (``up.url``,
-    ``up.received``), closed after the test. Needs aiohttp (the ``proxy`` extra)."""
+    """A factory for scripted fake providers: ``fidelity_upstream(script)`` (a dict
+    or a TOML/JSON path) returns a started :class:`~fidelity.proxy.testing.UpstreamThread`,
+    closed after the test. Needs aiohttp (the ``proxy`` extra)."""
     pytest.importorskip("aiohttp")
     from .proxy.script import load_script, parse_script
     from .proxy.testing import UpstreamThread

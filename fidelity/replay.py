@@ -1,13 +1,8 @@
 """Replay recorded traffic through the cache simulator and compare with what
-the provider reported.
-
-:func:`replay` feeds each recording's requests (any format of
-:mod:`fidelity.traffic.sources`), in request time order (recorded order where
-no time is known), through one :class:`~fidelity.cache.simulator.Simulator`
-per provider whose cache the URL reaches, and sets predicted prompt, read and
-written tokens beside the reported ones. Reads from a cache warmed before
-the recording are flagged ``warm_outside``; skipped and set-apart requests
-follow :mod:`fidelity.traffic.apart`. Rows and JSON: docs/replay.md."""
+the provider reported: each recording (:mod:`fidelity.traffic.sources`) in
+request time order through one :class:`~fidelity.cache.simulator.Simulator`
+per provider cache, predicted prompt, read and written tokens beside the
+reported ones. Rows and JSON: docs/replay.md."""
 
 from __future__ import annotations
 
@@ -25,13 +20,11 @@ from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
 from .traffic import sources
 from .traffic.exchange import Exchange
-from .traffic.usage import from_response
 
 __all__ = [
     "Exchange",
     "Row",
     "Replay",
-    "from_response",
     "read_recordings",
     "replay",
     "summarize",
@@ -53,14 +46,9 @@ def _family(dialect_or_provider: str | None) -> str | None:
         except UnknownName:
             return dialect_or_provider
 
-# --------------------------------------------------------------------------- recordings
 
 #: every recording under a path, each a list of exchanges in recorded order
-#: (one reader for every command: :mod:`fidelity.traffic.sources`)
 read_recordings = sources.read_all
-
-
-# --------------------------------------------------------------------------- replay
 
 
 @dataclass(frozen=True)
@@ -114,10 +102,9 @@ def _label(ex: Exchange) -> str:
 
 def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool = False,
                      **params: Any) -> list[Row]:
-    """Rows for one recording: per provider and model, one simulator fed in
-    request time order; ``params`` go to every cache model. ``scale_to_reported``
-    counts each request's tokens in the provider's scale (``SimRequest.scale``,
-    from its reported prompt), prefixes still matched on its own tokens."""
+    """Rows for one recording: per provider and model, one simulator fed in request
+    time order (``params``: to every cache model). ``scale_to_reported``: each request's
+    tokens counted in the provider's scale (``SimRequest.scale``, from its reported prompt)."""
     prepared: list[tuple[int, CachePrompt]] = []
     rows: dict[int, Row] = {}
     reported = [Usage(*(ex.usage.get(x) if ex.usage else None for x in ("prompt", "cache_read", "cache_write")))
@@ -156,8 +143,7 @@ def replay_recording(exchanges: Sequence[Exchange], *, scale_to_reported: bool =
             continue
         part = (key, cp.request.key)
         last = seen_read.get(part)
-        # the partition's first read, or its first since every entry the
-        # recording wrote has expired (a cassette recorded again a year on)
+        # the partition's first read, or its first since every entry it wrote expired
         first = part not in seen_read or (ex.time is not None and last is not None
                                           and ex.time - last > LONGEST_LIFETIME)
         warm = bool(rep.cache_read) and pred.cache_read == 0 and first
@@ -228,8 +214,6 @@ def _dsh_rows(root: Path) -> list[Row]:
     return out
 
 
-# --------------------------------------------------------------------------- summary
-
 
 def _share(hits: int, n: int) -> float | None:
     return round(hits / n, 4) if n else None
@@ -247,12 +231,13 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
         sim = [r for r in rs if r.predicted is not None]
         scored = [r for r in sim if r.reported.cache_read is not None and not r.warm_outside and r.apart is None]
         hits = [r for r in scored if r.reported.cache_read]
-        assert all(r.predicted is not None for r in scored)
-        agree = sum((r.predicted.cache_read > 0) == (r.reported.cache_read > 0) for r in scored)  # type: ignore[union-attr,operator]
-        within5 = sum(abs(r.predicted.cache_read - r.reported.cache_read) <= 0.05 * r.reported.cache_read  # type: ignore
-                      for r in hits)
-        step = sum(abs(r.predicted.cache_read - r.reported.cache_read) <= 128 for r in scored)  # type: ignore
-        exact = sum(r.predicted.cache_read == r.reported.cache_read for r in scored)  # type: ignore
+        # (predicted, reported) reads of the scored rows: both known there
+        reads: list[tuple[int, int]] = [(r.predicted.cache_read, r.reported.cache_read)  # type: ignore[misc,union-attr]
+                                         for r in scored]
+        agree = sum((p > 0) == (q > 0) for p, q in reads)
+        within5 = sum(abs(p - q) <= 0.05 * q for p, q in reads if q)
+        step = sum(abs(p - q) <= 128 for p, q in reads)
+        exact = sum(p == q for p, q in reads)
         rel = [abs(r.predicted.prompt - r.reported.prompt) / r.reported.prompt  # type: ignore
                for r in sim if r.reported.prompt and r.predicted.prompt is not None]  # type: ignore
         apart = Counter(r.note or "not simulated" if r.predicted is None else r.apart for r in rs
@@ -269,9 +254,8 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
             "server_tools": sum(r.apart == "server tools" for r in sim),
             "server_template": sum(r.apart == "server template" for r in sim),
             "server_state": sum(r.apart == "server state" for r in sim),
-            # the same prompt sent again: a provider that reports no read on
-            # some of these and a read on others caps every simulator's
-            # agreement (docs/replay.md, "Repeats")
+            # the same prompt sent again: a provider that reads only some of them caps every
+            # simulator's agreement (docs/replay.md, "Repeats")
             "repeats": {"rows": sum(r.repeat for r in scored),
                         "reported_hits": sum(r.repeat and bool(r.reported.cache_read) for r in scored)},
             "reported_hits": len(hits),

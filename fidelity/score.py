@@ -1,35 +1,9 @@
 """Score session × variant × provider: what a fork child inherits, reuses,
-loses, and what that costs.
-
-Every scored pair goes through :func:`fidelity.diff.compare_requests` (one
-differ for the whole toolkit); this module only decides *which* pairs to
-compare and turns their figures into the report's columns. It is pure: the
-same fixtures, variants and price table give the same :class:`Score`.
-
-Definitions (tokens of the child's prompt, under the provider's tokenizer and
-cache model):
-
-* **inherited**: the child's prompt up to the end of the history it copied
-  from the parent (head plus inherited messages); 0 when it copied no message.
-* **inheritable**: what a faithful child of the variant's baseline
-  composition (under the baseline's breakpoint placement) reads from the
-  cache the parent's request sequence left.
-* **reused**: what the cache model predicts this child reads from cache.
-
-Reads come from the cache simulator (:class:`fidelity.cache.simulator.Simulator`):
-the parent's whole request sequence (:func:`fidelity.compose.parent_requests`,
-one request per assistant turn, 30 s apart) is rendered in the dialect with
-the harness's breakpoint placement (:mod:`fidelity.breakpoints`; the
-variant's own, else Claude Code's) and run through it, then the child is
-predicted against everything those requests wrote. The differ still names
-the first divergence from the parent's last request and its cause.
-* **lost**: ``max(0, inheritable - reused)``: prefix the composition threw
-  away. A declared cache-preserving variant must lose 0.
-* **cost**: ``reused × cache_read + written × cache_write + rest × input``
-  per child request (prompt side only: output is the same across variants),
-  and ×1000 per 1,000 forks; savings against spawn = spawn's cost − this cost
-  (negative: inherited context costs more than a bare directive, the price of
-  the context the child starts with).
+loses, and what that costs. Pure: the same fixtures, variants and price table
+give the same :class:`Score`. Every pair goes through
+:func:`fidelity.diff.compare_requests`; reads come from the cache simulator
+run over the parent's whole request sequence. The columns are defined in
+docs/report.md, "What each column means".
 """
 
 from __future__ import annotations
@@ -37,8 +11,9 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from . import breakpoints, pricing, tokens, wire
@@ -53,7 +28,7 @@ from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import RenderKey, Request, Route
 from .tokens.billed import billing_tokenizer
 
-__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "layout", "HEAD_KINDS", "available_cores"]
+__all__ = ["Cost", "SiblingFigures", "Row", "Skipped", "Score", "score", "HEAD_KINDS", "available_cores"]
 
 HEAD_KINDS = ("params", "tools", "system")
 #: seconds between two requests of the replayed parent sequence (well inside every lifetime)
@@ -167,32 +142,16 @@ class Score:
         raise KeyError((session, variant, dialect))
 
 
+@lru_cache(maxsize=512)
 def _views(dialect: str, model: str, body: bytes) -> tuple[Any, ...]:
-    """``(segment kind, token count)`` of a body's cache view; memoised per body
-    (bounded: the oldest entry goes first)."""
-    key = (dialect, model, body)
-    hit = _VIEW_MEMO.get(key)
-    if hit is None:
-        d = wire.get(dialect)
-        segs = view_of(d, body)
-        ids = cache_prompt(body, dialect=dialect, model=model).segment_ids
-        if len(_VIEW_MEMO) >= _VIEW_MEMO_SIZE:
-            _VIEW_MEMO.pop(next(iter(_VIEW_MEMO)))
-        hit = _VIEW_MEMO[key] = (tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs))
-    return hit
-
-
-#: (dialect, model, body) -> (kind and token count per segment, token ids per segment, segments)
-_VIEW_MEMO: dict[tuple[str, str, bytes], tuple[Any, ...]] = {}
-_VIEW_MEMO_SIZE = 512
-
-
-def layout(child: Request, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
-    """Tokens of ``child``'s cache view per region, in region order."""
-    return _layout(wire.get(dialect).render(child), dialect, model)
+    """A body's cache view: (kind and token count, token ids, segment) per segment, memoised."""
+    segs = view_of(wire.get(dialect), body)
+    ids = cache_prompt(body, dialect=dialect, model=model).segment_ids
+    return tuple((seg.kind, len(i)) for seg, i in zip(segs, ids)), tuple(ids), tuple(segs)
 
 
 def _layout(body: bytes, dialect: str, model: str) -> tuple[tuple[str, int], ...]:
+    """Tokens of a body's cache view per region, in region order."""
     kinds = _views(dialect, model, body)[0]
     totals = dict.fromkeys(REGIONS, 0)
     for kind, count in kinds:
@@ -396,21 +355,16 @@ class _Scorer:
 
         cost, note = _cost(self.prices, result, d.provider, reused)
         siblings: list[SiblingFigures] = []
-        if len(children) > 1 and cost is not None:
-            total = cost.per_child
-            for k, sib in enumerate(children[1:], start=2):
-                r = self.compare(children[0], sib, setup.dialect)
-                siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
-                                               r.view.first_divergent_byte, r.view.segment, r.cause.kind))
-                c, _ = _cost(self.prices, r, d.provider)
-                total += c.per_child if c else 0.0
+        total = cost.per_child if cost else 0.0
+        for k, sib in enumerate(children[1:], start=2):
+            r = self.compare(children[0], sib, setup.dialect)
+            siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
+                                           r.view.first_divergent_byte, r.view.segment, r.cause.kind))
+            c, _ = _cost(self.prices, r, d.provider)
+            total += c.per_child if c else 0.0
+        if siblings and cost is not None:
             mean = total / len(children)
             cost = replace(cost, per_child=mean, per_1000=mean * 1000)
-        elif len(children) > 1:
-            for k, sib in enumerate(children[1:], start=2):
-                r = self.compare(children[0], sib, setup.dialect)
-                siblings.append(SiblingFigures(k, r.cache.predicted_cached, r.tokens.child_prompt,
-                                               r.view.first_divergent_byte, r.view.segment, r.cause.kind))
         return Row(
             session=session.name, variant=variant.name, dialect=setup.dialect, provider=d.provider,
             model=result.model, tokenizer=result.tokens.tokenizer, estimated=result.tokens.estimated,
@@ -448,67 +402,50 @@ def score(
     progress: Callable[[str], None] | None = None,
     jobs: int | None = 1,
 ) -> Score:
-    """Score every session × variant × provider (providers: the fixture
-    table's dialects that are registered, optionally narrowed to
-    ``providers``). ``progress`` is called once per row with its label.
-    ``jobs``: processes that score rows (``None``: one per available core);
-    the result is the same for any number."""
+    """Score every session × variant × provider (the fixture table's registered
+    dialects, optionally narrowed to ``providers``); ``progress`` gets each row's
+    label. ``jobs``: processes (``None``: one per core); the result is the same for any."""
     table = prices if prices is not None else pricing.load()
-    known = set(wire.names())
-    setups = [p for p in fixtures.providers if p.dialect in known]
-    if providers:
-        wanted = list(providers)
-        for name in wanted:
-            if name not in {p.dialect for p in setups}:
-                raise UnknownName("provider", name, [p.dialect for p in setups])
-        setups = [p for p in setups if p.dialect in wanted]
+    setups = _setups(fixtures, providers)
     units = [(i, k) for i in range(len(fixtures.sessions)) for k in range(len(setups))]
     work = (tuple(fixtures.sessions), tuple(variants), tuple(setups), table)
     done: dict[tuple[int, int], list[Row | Skipped]] = {}
+
+    def record(found_units: list[tuple[tuple[int, int], list[Row | Skipped]]]) -> None:
+        for unit, found in found_units:
+            done[unit] = found
+            if progress is not None:
+                session, setup = fixtures.sessions[unit[0]], setups[unit[1]]
+                for variant in variants:
+                    progress(f"{session.name} / {variant.name} / {setup.dialect}")
+
     jobs = min(len(units), available_cores() if jobs is None else max(1, jobs))
     if jobs <= 1:
         _start_worker(*work)
         try:
-            results: Iterator[tuple[tuple[int, int], list[Row | Skipped]]] = map(_score_unit, units)
-            for unit, found in results:
-                done[unit] = found
-                _report(progress, work, unit, found)
+            for unit in units:
+                record([_score_unit(unit)])
         finally:
             _WORK.clear()
             gc.set_threshold(*_GC_DEFAULT)
     else:
-        # one process per core; a task is every provider whose texts one
-        # vocabulary encodes (see _tasks), and each provider's variants share the
-        # parent's renderings, views and simulated request sequence. Rows are
-        # pure functions of their inputs: the result does not depend on which
-        # process scored which task.
+        # rows are pure functions of their inputs: which process scored a task does not matter
         tasks = _tasks(len(fixtures.sessions), _vocabularies(setups), jobs)
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with context.Pool(min(jobs, len(tasks)), initializer=_start_worker, initargs=work) as pool:
             for found_units in pool.imap_unordered(_score_units, tasks):
-                for unit, found in found_units:
-                    done[unit] = found
-                    _report(progress, work, unit, found)
-    rows: list[Row] = []
-    skipped: list[Skipped] = []
-    for i in range(len(fixtures.sessions)):  # the serial order: session, variant, provider
-        for v in range(len(variants)):
-            for k in range(len(setups)):
-                item = done[(i, k)][v]
-                if isinstance(item, Row):
-                    rows.append(item)
-                else:
-                    skipped.append(item)
+                record(found_units)
+    items = [done[(i, k)][v] for i in range(len(fixtures.sessions))  # the serial order: session, variant, provider
+             for v in range(len(variants)) for k in range(len(setups))]
+    rows = [item for item in items if isinstance(item, Row)]
+    skipped = [item for item in items if isinstance(item, Skipped)]
     return Score(fixtures.source, table.name, table.as_of, tuple(fixtures.sessions), tuple(variants),
                  tuple(setups), tuple(_with_spawn_savings(rows)), tuple(skipped))
 
 
 def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
     """The indexes of ``setups`` grouped by the vocabulary that encodes their
-    texts (the calibrated Claude and Gemini estimates stretch o200k_base's
-    ids), each vocabulary and billed counts' tokenizer loaded here, once,
-    to be shared with forked workers (else every worker that counts for
-    Claude or Gemini imports numpy again)."""
+    texts; each tokenizer is loaded here, once, to be shared with forked workers."""
     vocab: dict[str, list[int]] = {}
     for k, setup in enumerate(setups):
         tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
@@ -520,12 +457,9 @@ def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
 
 
 def _tasks(n_sessions: int, groups: list[list[int]], jobs: int) -> list[list[tuple[int, int]]]:
-    """The units ``(session, provider)`` of each task, the largest task
-    first (for balance): the providers of each group (those whose texts one
-    vocabulary encodes) for every session, so that a text shared by sessions (the
-    tool schemas, a system prompt) is encoded, and its elements' ids built,
-    in one process only; the largest task is halved by sessions while there
-    are fewer tasks than ``jobs`` (every process gets work)."""
+    """The units ``(session, provider)`` of each task, largest first: one task
+    per vocabulary group (a shared text is encoded in one process only), the
+    largest halved by sessions while there are fewer tasks than ``jobs``."""
     tasks = [[(i, k) for i in range(n_sessions) for k in ks] for ks in groups]
     while len(tasks) < jobs:
         split = [t for t in tasks if len({i for i, _ in t}) > 1]
@@ -556,10 +490,7 @@ def _start_worker(sessions: tuple[Session, ...], variants: tuple[Variant, ...],
     _WORK[:] = [sessions, variants, setups, _Scorer(table, variants)]
     _GC_DEFAULT[:] = gc.get_threshold()
     if _GC_DEFAULT[0]:  # 0: the caller turned automatic collection off
-        # rarer passes of the cyclic collector: scoring allocates a container per
-        # parsed JSON value and holds large memos, which each older-generation
-        # pass walks whole; these values form no cycles (the scan does the same,
-        # fidelity.scan.partition.GC_THRESHOLDS)
+        # rarer cyclic-collector passes over large acyclic memos (as fidelity.scan.partition.GC_THRESHOLDS)
         gc.set_threshold(*(max(a, b) for a, b in zip(_GC_DEFAULT, (50_000, 20, 100))))
 
 
@@ -584,16 +515,16 @@ def _score_unit(unit: tuple[int, int]) -> tuple[tuple[int, int], list[Row | Skip
     return unit, out
 
 
-def _report(progress: Callable[[str], None] | None, work: tuple[Any, ...], unit: tuple[int, int],
-            found: list[Row | Skipped]) -> None:
-    if progress is not None:
-        session, setup = work[0][unit[0]], work[2][unit[1]]
-        for variant in work[1]:
-            progress(f"{session.name} / {variant.name} / {setup.dialect}")
+def _setups(fixtures: FixtureSet, providers: Sequence[str] | None) -> list[ProviderSetup]:
+    """The fixture table's registered dialects, narrowed to ``providers`` (each must be one of them)."""
+    known = set(wire.names())
+    setups = [p for p in fixtures.providers if p.dialect in known]
+    for name in providers or ():
+        if name not in {p.dialect for p in setups}:
+            raise UnknownName("provider", name, [p.dialect for p in setups])
+    return [p for p in setups if not providers or p.dialect in providers]
 
 
 def row_count(fixtures: FixtureSet, variants: Sequence[Variant], providers: Sequence[str] | None = None) -> int:
     """How many rows :func:`score` will produce (for a progress bar)."""
-    known = set(wire.names())
-    setups = [p for p in fixtures.providers if p.dialect in known and (not providers or p.dialect in providers)]
-    return len(fixtures.sessions) * len(variants) * len(setups)
+    return len(fixtures.sessions) * len(variants) * len(_setups(fixtures, providers))

@@ -1,17 +1,14 @@
-"""Hypothesis strategies for fidelity's canonical data (public API), each
-named after what it generates and composable with the others; they draw
-the cases that break prefix caches and renderers (parallel and in-flight
-tool calls, tool errors, CJK, emoji, combining marks, schemas in arbitrary
-key order, DeepSeek Harness event logs). Text never holds surrogates or
-private-use characters (tests may use those as sentinels); lone surrogates
-appear only escaped inside ``arguments_json`` with ``surrogate_escapes=True``.
-Table and example: docs/fork.md, "Strategies".
+"""Hypothesis strategies for fidelity's canonical data (public API), each named
+after what it generates and composable with the others. Text never holds
+surrogates or private-use characters; lone surrogates appear only escaped in
+``arguments_json`` with ``surrogate_escapes=True``. Table: docs/fork.md, "Strategies".
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache, lru_cache
 from typing import Any, Literal
 
@@ -81,21 +78,14 @@ SPECIAL_TEXTS: tuple[str, ...] = (
     "\t\n",  # control characters
     "—",  # em dash (as in the fork placeholder)
 )
-"""Fragments mixed into :func:`unicode_text`: each is a known source of
-differing bytes between serialisers or tokenizers."""
+"""Fragments mixed into :func:`unicode_text`, each a known source of differing bytes."""
 
 _PRIVATE_OR_SURROGATE: tuple[Literal["Cs", "Co"], ...] = ("Cs", "Co")
 
 
 @cache
 def unicode_text(*, min_size: int = 0, max_size: int = 12) -> st.SearchStrategy[str]:
-    """Text mixing ASCII, any encodable code point and :data:`SPECIAL_TEXTS`
-    (CJK, emoji, ZWJ, combining marks, separators that encoders escape
-    differently). Never surrogates or private-use characters.
-
-    >>> unicode_text(max_size=3).example()  # doctest: +SKIP
-    'e\\u0301😀'
-    """
+    """Text mixing ASCII, any encodable code point and :data:`SPECIAL_TEXTS`."""
     fragment = st.one_of(
         st.characters(min_codepoint=0x20, max_codepoint=0x7E),
         st.characters(codec="utf-8", exclude_categories=_PRIVATE_OR_SURROGATE),
@@ -149,9 +139,7 @@ def _ordered(draw: st.DrawFn, entries: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def json_schemas(*, max_depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
-    """JSON schemas (as a tool's ``parameters`` holds them) whose keys, at
-    every level, come in a drawn order: ``{"type", "properties",
-    "required"}`` one time, ``{"required", "type", "properties"}`` the next."""
+    """Object schemas (a tool's ``parameters``) whose keys come in a drawn order at every level."""
 
     @st.composite
     def schema(draw: st.DrawFn, depth: int, kind: str | None = None) -> dict[str, Any]:
@@ -203,15 +191,20 @@ _argument_objects = st.dictionaries(
 )
 
 _LONE_SURROGATES = ("\ud800", "\udbff", "\udc00", "\udfff", "\ud83d")
+#: how real clients write tool arguments
+_SPELLINGS: dict[str, Callable[[Any], str]] = {
+    "orjson": lambda value: orjson.dumps(value).decode(),
+    "spaced-ascii": json.dumps,
+    "spaced-utf8": lambda value: json.dumps(value, ensure_ascii=False),
+    "compact-ascii": lambda value: json.dumps(value, separators=(",", ":")),
+}
 
 
 @st.composite
 def tool_arguments_json(draw: st.DrawFn, *, surrogate_escapes: bool = False) -> tuple[FrozenDict, str]:
-    """``(arguments, arguments_json)``: a JSON object and its exact text in
-    one of the spellings real clients produce (compact, ``", "`` / ``": "``
-    separators, ASCII-escaped or raw UTF-8). With ``surrogate_escapes`` a
-    value may be a lone surrogate, escaped in the text as ``\\udXXX`` (what
-    a model that cut an emoji in half emits)."""
+    """``(arguments, arguments_json)``: a JSON object and its exact text in one of
+    the spellings real clients produce; with ``surrogate_escapes`` a value may be
+    a lone surrogate, escaped as ``\\udXXX`` (a model that cut an emoji in half)."""
     arguments = draw(_argument_objects)
     if surrogate_escapes and draw(st.booleans()):
         key = draw(unicode_text(max_size=6))
@@ -219,22 +212,12 @@ def tool_arguments_json(draw: st.DrawFn, *, surrogate_escapes: bool = False) -> 
         style = draw(st.sampled_from(["spaced-ascii", "compact-ascii"]))
     else:
         style = draw(st.sampled_from(["orjson", "spaced-ascii", "spaced-utf8", "compact-ascii"]))
-    if style == "orjson":
-        text = orjson.dumps(arguments).decode()
-    elif style == "spaced-ascii":
-        text = json.dumps(arguments)
-    elif style == "spaced-utf8":
-        text = json.dumps(arguments, ensure_ascii=False)
-    else:
-        text = json.dumps(arguments, separators=(",", ":"))
-    return freeze(arguments), text
+    return freeze(arguments), _SPELLINGS[style](arguments)
 
 
 @lru_cache(maxsize=256)
 def _names(names: tuple[str, ...]) -> st.SearchStrategy[str]:
     return st.sampled_from(names) if names else identifiers()
-
-
 
 
 @st.composite
@@ -245,10 +228,8 @@ def tool_calls(
     names: Sequence[str] = (),
     surrogate_escapes: bool = False,
 ) -> ToolCall:
-    """One :class:`ToolCall`. ``call_id`` fixes the id (histories pass unique
-    ones); ``names`` restricts the tool name to known tools. Half of the calls
-    carry ``arguments_json`` (OpenAI-style wires), half only ``arguments``
-    (Gemini / Anthropic objects)."""
+    """One :class:`ToolCall` (``call_id`` fixed when given, the name from ``names``
+    when given); half of them carry ``arguments_json``."""
     name = draw(_names(tuple(names)))
     ident = call_id if call_id is not None else "call_" + draw(_ID_TAILS)
     arguments, text = draw(tool_arguments_json(surrogate_escapes=surrogate_escapes))
@@ -270,17 +251,6 @@ def tool_result_contents() -> st.SearchStrategy[Any]:
 _ID_TAILS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", max_size=12)
 
 
-class _Ids:
-    """Unique call ids within one history: a running number plus a drawn tail."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def next(self, draw: st.DrawFn) -> str:
-        self.count += 1
-        return f"call_{self.count:02d}_" + draw(_ID_TAILS)
-
-
 def _assistant_parts(draw: st.DrawFn) -> tuple[Any, ...]:
     parts: list[Any] = []
     if draw(_BOOLEANS):
@@ -290,9 +260,12 @@ def _assistant_parts(draw: st.DrawFn) -> tuple[Any, ...]:
     return tuple(parts)
 
 
-def _calls_message(draw: st.DrawFn, ids: _Ids, names: Sequence[str], max_parallel: int, surrogate_escapes: bool) -> Message:
+def _calls_message(draw: st.DrawFn, ids: Iterator[int], names: Sequence[str], max_parallel: int,
+                   surrogate_escapes: bool) -> Message:
+    """An assistant message with parallel calls; ids unique in the history (a running number, a drawn tail)."""
     count = draw(st.integers(1, max_parallel))
-    calls = tuple(draw(tool_calls(call_id=ids.next(draw), names=names, surrogate_escapes=surrogate_escapes)) for _ in range(count))
+    calls = tuple(draw(tool_calls(call_id=f"call_{next(ids):02d}_" + draw(_ID_TAILS), names=names,
+                                  surrogate_escapes=surrogate_escapes)) for _ in range(count))
     return Message("assistant", _assistant_parts(draw) + calls)
 
 
@@ -329,33 +302,16 @@ def histories(
     tool_results_in: Literal["user", "tool"] = "user",
     surrogate_escapes: bool = False,
 ) -> tuple[Message, ...]:
-    """Canonical conversation histories (tuples of :class:`Message`).
-
-    A history is ``min_turns``..``max_turns`` completed turns — user prompt,
-    up to ``max_steps`` tool steps (an assistant message with 1..
-    ``max_parallel`` parallel calls, then their results, some of them
-    errors, sometimes out of order), then an assistant message without calls
-    — followed by one of ``endings``:
-
-    * ``"complete"``: nothing more (the last message closes a turn);
-    * ``"in_flight"``: a new turn whose last assistant message has tool calls
-      without results (the parent's open Agent call);
-    * ``"user"``: ends with a user message: a new prompt, or the results of an
-      in-flight step that the model has not answered yet;
-    * ``"empty"``: no messages at all (the turn count is ignored).
-
-    Tool results sit in user messages (Gemini ``functionResponse`` /
-    Anthropic ``tool_result``) or, with ``tool_results_in="tool"``, in one
-    OpenAI-style ``tool`` message each. Call ids are unique in the history;
-    ``tool_names`` restricts call names (pass the request's tools).
-
-    >>> histories(endings=("in_flight",)).example()[-1].role  # doctest: +SKIP
-    'assistant'
-    """
+    """Balanced histories: ``min_turns``..``max_turns`` completed turns (a user
+    prompt, up to ``max_steps`` steps of 1..``max_parallel`` parallel calls and
+    their results, a closing assistant message), then one of ``endings``:
+    ``complete``, ``in_flight`` (open calls), ``user`` (a prompt or unanswered
+    results) or ``empty``. Results sit in user messages, or with
+    ``tool_results_in="tool"`` in one ``tool`` message each; call ids are unique."""
     ending = draw(st.sampled_from(list(endings)))
     if ending == "empty":
         return ()
-    ids = _Ids()
+    ids = itertools.count(1)
     messages: list[Message] = []
 
     def steps(close: bool) -> None:
@@ -442,17 +398,9 @@ def requests(
     tool_results_in: Literal["user", "tool"] = "user",
     surrogate_escapes: bool = False,
 ) -> Request:
-    """Whole canonical :class:`Request` values: route, system, tools,
-    messages, params. Each part can be replaced by your own strategy.
-
-    By default the messages are a balanced history that ends with a user
-    message (a request ready to send), with tool calls naming the request's
-    own tools when it has any. Pass ``endings=("complete", "in_flight")``
-    for parent snapshots taken before or during a fork.
-
-    >>> requests().example().messages[-1].role  # doctest: +SKIP
-    'user'
-    """
+    """Whole :class:`Request` values, each part replaceable by your own strategy;
+    by default ready to send (a history ending with a user message, calls naming
+    the request's tools). ``endings=("complete", "in_flight")`` gives parent snapshots."""
     tool_list = draw(tools if tools is not None else tool_lists())
     history = draw(
         messages
@@ -500,19 +448,10 @@ def dsh_event_logs(
     in_flight: bool | None = None,
     header: bool = True,
 ) -> list[dict[str, Any]]:
-    """DeepSeek Harness session logs as the JSONL reader yields them: a list
-    of plain ``dict`` events (``{"type": …, "data": …}``).
-
-    Shape follows ``/work/shared/real/README.md`` and the recorded
-    ``subagent-fork-in-process`` session: a ``session`` header (with
-    ``header``), then per turn ``turn/start``, ``step/start``,
-    ``user/message``, ``request/header``, compacted ``reasoning-chunks``,
-    ``assistant/message``, for tool steps ``tool/call`` and ``tool/result``
-    per call, ``step/end``, and ``turn/end``. ``min_turns``..``max_turns``
-    turns complete; with ``in_flight`` (drawn when ``None``) a last turn stays
-    open: its last step's tool calls have some or none of their results, and
-    no ``turn/end`` follows.
-    """
+    """DeepSeek Harness session logs as plain ``dict`` events, shaped like the
+    recorded ``subagent-fork-in-process`` session (``../shared/real/README.md``):
+    ``min_turns``..``max_turns`` complete turns; with ``in_flight`` (drawn when
+    ``None``) a last open turn whose calls have some or none of their results."""
     events: list[dict[str, Any]] = []
     if header:
         events.append({"type": "session", "version": 0, "id": "00000000-0000-4000-8000-000000000000",

@@ -1,15 +1,10 @@
 """Provider cache models, the cache simulator and the one builder of its input.
 
 Each cache model is a small class with its provider's documented rules and
-their sources (:meth:`CacheModel.reusable`, minimums, lifetimes, what stays
-after the prompt); it computes nothing itself. :func:`get` and
-:func:`for_provider` look models up by name or provider family (``vllm``,
-``sglang`` and ``llama.cpp`` are one :class:`EngineCache` with the engine's
-settings). The simulator (:mod:`.simulator`: ``SimRequest`` → ``Prediction``,
-and :func:`~fidelity.cache.simulator.simulated` for one request after
-earlier ones) keeps state over a stream of requests and answers for every
-caller; :mod:`.builder` turns a body into its input
-(:func:`fidelity.cache.prompts.cache_prompt` for a body's bytes).
+their sources; it computes nothing itself (:func:`get` looks one up by name
+or provider family). The simulator (:mod:`.simulator`: ``SimRequest`` →
+``Prediction``) answers for every caller; :mod:`.builder` turns a body into
+its input (:func:`fidelity.cache.prompts.cache_prompt` for a body's bytes).
 Examples: docs/tokens-cache-prices.md.
 """
 
@@ -23,14 +18,14 @@ from .._registry import Registry
 from ..errors import UnknownName
 from . import minimums
 from ._base import CacheModel, PromptTokens, as_token_array, common_prefix
-from .anthropic import ANTHROPIC_MINIMUMS, AnthropicCache, anthropic_minimum
+from .anthropic import AnthropicCache
 from .dashscope import DashScopeExplicitCache, DashScopeImplicitCache
 from .deepseek import DEEPSEEK_UNIT, DeepSeekCache
 from .engine import ENGINE_DEFAULTS, EngineCache, EngineDefault, engine_default
 from .engine import llamacpp as LlamaCppCache
 from .engine import sglang as SGLangCache
 from .engine import vllm as VLLMCache
-from .gemini import GEMINI_MINIMUMS, GeminiImplicitCache, gemini_minimum
+from .gemini import GeminiImplicitCache
 from .openai import OpenAICache
 
 __all__ = [
@@ -52,11 +47,7 @@ __all__ = [
     "SGLangCache",
     "LlamaCppCache",
     "DEEPSEEK_UNIT",
-    "ANTHROPIC_MINIMUMS",
-    "GEMINI_MINIMUMS",
-    "anthropic_minimum",
     "minimums",
-    "gemini_minimum",
     "get",
     "for_provider",
     "names",

@@ -1,8 +1,6 @@
-"""Shared types and the base class of the cache models. A cache model holds
-one provider's rules (how much of a shared prefix is served, minimums,
-lifetimes, what is stored after the prompt); the simulator
-(:mod:`fidelity.cache.simulator`) applies them to a stream of requests and
-is the only place cached, written and uncached tokens are computed.
+"""Shared types and the base class of the cache models: a cache model holds
+one provider's rules; the simulator (:mod:`fidelity.cache.simulator`)
+applies them and is the only place cached and written tokens are computed.
 """
 
 from __future__ import annotations
@@ -58,19 +56,10 @@ def settle_prompt_fields(obj: Any) -> None:
 
 @dataclass(frozen=True)
 class PromptTokens:
-    """One request's prompt as its provider tokenizes it.
-
-    ``breakpoints``: token offsets that end an explicit ``cache_control``
-    block (Anthropic, DashScope explicit), at most 4. ``ttls``: seconds each
-    breakpoint's entry lives (empty: the model's default). ``blocks``: token
-    offsets that end every content block (for Anthropic's 20-block lookback;
-    empty: only the breakpoints are known block ends). ``output``: tokens the
-    model generated in reply, which engines and DeepSeek keep in the cache
-    after the prompt (empty when unknown).
-
-    Token ids are packed as ``array('q')`` on construction (an ``array('q')``
-    is adopted without a copy): treat them as read-only. Equality compares
-    the ids; the hash is taken over their packed bytes.
+    """One request's prompt as its provider tokenizes it: the fields of the
+    simulator's :class:`~fidelity.cache.simulator.SimRequest` but the
+    partition key, label and scale. Ids are packed as ``array('q')`` on
+    construction (one is adopted without a copy): treat them as read-only.
     """
 
     tokens: Sequence[int]
@@ -116,22 +105,16 @@ _WINDOW = 1 << 20
 
 class CacheModel:
     """Base of every cache model: one provider's rules, which the simulator
-    (:mod:`fidelity.cache.simulator`) reads. Subclasses set the class
-    attributes and implement :meth:`reusable`; providers with explicit
-    breakpoints derive from :class:`~fidelity.cache._breakpoints.BreakpointCache`.
-
-    ``read_multiplier`` / ``write_multiplier``: price of a cached / written
-    token relative to the input price (for reference: cost uses the price
-    table's cache prices). ``ttl``: seconds an entry lives after its last
-    use (``None``: no time limit, evicted only under memory pressure).
-    ``includes_output``: whether the reply's tokens stay in the cache after
-    the prompt (self-hosted engines, DeepSeek).
+    reads. ``read_multiplier`` / ``write_multiplier``: price of a cached /
+    written token relative to input (for reference: cost uses the price
+    table). ``ttl``: seconds an entry lives after its last use (``None``: no
+    limit). ``includes_output``: whether the reply's tokens stay in the cache
+    after the prompt (self-hosted engines, DeepSeek).
     """
 
     name: str = ""
     provider: str = ""
     doc: str = ""
-    estimated_rules: bool = False
     read_multiplier: float = 1.0
     write_multiplier: float = 1.0
     ttl: float | None = None
@@ -151,8 +134,10 @@ class CacheModel:
     # -- rules --------------------------------------------------------------
     def reusable(self, common_prefix: int, prompt_len: int) -> int:
         """Tokens of a shared prefix of ``common_prefix`` tokens that the
-        cache can serve to a prompt of ``prompt_len`` tokens."""
-        raise NotImplementedError
+        cache can serve to a prompt of ``prompt_len`` tokens. Default: all of
+        them once they reach the model's ``minimum``."""
+        usable = min(common_prefix, prompt_len)
+        return usable if usable >= getattr(self, "minimum", 0) else 0
 
     def longest_ttl(self) -> float | None:
         """The longest an entry can live after its last use (``None``: no

@@ -47,12 +47,6 @@ class BreakpointCache(CacheModel):
         ``"ttl": "1h"`` (:data:`LONGEST_MARKER_TTL`)."""
         return None if self.ttl is None else max(self.ttl, LONGEST_MARKER_TTL)
 
-    def reusable(self, common_prefix: int, prompt_len: int) -> int:
-        """Upper bound without block information: a breakpoint at the end of
-        the shared prefix would serve all of it when it reaches the minimum."""
-        usable = min(common_prefix, prompt_len)
-        return usable if usable >= self.minimum else 0
-
     def marker_ttls(self, request: _HasBreakpoints) -> tuple[float, ...]:
         """The lifetime of each breakpoint's entry: its marker's, else :attr:`ttl`."""
         default = self.ttl if self.ttl is not None else float("inf")

@@ -5,18 +5,7 @@ from __future__ import annotations
 from . import minimums
 from ._breakpoints import BreakpointCache
 
-__all__ = ["ANTHROPIC_MINIMUMS", "anthropic_minimum", "AnthropicCache"]
-
-#: Minimum cacheable prompt length per model: the latest figures of the dated
-#: table ``fidelity/data/cache_minimums.json`` (see :mod:`fidelity.cache.minimums`,
-#: which keeps each figure's source and date).
-ANTHROPIC_MINIMUMS: tuple[tuple[str, int], ...] = tuple(dict.fromkeys(
-    (r.model, minimums.minimum("anthropic", r.model)) for r in minimums.rows() if r.provider == "anthropic"))
-
-
-def anthropic_minimum(model: str | None, default: int = 1024) -> int:
-    """The model's minimum from the dated table (latest figure)."""
-    return minimums.minimum("anthropic", model, default)
+__all__ = ["AnthropicCache"]
 
 
 class AnthropicCache(BreakpointCache):
@@ -44,5 +33,5 @@ class AnthropicCache(BreakpointCache):
 
     def __init__(self, model: str | None = None, **overrides: object) -> None:
         if model is not None and "minimum" not in overrides:
-            overrides["minimum"] = anthropic_minimum(model)
+            overrides["minimum"] = minimums.minimum("anthropic", model)  # the dated table's latest
         super().__init__(**overrides)

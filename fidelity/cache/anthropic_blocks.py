@@ -2,12 +2,9 @@
 content block ends in a message's billed ids.
 
 Rules (https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
-read 2026-12-01): the prefix is tools, then system, then messages; each
-tool, system block and message content block is one *block* (the unit of
-the 20-block lookback). ``cache_control`` markers are not part of the key:
-the cache keys on content, and a breakpoint only says where to write and
-where to look, so the markers' bytes are removed before tokenizing
-(:func:`strip_markers`) and a breakpoint moved forward is no content change.
+read 2026-12-01): each tool, system block and message content block is one
+*block* (the unit of the 20-block lookback); the cache keys on content, so
+``cache_control`` markers are removed before tokenizing (:func:`strip_markers`).
 """
 
 from __future__ import annotations
@@ -16,12 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import tokens, wire
-from ..jsonbytes import element_spans, skip_value, skip_ws
+from ..jsonbytes import skip_value, skip_ws
 from ..wire import Segment
-from .assemble import _LEVEL_SALTS
 from .whole_view import MARKER, segment_ids
 
-__all__ = ["MARKER", "strip_markers", "LEVELS", "LEVEL_SALTS", "block_lengths", "block_ends_of"]
+__all__ = ["MARKER", "strip_markers", "LEVELS", "block_lengths", "block_ends_of"]
 
 #: single content blocks' ids (many, small)
 _BLOCK_MEMO: dict[Any, list[Any]] = {}
@@ -60,9 +56,8 @@ def strip_markers(data: bytes) -> bytes:
     return bytes(out)
 
 
-_LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
-#: the public names the element builder reads (no private name crosses a module)
-LEVEL_SALTS, LEVELS = _LEVEL_SALTS, _LEVELS
+#: a segment kind's cache level
+LEVELS = {"tools": "tools", "system": "system", "message": "messages"}
 
 
 def _cc_of(v: Any) -> Any:
@@ -70,20 +65,15 @@ def _cc_of(v: Any) -> Any:
 
 
 def block_lengths(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segment, value: Any,
-                  blocks: Sequence[bytes] | None = None) -> tuple[int, list[int]]:
+                  blocks: Sequence[bytes]) -> tuple[int, list[int]]:
     """The per-message overhead and each content block's length in billed
-    ids, for :func:`block_ends_of` (``(0, [])`` unless the segment is a
-    message whose ``content`` is a list of two or more blocks). Block
-    lengths come from the same billed-ids function, each block counted as a
-    one-block message less the per-message overhead; markers are removed
-    first, so the lengths do not depend on them. ``blocks``: the bytes of
-    each element of ``content`` when the caller has them (else they are
-    sliced from the segment)."""
+    ids (``blocks``: each content block's bytes), for :func:`block_ends_of`:
+    each block counted as a one-block message, markers removed, less the
+    per-message overhead (``(0, [])`` unless ``content`` is a list of two or
+    more blocks)."""
     content = value.get("content") if isinstance(value, dict) and seg.kind == "message" else None
     if not isinstance(content, list) or len(content) < 2:
         return 0, []
-    if blocks is None:
-        blocks = [seg.data[s:e] for s, e in element_spans(seg.data, "/content")]
     probe = [Segment("message", 0, "", b'{"role":"user","content":[]}')]
     probe += [Segment("message", i + 1, "", strip_markers(b)) for i, b in enumerate(blocks)]
     got = [segment_ids(tok, [probe[0], seg_], d, model, _BLOCK_MEMO, 8192)[1] for seg_ in probe[1:]]
@@ -94,14 +84,10 @@ def block_lengths(tok: tokens.Tokenizer, d: wire.Dialect, model: str, seg: Segme
 def block_ends_of(value: Any, kind: str, total: int, overhead: int,
                   lengths: Sequence[int]) -> list[tuple[int, Any]]:
     """``(offset inside the segment, cache_control)`` at the end of each
-    content block of one segment (a tool, a system block, a message whose
-    content is a list: Anthropic's unit for the 20-block lookback), from each content block's
-    length in tokens (``lengths``, in the order of ``content``) and the
-    message's own overhead (its ids ahead of the first block): one
-    ``(end, cache_control)`` per block when ``content`` is a list of two
-    or more blocks and the lengths add up to ``total`` (the segment's
-    count), else one for the whole segment. The scan's element path gives
-    the lengths it has from tokenizing the message once."""
+    content block of one segment (Anthropic's unit for the 20-block
+    lookback), from the message's ``overhead`` and each block's length: one
+    per block when ``content`` is a list of two or more blocks whose lengths
+    add up to ``total``, else one for the whole segment."""
     content = value.get("content") if isinstance(value, dict) and kind == "message" else None
     if not isinstance(content, list) or len(content) < 2:
         cc = _cc_of(value)

@@ -1,16 +1,10 @@
-"""A :class:`SimRequest` from each part's billed ids: the assembly step
-every builder of the simulator's input ends with.
-
-:func:`fidelity.cache.prompts.cache_prompt` computes a body's billed ids per
-segment (and, for Anthropic, per content block) and assembles the request
-here: :func:`generic_assemble` for every dialect but Anthropic's (segments
+"""A :class:`SimRequest` from each part's billed ids, the step every builder
+of the simulator's input ends with: :func:`generic_assemble` (segments
 joined, block ends and DashScope's explicit breakpoints at segment ends, the
-reply priming appended), :func:`anthropic_assemble` for Anthropic's
-(levels in cache order, the invalidation table's settings folded in as
-salts, breakpoints and lifetimes from ``cache_control``). Both can resume
-from the previous request's :class:`Assembled` state, so that a session
-that re-sends its history copies the shared leading prompt instead of
-walking it again (``fidelity scan``'s element builder passes it).
+reply priming appended) and :func:`anthropic_assemble` (levels in cache
+order, the invalidation table's settings folded in as salts, breakpoints
+and lifetimes from ``cache_control``). Both resume from the previous
+request's :class:`Assembled` state (docs/builder.md, "Assembly").
 """
 
 from __future__ import annotations
@@ -23,15 +17,16 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count
-from operator import is_, is_not
+from operator import is_not
 from typing import Any
 
 from .. import tokens
 from .invalidation import ANTHROPIC_INVALIDATES, IMAGES_LEVEL
+from .items import common_prefix
 from .simulator import SimRequest
 
-__all__ = ["Assembled", "generic_assemble", "generic_request", "anthropic_assemble", "anthropic_request",
-           "anthropic_images", "ttl_seconds", "level_starts"]
+__all__ = ["Assembled", "generic_assemble", "generic_request", "anthropic_assemble", "anthropic_images",
+           "ttl_seconds", "level_starts"]
 
 
 #: Lifetimes Anthropic documents for ``cache_control.ttl`` (seconds).
@@ -57,20 +52,10 @@ def _salt(value: bytes) -> int:
 def generic_request(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
                     label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
                     marked: Sequence[bool] | None = None) -> SimRequest:
-    """A non-Anthropic :class:`SimRequest` from each segment's kind and billed
-    ids (what :func:`cache_prompt` computes per segment; ``fidelity scan``
-    memoises them per element and assembles with :func:`generic_assemble`,
-    the same loop, so both build the same request). ``marked``: DashScope
-    explicit caching, per segment whether it carries a marker (``None``:
-    implicit caching).
-
-    The report and the differ assemble the same segments' ids (the very
-    arrays, from the billed-ids memo) many times over: the last few
-    assemblies are kept, and the one sharing the most leading ids arrays
-    with this request (by identity) is resumed from, as the scan resumes
-    from the previous request of its session (the same request either way).
-    So an ids array must not change once given (the simulator keeps the
-    prompt built from it too)."""
+    """:func:`generic_assemble` resumed from the recent assembly that shares
+    the most leading ids arrays (by identity) with this request, so an ids
+    array must not change once given. ``marked``: DashScope explicit
+    caching, per segment whether it carries a marker (``None``: implicit)."""
     n = min(len(kinds), len(ids))
     prev, same = _recent(ids, n)
     req, state = generic_assemble(kinds, ids, tail, time, label, output, key, marked, prev, same)
@@ -96,8 +81,7 @@ def _recent(ids: Sequence[array[int]], n: int) -> tuple[Assembled | None, int]:
         parts = state.parts
         if not n or not parts or parts[0] is not ids[0]:
             continue
-        m = min(n, len(parts))
-        shared = next(compress(count(), map(is_not, ids[:m], parts[:m])), m)  # the first that differs, in C
+        shared = _same_parts(ids, parts, n)
         if shared > most:
             best, most = state, shared
             if shared == n:
@@ -107,22 +91,16 @@ def _recent(ids: Sequence[array[int]], n: int) -> tuple[Assembled | None, int]:
 
 @dataclass
 class Assembled:
-    """What an assembled request leaves for the next one of its session, so
-    that the next one copies the prompt of the parts both share (a slice of
-    an array, in C) instead of walking them again: a session re-sends its
-    whole history with every request (:func:`generic_assemble`,
-    :func:`anthropic_assemble`).
+    """What an assembled request leaves for the next one of its session, which
+    copies the prompt of the parts both share instead of walking them again.
 
-    ``parts``: each part as it was given (a segment's ids array, an
-    Anthropic block tuple), compared by identity; ``tokens``: the request's
-    prompt (read-only: the simulator holds it); per part ``i``, ``starts[i]``
-    is the token offset where it begins and ``n_ends[i]`` / ``n_marks[i]``
-    how many block ends and breakpoints come before it (each list one longer
-    than ``parts``); ``mods``: how a part was changed while assembling
-    (Anthropic: the tool-use prompt cut from the first tool, the request
-    pieces joined to the first message, a level's salt), by part index;
-    ``head``: the ids ahead of the first part; ``kinds`` and ``flags``: each
-    part's kind and DashScope marker flag (:func:`generic_assemble`)."""
+    ``parts``: each part as given (compared by identity); ``tokens``: the
+    prompt (read-only); per part ``i``, ``starts[i]`` is the token offset
+    where it begins and ``n_ends[i]`` / ``n_marks[i]`` how many block ends
+    and breakpoints come before it; ``mods``: how Anthropic parts were
+    changed (a cut, joined pieces, a salt); ``head``: the ids ahead of the
+    first part; ``kinds`` and ``flags``: each part's kind and DashScope
+    marker flag."""
 
     parts: list[Any]
     tokens: array[int]
@@ -142,12 +120,9 @@ class Assembled:
 
 
 def _same_parts(parts: Sequence[Any], prev: Sequence[Any], same: int) -> int:
-    """How many leading ``parts`` are the very objects of ``prev``: ``same``
-    (the caller's count) when it holds, checked in C; else counted."""
+    """How many of the first ``same`` ``parts`` are the very objects of ``prev`` (counted in C)."""
     same = max(0, min(same, len(parts), len(prev)))
-    if all(map(is_, parts[:same], prev[:same])):
-        return same
-    return next((i for i in range(same) if parts[i] is not prev[i]), same)
+    return next(compress(count(), map(is_not, parts[:same], prev[:same])), same)
 
 
 def _resume(prev: Assembled, j: int) -> tuple[Any, ...]:
@@ -157,31 +132,23 @@ def _resume(prev: Assembled, j: int) -> tuple[Any, ...]:
             prev.starts[: j + 1], prev.n_ends[: j + 1], prev.n_marks[: j + 1])
 
 
-def _same_prefix(a: Sequence[Any], b: Sequence[Any], j: int) -> int:
-    """``j``, or less: how many of the first ``j`` items of ``a`` and ``b`` are equal."""
-    if a[:j] == b[:j]:
-        return j
-    return next(i for i in range(j) if i >= len(a) or i >= len(b) or a[i] != b[i])
-
-
 def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: array[int], time: float | None,
                      label: Hashable | None, output: Sequence[int] = (), key: Hashable = b"",
                      marked: Sequence[bool] | None = None, prev: Assembled | None = None,
                      same: int = 0) -> tuple[SimRequest, Assembled]:
-    """:func:`generic_request`, and what it leaves for the next request:
-    with ``prev`` (the previous request's :class:`Assembled`) the leading
-    parts that are ``prev``'s own (the same ids objects, kinds and marks; at
-    most ``same`` of them) are copied from its prompt, and only the rest is
-    walked."""
+    """A non-Anthropic :class:`SimRequest` from each segment's kind and ids,
+    and its :class:`Assembled` state: with ``prev``, the leading parts that
+    are ``prev``'s own (the same ids objects, kinds and marks; at most
+    ``same``) are copied from its prompt."""
     kinds = list(kinds)
     flags = list(marked) if marked is not None else None
     n = min(len(kinds), len(ids))
     j = 0
     if prev is not None and same:
         j = _same_parts(ids, prev.parts, same)
-        j = _same_prefix(kinds, prev.kinds, j)
+        j = common_prefix(kinds[:j], prev.kinds[:j])
         if flags is not None or prev.flags is not None:
-            j = _same_prefix(flags or [], prev.flags or [], j) if flags is not None and prev.flags is not None else 0
+            j = common_prefix(flags[:j], prev.flags[:j]) if flags is not None and prev.flags is not None else 0
     if j:
         flat, ends, marks, starts, n_ends, n_marks = _resume(prev, j)  # type: ignore[arg-type]
     else:
@@ -204,34 +171,18 @@ def generic_assemble(kinds: Sequence[str], ids: Sequence[array[int]], tail: arra
     return req, state
 
 
-#: setting -> the first level it invalidates (the one table: :mod:`fidelity.cache.invalidation`)
-_LEVEL_SALTS = ANTHROPIC_INVALIDATES
-
-
-def _head_len(params_ids: Sequence[int]) -> int:
-    """Length of the fixed per-request run that leads an Anthropic params
-    segment's estimate (the same in every request: it goes first)."""
-    if not len(params_ids) or params_ids[0] >= 0:
-        return 0
-    return _run(params_ids, params_ids[0])
-
-
 def _run(ids: Sequence[int], value: int) -> int:
     """How many leading ids equal ``value``."""
-    if not len(ids) or ids[0] != value:
-        return 0
-    n = 1
+    n = 0
     while n < len(ids) and ids[n] == value:  # runs are short (a few hundred ids at most)
         n += 1
     return n
 
 
 def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
-    """How many tokens of the tool-use system prompt's estimate, which leads
-    the first tool's ids, depend on ``tool_choice`` (the count above the
-    smallest one any choice gives: :func:`fidelity.tokens.framing_estimate.anthropic_tool_prompt`).
-    ``tool_choice`` invalidates the messages cache only (the invalidation
-    table), so that part is placed ahead of the first message."""
+    """How many tokens of the tool-use prompt's estimate leading the first
+    tool's ids depend on ``tool_choice`` (above the smallest count any choice
+    gives, :func:`fidelity.tokens.framing_estimate.anthropic_tool_prompt`)."""
     from ..tokens.framing_estimate import DOC, anthropic_tool_prompt
 
     n = _run(tools_ids, DOC.id)
@@ -239,27 +190,6 @@ def _tool_prompt_moved(model: str, tools_ids: Sequence[int]) -> int:
         return 0
     shared = min(anthropic_tool_prompt(model, choice) for choice in (None, {"type": "any"}))
     return max(0, n - shared)
-
-
-def anthropic_request(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
-                      members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
-                      label: Hashable | None, output: Sequence[int] = ()) -> SimRequest:
-    """Anthropic's :class:`SimRequest` from the params segment's ids, each
-    block's ``(level, ids, [(end, cache_control)])`` in cache order (tools,
-    then system, then messages) and the body's top-level members ``(key,
-    value bytes)`` (only the setting members are read).
-
-    The request-level pieces of the estimate (the params segment: a fixed
-    per-request count, then thinking and ``output_config`` pieces) are
-    placed as follows: the fixed run first (the same in every request), the
-    rest ahead of the first message, since those settings invalidate the
-    messages cache only (the invalidation table). The tool-use system
-    prompt's count depends on ``tool_choice`` (346 or 313 tokens...), which
-    also invalidates the messages cache only: the count every choice shares
-    stays ahead of the tools, the part that varies joins the rest
-    (:func:`_tool_prompt_moved`). The work is :func:`anthropic_assemble`'s
-    (the scan's element path calls it with the previous request's state)."""
-    return anthropic_assemble(params_ids, blocks, members, obj, model, time, label, output)[0]
 
 
 #: Anthropic's levels in cache order
@@ -294,21 +224,23 @@ def anthropic_images(messages: Any) -> int:
 def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array[int], list[tuple[int, Any]]]],
                        members: Sequence[tuple[str, bytes]], obj: dict[str, Any], model: str, time: float | None,
                        label: Hashable | None, output: Sequence[int] = (), images: int | None = None,
-                       prev: Assembled | None = None, same: int = 0,
-                       cache_key: Hashable | None = None) -> tuple[SimRequest, Assembled]:
-    """:func:`anthropic_request`, and what it leaves for the next request
-    (:class:`Assembled`): with ``prev``, the leading blocks that are
-    ``prev``'s own block tuples (at most ``same`` of them) and were changed
-    alike (the head, the cut tool prompt, the joined request pieces, the
-    salts) are copied from its prompt, and only the rest is walked.
-    ``images``: the image blocks of ``obj``'s messages when the caller has
-    counted them (:func:`anthropic_images`). Blocks out of cache order are
-    refused (``ValueError``). ``cache_key``: the request's ``key`` (default
-    ``("anthropic", model)``)."""
+                       prev: Assembled | None = None, same: int = 0) -> tuple[SimRequest, Assembled]:
+    """Anthropic's :class:`SimRequest` from the params segment's ids, each
+    block's ``(level, ids, [(end, cache_control)])`` in cache order (else
+    ``ValueError``) and the body's top-level ``(key, value bytes)`` members
+    (the settings are read), and its :class:`Assembled` state: with ``prev``,
+    the leading blocks that are ``prev``'s own (at most ``same``) and were
+    changed alike are copied from its prompt. ``images``: the image blocks
+    of ``obj``'s messages where counted (:func:`anthropic_images`).
+
+    The params segment's fixed per-request run goes first; its other pieces
+    (thinking, ``output_config``) and the ``tool_choice``-dependent part of
+    the tool-use prompt (:func:`_tool_prompt_moved`) go ahead of the first
+    message, since those settings invalidate the messages cache only."""
     if prev is not None and prev.params is params_ids and prev.model == model:
         n = len(prev.head)
-    else:
-        n = _head_len(params_ids)
+    else:  # the fixed run of negative ids that leads the params estimate
+        n = _run(params_ids, params_ids[0]) if len(params_ids) and params_ids[0] < 0 else 0
     head, rest = params_ids[:n], params_ids[n:]
     nb = len(blocks)
     # the first block of each level: blocks come in cache order
@@ -325,7 +257,7 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
             rest = blocks[first_tool][1][:cut] + rest
     salts: dict[str, list[bytes]] = {"system": [], "messages": []}
     for key, value in members:
-        level = _LEVEL_SALTS.get(key)
+        level = ANTHROPIC_INVALIDATES.get(key)
         if level is not None:
             salts[level].append(key.encode() + b"=" + value)
     if images is None:
@@ -408,6 +340,5 @@ def anthropic_assemble(params_ids: array[int], blocks: Sequence[tuple[str, array
     for at, ttl in every:
         best[at] = max(best.get(at, 0.0), ttl)
     bps = tuple(sorted(best))
-    req = SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output,
-                     ("anthropic", model) if cache_key is None else cache_key, label)
+    req = SimRequest(flat, time, bps, tuple(best[b] for b in bps), tuple(ends), output, ("anthropic", model), label)
     return req, state

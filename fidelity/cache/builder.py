@@ -1,28 +1,10 @@
 """The one builder of the cache simulator's input: a request body's
-:class:`~fidelity.cache.simulator.SimRequest`, for every command
-(``cache_prompt`` for ``diff``, ``replay``, ``report``, the proxy; the scan
-per partition).
-
-The dialect and endpoint choose how (:meth:`PromptIds.build`): a dialect
-with an element handler (:mod:`.element_ids`: OpenAI Chat and Responses,
-Anthropic Messages, DeepSeek V4) at its own provider's cache is built
-element by element; any other (Gemini, DashScope, vLLM, SGLang, a body an
-OpenAI-shaped gateway serves) from its whole cache view
-(:func:`.whole_view.whole_request`). Each request has exactly one way.
-
-Element by element: a session re-sends its history with every request, so
-each request is built from the earlier request it shares most with (among
-the last :data:`KEEP` this builder built; mostly the session's previous
-turn): an element holding the same JSON as the one at the same place there,
-with the same context, reuses that request's ids, its contexts where what
-they read did not change, and its assembled prompt (the shared leading part
-is a slice of it); any other element is looked up in the memo by its bytes
-and context (:class:`~fidelity.cache.memo.TokenMemo`), and tokenized only
-when new. An element's bytes are its parsed value as compact JSON
-(:func:`.items.dumps_value`): a provider decodes the body before it renders
-the prompt, so whitespace and escapes between a body's tokens are not part
-of what its cache sees. Building with or without earlier requests gives the
-same request (``tests/cache/test_builder.py``).
+:class:`~fidelity.cache.simulator.SimRequest`, for every command. A dialect
+with an element handler (:mod:`.element_ids`) at its own provider's cache is
+built element by element, reusing an earlier request's ids and prompt where
+its elements are the same; any other from its whole cache view
+(:func:`.whole_view.whole_request`). Each request has exactly one way; how
+and why: docs/builder.md.
 """
 
 from __future__ import annotations
@@ -56,9 +38,8 @@ def _digest(data: bytes) -> bytes:
 
 def _element_bytes(rec: Any, items: Sequence[Item]) -> list[bytes]:
     """``dumps_value`` of each item's value: sliced from the body as sent
-    where that is the same bytes (a compact body, :mod:`fidelity.wire.spans`,
-    whose layout is known, and an item that is the very element of a
-    top-level array the body was parsed to), else serialised."""
+    where that is the same bytes (a compact body whose layout
+    :mod:`fidelity.wire.spans` knows), else serialised."""
     raw: bytes | None = getattr(rec, "raw_body", None)
     layout = known_members(raw) if raw is not None and isinstance(rec.body, dict) else None
     if raw is None or layout is None:
@@ -79,9 +60,8 @@ def _element_bytes(rec: Any, items: Sequence[Item]) -> list[bytes]:
 
 
 class Built(NamedTuple):
-    """A built request: its cache model's name, the simulator's request, and
-    (Anthropic) the token offsets where the tools, system and messages
-    levels start in it."""
+    """A built request: its cache model's name, the simulator's request,
+    and (Anthropic) where the tools, system and messages levels start."""
 
     cache_model: str
     request: SimRequest
@@ -93,24 +73,19 @@ class Built(NamedTuple):
 
 def element_handler(d: Any, provider: str) -> Handler | None:
     """The element handler that builds ``d``'s bodies at ``provider``'s
-    cache, or ``None``: built from the whole view (a dialect without one,
-    or a body another provider's endpoint serves). The one choice of way."""
+    cache, or ``None``: built from the whole view. The one choice of way."""
     return handler_for(d) if provider == d.provider else None
 
 
 class PromptIds:
-    """Builds each request's :class:`SimRequest`; a scan keeps one per
-    partition (requests fed in the partition's order), ``cache_prompt`` one
-    per process."""
+    """Builds each request's :class:`SimRequest` (a scan keeps one per
+    partition, ``cache_prompt`` one per process)."""
 
     def __init__(self, memo: TokenMemo, digests: bool = False) -> None:
         self.memo = memo
         #: key the memo on 16-byte digests of the elements' bytes, not the
         #: bytes (a process-wide builder then holds ids, not copies of bodies)
         self.digests = digests
-        #: requests built from the whole view / element by element
-        self.whole = 0
-        self.elements = 0
         # the latest requests built element by element, oldest first:
         # (dialect, model, what it left: its elements included); the last one is the
         # partition's previous request while ``_last`` holds
@@ -119,20 +94,16 @@ class PromptIds:
 
     def build(self, rec: Any, view: FastView | None, shared: int | None, time: float | None, label: Hashable,
               endpoint: str | None = None, output: Sequence[int] = ()) -> Built:
-        """The cache model name and the simulator request of ``rec`` (its
-        ``dialect``, ``provider``, ``model``, parsed ``body`` and, when held
-        as sent, ``raw_body``) sent to ``endpoint`` (a placed URL,
-        :func:`fidelity.providers.placed_url`; ``None``: the provider's own
-        API). ``view`` is its item view (``None``: built here) and
-        ``shared`` how many of its leading items hold the same JSON as the
-        previous request this builder built (:func:`.items.view_after`;
-        ``None``: not known, compared here). ``output``: the reply's ids
-        where known (DeepSeek and engines keep them in the cache)."""
+        """The :class:`Built` request of ``rec`` (its ``dialect``,
+        ``provider``, ``model``, parsed ``body`` and ``raw_body`` or ``None``)
+        sent to ``endpoint`` (``None``: the provider's own API). ``view``: its
+        item view (``None``: built here); ``shared``: how many leading items
+        equal the previous request's (``None``: compared here); ``output``:
+        the reply's ids where known."""
         d = rec.dialect
         handler = element_handler(d, rec.provider)
         if handler is None:
             self._last = False
-            self.whole += 1
             body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
             tok = prompt_tokenizer(rec.model, rec.provider, d.name)
             return Built(*whole_request(d, body, tok, rec.model, rec.provider, endpoint, time, label, output))
@@ -146,7 +117,6 @@ class PromptIds:
             body = rec.raw_body if rec.raw_body is not None else dumps_value(rec.body)
             view_of(d, body, endpoint)
             raise InputError(f"a {d.name} body fidelity cannot read: {exc}") from None
-        self.elements += 1
         return Built(handler.cache_model, req, handler.levels(state), ids)
 
     def _elements(self, h: Handler, rec: Any, view: FastView, shared: int | None, time: float | None,
@@ -164,15 +134,8 @@ class PromptIds:
         ctxs = h.contexts(prep, items, prev)
         results: list[Any] = []
         if prev is not None:
-            p_ctxs, p_res = prev.ctxs, prev.results
-            k = min(prev.k, len(p_res))
-            if ctxs[:k] == p_ctxs[:k]:
-                results = p_res[:k]
-            else:
-                for i in range(k):
-                    if ctxs[i] != p_ctxs[i]:
-                        break
-                    results.append(p_res[i])
+            k = min(prev.k, len(prev.results))
+            results = prev.results[: common_prefix(ctxs[:k], prev.ctxs[:k])]
         same = len(results)
         memo, name = self.memo, h.name
         # past the shared run, an element that is the very object at the same
@@ -220,13 +183,10 @@ class PromptIds:
 
     def _parent(self, name: str, model: str, items: tuple[Item, ...], shared: int | None,
                 datas: list[bytes] | None) -> Previous | None:
-        """The kept request whose leading elements this one shares most (a
-        session's previous turn, though other sessions' requests came in
-        between): the partition's previous request shares ``shared``; an
-        earlier one is compared in full only when it agrees on the element
-        after those (a compare in C). ``datas``: the digests of the
-        elements' bytes, where the caller made them (compared with a kept
-        request's own)."""
+        """The kept request whose leading elements this one shares most: the
+        partition's previous request shares ``shared``; an earlier one is
+        compared in full only when it agrees on the element after those.
+        ``datas``: the digests of the elements' bytes, where made."""
         best: Previous | None = None
         best_k = 0
         n = len(items)

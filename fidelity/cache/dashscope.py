@@ -25,10 +25,6 @@ class DashScopeImplicitCache(CacheModel):
     read_multiplier = 0.2
     write_multiplier = 1.0
 
-    def reusable(self, common_prefix: int, prompt_len: int) -> int:
-        usable = min(common_prefix, prompt_len)
-        return usable if usable >= self.minimum else 0
-
 
 class DashScopeExplicitCache(BreakpointCache):
     """DashScope explicit cache (``cache_control: {"type": "ephemeral"}``):

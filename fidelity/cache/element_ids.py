@@ -1,14 +1,9 @@
-"""Billed token ids element by element, per dialect: the element builder's
-handlers (:class:`fidelity.cache.builder.PromptIds`).
-
-A :class:`Handler` names the *context* an element's ids read from the rest
-of the view (openai-chat/-responses: first and last function tool, the name
-a tool result's call id maps to; anthropic-messages: ``tool_choice`` for the
-first tool, the billing block at Anthropic's own API; deepseek: the last
-user message, neighbouring roles, system and tools) and computes one
-element's ids, so that an unchanged element in an unchanged context reuses
-its ids; :class:`Previous` carries a partition's previous request. How and
-why: docs/builder.md.
+"""Billed token ids element by element, per dialect: the handlers of the
+element builder (:class:`fidelity.cache.builder.PromptIds`). A
+:class:`Handler` names the *context* an element's ids read from the rest of
+the view and computes one element's ids, so that an unchanged element in an
+unchanged context reuses its ids; :class:`Previous` carries a partition's
+previous request. The contexts per dialect: docs/builder.md.
 """
 
 from __future__ import annotations
@@ -28,8 +23,9 @@ from ..tokens.billed import media_in, pieces_ids, prompt_tail, prompt_tokenizer
 from ..wire import Segment
 from ..wire import _template as tpl
 from ..wire.anthropic_messages import billing_block_keyed, is_billing_block
-from .anthropic_blocks import LEVEL_SALTS, LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
+from .anthropic_blocks import LEVELS, MARKER, block_ends_of, block_lengths, strip_markers
 from .assemble import Assembled, anthropic_assemble, anthropic_images, generic_assemble, level_starts
+from .invalidation import ANTHROPIC_INVALIDATES
 from .items import FastView, Item, dumps_value
 from .simulator import SimRequest
 
@@ -42,11 +38,10 @@ _EMPTY = array(tokens.TOKEN_TYPECODE)
 
 @dataclass
 class Previous:
-    """The partition's previous request, built element by element: its
-    first ``k`` elements equal this request's (the caller's count,
-    :func:`~fidelity.cache.items.shared_items`); ``n`` elements in all; what
-    :meth:`Handler.prepare` gave, each element's context and result, what
-    :meth:`Handler.assemble` left, and the elements themselves."""
+    """The partition's previous request: its first ``k`` elements equal this
+    request's, ``n`` in all; what :meth:`Handler.prepare` gave, each
+    element's context and result, what :meth:`Handler.assemble` left, and
+    the elements themselves."""
 
     k: int
     n: int
@@ -123,22 +118,15 @@ class Handler:
                  label: Hashable, output: Sequence[int] = ()) -> tuple[SimRequest, Any]:
         """The request, and what the next one reuses; ``results[:same]``
         are ``prev.results[:same]``. Default: :func:`generic_assemble`."""
-        st: _GenericState | None = prev.state if prev is not None else None
+        st: Assembled | None = prev.state if prev is not None else None
         if st is not None and same:
             kinds = st.kinds[: same + 1]
             kinds += [it.kind for it in items[same:]]
         else:
             kinds = ["params", *(it.kind for it in items)]
         # the params bytes are the partition key (model, prompt_cache_key...)
-        req, asm = generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok, prep.model), time, label,
-                                    output, prep.params, None, st.asm if st is not None else None, same + 1)
-        return req, _GenericState(asm, kinds)
-
-
-@dataclass
-class _GenericState:
-    asm: Assembled
-    kinds: list[str]
+        return generic_assemble(kinds, [params_ids, *results], self._tail(prep.tok, prep.model), time, label,
+                                output, prep.params, None, st, same + 1)
 
 
 def result_ids(result: Any) -> array[int]:
@@ -205,7 +193,7 @@ class _OpenAI(Handler):
             pp: _OpenAIPrep = prev.prep  # type: ignore[union-attr]
             new_tools = [i for i in range(k, len(items)) if items[i].kind == "tools"]
             if not new_tools and pp.tool_end <= k:
-                return self._grow(pp, tok, model, items, k, view.params, prev.n)  # type: ignore[union-attr]
+                return self._grow(pp, tok, model, items, k, view.params)
         fns = [i for i, it in enumerate(items) if it.kind == "tools" and framing_openai.function_of(it.value) is not None]
         tool_end = max((i + 1 for i, it in enumerate(items) if it.kind == "tools"), default=0)
         call_at: list[int] = []
@@ -228,7 +216,7 @@ class _OpenAI(Handler):
             self.dialect.name == "openai-chat", model, [it.value for it in items if it.kind != "tools"])
 
     def _grow(self, pp: _OpenAIPrep, tok: tokens.Tokenizer, model: str, items: Sequence[Item], k: int,
-              params: bytes, prev_n: int) -> _OpenAIPrep:
+              params: bytes) -> _OpenAIPrep:
         """The previous request's prep with its elements past ``k`` replaced
         by this request's: tools unchanged (all among the first ``k``)."""
         cut = bisect_left(pp.call_at, k)
@@ -420,7 +408,7 @@ class _Anthropic(Handler):
     def assemble(self, prep: _AnthropicPrep, obj: dict[str, Any], params_ids: array[int], items: Sequence[Item],
                  results: list[Any], prev: Previous | None, same: int, time: float | None,
                  label: Hashable, output: Sequence[int] = ()) -> tuple[SimRequest, Any]:
-        members = [(k, dumps_value(v)) for k, v in obj.items() if k in LEVEL_SALTS]
+        members = [(k, dumps_value(v)) for k, v in obj.items() if k in ANTHROPIC_INVALIDATES]
         st: _AnthropicState | None = prev.state if prev is not None else None
         if st is not None and same:
             n_blocks = same - results[:same].count(None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,31 +125,12 @@ class EngineCache(CacheModel):
 
 
 class BlockPool:
-    """An engine's KV blocks, ``capacity_tokens // block_size`` of them, as
-    vLLM's ``BlockPool`` (vllm/v1/core/block_pool.py, 0.32) runs them; the
-    store :class:`fidelity.cache.simulator.Simulator` keeps for an
-    :class:`EngineCache` with a capacity:
-
-    * a request reuses its longest cached prefix (at most n-1 tokens,
-      whole blocks; ``get_one_block`` takes the first block holding a
-      hash) and takes those blocks out of the free queue;
-    * it holds ``ceil(len/B)`` blocks in all; new ones come from the head
-      of the free queue, and a cached block taken there is evicted;
-    * its full blocks are then cached, even when another block already
-      holds the same hash (a prompt cached whole recomputes its last
-      block into a new one);
-    * when it finishes, its blocks are freed last block first
-      (``SingleTypeKVCacheManager.free``): blocks without a hash (a partial
-      last block) go to the head of the queue, to be reused first, and
-      hold nothing; cached blocks go to the tail, so the least recently
-      used cached block is evicted first (``BlockPool.free_blocks``);
-    * a request that needs more blocks than the pool can free is refused
-      (nothing changes).
-
-    Blocks without a hash are interchangeable, so they are counted, not
-    listed. :meth:`longest` and :meth:`feed` take the arguments of
-    :class:`~fidelity.cache.prefix_store.PrefixStore`'s (``now`` is unused:
-    an engine's cache has no lifetime)."""
+    """An engine's KV blocks, ``capacity_tokens // block_size`` of them, run
+    as vLLM's ``BlockPool`` (vllm/v1/core/block_pool.py, 0.32) runs them
+    (docs/probe.md, "Engine defaults"): the simulator's store for an
+    :class:`EngineCache` with a capacity. :meth:`longest` and :meth:`feed`
+    take :class:`~fidelity.cache.prefix_store.PrefixStore`'s arguments
+    (``now`` unused: no lifetime)."""
 
     def __init__(self, block_size: int, capacity_tokens: int) -> None:
         self.size = block_size
@@ -161,9 +142,8 @@ class BlockPool:
         self.next_id = 0
 
     def _keys(self, data: bytes) -> list[bytes]:
-        """One key per full block of packed ids: the whole prefix up to the
-        block's end, hashed (vLLM chains each block's hash to its parent's,
-        so a key stands for the entire prefix)."""
+        """One key per full block of packed ids: the hash of the whole prefix
+        up to the block's end (vLLM chains each block's hash to its parent's)."""
         step = self.size * ITEM
         keys = []
         h = hashlib.blake2b(digest_size=16)
@@ -192,10 +172,8 @@ class BlockPool:
         return self._found(self._hits(self._keys(data[: max(0, n - 1) * ITEM]), n))
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
-        """:meth:`longest` for the prompt ``tokens`` (any sequence of ints),
-        then run the request; it holds the prompt followed by ``output``,
-        the reply tokens the engine keeps (the simulator passes
-        :meth:`EngineCache.kept_output`, as to a prefix store)."""
+        """:meth:`longest` for the prompt ``tokens``, then run the request,
+        which holds the prompt followed by ``output`` (the reply tokens kept)."""
         ids = as_token_array(tokens)
         n = len(ids)
         data = packed(ids + as_token_array(output) if len(output) else ids)
@@ -233,24 +211,19 @@ class BlockPool:
         return found
 
 
-def vllm(block_size: int | None = None, capacity_tokens: int | None = None, *, backend: str = "gpu") -> EngineCache:
-    """vLLM's prefix cache; ``block_size`` defaults to the backend's
-    (:data:`ENGINE_DEFAULTS`: 16 on GPU, 128 on the CPU backend)."""
-    size = block_size if block_size is not None else engine_default("vllm", backend).block_size
-    return EngineCache(size, capacity_tokens, engine="vllm", backend=backend)
+def _factory(engine: str, default_backend: str) -> Callable[..., EngineCache]:
+    """The registry's factory of ``engine``'s cache: ``block_size`` defaults
+    to the engine's on the backend (:data:`ENGINE_DEFAULTS`)."""
+    def make(block_size: int | None = None, capacity_tokens: int | None = None, *,
+             backend: str = default_backend) -> EngineCache:
+        size = block_size if block_size is not None else engine_default(engine, backend).block_size
+        return EngineCache(size, capacity_tokens, engine=engine, backend=backend)
+
+    return make
 
 
-def sglang(block_size: int | None = None, capacity_tokens: int | None = None, *, backend: str = "gpu") -> EngineCache:
-    """SGLang's RadixAttention; ``block_size`` is SGLang's ``--page-size``,
-    1 (token by token) by default."""
-    size = block_size if block_size is not None else engine_default("sglang").block_size
-    return EngineCache(size, capacity_tokens, engine="sglang", backend=backend)
-
-
-def llamacpp(block_size: int | None = None, capacity_tokens: int | None = None, *, backend: str = "cpu") -> EngineCache:
-    """llama.cpp's server prompt cache (token granularity). The server keeps
-    one sequence per slot and picks a slot by prompt similarity; the model
-    reads the best earlier request, so with one slot pass only the slot's
-    last request as ``earlier``."""
-    size = block_size if block_size is not None else engine_default("llama.cpp").block_size
-    return EngineCache(size, capacity_tokens, engine="llama.cpp", backend=backend)
+vllm = _factory("vllm", "gpu")
+sglang = _factory("sglang", "gpu")  # block_size is SGLang's --page-size
+# llama.cpp's server keeps one sequence per slot and picks a slot by prompt similarity:
+# with one slot, the slot's last request is the only earlier one
+llamacpp = _factory("llama.cpp", "cpu")

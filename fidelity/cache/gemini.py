@@ -5,17 +5,7 @@ from __future__ import annotations
 from . import minimums
 from ._base import CacheModel
 
-__all__ = ["GEMINI_MINIMUMS", "gemini_minimum", "GeminiImplicitCache"]
-
-#: Minimum input tokens for implicit caching per model: the latest figures of
-#: the dated table ``fidelity/data/cache_minimums.json`` (:mod:`fidelity.cache.minimums`).
-GEMINI_MINIMUMS: tuple[tuple[str, int], ...] = tuple(dict.fromkeys(
-    (r.model, minimums.minimum("gemini", r.model)) for r in minimums.rows() if r.provider == "gemini"))
-
-
-def gemini_minimum(model: str | None, default: int = 1024) -> int:
-    """The model's minimum from the dated table (latest figure)."""
-    return minimums.minimum("gemini", model, default)
+__all__ = ["GeminiImplicitCache"]
 
 
 class GeminiImplicitCache(CacheModel):
@@ -36,9 +26,5 @@ class GeminiImplicitCache(CacheModel):
 
     def __init__(self, model: str | None = None, **overrides: object) -> None:
         if model is not None and "minimum" not in overrides:
-            overrides["minimum"] = gemini_minimum(model)
+            overrides["minimum"] = minimums.minimum("gemini", model)  # the dated table's latest
         super().__init__(**overrides)
-
-    def reusable(self, common_prefix: int, prompt_len: int) -> int:
-        usable = min(common_prefix, prompt_len)
-        return usable if usable >= self.minimum else 0

@@ -1,11 +1,8 @@
 """The item view of a parsed request body: its cache view's segments in the
-provider's cache order as parsed values (items), each serialised as compact
-JSON (key order kept, whitespace and escapes normalised), and the partition
-key; the input of the one builder (:mod:`fidelity.cache.builder`) and of
-the scan's partitioning. Kinds, indexes and pointers are those of the
-dialect's ``cache_view``; an element equal to the one at its place in the
-partition's previous body reuses its bytes (:func:`encode`). Why compact
-JSON: docs/builder.md.
+provider's cache order as parsed values (items; kinds, indexes and pointers
+as the dialect's ``cache_view`` has them), each serialised as compact JSON
+(docs/builder.md), and the partition key: the input of the one builder
+(:mod:`fidelity.cache.builder`) and of the scan's partitioning.
 """
 
 from __future__ import annotations
@@ -94,10 +91,6 @@ def _is_system(m: Any) -> bool:
     return isinstance(m, dict) and m.get("role") in ("system", "developer")
 
 
-def _chat(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    return _laid_out(d.name, _params(obj, d.cache_keys), None, *_chat_layout(d, obj), first_only)
-
-
 def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
     tools_v = obj.get("tools")
     tools = [Item("tools", i, ("tools", i,), t) for i, t in enumerate(tools_v)] \
@@ -120,12 +113,6 @@ def _responses(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastVie
     elif "input" in obj:
         rest.append(Item("message", 0, ("input",), items))
     return FastView(d.name, _params(obj, d.cache_keys), tuple(tools + system + rest))
-
-
-def _anthropic(d: Any, obj: dict[str, Any], first_only: bool = False) -> FastView:
-    from ..wire.anthropic_messages import CACHE_KEYS
-
-    return _laid_out(d.name, _params(obj, CACHE_KEYS), _blocks, *_anthropic_layout(d, obj), first_only)
 
 
 def _laid_out(name: str, params: bytes, normalise: Any, shape: tuple[Any, ...], values: list[Any],
@@ -189,15 +176,30 @@ def build_view(dialect: Any, obj: dict[str, Any], first_only: bool = False) -> F
     ``first_only``: the params and the first segment (at least; the first
     alone for a chat or Anthropic body), all a partition key needs."""
     name = dialect.name
-    if name == "anthropic-messages":
-        return _anthropic(dialect, obj, first_only)
+    laid = _layout(dialect, obj)
+    if laid is not None:
+        shape, values, keys, normalise = laid
+        return _laid_out(name, _params(obj, keys), normalise, shape, values, first_only)
     if name == "openai-responses":
         return _responses(dialect, obj, first_only)
     if name == "gemini":
         return _gemini(dialect, obj, first_only)
-    if hasattr(dialect, "cache_keys") and hasattr(dialect, "cache_order"):
-        return _chat(dialect, obj, first_only)
     raise ValueError(f"no fast cache view for dialect {name}")
+
+
+def _layout(dialect: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any], Sequence[str], Any] | None:
+    """A chat or Anthropic body's layout (:func:`_item`), its cache-view
+    values in order, its cache-key members and ``normalise``; ``None`` for
+    other dialects."""
+    name = dialect.name
+    if name == "anthropic-messages":
+        from ..wire.anthropic_messages import CACHE_KEYS
+
+        return (*_anthropic_layout(dialect, obj), CACHE_KEYS, _blocks)
+    if name not in ("openai-responses", "gemini") and hasattr(dialect, "cache_keys") \
+            and hasattr(dialect, "cache_order"):
+        return (*_chat_layout(dialect, obj), dialect.cache_keys, None)
+    return None
 
 
 def _chat_layout(d: Any, obj: dict[str, Any]) -> tuple[tuple[Any, ...], list[Any]]:
@@ -263,11 +265,9 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
 
 def shared_values(a: Sequence[Any], b: Sequence[Any], value: Callable[[Any], Any] | None = None) -> int:
     """How many leading elements of ``a`` and ``b`` hold the same JSON
-    (``value`` gives an element's JSON value; default: the element). Equal
-    elements (:func:`common_prefix`) that are not the very same object must
-    also serialise alike: Python's ``==`` ignores the order of a dict's keys
-    and takes ``1``, ``1.0`` and ``True`` as equal, and a cache sees bytes (a
-    tool schema whose keys were reordered is a changed prompt)."""
+    (``value`` gives an element's JSON value; default: the element): equal
+    elements that are not the very same object must also serialise alike
+    (``==`` ignores a dict's key order and takes ``1``, ``1.0`` and ``True`` as equal)."""
     k = common_prefix(a, b)
     same = list(map(is_, a[:k], b[:k]))
     i = 0
@@ -288,26 +288,14 @@ def shared_values(a: Sequence[Any], b: Sequence[Any], value: Callable[[Any], Any
 
 def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tuple[FastView, int]:
     """The full cache view of ``obj`` and how many of its leading items equal
-    ``prev``'s (:func:`shared_items`). A session re-sends its history, so when
-    the layout (how many tools and system sections, and where) is the same
-    as ``prev``'s, the shared leading items are ``prev``'s own and only the
-    new ones are made: the work per request follows what is new."""
-    name = dialect.name
-    if name == "anthropic-messages":
-        from ..wire.anthropic_messages import CACHE_KEYS
-
-        shape, values = _anthropic_layout(dialect, obj)
-        view, keys, normalise = _anthropic, CACHE_KEYS, _blocks
-    elif name not in ("openai-responses", "gemini") and hasattr(dialect, "cache_keys") \
-            and hasattr(dialect, "cache_order"):
-        shape, values = _chat_layout(dialect, obj)
-        view, keys, normalise = _chat, dialect.cache_keys, None
-    else:
-        whole = build_view(dialect, obj)
+    ``prev``'s (:func:`shared_items`); when the layout is ``prev``'s, the
+    shared leading items are ``prev``'s own and only the new ones are made."""
+    laid = _layout(dialect, obj)
+    if laid is None or prev is None or prev.shape != laid[0] or prev.values is None:
+        whole = build_view(dialect, obj) if laid is None else \
+            _laid_out(dialect.name, _params(obj, laid[2]), laid[3], laid[0], laid[1], False)
         return whole, shared_items(whole.items, prev.items) if prev is not None else 0
-    if prev is None or prev.shape != shape or prev.values is None:
-        whole = view(dialect, obj)
-        return whole, shared_items(whole.items, prev.items) if prev is not None else 0
+    shape, values, keys, normalise = laid
     k = shared_values(values, prev.values)
     # past the shared run, a value that is the very object at the same place
     # of the same layout has the same item (a history re-sent after a changed
@@ -315,13 +303,11 @@ def view_after(dialect: Any, obj: dict[str, Any], prev: FastView | None) -> tupl
     pv, pi, n = prev.values, prev.items, min(len(prev.values), len(prev.items))
     items = pi[:k] + tuple(pi[i] if i < n and pv[i] is values[i] else _item(shape, i, values[i])
                            for i in range(k, len(values)))
-    return FastView(name, _params(obj, keys), items, normalise, shape, values), k
+    return FastView(dialect.name, _params(obj, keys), items, normalise, shape, values), k
 
 
 def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
-    """How many leading elements equal the previous body's: a binary search
-    over list comparisons, so repeated history is compared in C, element by
-    element, with O(log n) Python steps."""
+    """How many leading items hold the same JSON and kind as the previous body's."""
     n = min(len(items), len(prev_items))
     k = shared_values([it.value for it in items[:n]], [it.value for it in prev_items[:n]])
     while k and items[k - 1].kind != prev_items[k - 1].kind:  # same value, other role in the view
@@ -332,11 +318,9 @@ def shared_items(items: Sequence[Item], prev_items: Sequence[Item]) -> int:
 def encode(items: Sequence[Item], prev_items: Sequence[Item] = (), prev_data: Sequence[bytes] = (),
            normalise: Any = None, shared: int | None = None) -> list[bytes]:
     """Each segment's bytes; the leading elements equal to the previous
-    body's (:func:`shared_items`) reuse its bytes (repeated history is
-    compared, not re-serialised), and so does any later element whose value
-    is the very object at the same place there (a history re-sent after a
-    changed first message: :mod:`.splice`). ``prev_data`` are the bytes of
-    ``prev_items``, made with the same ``normalise``."""
+    body's (:func:`shared_items`), and any later one whose value is the very
+    object at the same place there, reuse its bytes (``prev_data``, made
+    with the same ``normalise``)."""
     k = shared_items(items, prev_items) if shared is None else shared
     out = list(prev_data[:k])
     n_prev = min(len(prev_items), len(prev_data))

@@ -13,11 +13,10 @@ __all__ = ["TokenMemo"]
 
 
 class TokenMemo:
-    """Values (billed ids of an element, with what goes with them) by key, at
-    most ``max_bytes`` of keys and values held (their ``cost``, as the caller
-    counts it); the least recently used entries go first. ``hits`` /
-    ``misses`` count lookups; ``tokenized_bytes`` the input bytes of the
-    entries computed (what a tokenizer pass was paid for)."""
+    """Values by key, at most ``max_bytes`` of them held (each entry's
+    ``cost``, as the caller counts it), the least recently used going first.
+    ``hits`` / ``misses`` count lookups; ``tokenized_bytes`` the input bytes
+    tokenized for the entries."""
 
     def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
@@ -52,10 +51,3 @@ class TokenMemo:
         while self._size > self.max_bytes:
             oldest = next(iter(self._memo))
             self._size -= self._memo.pop(oldest)[1]
-
-    def __len__(self) -> int:
-        return len(self._memo)
-
-    @property
-    def size(self) -> int:
-        return self._size

@@ -24,10 +24,8 @@ def packed(ids: Any) -> bytes:
 
 def agreeing_blocks(req: bytes, rec: memoryview, start: int, avail: int, u: int) -> int:
     """How many of the ``avail`` blocks of ``u`` bytes from byte ``start``
-    agree between ``req`` and ``rec`` (0: not even the first, whose hash
-    led here): ``memcmp`` (``bytes.startswith`` at an offset against a
-    memoryview slice: no copy), first over all of them, then the first
-    alone, then by halving the range still in doubt."""
+    agree between ``req`` and ``rec`` (0: not even the first): a ``memcmp``
+    over all, then the first alone, then by halving the range in doubt."""
     avail = min(avail, (len(rec) - start) // u)  # never read past the record
     if req.startswith(rec[start : start + avail * u], start):
         return avail
@@ -50,9 +48,7 @@ def first_id(block: bytes) -> int:
 
 def common_tokens(a: bytes, b: bytes) -> int:
     """Common prefix of two packed id strings (a block or less), in whole
-    tokens: one ``memcmp`` when one is a prefix of the other, else the
-    lowest set bit of their XOR read as little-endian integers (C work on
-    at most a block, no loop in Python)."""
+    tokens: one ``memcmp``, else the lowest set bit of their XOR."""
     n = min(len(a), len(b))
     if a.startswith(memoryview(b)[:n]):
         return n // ITEM

@@ -1,14 +1,9 @@
 """The prefix caches' store: every token prefix written and still live, found
-by longest match (a trie of token blocks with lifetimes and an LRU capacity).
-
-Used by :class:`fidelity.cache.simulator.Simulator` for the providers and
-engines whose cache is a plain prefix cache (OpenAI, DeepSeek, Gemini,
-DashScope implicit, vLLM, SGLang, llama.cpp).
-
-The design (segments of nodes, sorted children past `_MANY`, expiry and
-eviction order) is explained in ``docs/prefix-store.md``; its results are a
-plain block trie's with a last-use stamp per node
-(``tests/cache/test_prefix_store_fast.py`` checks that on drawn request streams).
+by longest match (a trie of token blocks with lifetimes), for the plain
+prefix caches of :class:`fidelity.cache.simulator.Simulator` (OpenAI,
+DeepSeek, Gemini, DashScope implicit, engines without a capacity). Its
+results are a plain block trie's with a last-use stamp per node; the design:
+``docs/prefix-store.md``.
 """
 
 from __future__ import annotations
@@ -44,34 +39,27 @@ _LITTLE_ENDIAN = sys.byteorder == "little"
 class PrefixStore:
     """The prefix trie of one partition of an automatic prefix cache.
 
-    ``unit``: tokens per trie block (the model's step, unit or block size
-    where it has one; smaller units are served by extending the match into
-    the children of the deepest live block). ``ttl``: seconds an entry
-    lives after its last use (``None``: no limit). ``capacity``: tokens the
-    cache holds at most; beyond it the least recently used blocks go, the
-    deepest first (vLLM's free-block queue evicts a sequence's tail first).
-    ``records_in_memory``: the packed ids of at most this many requests (the
-    least recently walked go first) stay in memory, the rest in an unnamed
-    temporary file, read back when a walk needs one (a session resumed long
-    after its last turn). The answers are the same.
+    ``unit``: tokens per trie block (shorter matches extend into the
+    children of the deepest live block). ``ttl``: seconds an entry lives
+    after its last use (``None``: no limit). ``expire``: drop dead blocks
+    before each write (writes come in time order). ``records_in_memory``:
+    the packed ids of at most this many requests stay in memory, the rest in
+    a temporary file (the same answers).
 
-    Invariant used for liveness: a request that uses a block uses every
-    block before it, so along any path the last-use time never increases
-    with depth, and "the deepest live block on a path" is the end of the
-    last live segment on it.
+    Liveness: a request that uses a block uses every block before it, so
+    along a path the last use never increases with depth.
     """
 
     ROOT = 0
 
-    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None,
-                 expire: bool = False, records_in_memory: int | None = None) -> None:
+    def __init__(self, unit: int, ttl: float | None = None, expire: bool = False,
+                 records_in_memory: int | None = None) -> None:
         if unit < 1:
             raise ValueError("unit must be at least 1")
         if records_in_memory is not None and records_in_memory < 1:
             raise ValueError("records_in_memory must be at least 1")
         self.unit = unit
         self.ttl = ttl
-        self.capacity = capacity
         #: dead blocks are dropped before each write (the caller writes in
         #: time order and asks about no earlier time)
         self.expire = expire and ttl is not None
@@ -90,7 +78,7 @@ class PrefixStore:
         self._nodes: list[list[int]] = []
         self._stamp: list[int] = []  # request id of the last use
         self._leafy: list[bool] = []  # the chain ends in a partial block
-        self._ver: list[int] = []  # bumped when the eviction queue's entry changes
+        self._ver: list[int] = []  # bumped when the expiry queue's entry changes
         # requests, by id
         self._labels: list[Hashable] = []
         self._rtime: list[float] = []  # -inf where the time was unknown
@@ -103,7 +91,6 @@ class PrefixStore:
         self._at: dict[int, tuple[int, int]] = {}  # request id -> (offset, length) in the file
         self._file = AppendFile("fidelity-prefix-store-")
         self._heap: list[tuple[int, int, int, int]] = []  # (stamp, -bottom depth, segment, version)
-        self._live_blocks = 0
         # the children of nodes with many, sorted by their bytes: node -> (bytes, children)
         self._sorted: dict[int, tuple[list[bytes], list[int]]] = {}
         #: Python-level steps taken (trie look-ups and new blocks): the
@@ -138,11 +125,8 @@ class PrefixStore:
 
     def _along(self, req: bytes, child: int, i: int, nfull: int) -> int:
         """How many nodes of ``child``'s segment, from ``child`` on, hold the
-        request's blocks from block ``i`` (0: not even ``child``). The
-        node a look-up finds for the request's own block is the top of its
-        segment: its parent is the end of what was matched, where the chain
-        it left stops being this request's (or the root). One further down
-        was found through a hash another block shares."""
+        request's blocks from block ``i`` (0: not even ``child``: a node below
+        the top of its segment was found through a hash another block shares)."""
         s = self._seg[child]
         nodes = self._nodes[s]
         if nodes[0] != child:
@@ -199,11 +183,9 @@ class PrefixStore:
         return depth + extra, self._labels[self._stamp[best_seg]]
 
     def _sorted_match(self, node: int, rest_b: bytes, best_seg: int, now: float | None) -> tuple[int, int]:
-        """The loop of :meth:`_match` over the children of ``node`` (many of
-        them), from where ``rest_b`` sorts among their bytes outwards, as
-        long as a child shares at least the best count so far: ``(tokens
-        shared, segment)``, ``(0, best_seg)`` when none shares a token
-        (``now``: check lifetimes at this time)."""
+        """The loop of :meth:`_match` over the many children of ``node``, from
+        where ``rest_b`` sorts among their bytes outwards (docs/prefix-store.md):
+        ``(tokens shared, segment)``, ``(0, best_seg)`` when none shares a token."""
         keys, nodes = self._order(node)
         seg_of, stamp, rtime, ttl = self._seg, self._stamp, self._rtime, self.ttl
         m = len(keys)
@@ -232,9 +214,8 @@ class PrefixStore:
                 extra, best_seg = n, s
 
     def _order(self, node: int) -> tuple[list[bytes], list[int]]:
-        """The children of ``node`` sorted by their bytes (their block, full
-        or partial), as two parallel lists: made on first use, then kept in
-        step by :meth:`_adopt` and :meth:`_unlink`."""
+        """The children of ``node`` sorted by their bytes, as two parallel
+        lists (made on first use, kept in step by :meth:`_adopt` and :meth:`_unlink`)."""
         got = self._sorted.get(node)
         if got is None:
             pairs = sorted((self._block(c), c) for c in self._kids[node])
@@ -242,9 +223,8 @@ class PrefixStore:
         return got
 
     def _adopt(self, parent: int, child: int, block: bytes) -> None:
-        """``child`` (holding ``block``) is a new child of ``parent``
-        (after any with the same bytes: those with equal bytes stay in the
-        order they came, as in the list of children)."""
+        """``child`` (holding ``block``) is a new child of ``parent``, after
+        any with the same bytes."""
         self._kids[parent].append(child)
         got = self._sorted.get(parent)
         if got is not None:
@@ -277,31 +257,17 @@ class PrefixStore:
     def longest(self, tokens: Any, now: float | None) -> tuple[int, Hashable | None]:
         """The longest live common prefix of ``tokens`` (``array('q')``,
         packed bytes, or any sequence of ints) with anything stored, and the
-        label of the latest request that used it (of two entries that match
-        alike, the one used last)."""
+        label of the latest request that used it (ties: the one used last)."""
         req = packed(token_bytes_or_array(tokens))
         n = len(req) // ITEM
         return self._match(req, n, self._walk(req, n // self.unit), now)
 
     # -- storing ---------------------------------------------------------------
-    def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
-        """Write ``tokens`` (a prompt, or a prompt and its reply, as
-        ``array('q')``, packed bytes or any sequence of ints): every block of
-        it is now used by this request at ``now``."""
-        tokens = token_bytes_or_array(tokens)
-        req = packed(tokens)
-        if self.expire and now is not None:
-            self._expire(now)
-        self._store(req, tokens, self._walk(req, len(req) // (self.unit * ITEM)), now, label)
-
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
-        """:meth:`longest` for the prompt ``tokens``, then :meth:`store` of the
-        prompt followed by ``output`` (empty: the prompt alone), with one walk.
-
-        The store keeps ``tokens`` itself (or the prompt and reply joined),
-        not a copy, as the request that last used its blocks: do not change
-        the array afterwards (:class:`~fidelity.cache.simulator.SimRequest`
-        asks the same)."""
+        """:meth:`longest` for the prompt ``tokens``, then write the prompt
+        followed by ``output`` (empty: the prompt alone), with one walk: every
+        block of it is now used by this request at ``now``. The store keeps
+        ``tokens`` itself, not a copy: do not change it afterwards."""
         record = tokens = token_bytes_or_array(tokens)
         if len(output):  # a new array (or bytes): the caller's stay as they are
             record = tokens + packed(token_bytes_or_array(output)) if isinstance(tokens, bytes) else tokens + as_token_array(output)
@@ -385,14 +351,12 @@ class PrefixStore:
         self._depth.append(self._depth[parent] + 1)
         self._seg.append(seg)
         self._adopt(parent, nid, block)
-        self._live_blocks += 1
         return nid
 
     def _new_chain(self, parent: int, data: bytes, k: int, nfull: int, seg: int) -> int:
         """Nodes for the full blocks ``k`` to ``nfull`` of the packed ids
-        ``data``, each the child of the one before, the first a child of
-        ``parent``, all in segment ``seg``; built with list operations, not
-        one call per block. Returns the last."""
+        ``data``, a chain under ``parent`` in segment ``seg`` (built with list
+        operations); the last."""
         u = self.unit * ITEM
         blocks = [data[i * u : (i + 1) * u] for i in range(k, nfull)]
         m = len(blocks)
@@ -417,7 +381,6 @@ class PrefixStore:
         self._depth += range(top, top + m)
         self._seg += [seg] * m
         self._nodes[seg] += ids
-        self._live_blocks += m
         self.steps += m
         return first + m - 1
 
@@ -449,8 +412,7 @@ class PrefixStore:
                 cur = self._new_seg([], rid, False)
                 self._refs[rid] += 1  # full blocks follow
                 touched.append(cur)
-            if self.capacity is None:
-                self._drop_leaves_under(node, data[k * u : (k + 1) * u])
+            self._drop_leaves_under(node, data[k * u : (k + 1) * u])
             node = self._new_chain(node, data, k, nfull, cur)
         if len(data) > nfull * u:
             tail = data[nfull * u :]
@@ -470,8 +432,7 @@ class PrefixStore:
                 if cur < 0:
                     cur = self._new_seg([], rid, False)
                     touched.append(cur)
-                if self.capacity is None:
-                    self._drop_leaves_under(node, tail)
+                self._drop_leaves_under(node, tail)
                 leaf = self._new_leaf(node, tail, cur)
                 nodes_of[cur].append(leaf)
                 self._leafy[cur] = True
@@ -479,21 +440,15 @@ class PrefixStore:
             self._data[rid] = None
         elif self._keep is not None:
             self._hold(rid)
-        if self.capacity is not None or self.expire:
+        if self.expire:
             for s in touched:
                 self._queue(s)
-        if self.capacity is not None:
-            self._evict()
 
     def _drop_leaves_under(self, node: int, block: bytes) -> None:
         """Drop the partial blocks under ``node`` that ``block`` (about to be
-        stored there, by the latest request) starts with: what one of them
-        shares with any request, the new block shares too, and it was used
-        later, so it wins every tie and the leaf would never be found again
-        (an append-only session leaves one such leaf per turn; without a
-        lifetime they all stayed). Not with a capacity: eviction counts
-        leaves as blocks. A node with many children keeps them (the sorted
-        index does not find prefixes in one look-up)."""
+        stored there) starts with: it wins every tie with them, so they would
+        never be found again (docs/scan.md). A node with many children keeps
+        them (the sorted index does not find prefixes in one look-up)."""
         kids = self._kids[node]
         if len(kids) > _MANY:
             return
@@ -501,7 +456,7 @@ class PrefixStore:
         for c in [c for c in kids if type(key[c][1]) is bytes and len(key[c][1]) < u and block.startswith(key[c][1])]:
             s = self._seg[c]
             if self._nodes[s] == [c]:  # (a leaf under the node a walk ended at is a segment of its own)
-                self._drop(s, 1)
+                self._drop(s)
 
     def _unlink(self, v: int) -> None:
         """Take node ``v`` out of the trie: out of its dict, its parent's
@@ -518,52 +473,32 @@ class PrefixStore:
         self._sorted.pop(v, None)
         self._seg[v] = -1
         self._key[v] = _GONE  # (its bytes, for a partial block)
-        self._live_blocks -= 1
 
-    # -- eviction (with a capacity) and expiry (with ``expire``) ------------------
+    # -- expiry (with ``expire``) ---------------------------------------------
     def _queue(self, s: int) -> None:
         nodes = self._nodes[s]
         if nodes:
             self._ver[s] += 1
             heappush(self._heap, (self._stamp[s], -self._depth[nodes[-1]], s, self._ver[s]))
 
-    def _evict(self) -> None:
-        assert self.capacity is not None
-        over = self._live_blocks - max(0, self.capacity // self.unit)
-        heap = self._heap
-        while over > 0 and heap:
-            _, _, s, ver = heappop(heap)
-            if ver == self._ver[s]:
-                over -= self._drop(s, over)
-        self._tidy()
-
     def _expire(self, now: float) -> None:
-        """Drop every block whose lifetime ended before ``now``: the queue
-        is in last-use order, and writes come in time order, so the dead
-        segments are the first ones (deepest first within one last use)."""
+        """Drop every block whose lifetime ended before ``now`` (the queue is
+        in last-use order, so the dead segments come first)."""
         heap, rtime, ttl = self._heap, self._rtime, self.ttl
         while heap and rtime[heap[0][0]] + ttl < now:  # type: ignore[operator]
             _, _, s, ver = heappop(heap)
             if ver == self._ver[s]:
-                self._drop(s, len(self._nodes[s]))
+                self._drop(s)
         self._tidy()
 
-    def _drop(self, s: int, count: int) -> int:
-        """Pop up to ``count`` blocks off the bottom of segment ``s`` (least
-        recently used first; within one last use the deepest first); how
-        many went."""
+    def _drop(self, s: int) -> None:
+        """Take every block of segment ``s`` out of the trie, the deepest first."""
         nodes = self._nodes[s]
-        held = len(nodes) > self._leafy[s]
-        gone = 0
-        while gone < count and nodes:
-            self._unlink(nodes.pop())
-            gone += 1
-        self._leafy[s] = False  # the leaf, if any, went first
-        if held and not nodes:
+        if len(nodes) > self._leafy[s]:
             self._unref(self._stamp[s])
-        if nodes:
-            self._queue(s)
-        return gone
+        while nodes:
+            self._unlink(nodes.pop())
+        self._leafy[s] = False
 
     def _tidy(self) -> None:
         heap = self._heap

@@ -21,7 +21,7 @@ from .memo import TokenMemo
 from .simulator import SimRequest
 from .whole_view import MEMO_BODY, remember
 
-__all__ = ["CachePrompt", "cache_prompt", "prompt_tokenizer"]
+__all__ = ["CachePrompt", "cache_prompt"]
 
 
 @dataclass(frozen=True)
@@ -56,16 +56,11 @@ def cache_prompt(body: bytes, *, dialect: str | None = None, model: str | None =
                  time: float | None = None, label: Hashable | None = None,
                  output: Sequence[int] = (), path: str | None = None,
                  endpoint: str | None = None, provider: str | None = None) -> CachePrompt:
-    """``body`` as its provider's cache sees it.
-
-    ``dialect`` defaults to detection from the body; ``model`` to the body's
-    ``model``; ``output`` is the reply's token ids where known (DeepSeek and
-    engines keep it in the cache); ``endpoint`` the URL the body went to
-    (``None``: the provider's own API; see :func:`fidelity.wire.cache_view_at`);
-    ``provider`` the provider whose cache serves the request when it is not
-    the dialect's (an OpenAI-shaped body sent to DeepSeek's ``/responses`` or
-    to OpenRouter: replay and scan pass the URL's provider). Errors name
-    ``path``."""
+    """``body`` as its provider's cache sees it. ``dialect`` defaults to
+    detection, ``model`` to the body's; ``output``: the reply's ids where
+    known; ``endpoint``: the URL the body went to (``None``: the provider's
+    own API); ``provider``: the cache's provider where it is not the
+    dialect's (a gateway's URL). Errors name ``path``."""
     body = bytes(body)
     if len(body) > MEMO_BODY:
         return _cache_prompt(body, dialect, model, time, label, output, path, endpoint, provider)

@@ -1,13 +1,8 @@
-"""A provider's prompt cache as state over a stream of requests.
-
-A real prompt cache holds every prefix written within its lifetime, and a
-request reads the longest live match among *all* of them, not just the
-request sent before it. :class:`Simulator` keeps that state for one
-provider's rules (a :class:`~fidelity.cache.CacheModel` from
-:func:`fidelity.cache.get`) and answers, for each request fed to it in time
-order, what the provider would report: prompt tokens, tokens read from the
-cache, tokens written to it (:class:`Usage`), plus which earlier request the
-read comes from (:attr:`Prediction.parent`).
+"""A provider's prompt cache as state over a stream of requests:
+:class:`Simulator` keeps it for one provider's rules (a
+:class:`~fidelity.cache.CacheModel`) and answers, for each request fed in
+time order, what the provider would report (:class:`Usage`) and which
+earlier request the read comes from (:attr:`Prediction.parent`).
 
 >>> from fidelity.cache.simulator import Simulator, SimRequest
 >>> sim = Simulator("openai")
@@ -16,35 +11,10 @@ read comes from (:attr:`Prediction.parent`).
 >>> (b.prompt, b.cache_read, b.parent)
 (2900, 1920, 'a')
 
-Two stores implement the two kinds of cache:
-
-* :class:`PrefixStore` for automatic prefix caches (OpenAI, DeepSeek,
-  Gemini implicit, DashScope implicit, self-hosted engines; an engine with
-  a capacity gets its block pool instead, :class:`~.engine.BlockPool`,
-  whose eviction is the engine's own): every request
-  stores its whole prompt (and, where the model says so, its reply); a
-  later request reads the longest live common prefix, rounded by the
-  model's rule (:meth:`CacheModel.reusable`). It is a trie of fixed-size
-  token blocks keyed by the blocks' packed bytes, its nodes grouped in
-  chains last used by the same request. Walking a request down the trie
-  jumps along such a chain (one ``memcmp`` per jump), and liveness and
-  refresh are stamped per chain, so the Python work per request is
-  proportional to its *new* blocks plus the branch points it crosses, not
-  to its length or to the number of earlier requests (see
-  :mod:`fidelity.cache.prefix_store`).
-* :class:`BreakpointStore` for explicit ``cache_control`` breakpoints
-  (Anthropic, DashScope explicit): entries exist only where a request put a
-  breakpoint; a request reads the longest live entry that ends at one of
-  its breakpoints or at one of the ``lookback`` block ends before each.
-  Entries are keyed by content (their token prefix), never by where the
-  markers sat, so a breakpoint moved forward each turn still reads what
-  the earlier breakpoint wrote.
-
-Requests only share entries inside one *partition*: :attr:`SimRequest.key`
-(model, OpenAI's ``prompt_cache_key``...). :meth:`Simulator.predict` answers
-without changing the state, so a scorer can replay a parent's whole request
-sequence with :meth:`Simulator.run` and then ask about a child (or many
-children) against all of it.
+Requests only share entries inside one *partition* (:attr:`SimRequest.key`);
+:meth:`Simulator.predict` leaves the state unchanged. The stores
+(:class:`PrefixStore`, the engine's :class:`~.engine.BlockPool`,
+:class:`BreakpointStore`): docs/replay.md, "The simulator's stores".
 """
 
 from __future__ import annotations
@@ -70,11 +40,9 @@ __all__ = [
     "PrefixStore",
     "BreakpointStore",
     "Simulator",
-    "simulate",
     "as_request",
     "simulated",
 ]
-
 
 
 @dataclass(frozen=True)
@@ -95,12 +63,11 @@ class Usage:
 @dataclass(frozen=True)
 class Prediction(Usage):
     """A simulated :class:`Usage` and where the read comes from: ``parent``
-    is the label of the earlier request whose entry was read (for prefix
-    caches, the latest request that wrote or read the deepest shared
-    block), ``None`` when nothing was read. ``write_ttls`` splits
-    ``cache_write`` by entry lifetime in seconds (Anthropic bills a one-hour
-    write at twice the five-minute rate); empty where writes are not billed
-    by lifetime."""
+    is the label of the earlier request whose entry was read (prefix caches:
+    the latest that used the deepest shared block; ``None``: nothing was
+    read). ``write_ttls`` splits ``cache_write`` by entry lifetime in
+    seconds (Anthropic bills a one-hour write at twice the five-minute
+    rate); empty where writes are not billed by lifetime."""
 
     parent: Hashable | None = None
     write_ttls: tuple[tuple[float, int], ...] = ()
@@ -164,14 +131,9 @@ class _Entry:
 
 @dataclass
 class BreakpointStore:
-    """Entries written at explicit breakpoints, by prefix length.
-
-    "Does this request start with the entry?" is one ``memcmp`` of the
-    entry's length: ``bytes.startswith`` of the request's packed ids (one
-    copy per request, shared by its look-up and its writes, dropped after
-    it) against a memoryview slice of the entry's array. An entry holds the
-    array of the request that wrote it, not a copy.
-    """
+    """Entries written at explicit breakpoints, by prefix length; each holds
+    the array of the request that wrote it, compared with one ``memcmp``
+    against the request's packed ids (copied once per request)."""
 
     lookback: int = 20
     entries: dict[int, list[_Entry]] = field(default_factory=dict)
@@ -196,23 +158,15 @@ class BreakpointStore:
         ends up to ``lookback`` blocks before it, longest first."""
         bps = req.breakpoints
         ends = sorted(req.blocks + bps)  # block ends come sorted: one pass; repeats stay
-        out: set[int] = set()
         back = self.lookback + 1
+        out: set[int] = set()
         for bp in bps:
             at = bisect_right(ends, bp)
-            lo = max(0, at - back - len(bps))  # room for the breakpoints repeated among the ends
-            window = set(ends[lo:at])
-            if len(window) >= back or not lo:
-                out.update(sorted(window)[-back:])
-                continue
-            seen, last = 0, None
-            while at and seen < back:  # more repeats than that: walk down
+            seen: set[int] = set()
+            while at and len(seen) < back:  # the last ``back`` distinct ends up to bp
                 at -= 1
-                end = ends[at]
-                if end != last:
-                    out.add(end)
-                    seen += 1
-                    last = end
+                seen.add(ends[at])
+            out |= seen
         return sorted(out, reverse=True)
 
     def hit(self, req: SimRequest, now: float | None) -> _Entry | None:
@@ -264,18 +218,12 @@ def _unit_of(model: CacheModel) -> int:
 
 
 class Simulator:
-    """One provider's cache over a stream of requests (see module docstring).
-
-    ``provider``: a cache model name or provider family
-    (:func:`fidelity.cache.get`); ``model`` selects per-model minimums;
-    ``params`` are the model's settings (an engine's ``block_size`` and
-    ``capacity_tokens``, a ``ttl`` override...). ``cache_model`` passes a
-    ready model instead. ``expire``: drop entries whose lifetime has ended
-    as requests come (same answers, and the stores stay the size of what is
-    live; ``fidelity scan`` uses it); :meth:`predict` then refuses a time
-    before the latest request's. ``records_in_memory``: a prefix store keeps
-    the token ids of at most this many requests in memory and the rest in a
-    temporary file (:class:`PrefixStore`; the same answers).
+    """One provider's cache over a stream of requests: the cache model
+    :func:`fidelity.cache.get` gives for ``provider``, ``model`` and
+    ``params`` (or ``cache_model``). ``expire``: drop dead entries as
+    requests come (the same answers; :meth:`predict` then refuses a time
+    before the latest request's); ``records_in_memory``: see
+    :class:`PrefixStore`.
     """
 
     def __init__(self, provider: str | None = None, model: str | None = None, *,
@@ -290,13 +238,9 @@ class Simulator:
         self.model = cache_model
         self.explicit = isinstance(cache_model, BreakpointCache)
         self._unit = _unit_of(cache_model)
-        capacity = getattr(cache_model, "capacity_tokens", None)
-        self._capacity: int | None = capacity if capacity is not None else getattr(cache_model, "capacity", None)
         self._stores: dict[Hashable, Any] = {}
         self._fed = 0
         self._now: float | None = None
-        #: dead entries are dropped as time moves on (:class:`PrefixStore`'s
-        #: ``expire``); questions about times before the latest request are refused
         self._expire = expire
         self._records_in_memory = records_in_memory
 
@@ -305,10 +249,10 @@ class Simulator:
         if store is None and create:
             if self.explicit:
                 store = BreakpointStore(lookback=getattr(self.model, "lookback", 20))
-            elif isinstance(self.model, EngineCache) and self._capacity is not None:
-                store = BlockPool(self.model.block_size, self._capacity)  # the engine's own pool: its eviction
+            elif isinstance(self.model, EngineCache) and self.model.capacity_tokens is not None:
+                store = BlockPool(self.model.block_size, self.model.capacity_tokens)  # the engine's own eviction
             else:
-                store = PrefixStore(self._unit, self.model.ttl, self._capacity, self._expire, self._records_in_memory)
+                store = PrefixStore(self._unit, self.model.ttl, self._expire, self._records_in_memory)
             self._stores[key] = store
         return store
 
@@ -351,14 +295,8 @@ class Simulator:
 
     def _step(self, req: SimRequest, *, commit: bool) -> Prediction:
         label = req.label if req.label is not None else self._fed
-        if req.time is not None:
-            now: float | None = req.time
-        else:
-            now = self._now
-        if self.explicit:
-            pred = self._explicit(req, now, label, commit)
-        else:
-            pred = self._implicit(req, now, label, commit)
+        now = req.time if req.time is not None else self._now
+        pred = (self._explicit if self.explicit else self._implicit)(req, now, label, commit)
         if commit:
             self._fed += 1
             if now is not None:
@@ -420,9 +358,8 @@ _new = object.__new__
 def _prediction(prompt: int, read: int, write: int, parent: Hashable | None,
                 write_ttls: tuple[tuple[float, int], ...], nearest: Hashable | None) -> Prediction:
     """``Prediction(prompt, read, write, parent, write_ttls, nearest)``
-    without the frozen dataclass's six ``object.__setattr__`` calls (one
-    per request fed adds up over a scan): the same fields in the same order,
-    so equality, hashing, repr and pickling are the dataclass's own."""
+    without the frozen dataclass's six ``object.__setattr__`` calls (a
+    scan makes one per request); equality, hashing and pickling alike."""
     p = _new(Prediction)
     p.__dict__.update(prompt=prompt, cache_read=read, cache_write=write, parent=parent,
                       write_ttls=write_ttls, nearest=nearest)
@@ -433,12 +370,6 @@ def _scaled(count: int, scale: float) -> int:
     return count if scale == 1.0 else int(round(count * scale))
 
 
-def simulate(provider: str, requests: Iterable[SimRequest], model: str | None = None,
-             **params: Any) -> list[Prediction]:
-    """Predictions for ``requests`` replayed through a fresh simulator."""
-    return Simulator(provider, model, **params).run(requests)
-
-
 def as_request(prompt: PromptTokens, label: Hashable) -> SimRequest:
     """A :class:`~fidelity.cache.PromptTokens` as the simulator's request."""
     return SimRequest(prompt.tokens, prompt.time, prompt.breakpoints, prompt.ttls, prompt.blocks,
@@ -446,21 +377,12 @@ def as_request(prompt: PromptTokens, label: Hashable) -> SimRequest:
 
 
 def simulated(cm: CacheModel, earlier: Sequence[PromptTokens], request: PromptTokens) -> Prediction:
-    """What ``request`` reads and writes when sent after ``earlier`` (fed in
-    time order to a fresh simulator of the cache model ``cm``): the one cache
-    computation behind ``diff``, calibration and ``probe``, as behind
-    ``replay`` and ``scan``.
-
-    The simulators fed the last few ``earlier`` sequences (equal prompts,
-    an equal cache model: the same class and settings) are kept, since a
-    question leaves a simulator as it was: the report asks about many
-    children (each variant, each partly fixed child) after the same parent.
-    So neither a cache model nor the prompts may change once asked about
-    (a :class:`PromptTokens` is read-only).
-
-    An ``earlier`` prompt sent after ``request`` (a later ``time``) is not
-    in the cache yet: it is left out (equal times count as earlier), and the
-    kept simulators are keyed by the prompts actually fed."""
+    """What ``request`` reads and writes when sent after ``earlier`` (those
+    not sent later than it, fed in time order to a simulator of ``cm``): the
+    cache computation behind ``diff``, calibration and ``probe``. The
+    simulators of the last few ``earlier`` sequences are kept (a question
+    leaves one as it was): neither ``cm`` nor the prompts may change once
+    asked about."""
     earlier = tuple(earlier)
     if any(p.time > request.time for p in earlier):
         earlier = tuple(p for p in earlier if p.time <= request.time)

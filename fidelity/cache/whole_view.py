@@ -1,21 +1,8 @@
 """The whole-view builder: a body's :class:`SimRequest` from its dialect's
-exact cache view (:func:`fidelity.wire.cache_view_at`), segment by segment.
-
-It builds the requests of the dialects and endpoints that have no element
-handler (:mod:`fidelity.cache.element_ids`: Gemini, DashScope, vLLM,
-SGLang, template DeepSeek models other than V4, and bodies an OpenAI-shaped
-gateway serves with its own provider's rules), and gives the differ each
-body's cache view (:func:`view_of`): its segments carry the bytes as sent,
-where the first divergent byte is found.
-
-* **DashScope** explicit caching is used when a body carries a
-  ``cache_control`` marker (the two modes are exclusive per request,
-  https://www.alibabacloud.com/help/en/model-studio/context-cache), else
-  implicit caching; breakpoints end at the marked segment.
-* **Every other dialect**: the cache view's segments tokenized as
-  :func:`fidelity.tokens.prompt_ids.prompt_token_ids` does; the params
-  segment (model, OpenAI's ``prompt_cache_key``, reasoning and tool-choice
-  settings) is the partition key.
+exact cache view (:func:`fidelity.wire.cache_view_at`), segment by segment,
+for the dialects and endpoints without an element handler
+(docs/builder.md); and each body's cache view for the differ (:func:`view_of`).
+The params segment (model, OpenAI's ``prompt_cache_key``...) is the partition key.
 """
 
 from __future__ import annotations
@@ -25,7 +12,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from .. import providers, tokens, wire
-from ..tokens.billed import prompt_tail
+from ..tokens import billed
 from ..wire import Segment
 from .assemble import generic_request
 from .simulator import SimRequest
@@ -41,9 +28,9 @@ MEMO_SIZE = 64
 MEMO_BODY = 256 << 10
 
 
-def remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
-    """``memo[key] = value``, dropping the oldest entry past :data:`MEMO_SIZE`."""
-    if len(memo) >= MEMO_SIZE:
+def remember(memo: dict[Any, Any], key: Any, value: Any, size: int = MEMO_SIZE) -> None:
+    """``memo[key] = value``, dropping the oldest entry past ``size``."""
+    if len(memo) >= size:
         try:
             memo.pop(next(iter(memo)))
         except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
@@ -73,46 +60,34 @@ def whole_request(d: wire.Dialect, body: bytes, tok: tokens.Tokenizer, model: st
                   output: Sequence[int]) -> tuple[str, SimRequest, None, tuple[array[int], ...]]:
     """The cache model's name, the :class:`SimRequest`, no level starts and
     each segment's billed ids of ``body`` sent to ``prov``'s cache at
-    ``endpoint``, from its whole cache view (never an Anthropic body at
-    Anthropic's cache: the element builder's). Raises :class:`InputError` on
-    a body the dialect's cache view refuses."""
+    ``endpoint``, from its whole cache view (:class:`InputError` on a body
+    the view refuses)."""
     segs = view_of(d, body, endpoint)
+    # DashScope's explicit and implicit modes are exclusive per request: a marker chooses explicit
+    # (https://www.alibabacloud.com/help/en/model-studio/context-cache); breakpoints end at marked segments
     explicit = prov == "dashscope" and MARKER in body
     cm = "dashscope-explicit" if explicit else (providers.get(prov).cache_model or prov)
     ids = segment_ids(tok, segs, d, model)
-    return cm, _generic(d, segs, ids, tok, model, time, label, output, explicit), None, tuple(ids)
+    key = b"".join(s.data for s in segs if s.kind == "params")
+    marked = [MARKER in s.data for s in segs] if explicit else None
+    req = generic_request([s.kind for s in segs], ids, billed.prompt_tail(tok, d.name, model=model), time, label,
+                          output, key, marked)
+    return cm, req, None, tuple(ids)
 
 
 def segment_ids(tok: tokens.Tokenizer, segs: Sequence[Segment], d: wire.Dialect, model: str,
                 memo: dict[Any, list[array[int]]] | None = None, size: int = 128) -> list[array[int]]:
-    """Billed ids per segment (:func:`fidelity.tokens.prompt_ids.prompt_token_ids`
-    with the dialect), memoised on the segments (the same prompt under
-    another breakpoint placement has the same unmarked segments). Arrays are
-    read-only."""
+    """Billed ids per segment (:func:`fidelity.tokens.billed.segment_ids`),
+    memoised on the segments (the same prompt under another breakpoint
+    placement has the same unmarked segments). Arrays are read-only."""
     memo = _IDS_MEMO if memo is None else memo
     key = (tok.name, d.name, model, tuple((s.kind, s.data, s.text) for s in segs))
     hit = memo.get(key)
     if hit is None:
-        from ..tokens.prompt_ids import prompt_token_ids
-
-        hit = prompt_token_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
-        if len(memo) >= size:
-            memo.pop(next(iter(memo)))  # oldest first
-        memo[key] = hit
+        hit = billed.segment_ids(tok, segs, dialect=d.name, provider=d.provider, model=model)
+        remember(memo, key, hit, size)
     return hit
 
 
 #: whole prompts (a few, large)
 _IDS_MEMO: dict[Any, list[array[int]]] = {}
-
-
-def _generic(d: wire.Dialect, segs: Sequence[Segment], ids: Sequence[array[int]], tok: tokens.Tokenizer,
-             model: str, time: float | None, label: Hashable | None, output: Sequence[int], explicit: bool) -> SimRequest:
-    key = b"".join(s.data for s in segs if s.kind == "params")
-    marked = [explicit and MARKER in s.data for s in segs]
-    return generic_request([s.kind for s in segs], ids, prompt_tail(tok, d.name, model=model), time, label, output, key,
-                           marked if explicit else None)
-
-
-# --------------------------------------------------------------------------- Anthropic
-

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..traffic.exchange import header
+
 __all__ = ["Classified", "classify", "GENERATION", "body_kind"]
 
 
@@ -68,16 +70,6 @@ def body_kind(body: bytes) -> str:
     return "binary"
 
 
-def _header(headers: Mapping[str, Any] | Iterable[tuple[str, Any]], name: str) -> str:
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    for k, v in items:
-        if str(k).lower() == name:
-            if isinstance(v, (list, tuple)):
-                v = v[0] if v else ""
-            return v.decode("latin-1") if isinstance(v, bytes) else str(v)
-    return ""
-
-
 def classify(method: str, url: str | None, headers: Mapping[str, Any] | Iterable[tuple[str, Any]],
              body: bytes | None, obj: Any = None) -> Classified:
     """Sort one request (``obj``: its parsed JSON body when the caller has it)."""
@@ -95,7 +87,7 @@ def classify(method: str, url: str | None, headers: Mapping[str, Any] | Iterable
         # (https://huggingface.co/docs/inference-providers/index): not a download
         if re.search(pattern, host) and not (host.startswith(("router.", "api-inference.")) and _CHAT_PATH.search(path)):
             return Classified(False, reason)
-    ctype = _header(headers, "content-type").lower()
+    ctype = (header(headers, "content-type") or "").lower()
     if "multipart/" in ctype or body_kind(body) == "multipart":
         return Classified(False, "multipart upload")
     for pattern, reason in _PATHS:

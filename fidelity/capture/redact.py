@@ -1,11 +1,8 @@
-"""Secret redaction for everything that captures or imports requests.
-
-Credentials are removed from headers, the URL (query values, userinfo) and
-JSON body members named like a credential, then every value learned is
-scrubbed wherever else it appears; :func:`ensure_clean` refuses bytes that
-still hold one. Only names of removed things are kept, never values; body
-redaction replaces only the offending string's bytes (``body_exact: false``).
-The rules: docs/ci-and-capture.md, "Secrets never reach disk"."""
+"""Secret redaction for everything that captures or imports requests:
+credentials are removed from headers, the URL and JSON body members named
+like one, every value learned is scrubbed wherever else it appears, and
+:func:`ensure_clean` refuses bytes that still hold one. The rules:
+docs/ci-and-capture.md, "Secrets never reach disk"."""
 
 from __future__ import annotations
 
@@ -88,13 +85,7 @@ class SecretLeak(FidelityError):
 
 
 def is_secret_header(name: str) -> bool:
-    """True for header names that carry or may carry credentials.
-
-    >>> is_secret_header("Authorization"), is_secret_header("x-my-session-token")
-    (True, True)
-    >>> is_secret_header("anthropic-version")
-    False
-    """
+    """True for header names that carry or may carry credentials."""
     low = name.strip().lower()
     if low in NOT_SECRET_HEADERS:
         return False
@@ -102,11 +93,7 @@ def is_secret_header(name: str) -> bool:
 
 
 def is_secret_param(name: str) -> bool:
-    """True for URL query parameter names that carry credentials.
-
-    >>> is_secret_param("key"), is_secret_param("alt")
-    (True, False)
-    """
+    """True for URL query parameter names that carry credentials."""
     low = name.strip().lower()
     return low in SECRET_PARAMS or bool(_SECRETISH.search(low))
 
@@ -135,18 +122,9 @@ class Redaction:
 
 
 class Redactor:
-    """Removes credentials and remembers the secret values it has seen.
-
-    One redactor per capture session: secrets learned from one request's
-    headers are scrubbed from every later request and file.
-
-    >>> r = Redactor()
-    >>> headers, red = r.headers([("Authorization", "Bearer sk-live-123456789")])
-    >>> headers
-    [('authorization', '[REDACTED]')]
-    >>> r.url("https://x.test/v1?key=sk-live-123456789&alt=sse", red)
-    'https://x.test/v1?key=%5BREDACTED%5D&alt=sse'
-    """
+    """Removes credentials and remembers the secret values it has seen: one
+    per capture session, so a secret learned from one request's headers is
+    scrubbed from every later request and file."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
@@ -155,10 +133,8 @@ class Redactor:
 
     # -- secrets ----------------------------------------------------------
     def learn(self, value: str | None) -> None:
-        """Remember a secret value (and its bearer-less form) for scrubbing.
-        A value a recorder already scrubbed (:func:`is_placeholder`:
-        ``REDACTED``, ``[REDACTED]``, ``***``, ``<redacted>``...) is safe and
-        is not learned."""
+        """Remember a secret value (and its bearer-less form) for scrubbing,
+        unless a recorder already scrubbed it (:func:`is_placeholder`)."""
         if not value:
             return
         value = value.strip()
@@ -177,10 +153,6 @@ class Redactor:
                 v = piece.split("=", 1)[1].strip()
                 if len(v) >= MIN_SECRET_LENGTH and not is_placeholder(v):
                     self._secrets.add(v)
-
-    @property
-    def secrets(self) -> frozenset[str]:
-        return frozenset(self._secrets)
 
     def _ordered(self) -> list[str]:
         # longest first so a secret containing another is replaced whole
@@ -214,11 +186,8 @@ class Redactor:
         keep: Callable[[str], bool] | None = None,
     ) -> tuple[list[tuple[str, str]], Redaction]:
         """Lower-case header names; credential values become ``[REDACTED]``.
-
-        ``keep(name)`` selects the headers worth keeping (the others are
-        dropped silently); secret headers are always listed, redacted, so a
-        reader knows one was sent.
-        """
+        ``keep(name)`` selects the other headers worth keeping; secret headers
+        are always listed, redacted, so a reader knows one was sent."""
         red = red if red is not None else Redaction()
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
         # learn first, so one header's secret is scrubbed from another header
@@ -291,13 +260,8 @@ class Redactor:
         return self.scrub_bytes(body, red), red
 
     def leaks(self, data: bytes) -> list[str]:
-        """Names (not values!) of known secrets found in ``data``: their
-        length and first two characters, for an error message."""
-        found = []
-        for s in self._ordered():
-            if s.encode("utf-8", "surrogatepass") in data:
-                found.append(f"{s[:2]}… ({len(s)} chars)")
-        return found
+        """Names (not values) of known secrets found in ``data``, for an error message."""
+        return [f"{s[:2]}… ({len(s)} chars)" for s in self._ordered() if s.encode("utf-8", "surrogatepass") in data]
 
 
 _PLACEHOLDER_WORDS = re.compile(r"redacted|filtered|removed|hidden|masked|scrubbed|placeholder|dummy|fake|x{4,}", re.I)
@@ -336,11 +300,10 @@ _BODY_MEMBER = re.compile(
 
 
 def _secret_string_spans(body: bytes) -> Iterator[tuple[str, int, int, str]]:
-    """Yield ``(label, start, end, value)`` for every JSON member named like a
-    credential whose value is a string, anywhere in ``body`` (duplicates
-    included). ``body[start:end]`` is the quoted value. A byte scan, not a
-    parse, so malformed or duplicate-key bodies are covered too; escaped
-    quotes (``\\"api_key\\"`` inside a string) never match."""
+    """``(label, start, end, value)`` for every JSON member named like a
+    credential whose value is a string, anywhere in ``body`` (``body[start:end]``
+    is the quoted value): a byte scan, so malformed or duplicate-key bodies
+    are covered too."""
     for m in _BODY_MEMBER.finditer(body):
         start = m.start(3) - 1
         end = m.end(3) + 1

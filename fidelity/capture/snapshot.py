@@ -36,6 +36,8 @@ __all__ = [
     "SnapshotWriter",
     "describe",
     "header_matters",
+    "utf8_text",
+    "from_request",
 ]
 
 FORMAT_VERSION = 1
@@ -103,11 +105,15 @@ class Snapshot:
         return stem + SUFFIX
 
 
-def dumps(snap: Snapshot) -> bytes:
-    """The file bytes: one metadata line, ``\\n``, the body."""
+def dumps(snap: Snapshot, response: dict[str, Any] | None = None) -> bytes:
+    """The file bytes: one metadata line (with the proxy's ``response``
+    member last when given), ``\\n``, the body."""
     import orjson  # on demand: reading a plain JSON body (fidelity diff) does not need it
 
-    return orjson.dumps(snap.metadata()) + b"\n" + snap.body
+    meta = snap.metadata()
+    if response is not None:
+        meta["response"] = response
+    return orjson.dumps(meta) + b"\n" + snap.body
 
 
 def is_snapshot(data: bytes) -> bool:
@@ -142,19 +148,13 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
     headers = meta.get("headers") or {}
     if not isinstance(headers, dict):
         raise InputError("snapshot headers must be a JSON object", path=path, line=1)
-    seq = meta.get("seq", 1)
-    if not isinstance(seq, int) or isinstance(seq, bool):
-        raise InputError("snapshot seq must be an integer", path=path, line=1)
+    seq, parent = _seq_parent(meta, path)
     for key in ("provider", "family", "model", "method", "url", "source"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise InputError(f"snapshot {key} must be a string or null", path=path, line=1, pointer=f"/{key}")
     for key in ("redacted", "notes"):
         if meta.get(key) is not None and not isinstance(meta[key], list):
             raise InputError(f"snapshot {key} must be a list", path=path, line=1, pointer=f"/{key}")
-    parent = meta.get("parent")
-    if parent is not None and not isinstance(parent, (str, int)) or isinstance(parent, bool):
-        raise InputError("snapshot parent must be a file name, a seq number or null", path=path, line=1,
-                         pointer="/parent")
     if meta.get("time") is not None and not isinstance(meta["time"], str):
         raise InputError("snapshot time must be an ISO 8601 string or null", path=path, line=1, pointer="/time")
     if meta.get("usage") is not None and not isinstance(meta["usage"], dict):
@@ -175,7 +175,7 @@ def loads(data: bytes, *, path: str | Path | None = None) -> Snapshot:
         redacted=tuple(str(x) for x in meta.get("redacted") or ()),
         notes=tuple(str(x) for x in meta.get("notes") or ()),
         source=meta.get("source"),
-        parent=meta["parent"] if "parent" in meta else _UNSET,
+        parent=parent,
         time=meta["time"] if "time" in meta else _UNSET,
         usage=meta["usage"] if "usage" in meta else _UNSET,
     )
@@ -186,21 +186,23 @@ def read(path: str | Path) -> Snapshot:
     return loads(read_bytes(path), path=path)
 
 
-def write(folder: str | Path, snap: Snapshot, *, name: str | None = None) -> Path:
-    """Write ``snap`` atomically into ``folder``; returns its path."""
+def write(folder: str | Path, snap: Snapshot, *, name: str | None = None, redactor: Any = None,
+          response: dict[str, Any] | None = None) -> Path:
+    """Write ``snap`` (and the proxy's ``response``) atomically into ``folder``;
+    with a ``redactor``, refuse bytes that still hold a secret it knows."""
     path = Path(folder) / (name or snap.filename)
-    atomic_write(path, dumps(snap))
+    data = dumps(snap, response)
+    if redactor is not None:
+        from .redact import ensure_clean
+
+        data = ensure_clean(data, redactor, what=f"snapshot {snap.filename}")
+    atomic_write(path, data)
     return path
 
 
 def load_body(path: str | Path) -> tuple[bytes, Snapshot | None]:
-    """The request body in ``path`` and its snapshot metadata if it is one.
-
-    Accepts a raw JSON body file (returned byte for byte, metadata ``None``)
-    or a snapshot file (its body, and the :class:`Snapshot`, whose
-    ``provider``, ``model``, ``url`` ... are the metadata; ``.metadata()``
-    gives the dict). This is what ``fidelity diff`` calls for each file.
-    """
+    """The request body in ``path`` and its :class:`Snapshot` if it is one
+    (a raw JSON body file is returned byte for byte, with ``None``)."""
     data = read_bytes(path)
     if is_snapshot(data):
         snap = loads(data, path=path)
@@ -208,6 +210,21 @@ def load_body(path: str | Path) -> tuple[bytes, Snapshot | None]:
     if not data.strip():
         raise InputError("empty file, expected a JSON request body or a snapshot", path=path)
     return data, None
+
+
+def utf8_text(text: str) -> str:
+    """``text`` as it can be written in UTF-8: a file name's undecodable
+    bytes (``surrogateescape``) as ``\\xff`` escapes, any other lone
+    surrogate as U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 # -- folders ---------------------------------------------------------------------
@@ -225,8 +242,7 @@ def _natural(name: str) -> tuple[Any, ...]:
 
 
 def _head(path: Path) -> tuple[int, Any]:
-    """``(seq, parent)`` from a snapshot's metadata line, without reading the
-    body (a folder is listed in bounded memory; bodies are checked when read)."""
+    """``(seq, parent)`` from a snapshot's metadata line, without reading the body."""
     try:
         with open(path, "rb") as fh:
             line = fh.readline(1 << 20)
@@ -240,6 +256,11 @@ def _head(path: Path) -> tuple[int, Any]:
     if not isinstance(meta, dict):  # the full reader says what is wrong
         s = read(path)
         return s.seq, s.parent
+    return _seq_parent(meta, path)
+
+
+def _seq_parent(meta: dict[str, Any], path: str | Path | None) -> tuple[int, Any]:
+    """A metadata line's ``seq`` and ``parent`` (``_UNSET`` when absent), checked."""
     seq = meta.get("seq", 1)
     if not isinstance(seq, int) or isinstance(seq, bool):
         raise InputError("snapshot seq must be an integer", path=path, line=1)
@@ -279,8 +300,7 @@ _KEEP_LOADED = 4
 
 
 def count_pairs(folder: str | Path) -> int:
-    """How many pairs :func:`pairs_in_folder` will yield (for a progress bar);
-    reads only the metadata lines."""
+    """How many pairs :func:`pairs_in_folder` will yield (metadata lines only)."""
     entries = _entries(Path(folder))
     return sum(1 for i, e in enumerate(entries) if (e.parent is _UNSET and i > 0) or e.parent not in (_UNSET, None))
 
@@ -295,17 +315,11 @@ class Loaded(NamedTuple):
 
 
 def pairs_in_folder(folder: str | Path) -> Iterator[tuple[Loaded, Loaded]]:
-    """Yield ``(parent, child)`` requests to diff, each a :class:`Loaded`
-    ``(path, body, meta)``.
-
-    Each request is paired with its ``parent`` when its metadata names one
-    (a fork's first request against the request it forked from), with nothing
-    when ``parent`` is ``null`` (a fresh conversation), and otherwise with the
-    request before it (consecutive turns of one conversation).
-    """
+    """Yield ``(parent, child)`` :class:`Loaded` requests to diff: each request
+    with the ``parent`` its metadata names, with nothing when that is ``null``,
+    else with the request before it."""
     entries = _entries(Path(folder))
-    # Streaming: only the last few bodies stay in memory (a child usually
-    # pairs with the request just before it); an older parent is read again.
+    # only the last few bodies stay in memory; an older parent is read again
     cache: dict[Path, Loaded] = {}
 
     def loaded(p: Path) -> Loaded:
@@ -336,11 +350,8 @@ def pairs_in_folder(folder: str | Path) -> Iterator[tuple[Loaded, Loaded]]:
 
 
 class SnapshotWriter:
-    """Writes numbered snapshots into a folder, thread-safely.
-
-    Numbering continues after the highest ``seq`` already in the folder, so
-    two captures into one folder never overwrite each other.
-    """
+    """Writes numbered snapshots into a folder, thread-safely, numbering on
+    after the highest ``seq`` already there."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
@@ -391,10 +402,8 @@ _KEEP_EXACT = frozenset(
 
 def header_matters(name: str) -> bool:
     """Headers kept in a snapshot: those that change what the provider does
-    with the body (content type and encoding, API version, beta flags) or
-    say which SDK made it (``user-agent``, ``x-stainless-lang`` and
-    ``-package-version``); per-attempt noise (retry count, timeouts, OS) is
-    dropped so that two captures of one request have equal metadata."""
+    with the body or say which SDK made it; per-attempt noise (retry count,
+    timeouts, OS) is dropped so two captures of one request have equal metadata."""
     low = name.lower()
     return low in _KEEP_EXACT or low.startswith(("anthropic-", "openai-"))
 
@@ -420,8 +429,8 @@ def from_request(
     time: Any = _UNSET,
     usage: Any = _UNSET,
 ) -> Snapshot:
-    """Build a redacted :class:`Snapshot` from a raw request. Redaction runs
-    here, before anything can be written (see :mod:`fidelity.redact`)."""
+    """A redacted :class:`Snapshot` of a raw request (redaction runs here,
+    before anything can be written)."""
     from .redact import Redactor, redact_all
 
     r = redactor if redactor is not None else Redactor()
@@ -451,5 +460,3 @@ def from_request(
         usage=usage,
     )
 
-
-__all__ += ["from_request"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import formats, providers
+from ..bytediff import first_divergence
 from ..errors import FidelityError, InputError
 
 __all__ = ["Survey", "survey", "sources_in", "main"]
@@ -98,8 +99,7 @@ def _pct(a: int, b: int) -> str:
 
 
 def sources_in(folder: Path) -> list[Path]:
-    """Recordings under ``folder`` that the importers read, in path order: the one
-    listing, :func:`fidelity.traffic.sources.list_sources`."""
+    """Recordings under ``folder`` that the importers read, in path order (the one listing)."""
     from ..traffic.sources import list_sources
 
     return [s.path for s in list_sources(folder) if s.kind in _IMPORTED]
@@ -151,7 +151,7 @@ def _check(snap: Any, result: Survey, keep: int) -> None:
     if again == snap.body:
         result.round_trip_ok += 1
     elif len(result.round_trip_failures) < keep:
-        at = next((i for i, (a, b) in enumerate(zip(again, snap.body)) if a != b), min(len(again), len(snap.body)))
+        at = first_divergence(again, snap.body)
         result.round_trip_failures.append(f"{snap.source}: {found.dialect}: first differing byte {at}")
 
 

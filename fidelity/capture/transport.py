@@ -1,11 +1,8 @@
-"""Record every request an httpx (or httpx2) client sends as a snapshot file.
-
-:class:`RecordingTransport` wraps a transport; :func:`record` adds one
-``request`` event hook to an existing httpx or SDK client (openai, anthropic,
-google-genai). The body is read as the transport receives it (hooks run after
-auth: https://www.python-httpx.org/advanced/event-hooks/), redacted in memory,
-checked for known secrets and written atomically before the request is sent.
-Usage: docs/ci-and-capture.md, "Capturing from the SDK clients"."""
+"""Record every request an httpx (or httpx2) client sends as a snapshot file:
+:class:`RecordingTransport` wraps a transport, :func:`record` adds a
+``request`` event hook to an httpx or SDK client (hooks run after auth:
+https://www.python-httpx.org/advanced/event-hooks/). Each body is redacted
+and written before the request is sent. docs/ci-and-capture.md."""
 
 from __future__ import annotations
 
@@ -15,9 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import atomic_write
-from .redact import Redactor, ensure_clean
-from .snapshot import SnapshotWriter, dumps, from_request
+from .redact import Redactor
+from .snapshot import SnapshotWriter, from_request, write
 
 
 def _modules() -> list[Any]:
@@ -46,12 +42,8 @@ __all__ = [
 
 
 class Recorder:
-    """Writes each request it is given to ``folder`` as a snapshot.
-
-    ``secrets`` are extra strings to scrub wherever they appear (the API key
-    you passed the SDK, say); credentials in headers, query strings and body
-    ``api_key`` members are removed whether listed or not.
-    """
+    """Writes each request it is given to ``folder`` as a snapshot;
+    ``secrets``: extra strings to scrub (credentials are removed regardless)."""
 
     def __init__(self, folder: str | Path, *, secrets: Iterable[str] = (), source: str = "capture") -> None:
         self.folder = Path(folder)
@@ -77,9 +69,7 @@ class Recorder:
                 redactor=self.redactor,
                 seq=self._writer.next_seq(),
             )
-            data = ensure_clean(dumps(snap), self.redactor, what=f"snapshot {snap.filename}")
-            path = self.folder / snap.filename
-            atomic_write(path, data)  # exactly the bytes just checked
+            path = write(self.folder, snap, redactor=self.redactor)
             self._writer.written.append(path)
             return path
 
@@ -95,11 +85,8 @@ class Recorder:
 
 
 class RecordingTransport:
-    """A transport that records each request, then passes it to ``inner``.
-
-    Duck-typed, so it wraps an ``httpx`` or an ``httpx2`` transport and goes
-    into the matching client (``httpx2.Client(transport=...)`` for anthropic).
-    """
+    """A transport (``httpx`` or ``httpx2``, duck-typed) that records each
+    request, then passes it to ``inner``."""
 
     def __init__(self, inner: Any, folder: str | Path | Recorder, *, secrets: Iterable[str] = ()) -> None:
         self.inner = inner
@@ -143,12 +130,9 @@ class AsyncRecordingTransport:
 
 
 def httpx_client_of(client: Any) -> list[Any]:
-    """The httpx client(s) behind ``client``: itself when it is one, the
-    ``_client`` of an openai / anthropic SDK client, the sync and async
-    clients of a google-genai ``Client``. These are private attributes of the
-    SDKs (openai 3.57, anthropic 2.14, google-genai 3.6); passing
-    ``http_client=`` / ``HttpOptions(httpx_client=...)`` yourself avoids them.
-    """
+    """The httpx client(s) behind ``client``: itself, the ``_client`` of an
+    openai / anthropic SDK client, or a google-genai ``Client``'s two (private
+    attributes as of openai 3.57, anthropic 2.14, google-genai 3.6)."""
     kinds = _SYNC_CLIENTS + _ASYNC_CLIENTS
     if isinstance(client, kinds):
         return [client]
@@ -171,11 +155,7 @@ def httpx_client_of(client: Any) -> list[Any]:
 
 def record(client: Any, folder: str | Path, *, secrets: Iterable[str] = ()) -> Recorder:
     """Attach a :class:`Recorder` to ``client`` (an httpx client or an SDK
-    client built on one) and return it; every later request is recorded.
-
-    The SDK's API key is learned from the request headers automatically;
-    pass other secrets (a proxy password, say) in ``secrets``.
-    """
+    client built on one) and return it; every later request is recorded."""
     recorder = Recorder(folder, secrets=secrets)
     for c in httpx_client_of(client):
         hooks = dict(c.event_hooks)

@@ -1,11 +1,13 @@
-"""Argument types the commands share (argparse turns their errors into a
-one-line usage error with exit code 2)."""
+"""What the commands share: argument types (argparse turns their errors into a
+one-line usage error with exit code 2) and the check for the proxy extra."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int"]
+from ..errors import FidelityError
+
+__all__ = ["positive_int", "require_aiohttp"]
 
 
 def positive_int(text: str) -> int:
@@ -17,3 +19,11 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number, 1 or more, got {text!r}")
     return value
+
+
+def require_aiohttp(command: str) -> None:
+    """A one-line error naming the extra to install when aiohttp is missing."""
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        raise FidelityError(f"fidelity {command} needs aiohttp: pip install 'fidelity[proxy]'") from None

@@ -6,10 +6,8 @@ __all__ = ["stdout_console"]
 
 
 class StdoutConsole(Console):
-    """A rich console for a command's output. A reader that goes away
-    (``fidelity report | head``) raises :class:`BrokenPipeError` to the CLI,
-    which ends the run quietly with exit 0; rich's own default is
-    ``SystemExit(1)``, and 1 means "regression" to ``fidelity gate``."""
+    """A rich console whose closed pipe raises :class:`BrokenPipeError` to the CLI
+    (exit 0) instead of rich's ``SystemExit(1)`` (1 means "regression" to the gate)."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -17,7 +15,6 @@ class StdoutConsole(Console):
 
 
 def stdout_console() -> StdoutConsole:
-    """A rich console on stdout; when stdout is a log or a pipe, wide enough
-    (160 columns) that tables are not squeezed into rich's default 80."""
+    """A rich console on stdout, 160 columns wide when stdout is a log or a pipe."""
     console = StdoutConsole()
     return console if console.is_terminal else StdoutConsole(width=160)

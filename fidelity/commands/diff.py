@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.text import Text
 
 from .. import formats, pricing
@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..pairs.folder import Skipped, compare_pair, summary
 from ._console import StdoutConsole
 
-__all__ = ["HELP", "add_arguments", "run", "render"]
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = ("Compare a parent and a child request body (JSON files or request snapshots): "
         "first divergent byte, cause, lost cached tokens and their cost.")
@@ -58,12 +58,10 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[Skipped] = []
     notes: list[str] = []
 
-    # One pair at a time: a folder of thousands of snapshots is streamed
-    # (bodies are read, compared and dropped; only the small results stay).
     pairs: list[dict[str, Any]] = []  # for a folder: which request each compared child is paired with, and why
 
-    # In a folder, a pair that cannot be compared (an embeddings call, an
-    # unsupported API) is counted and skipped, never fatal.
+    # one pair at a time (a folder of thousands of snapshots is streamed); in a folder
+    # a pair that cannot be compared (an embeddings call) is counted and skipped, never fatal
     def results() -> Iterator[DiffResult]:
         for parent, child, how in _pairs(args):
             res = compare_pair(parent, child, provider=args.provider, model=args.model, prices=prices,
@@ -100,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             pair = pairs[-1]
             console.print(Text(f"{Path(pair['child']).name} {_HOW[pair['how']]} {Path(pair['parent']).name}",
                                style="bold"))
-        console.print(render(result))
+        console.print(views.console(result))
         shown += 1
     _check_any([None] * shown, skipped, args)
     note = summary(skipped)
@@ -163,11 +161,8 @@ class _Unpadded:
 def _progress(results: Iterator[DiffResult], args: argparse.Namespace) -> Iterator[DiffResult]:
     """A progress bar on stderr for a snapshot folder (only when stderr is a
     terminal, so piped output and CI logs stay clean)."""
-    if args.child is not None:
-        yield from results
-        return
-    err = Console(stderr=True)
-    if not err.is_terminal:
+    err = Console(stderr=True) if args.child is None else None
+    if err is None or not err.is_terminal:
         yield from results
         return
     from rich.progress import track
@@ -193,8 +188,3 @@ def _pairs(args: argparse.Namespace) -> Iterator[tuple[snapshot.Loaded, snapshot
     p_body, p_meta = snapshot.load_body(parent)
     c_body, c_meta = snapshot.load_body(Path(args.child))
     yield snapshot.Loaded(parent, p_body, p_meta), snapshot.Loaded(Path(args.child), c_body, c_meta), "given"
-
-
-def render(result: DiffResult) -> Group:
-    """A rich view of one comparison (:func:`fidelity.diff.views.console`)."""
-    return views.console(result)

@@ -60,13 +60,7 @@ def _current(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
         return rows, f"snapshots:{args.snapshots}"
     if args.report:
         return gate.rows_from_report(load(args.report), path=args.report), f"report:{args.report}"
-    return _run_report(args)
-
-
-def _run_report(args: argparse.Namespace) -> tuple[list[gate.Row], str]:
-    """Run the report in-process (the :class:`fidelity.score.Score` that
-    ``fidelity report`` renders) and gate its rows."""
-    return gate.rows_from_score(report.build_score(args)), "report"
+    return gate.rows_from_score(report.build_score(args)), "report"  # the report, run in-process
 
 
 #: the options that choose what is gated and against what, as the user spelled them

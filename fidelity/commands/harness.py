@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import FidelityError
-from ._args import positive_int
+from ._args import positive_int, require_aiohttp
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -45,15 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--kind", action="append", metavar="K", help="these subagent kinds only (repeatable)")
         p.add_argument("--timeout", type=float, default=300, metavar="S", help="per harness run (default 300 s)")
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
-
-
-def _check_providers(args: argparse.Namespace) -> None:
-    from ..errors import UnknownName
-    from ..harness.judge import PROVIDERS
-
-    for p in args.provider or ():
-        if p not in PROVIDERS:
-            raise UnknownName("provider", p, list(PROVIDERS))
 
 
 def _run_one(args: argparse.Namespace) -> int:
@@ -129,10 +119,12 @@ def _bisect(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if not getattr(args, "no_run", False):
-        try:
-            import aiohttp  # noqa: F401
-        except ImportError:
-            raise FidelityError("fidelity harness needs aiohttp: pip install 'fidelity[proxy]'") from None
-    _check_providers(args)
+        require_aiohttp("harness")
+    from ..errors import UnknownName
+    from ..harness.judge import PROVIDERS
+
+    for p in args.provider or ():
+        if p not in PROVIDERS:
+            raise UnknownName("provider", p, list(PROVIDERS))
     action = {"run": _run_one, "matrix": _matrix, "bisect": _bisect}[args.harness_command]
     return action(args)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import FidelityError
-from ._args import positive_int
+from ._args import positive_int, require_aiohttp
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -42,10 +41,7 @@ def _seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        raise FidelityError("fidelity proxy needs aiohttp: pip install 'fidelity[proxy]'") from None
+    require_aiohttp("proxy")
     from ..proxy.server import serve
 
     def ready(port: int) -> None:

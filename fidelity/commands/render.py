@@ -1,11 +1,5 @@
-"""``fidelity render [--provider P] [--profile NAME] REQUEST.json``: the exact wire body bytes.
-
-Renders a canonical request (:mod:`fidelity.canonical`) with a dialect and
-writes the body to stdout with nothing added. The dialect is ``--provider``,
-else the one ``route.provider`` speaks (a provider with several dialects needs
-``--provider``); ``--profile`` names the client whose bytes to reproduce
-(:mod:`fidelity.wire.profiles`); ``--model`` fills in a missing model. Given a
-provider wire body instead, it says which dialect the body looks like."""
+"""``fidelity render [--provider P] [--profile NAME] REQUEST.json``: the exact wire
+body bytes of a canonical request (:mod:`fidelity.canonical`) on stdout, nothing added."""
 
 from __future__ import annotations
 
@@ -44,24 +38,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"canonical request JSON file (\"fidelity\": \"{FORMAT}\"; example: {EXAMPLE})")
 
 
-def _wire_body_error(obj: Any, path: str) -> InputError | None:
-    """The error for a provider wire body handed to render (``None``: not one)."""
+def _refuse_wire_body(obj: Any, path: str) -> None:
+    """Refuse a provider wire body handed to render, naming the commands that take one."""
     if not isinstance(obj, dict) or "fidelity" in obj:
-        return None
+        return
     try:
         dialect = detect_request(obj).dialect
     except InputError:
-        return None
-    return InputError(f"this is a provider wire body (it looks like {dialect}), not a canonical request; render takes "
+        return
+    raise InputError(f"this is a provider wire body (it looks like {dialect}), not a canonical request; render takes "
                       f"a canonical request (\"fidelity\": \"{FORMAT}\", example: {EXAMPLE}); to diff or fork this body as it "
                       f"is, use `fidelity diff` or `fidelity fork --provider {dialect}`", path=path)
 
 
 def dialect_for(route_provider: str, *, path: str | None = None) -> str:
-    """The one dialect a route's provider speaks: the provider's own dialect
-    when it has one of that name (``deepseek``, ``gemini``, ``vllm``), else
-    the only dialect of its routes (``anthropic``); :class:`InputError`
-    saying why when there is none or more than one (``openai``)."""
+    """The one dialect a route's provider speaks (its own name's, else its routes' only
+    one); :class:`InputError` saying why when there is none or more than one."""
     name = route_provider.strip().lower()
     if name in wire.names():
         return name
@@ -80,9 +72,7 @@ def dialect_for(route_provider: str, *, path: str | None = None) -> str:
 def run(args: argparse.Namespace) -> int:
     given = wire.get(args.provider) if args.provider else None  # UnknownName -> one line, exit 2
     obj = load(args.request)
-    bad = _wire_body_error(obj, args.request)
-    if bad is not None:
-        raise bad
+    _refuse_wire_body(obj, args.request)
     request = request_from_obj(obj, path=args.request)
     dialect = given or wire.get(dialect_for(request.route.provider, path=args.request))
     if args.model and not request.route.model:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,7 +17,7 @@ from ..report import console_table, to_json, write
 from ._args import positive_int
 from ._console import stdout_console
 
-__all__ = ["HELP", "add_arguments", "add_input_arguments", "build_score", "with_harness", "run"]
+__all__ = ["HELP", "add_arguments", "add_input_arguments", "build_score", "run"]
 
 HELP = ("Score the bundled (or given) fixtures for every composition variant and provider: inherited, "
         "reused and lost cached tokens, first divergent byte, cost; writes fidelity-report.{md,json,html}.")
@@ -72,30 +74,18 @@ def build_score(args: argparse.Namespace, progress: Callable[[str], None] | None
         return score.score(fx, variants, providers=args.providers, prices=prices, progress=step, jobs=jobs)
 
 
-def with_harness(result: score.Score, folder: str | None) -> score.Score:
-    """``result`` with the real-harness rows of ``folder``
-    (:mod:`fidelity.proxy.harness_rows`): the default folder when it exists,
-    none for ``"none"``."""
-    from dataclasses import replace
-    from pathlib import Path
-
-    from ..proxy.harness_rows import DEFAULT_FOLDER, harness_rows
-
-    if folder == "none":
-        return result
-    if folder is None:
-        if not DEFAULT_FOLDER.is_dir():
-            return result
-        folder = str(DEFAULT_FOLDER)
-    return replace(result, harness=tuple(harness_rows(Path(folder))))
-
-
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     result = build_score(args, progress=(lambda label: None) if not args.quiet else None)
-    # the committed harness forks go with the bundled fixtures; a --fixtures
-    # folder gets them only when asked (--harness DIR)
-    result = with_harness(result, args.harness if args.harness or not args.fixtures else "none")
+    # the committed harness forks (their default folder, when it exists) go with the bundled
+    # fixtures; a --fixtures folder gets them only when asked (--harness DIR)
+    from ..proxy.harness_rows import DEFAULT_FOLDER, harness_rows
+
+    folder = args.harness if args.harness or not args.fixtures else "none"
+    if folder is None and DEFAULT_FOLDER.is_dir():
+        folder = str(DEFAULT_FOLDER)
+    if folder not in (None, "none"):
+        result = replace(result, harness=tuple(harness_rows(Path(folder))))
     console = Console(stderr=True)
     paths = write(result, args.out)
     elapsed = time.monotonic() - started

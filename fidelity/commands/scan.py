@@ -92,15 +92,11 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(out / "scan.json", formats.json_doc(result))
         atomic_write(out / "scan.md", views.markdown(result).encode("utf-8"))
         atomic_write(out / "scan.html", views.html_page(result).encode("utf-8"))
-    fmt = "json" if args.json else args.format
-    if fmt == "json":
+    text = {"md": views.markdown, "html": views.html_page, "github": views.github}.get(args.format)
+    if args.json or args.format == "json":
         sys.stdout.buffer.write(formats.json_doc(result))
-    elif fmt == "md":
-        sys.stdout.write(views.markdown(result))
-    elif fmt == "html":
-        sys.stdout.write(views.html_page(result))
-    elif fmt == "github":
-        sys.stdout.write(views.github(result))
+    elif text is not None:
+        sys.stdout.write(text(result))
     else:
         stdout_console().print(views.console_view(result))
     return 0

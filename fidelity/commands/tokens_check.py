@@ -35,10 +35,8 @@ def _files(path: Path) -> list[Path]:
 
 
 def nothing_scored(paths: Sequence[str], result: CheckResult) -> InputError:
-    """The one-line error for a check that scored no request: what was read
-    and why none of it could be scored. With no request read at all, a file
-    that ``fidelity replay`` refuses (not JSON, a truncated line) is named as
-    replay names it, so that both commands agree on the same input."""
+    """The one-line error for a check that scored no request: what was read and why
+    none could be scored (a file replay refuses raises replay's own error)."""
     where = ", ".join(str(p) for p in paths)
     if result.skipped:
         n = sum(result.skipped.values())

@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import signal
 
-from ..errors import FidelityError
+from ._args import require_aiohttp
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -27,10 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        raise FidelityError("fidelity upstream needs aiohttp: pip install 'fidelity[proxy]'") from None
+    require_aiohttp("upstream")
     from ..proxy.script import load_script
     from ..proxy.upstream import ScriptedUpstream
 

@@ -7,42 +7,19 @@ fixing each keeps, :mod:`.lost` counts lost tokens."""
 
 from __future__ import annotations
 
-from ..bytediff import excerpt, first_divergence
-from ._compare import (
-    SCHEMA,
-    CacheFigures,
-    CostFigures,
-    DiffResult,
-    RawDiff,
-    TokenFigures,
-    ViewDiff,
-    compare,
-    compare_requests,
-    prompt_token_ids,
-    shared_tokens,
-)
+from ..bytediff import first_divergence
+from ._compare import DiffResult, compare, compare_requests, shared_tokens
 from .breaks import Break, breaks_of, compare_with_breaks
-from .causes import Cause, classify
-from .locate import pointer_at
+from .causes import classify
 
 __all__ = [
-    "SCHEMA",
     "Break",
-    "breaks_of",
-    "compare_with_breaks",
-    "CacheFigures",
-    "Cause",
-    "CostFigures",
     "DiffResult",
-    "RawDiff",
-    "TokenFigures",
-    "ViewDiff",
+    "breaks_of",
     "classify",
     "compare",
     "compare_requests",
-    "excerpt",
+    "compare_with_breaks",
     "first_divergence",
-    "pointer_at",
-    "prompt_token_ids",
     "shared_tokens",
 ]

@@ -1,21 +1,7 @@
-"""Why did the child miss the cache? Compare a parent and a child wire body.
-
-The comparison runs in four steps, each a pure function of the two bodies:
-
-1. **Raw bytes**: the first divergent byte of the bodies as sent (what a
-   snapshot test sees).
-2. **Cache view**: both bodies re-ordered as the provider's prefix cache
-   reads them (``Dialect.cache_view``); the first divergent byte there, the
-   segment it falls in, the JSON pointer of the deepest value holding it and
-   an excerpt of each side.
-3. **Cause**: what kind of change broke the prefix (:mod:`fidelity.causes`).
-4. **Tokens, cache, cost**: the common prefix in real tokens (or an
-   estimate, said so), the cached tokens the provider's cache model predicts
-   for the child sent right after the parent, the tokens lost against a child
-   whose prefix matched, and what the loss costs per child request.
-
-See ``docs/diff.md`` for the JSON schema of :meth:`DiffResult.to_json`.
-"""
+"""Why did the child miss the cache? Compare a parent and a child wire body:
+the first divergent raw byte, the first divergent byte of the two cache views
+(segment, pointer, excerpts), the cause, then tokens, predicted cache and the
+cost of the loss. The steps and the JSON schema: docs/diff.md."""
 
 from __future__ import annotations
 
@@ -32,7 +18,6 @@ from ..cache.simulator import simulated
 from ..cache.whole_view import view_of
 from ..errors import InputError, UnknownName
 from ..model import Request
-from ..tokens.prompt_ids import prompt_token_ids
 from ..wire import Segment
 from ..wire.evidence import detect_request
 from ..wire.spans import compact_members, member_spans, value_spans
@@ -54,7 +39,6 @@ __all__ = [
     "DiffResult",
     "compare",
     "compare_requests",
-    "prompt_token_ids",
     "shared_tokens",
 ]
 
@@ -154,17 +138,11 @@ class CompareOptions(TypedDict, total=False):
 
 
 def compare(parent: bytes, child: bytes, **options: Unpack[CompareOptions]) -> DiffResult:
-    """Compare two wire bodies of one dialect (detected from the parent when
-    not given). ``endpoint``: the URL both went to, for dialects whose cache
-    view depends on it (``None``: the provider's own API). ``at``: when the
-    child is sent, for prices that depend on the time of day (``None``: the
-    peak rate). ``times``: when each was sent (epoch seconds, as recorded):
-    the simulator lets the parent's entries run out as it does in ``replay``,
-    and a child sent after they ran out loses nothing (``None``: one second
-    apart). ``parent_path`` / ``child_path``: the files named in errors.
-    Every break with what fixing it keeps:
-    :func:`fidelity.diff.breaks.compare_with_breaks`. Bad input raises
-    :class:`InputError` naming the file."""
+    """Compare two wire bodies of one dialect (detected from the parent when not given).
+    ``endpoint``: the URL both went to (``None``: the provider's own API); ``at``: when the
+    child is sent, for time-of-day prices (``None``: peak); ``times``: when each was sent
+    (epoch seconds; ``None``: one second apart). Options: docs/diff.md. Bad input raises
+    :class:`InputError` naming the file (``parent_path`` / ``child_path``)."""
     return compare_views(parent, child, **options)[0]
 
 
@@ -256,9 +234,8 @@ def _compare_views(
     raw = RawDiff(raw_at is None, raw_at, len(parent), len(child))
     p_marked, c_marked = p_segs, c_segs
     if d.provider == "anthropic":
-        # Anthropic keys its cache on content, not on where cache_control
-        # markers sit: a moved marker is no change in the cache view (the
-        # raw-byte diff above still shows it). See fidelity.cache.anthropic_blocks.
+        # Anthropic keys its cache on content, not on where cache_control markers sit
+        # (the raw-byte diff above still shows a moved one): fidelity.cache.anthropic_blocks
         p_segs, c_segs = _unmarked(p_segs), _unmarked(c_segs)
 
     split = _first_differing_segment(p_segs, c_segs)
@@ -266,13 +243,11 @@ def _compare_views(
     if d.provider == "anthropic" and split == 0 and not key_changed:
         # a setting of the invalidation table keeps the tools and system
         # caches: a change there is where the cache parts, named first
-        note = _invalidation_note(p_segs, c_segs)
-        later = _first_differing_segment(p_segs[1:], c_segs[1:]) if note else None
-        if note and later is not None and 1 + later < len(p_segs) and 1 + later < len(c_segs) \
+        found = _invalidation(p_segs, c_segs)
+        later = _first_differing_segment(p_segs[1:], c_segs[1:]) if found else None
+        if found and later is not None and 1 + later < len(p_segs) and 1 + later < len(c_segs) \
                 and "message" not in (p_segs[1 + later].kind, c_segs[1 + later].kind):
-            split = 1 + later
-        else:
-            note = None
+            split, note = 1 + later, f"{found[0]} ({found[1]})"
     view = _locate_view(parent, child, p_segs, c_segs, split)
     if raw_at is not None:
         side = child if raw_at < len(child) else parent
@@ -282,31 +257,23 @@ def _compare_views(
     if note:
         cause = Cause(cause.kind, f"{cause.detail}; also {note}" if cause.detail else note, cause.segments)
     elif d.provider == "anthropic" and cause.kind == "params_changed":
-        cause = _with_invalidation(cause, p_segs, c_segs)
+        found = _invalidation(p_segs, c_segs)  # what the params change invalidates, per the table
+        if found is not None:
+            cause = Cause(cause.kind, f"{cause.detail} ({found[1]})" if cause.detail else found[1], cause.segments)
 
     pr = _prompts(d, model, parent, child, p_marked, c_marked, p_segs, c_segs, split, endpoint, key_changed,
                   times)
     read, written = pr.read()
     figures = TokenFigures(pr.tok.name, pr.tok.estimated, pr.shared, pr.p_len, pr.c_len)
-    cm, c_len, p_prompt, c_prompt, same_key = pr.cm, pr.c_len, pr.p_prompt, pr.c_prompt, pr.same_key
-    shared, levels = pr.shared, pr.levels
-    # what a child that kept the parent's prefix would have read, less the
-    # prediction (fidelity.diff.lost: by position, from the first divergence)
-    lost = lost_tokens(cm, p_prompt, c_prompt, read, same_key=same_key, shared=shared, levels=levels)
-    if times is not None and lost and not simulated(cm, [p_prompt], replace(p_prompt, time=c_prompt.time)).cache_read:
+    # what a child that kept the parent's prefix would have read, less the prediction
+    lost = lost_tokens(pr.cm, pr.p_prompt, pr.c_prompt, read, same_key=pr.same_key, shared=pr.shared,
+                       levels=pr.levels)
+    if times is not None and lost and not simulated(pr.cm, [pr.p_prompt],
+                                                    replace(pr.p_prompt, time=pr.c_prompt.time)).cache_read:
         lost = 0  # nothing the parent wrote was alive when the child came (scan counts it so too)
-    cache_fig = CacheFigures(cm.name, read, written, lost)
-
-    cost, note = _cost(prices, d.provider, model, lost, c_len, at)
+    cache_fig = CacheFigures(pr.cm.name, read, written, lost)
+    cost, note = _cost(prices, d.provider, model, lost, pr.c_len, at)
     return DiffResult(d.name, d.provider, model, raw, view, cause, figures, cache_fig, cost, note)
-
-
-
-
-
-
-
-
 
 
 def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
@@ -315,17 +282,9 @@ def shared_tokens(p_segs: Sequence[Segment], p_ids: Sequence[Sequence[int]],
     return _common_tokens(p_ids, c_ids, _first_differing_segment(p_segs, c_segs))
 
 
-
-
-def _offset(segs: Sequence[Segment], index: int) -> int:
-    return sum(len(s.data) for s in segs[:index])
-
-
 def _pointer_at(body: bytes, offset: int) -> str:
-    """:func:`fidelity.diff.locate.pointer_at`, the same pointer: in a compact
-    body the top-level member, and the element of a top-level array, holding
-    ``offset`` come from the body's layout, and only that value is scanned
-    (not the whole body, which may be megabytes)."""
+    """:func:`fidelity.diff.locate.pointer_at`, scanning only the top-level member
+    (and array element) that holds ``offset`` when the body is compact."""
     layout = compact_members(body)
     if layout is None:
         return pointer_at(body, offset)
@@ -352,14 +311,12 @@ def _locate_view(parent: bytes, child: bytes, p_segs: Sequence[Segment],
         return ViewDiff(None, None, None, None, None, *counts)
     p_seg = p_segs[split] if split < len(p_segs) else None
     c_seg = c_segs[split] if split < len(c_segs) else None
-    inner = first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0
-    inner = inner or 0
-    at = _offset(c_segs if c_seg else p_segs, split) + inner
+    inner = (first_divergence(p_seg.data, c_seg.data) if p_seg and c_seg else 0) or 0
+    at = sum(len(s.data) for s in (c_segs if c_seg else p_segs)[:split]) + inner
     seg = c_seg or p_seg
     assert seg is not None
-    # A side that ends before the split (the child appends, or drops the
-    # tail) shows where its cache view ends, not the end of its raw body
-    # (which may hold tools or params that come earlier in the cache view).
+    # a side that ends before the split shows where its cache view ends, not where its
+    # raw body does (which may hold tools or params that come earlier in the cache view)
     p_at = _body_offset(parent, p_seg, inner) if p_seg else _view_end(parent, p_segs[:split])
     c_at = _body_offset(child, c_seg, inner) if c_seg else _view_end(child, c_segs[:split])
     body, body_at = (child, c_at) if c_seg else (parent, p_at)
@@ -431,27 +388,10 @@ def _body_offset(body: bytes, seg: Segment, inner: int) -> int:
     return span[0] + inner
 
 
-
-
-
-
-
-
-
-
-
-
-def _invalidation_note(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> str | None:
-    """``"<key> changed: a → b (invalidates ...)"`` for an Anthropic params
-    change that the invalidation table covers (:mod:`fidelity.cache.invalidation`;
-    the widest one when several changed); ``None`` when none changed or a
-    member outside the table (the model) changed too."""
-    found = _invalidation(p_segs, c_segs)
-    return None if found is None else f"{found[0]} ({found[1]})"
-
-
 def _invalidation(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[str, str] | None:
-    """(what changed, what it invalidates) for :func:`_invalidation_note`."""
+    """(what changed, what it invalidates) for an Anthropic params change that the
+    invalidation table covers (:mod:`fidelity.cache.invalidation`; the widest one when
+    several changed); ``None`` when none changed or a member outside the table (the model) did."""
     from ..cache.invalidation import LEVELS, describe, invalidated_levels
     from .causes import _params_detail
 
@@ -466,20 +406,7 @@ def _invalidation(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple
     return _params_detail(before, after), describe(widest) or ""
 
 
-def _with_invalidation(cause: Cause, p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> Cause:
-    """An Anthropic params change, with what it invalidates per the
-    invalidation table; unchanged when a member outside the table (the
-    model) changed too."""
-    found = _invalidation(p_segs, c_segs)
-    if found is None:
-        return cause
-    detail = f"{cause.detail} ({found[1]})" if cause.detail else found[1]
-    return Cause(cause.kind, detail, cause.segments)
-
-
 _ABSENT = object()
-
-
 
 
 def _cost(prices: pricing.PriceTable | None, provider: str, model: str,

@@ -1,8 +1,8 @@
-"""The two prompts of a comparison, as the cache simulator sees them, and
-the child's predicted read: what :func:`fidelity.diff.compare` reports as
-``predicted cached`` and each partly fixed child of :mod:`fidelity.diff.breaks`
-keeps (:func:`predicted_read`), computed by one function (:meth:`_Prompts.read`).
-The prompts are the one builder's (:func:`fidelity.cache.prompts.cache_prompt`).
+"""The two prompts of a comparison as the cache simulator sees them (the one
+builder's, :func:`fidelity.cache.prompts.cache_prompt`), and the child's
+predicted read (:meth:`_Prompts.read`): ``predicted cached`` in
+:func:`fidelity.diff.compare` and in each partly fixed child of
+:mod:`fidelity.diff.breaks` (:func:`predicted_read`).
 """
 
 from __future__ import annotations
@@ -53,17 +53,17 @@ def _prompts(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_marked:
              c_marked: Sequence[Segment], p_segs: Sequence[Segment], c_segs: Sequence[Segment],
              split: int | None, endpoint: str | None, key_changed: bool,
              times: tuple[float, float] | None = None) -> _Prompts:
-    """The two prompts of a comparison, each the one builder's
-    (:func:`fidelity.cache.prompts.cache_prompt`, as ``replay`` and ``scan``
-    build it). ``p_segs`` / ``c_segs``: the cache views as the cache keys
-    them, markers removed for Anthropic; ``*_marked``: as sent; ``split``:
-    the first differing segment of the unmarked views; ``times``: when each
-    was sent, ``None``: the child one second after."""
+    """The two prompts of a comparison. ``p_segs`` / ``c_segs``: the cache
+    views as the cache keys them, markers removed for Anthropic;
+    ``*_marked``: as sent; ``split``: the first differing segment of the
+    unmarked views; ``times``: when each was sent, ``None``: the child one
+    second after."""
+    from ..cache.prompts import cache_prompt  # (remembered: one parent against many children)
     from ..tokens.billed import prompt_tokenizer
 
     tok = prompt_tokenizer(model, d.provider, d.name)
     t_p, t_c = times if times is not None else (0.0, 1.0)
-    p_cp, c_cp = _built(d, model, parent, endpoint), _built(d, model, child, endpoint)
+    p_cp, c_cp = (cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint) for body in (parent, child))
     # per-model minimums (Anthropic, Gemini); DashScope's explicit mode where the child marks a segment
     cm = cache_models.get(c_cp.cache_model, model)
     p_prompt, c_prompt = _tokens(p_cp.request, t_p), _tokens(c_cp.request, t_c)
@@ -88,21 +88,12 @@ def _tokens(req: Any, time: float) -> cache_models.PromptTokens:
     return cache_models.PromptTokens(req.tokens, time, req.breakpoints, req.ttls, req.blocks)
 
 
-def _built(d: wire.Dialect, model: str, body: bytes, endpoint: str | None) -> Any:
-    """``cache_prompt`` of one side (remembered: one parent against its
-    children and each partly fixed child of :mod:`fidelity.diff.breaks`)."""
-    from ..cache.prompts import cache_prompt
-
-    return cache_prompt(body, dialect=d.name, model=model, endpoint=endpoint)
-
-
 def predicted_read(d: wire.Dialect, model: str, parent: bytes, child: bytes, p_raw: Sequence[Segment],
                    c_raw: Sequence[Segment], endpoint: str | None = None,
                    times: tuple[float, float] | None = None) -> int:
     """The child's predicted cached tokens against the parent, from their
-    cache views as sent (what :func:`compare` reports as ``predicted
-    cached``, by the same steps, without the rest of the comparison): the
-    figure each partly fixed child of :mod:`fidelity.diff.breaks` keeps."""
+    cache views as sent: :func:`compare`'s ``predicted cached`` without the
+    rest of the comparison."""
     p_segs, c_segs = (_unmarked(p_raw), _unmarked(c_raw)) if d.provider == "anthropic" else (p_raw, c_raw)
     split = _first_differing_segment(p_segs, c_segs)
     return _prompts(d, model, parent, child, p_raw, c_raw, p_segs, c_segs, split, endpoint, False, times).read()[0]

@@ -1,16 +1,9 @@
 """The partly fixed child: the child's body with some breaks undone.
 
-:func:`fixed_child` takes the aligned lanes of :mod:`fidelity.diff.breaks`
-(each :class:`Slot` a parent segment, a child segment or both, and the break
-that owns it) and rebuilds the child's bytes: every slot a fixed break owns
-takes the parent's element as the parent sent it (with its ``cache_control``
-markers) or none, every other byte stays the child's. Arrays (tools, system
-blocks, messages, Gemini's declarations) are rebuilt with the child's own
-separators; a single value (a string system prompt, ``instructions``) is
-replaced, added or removed; the params segment's members are set to the
-parent's, member by member. The result is a body like any other: the differ
-compares it with the parent the way it compares the child.
-"""
+:func:`fixed_child` rebuilds the child's bytes from the aligned lanes of
+:mod:`fidelity.diff.breaks`: arrays keep the child's separators, single values
+are replaced, added or removed, params are set member by member; the result is
+a body the differ compares like any other."""
 
 from __future__ import annotations
 
@@ -30,8 +23,7 @@ __all__ = ["Slot", "fixed_child"]
 
 @dataclass(eq=False)
 class Slot:
-    """One place of the aligned lane: a parent segment, a child segment, or
-    both, and the break that owns it (``None``: the same on both sides)."""
+    """One place of the aligned lane and the break that owns it (``None``: the same on both sides)."""
 
     p: Segment | None
     c: Segment | None
@@ -40,11 +32,9 @@ class Slot:
 
 def fixed_child(parent: bytes, child: bytes, slots: Sequence[Slot], fixed: set[int],
                 spans: dict[tuple[int, str], list[tuple[int, int]]] | None = None) -> bytes:
-    """The child's body with the breaks in ``fixed`` undone: each slot they
-    own takes the parent's element (or none) as the parent sends it (with
-    its ``cache_control`` markers); every other byte is the child's.
-    ``spans``: the element spans of the parent's and the child's arrays,
-    kept by a caller that rebuilds the same pair again."""
+    """The child's body with the breaks in ``fixed`` undone: each slot they own takes
+    the parent's element as sent (or none); every other byte is the child's.
+    ``spans``: the two bodies' array spans, kept by a caller that rebuilds again."""
     touched = [s for s in slots if s.owner in fixed]
     if not touched:
         return child
@@ -108,8 +98,7 @@ def _container(ptr: str) -> tuple[str, int | None]:
 
 
 def _element(body: bytes, ptr: str, spans: dict[tuple[int, str], list[tuple[int, int]]]) -> bytes:
-    """The bytes of array element ``ptr`` (``/messages/3``), its array's
-    element spans found once per body and kept in ``spans``."""
+    """The bytes of array element ``ptr``, its array's spans kept in ``spans``."""
     container, index = _container(ptr)
     key = (id(body), container)
     found = spans.get(key)
@@ -129,10 +118,8 @@ def _value(body: bytes, ptr: str) -> bytes:
 
 
 def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int], compact: bool = False) -> bytes:
-    """``body`` with the array at ``ptr`` holding ``elems``; the child's
-    elements no segment covers (Claude Code's billing block) keep their
-    place at the start or the end. ``compact``: ``elems`` are sliced off
-    compact bodies (see :func:`fidelity.wire.spans.with_array`)."""
+    """``body`` with the array at ``ptr`` holding ``elems``; elements no segment covers
+    (Claude Code's billing block) keep their place at the start or the end."""
     span = value_spans(body, [ptr]).get(ptr)
     if span is None:
         return _set_value(body, ptr, b"[" + b",".join(elems) + b"]")
@@ -152,10 +139,8 @@ def _set_array(body: bytes, ptr: str, elems: list[bytes], covered: set[int], com
 
 
 def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
-    """``body`` with the value at ``ptr`` replaced (``None``: its member
-    removed); a member the body lacks is added to the deepest object on the
-    way that exists, with the objects between built around it
-    (``systemInstruction`` for a Gemini child without one)."""
+    """``body`` with the value at ``ptr`` replaced (``None``: removed); a missing member
+    is added to the deepest object that exists, the objects between built around it."""
     span = value_spans(body, [ptr]).get(ptr)
     parts = split_pointer(ptr)
     if span is not None and value is not None:
@@ -185,8 +170,7 @@ def _set_value(body: bytes, ptr: str, value: bytes | None) -> bytes:
 
 
 def _set_member(body: bytes, obj: str, key: str, value: bytes | None) -> bytes:
-    """``body`` with member ``key`` of the object at ``obj`` set to ``value``
-    (added at the object's end when absent; ``None``: removed with its comma)."""
+    """``body`` with member ``key`` of object ``obj`` set to ``value`` (added at the end; ``None``: removed)."""
     span = value_spans(body, [obj]).get(obj)
     if span is None or body[span[0] : span[0] + 1] != b"{":
         raise InputError("cannot rebuild the child: not an object", pointer=obj)
@@ -208,10 +192,8 @@ def _set_member(body: bytes, obj: str, key: str, value: bytes | None) -> bytes:
     return body[:end] + comma + orjson.dumps(key) + b":" + value + body[end:]
 
 
-def _fix_params(parent: bytes, body: bytes, slot: Slot | None) -> bytes:
+def _fix_params(parent: bytes, body: bytes, slot: Slot) -> bytes:
     """``body`` with each cache-key member of the params segment as the parent sends it."""
-    if slot is None:
-        return body
     keys: dict[str, None] = {}
     for seg in (slot.p, slot.c):
         if seg is not None:

@@ -1,12 +1,7 @@
-"""Every break between a parent and a child, not only the first, and what
-fixing each one saves.
-
-:func:`breaks_of` aligns the two cache views lane by lane in the provider's
-cache order and groups divergences into :class:`Break` values; for break
-``i`` the child with breaks ``0..i`` undone (:func:`fixed_child`) is compared
-with the parent by :func:`fidelity.diff.compare`, and :attr:`Break.kept` is
-its predicted cached tokens. Alignment and grouping rules: docs/diff.md,
-"Every break, and what fixing it keeps"."""
+"""Every break between a parent and a child, and what fixing each keeps:
+:func:`breaks_of` aligns the two cache views lane by lane and groups the
+divergences into :class:`Break` values. The rules: docs/diff.md, "Every break,
+and what fixing it keeps"."""
 
 from __future__ import annotations
 
@@ -25,12 +20,12 @@ from ..errors import InputError
 from ..jsonbytes import scan_memo
 from ..wire import Segment
 from ._rebuild import Slot, fixed_child
-from .causes import _tool_name, classify
+from .causes import classify, tool_name
 
 if TYPE_CHECKING:
     from ._compare import DiffResult
 
-__all__ = ["Break", "breaks_of", "compare_with_breaks", "fixed_child", "MAX_BUILT"]
+__all__ = ["Break", "breaks_of", "compare_with_breaks", "MAX_BUILT"]
 
 #: breaks whose counterfactual child is built and compared (the last one always is)
 MAX_BUILT = 32
@@ -45,19 +40,11 @@ _KIND = {"params": "params_changed", "tools": "tools_changed", "system": "system
 
 @dataclass(frozen=True)
 class Break:
-    """One divergence of the child from its parent, in cache order.
-
-    ``pointer``: the JSON pointer of the deepest value holding it, in the
-    child's body (in the parent's when the break only removes, ``side``
-    says which); ``offset``: where it sits in the child's cache view;
-    ``parent_bytes``/``child_bytes`` and ``tokens``: what the break covers
-    (tokens of the child's side, of the parent's when the child has none);
-    ``elements``: how many segments the break groups; ``kept``: cached
-    tokens of the child with this break and every one before it fixed
-    (``None`` when that child could not be built, or for a break past the
-    first :data:`MAX_BUILT` other than the last); ``usd_saved``: what
-    ``kept`` saves over the child as sent, at the row's price (``None``:
-    no price)."""
+    """One divergence of the child from its parent, in cache order: ``pointer`` in the
+    child's body (the parent's when it only removes: ``side``), ``offset`` in the child's
+    cache view, the bytes and tokens it covers (the child's side, else the parent's), the
+    ``elements`` it groups; ``kept``: cached tokens with it and every break before fixed
+    (``None``: not built, or past the first :data:`MAX_BUILT` but the last); ``usd_saved``."""
 
     kind: str
     detail: str
@@ -86,9 +73,7 @@ class Break:
 def compare_with_breaks(parent: bytes, child: bytes, *, prices: pricing.PriceTable | None = None,
                         endpoint: str | None = None, at: _dt.datetime | None = None,
                         times: tuple[float, float] | None = None, **kwargs: Any) -> DiffResult:
-    """:func:`fidelity.diff.compare` with :attr:`DiffResult.breaks` filled:
-    every break in cache order and what fixing it keeps (the views the
-    headline compared are reused)."""
+    """:func:`fidelity.diff.compare` with :attr:`DiffResult.breaks` filled."""
     from ._compare import compare_views
 
     if prices is None:
@@ -105,14 +90,12 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
               at: _dt.datetime | None = None, result: DiffResult | None = None,
               views: tuple[Sequence[Segment], Sequence[Segment]] | None = None,
               counted: bool = True, times: tuple[float, float] | None = None) -> list[Break]:
-    """Every break of ``child`` against ``parent``, in cache order, each with what
-    fixing it and the ones before it keeps; empty when the child only appends or
-    is identical. ``result``/``views``: the headline comparison and cache views
-    when the caller has them; ``times``: when each was sent. ``counted=False``
-    lists the same breaks without tokens, ``kept`` or ``usd_saved`` and runs no
-    comparison (``dialect`` and ``model`` then required unless ``result`` is
+    """Every break of ``child`` against ``parent`` in cache order (empty when the child
+    only appends or is identical). ``result``/``views``: the headline comparison and
+    cache views when the caller has them. ``counted=False``: no tokens, ``kept`` or
+    ``usd_saved`` and no comparison (then ``dialect`` is required unless ``result`` is
     given). Bad input raises :class:`InputError`."""
-    from ._compare import _view, compare
+    from ._compare import _cost, _view, compare
     from ._prompts import _unmarked, predicted_read
 
     if counted and prices is None:
@@ -142,39 +125,30 @@ def breaks_of(parent: bytes, child: bytes, *, dialect: str | None = None, model:
     p_len = {id(s): len(i) for s, i in zip(p_segs, p_ids)}
     out = _listed(found, slots, child, c_segs, c_len, p_len)
     base = result.cache.predicted_cached
-    # each counterfactual is a whole comparison: the first MAX_BUILT breaks and
-    # the last (the fully fixed child) get one, so a child that edits every
-    # message of a long history costs a bounded number of them
+    # each counterfactual is a whole comparison: only the first MAX_BUILT breaks and the last get one
     built = set(range(min(len(found), MAX_BUILT))) | {len(found) - 1}
     fixed: list[Break] = []
     spans: dict[tuple[int, str], list[tuple[int, int]]] = {}  # the two bodies' arrays, for every rebuild
     for i, brk in enumerate(out):
-        kept: int | None = None
-        usd: float | None = None
         if i not in built:
             fixed.append(brk)
             continue
         try:
             with scan_memo():  # each array of the two bodies scanned once per rebuild
                 body = fixed_child(parent, child, slots, set(range(i + 1)), spans)
-            # compare(parent, body)'s predicted cached tokens, by its own steps,
-            # the parent's cache view cut once for all
+            # compare(parent, body)'s predicted cached tokens, the parent's cache view cut once for all
             kept = predicted_read(d, model, parent, body, p_raw, _view(d, body, None, endpoint), endpoint, times)
-        except InputError:
-            kept = None
-        if kept is not None:
-            from ._compare import _cost
-
-            cost, _ = _cost(prices, d.provider, model, max(0, kept - base), result.tokens.child_prompt, at)
-            usd = None if cost is None else cost.usd_lost
-        fixed.append(replace(brk, kept=kept, usd_saved=usd))
+        except InputError:  # the fixed child could not be built: kept stays None
+            fixed.append(brk)
+            continue
+        cost, _ = _cost(prices, d.provider, model, max(0, kept - base), result.tokens.child_prompt, at)
+        fixed.append(replace(brk, kept=kept, usd_saved=None if cost is None else cost.usd_lost))
     return fixed
 
 
 def _listed(found: list[tuple[str, str]], slots: list[Slot], child: bytes, c_segs: Sequence[Segment],
             c_len: dict[int, int], p_len: dict[int, int]) -> list[Break]:
-    """Each break found, described (tokens from ``c_len``/``p_len``, 0 where
-    they are not counted)."""
+    """Each break found, described (tokens from ``c_len``/``p_len``, 0 where not counted)."""
     offsets: dict[int, int] = {}
     end = 0
     for seg in c_segs:
@@ -199,8 +173,7 @@ def _lanes(segs: Sequence[Segment]) -> dict[str, list[Segment]]:
 
 
 def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[Slot], list[tuple[str, str]]]:
-    """Slots of every lane in cache order and the breaks found ((kind, detail)
-    each; a slot's ``owner`` indexes them)."""
+    """Slots of every lane in cache order and the breaks found (a slot's ``owner`` indexes them)."""
     p_l, c_l = _lanes(p_segs), _lanes(c_segs)
     order = list(dict.fromkeys([*c_l, *p_l]))
     slots: list[Slot] = []
@@ -218,11 +191,9 @@ def _align(p_segs: Sequence[Segment], c_segs: Sequence[Segment]) -> tuple[list[S
 
 def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[Slot],
                 found: list[tuple[str, str]], tail: bool = True) -> None:
-    """System blocks, messages, params: equal runs anchor; a replaced run of
-    equal length pairs up (one break per differing pair), one whose length
-    changed is one break. In the ``tail`` lane (no parent segment after it)
-    segments the child adds after the parent's last are appended, not a
-    break."""
+    """System blocks, messages, params: equal runs anchor, a replaced run of equal
+    length pairs up, one whose length changed is one break; in the ``tail`` lane
+    what the child adds after the parent's last segment is appended, not a break."""
     sm = SequenceMatcher(None, [s.data for s in a], [s.data for s in b], autojunk=False)
     ops = sm.get_opcodes()
     renamed: dict[str, tuple[str, int]] = {}  # tool-call id the child renamed -> (its new id, the break)
@@ -238,8 +209,8 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[Slot]
                 if owner is None:
                     found.append((_KIND[lane], _pair_detail(p, c)))
                     owner = len(found) - 1
-                    if lane == "message" and _note_renames(p, c, owner, renamed):
-                        found[owner] = (found[owner][0], f"tool-call id renamed: {_renames(p, c)} (at {c.pointer})")
+                    if lane == "message" and (names := _note_renames(p, c, owner, renamed)):
+                        found[owner] = (found[owner][0], f"tool-call id renamed: {names} (at {c.pointer})")
                 slots.append(Slot(p, c, owner))
             slots.extend(Slot(None, c) for c in b[j1 + (i2 - i1) : j2])
         else:
@@ -250,9 +221,8 @@ def _align_runs(lane: str, a: list[Segment], b: list[Segment], slots: list[Slot]
 
 
 def _call_ids(value: Any) -> list[str]:
-    """The tool-call ids a message defines, in order: Chat ``tool_calls[].id``,
-    Anthropic ``tool_use`` blocks' ``id``, a Responses ``function_call``
-    item's ``call_id``."""
+    """The tool-call ids a message defines: Chat ``tool_calls[].id``, Anthropic
+    ``tool_use`` ``id``, a Responses ``function_call`` item's ``call_id``."""
     out: list[str] = []
     if not isinstance(value, dict):
         return out
@@ -279,27 +249,23 @@ def _with_ids(value: Any, ids: dict[str, str]) -> Any:
     return value
 
 
-def _note_renames(p: Segment, c: Segment, owner: int, renamed: dict[str, tuple[str, int]]) -> bool:
-    """Record the tool-call ids a changed message renames (same count,
-    another id); True when the renames are the message's only change."""
+def _note_renames(p: Segment, c: Segment, owner: int, renamed: dict[str, tuple[str, int]]) -> str | None:
+    """Record the tool-call ids a changed message renames; ``"a → b, ..."`` when that is its only change."""
     va, vb = _loads(p.data), _loads(c.data)
     a, b = _call_ids(va), _call_ids(vb)
     if len(a) != len(b):
-        return False
-    ids = {x: y for x, y in zip(a, b) if x != y}
+        return None
+    pairs = [(x, y) for x, y in zip(a, b) if x != y]
+    ids = dict(pairs)
     renamed.update({x: (y, owner) for x, y in ids.items()})
-    return bool(ids) and _with_ids(va, ids) == vb
-
-
-def _renames(p: Segment, c: Segment) -> str:
-    a, b = _call_ids(_loads(p.data)), _call_ids(_loads(c.data))
-    return ", ".join(f"{x} → {y}" for x, y in zip(a, b) if x != y)
+    if not ids or _with_ids(va, ids) != vb:
+        return None
+    return ", ".join(f"{x} → {y}" for x, y in pairs)
 
 
 def _renamed_only(p: Segment, c: Segment, renamed: dict[str, tuple[str, int]]) -> int | None:
-    """The earlier break a changed message belongs to when it differs from
-    the parent's only by tool-call ids that break renamed (the tool result
-    answering a renamed call): ``None`` when it has a change of its own."""
+    """The earlier break a changed message belongs to when it differs only by ids
+    that break renamed (``None``: it has a change of its own)."""
     if not renamed:
         return None
     va, vb = _loads(p.data), _loads(c.data)
@@ -336,15 +302,14 @@ def _pair_detail(p: Segment, c: Segment) -> str:
 
 
 def _align_tools(a: list[Segment], b: list[Segment], slots: list[Slot], found: list[tuple[str, str]]) -> None:
-    """Tools by name: the ones the child drops are one break, the ones it
-    adds another, the ones it moves one; a tool kept in place whose bytes
-    differ is a break of its own."""
+    """Tools by name: those dropped are one break, those added another, those moved
+    one; a tool kept in place whose bytes differ is a break of its own."""
     if len(a) == len(b) and all(p.data == c.data for p, c in zip(a, b)):
         slots.extend(Slot(p, c) for p, c in zip(a, b))  # the same tools: no name needs reading
         return
 
     def key(s: Segment) -> Any:
-        name = _tool_name(s.data)
+        name = tool_name(s.data)
         return name if name is not None else s.data
 
     ka, kb = [key(s) for s in a], [key(s) for s in b]
@@ -361,12 +326,10 @@ def _align_tools(a: list[Segment], b: list[Segment], slots: list[Slot], found: l
                     slot.owner = len(found) - 1
                 slots.append(slot)
             continue
-        for p in a[i1:i2]:
-            slots.append(Slot(p, None))
-            removed.append(slots[-1])
-        for c in b[j1:j2]:
-            slots.append(Slot(None, c))
-            added.append(slots[-1])
+        gone_here, new_here = [Slot(p, None) for p in a[i1:i2]], [Slot(None, c) for c in b[j1:j2]]
+        slots += gone_here + new_here
+        removed += gone_here
+        added += new_here
     moved = set(map(key, (s.p for s in removed if s.p))) & set(map(key, (s.c for s in added if s.c)))
     groups: list[tuple[str, list[Slot]]] = []
     gone = [s for s in removed if s.p is not None and key(s.p) not in moved]
@@ -412,10 +375,8 @@ def _renumber(slots: list[Slot], found: list[tuple[str, str]], start: int) -> No
 # -- description -------------------------------------------------------------------
 
 def _pointer_in(seg: Segment, inner: int, child: bytes) -> str:
-    """The pointer of the deepest value holding byte ``inner`` of ``seg``:
-    found in the segment's own bytes (the value at its pointer), so that the
-    whole body is not walked; the params segment (several top-level members)
-    and a segment that is not a JSON value are placed in the body."""
+    """The pointer of the deepest value holding byte ``inner`` of ``seg``, read from
+    the segment's own bytes where they are one JSON value, else from the body."""
     from ._compare import _body_offset
     from .locate import pointer_at
 

@@ -1,8 +1,6 @@
 """Name the change that broke a cached prefix: :func:`classify` takes both
 cache views and the first differing segment and returns the cause kind and,
-where the bytes tell, the change (tool added/removed/reordered, description
-edited, key order drift, volatile value, reasoning dropped, message removed
-or inserted, text edited)."""
+where the bytes tell, the change (tool added, key order drift, volatile value...)."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ import orjson
 from ..bytediff import first_divergence
 from ..wire import Segment
 
-__all__ = ["KINDS", "Cause", "classify"]
+__all__ = ["KINDS", "Cause", "classify", "tool_name"]
 
 KINDS = ("identical", "appended_only", "params_changed", "tools_changed",
          "system_changed", "messages_rewritten")
@@ -30,9 +28,7 @@ _RANK = {"params": 0, "tools": 1, "system": 2, "message": 3}
 @dataclass(frozen=True)
 class Cause:
     """What broke the prefix: ``kind`` (one of :data:`KINDS`) and a one-line
-    ``detail``. ``summary`` (a deepdiff of the first differing segments) is
-    computed on first use: importing deepdiff costs more than the rest of a
-    small ``fidelity diff``, and only the JSON output shows it."""
+    ``detail``; ``summary`` is computed on first use (importing deepdiff is slow)."""
 
     kind: str
     detail: str | None = None
@@ -65,7 +61,7 @@ def classify(p: Sequence[Segment], c: Sequence[Segment], split: int | None,
             # the tool lists by name: the first tools of each side are different tools
             # whose schemas have nothing to compare
             # (name -> position: deepdiff names the tools added, removed or moved)
-            pair = tuple(orjson.dumps({str(_tool_name(side[i].data)): n for n, i in enumerate(_at(side, "tools"))})
+            pair = tuple(orjson.dumps({str(tool_name(side[i].data)): n for n, i in enumerate(_at(side, "tools"))})
                          for side in (p, c))  # type: ignore[assignment]
         return Cause("tools_changed", detail, pair)
     if kind == "system":
@@ -109,24 +105,22 @@ def _params_detail(a: bytes, b: bytes) -> str:
     return "parameter key order changed"
 
 
-def _tool_name(data: bytes) -> str | None:
-    value = _json(data)
+def _tool_def(value: Any) -> dict[str, Any] | None:
+    """A tool's definition: Chat's ``function`` object, else the tool itself (``None``: not an object)."""
     if not isinstance(value, dict):
         return None
     fn = value.get("function")
-    inner = fn if isinstance(fn, dict) else value
-    name = inner.get("name")
+    return fn if isinstance(fn, dict) else value
+
+
+def tool_name(data: bytes) -> str | None:
+    name = (_tool_def(_json(data)) or {}).get("name")
     return name if isinstance(name, str) else None
 
 
-#: the public name other packages call (the scan's break labels)
-tool_name = _tool_name
-
-
 def _at(segs: Sequence[Segment], kind: str) -> list[int]:
-    """Where the segments of ``kind`` are in ``segs``, read from their kinds
-    alone when the sequence gives those (``kinds``: the scan's segments,
-    whose bytes come from a file, so that a break reads the few it names)."""
+    """Where the segments of ``kind`` are in ``segs`` (from ``segs.kinds`` where the
+    sequence has it: the scan's segments, whose bytes are read only when named)."""
     kinds = getattr(segs, "kinds", None)
     if kinds is None:
         kinds = [s.kind for s in segs]
@@ -134,8 +128,8 @@ def _at(segs: Sequence[Segment], kind: str) -> list[int]:
 
 
 def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str:
-    pn = [_tool_name(p[i].data) for i in _at(p, "tools")]
-    cn = [_tool_name(c[i].data) for i in _at(c, "tools")]
+    pn = [tool_name(p[i].data) for i in _at(p, "tools")]
+    cn = [tool_name(c[i].data) for i in _at(c, "tools")]
     added = [n for n in cn if n not in pn]
     removed = [n for n in pn if n not in cn]
     if added and not removed:
@@ -147,7 +141,7 @@ def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str
     if pn != cn:
         return "tools reordered: " + " ".join(map(str, cn))
     a, b = p[split], c[split]
-    name = _tool_name(b.data)
+    name = tool_name(b.data)
     va, vb = _json(a.data), _json(b.data)
     if va == vb:
         return f"key order changed in the schema of tool {name}"
@@ -161,11 +155,7 @@ def _tools_detail(p: Sequence[Segment], c: Sequence[Segment], split: int) -> str
 
 
 def _description(value: Any) -> Any:
-    if isinstance(value, dict):
-        fn = value.get("function")
-        inner = fn if isinstance(fn, dict) else value
-        return inner.get("description")
-    return None
+    return (_tool_def(value) or {}).get("description")
 
 
 def _strip_description(value: Any) -> Any:
@@ -284,14 +274,9 @@ def _deepdiff(a: bytes, b: bytes) -> dict[str, Any] | None:
     return out or None
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "(absent)"
-
-
-_MISSING = _Missing()
+_MISSING = object()
 
 
 def _short(value: Any, width: int = 60) -> str:
-    text = repr(value) if isinstance(value, _Missing) else json.dumps(value, ensure_ascii=False)
+    text = "(absent)" if value is _MISSING else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -10,16 +10,8 @@ __all__ = ["pointer_at"]
 
 
 def pointer_at(body: bytes, offset: int) -> str:
-    """Pointer of the deepest value in ``body`` whose span contains ``offset``.
-
-    An offset on a key, a comma or a bracket belongs to the enclosing
-    value; an offset at or past the end belongs to the root (``""``).
-
-    >>> pointer_at(b'{"a":[1,{"b":"xyz"}]}', 15)
-    '/a/1/b'
-    >>> pointer_at(b'{"a":[1,{"b":"xyz"}]}', 2)
-    ''
-    """
+    """Pointer of the deepest value in ``body`` whose span contains ``offset``; an
+    offset on a key, comma or bracket belongs to the enclosing value, one past the end to ``""``."""
     start = skip_ws(body, 0)
     end = skip_value(body, start)
     path = ""

@@ -1,12 +1,6 @@
-"""Cached tokens a child loses to where it parts from its parent.
-
-"Lost" is what the child could have read from the cache its parent left had
-its prompt kept the parent's bytes, less what it does read. Explicit
-breakpoint caches count surviving and lost entries by token position and
-cache level; automatic prefix caches round the shared prefix. Positions are
-token offsets in the provider's cache order with partial invalidation
-(:mod:`fidelity.cache.invalidation`) folded in. The rules: docs/diff-lost.md,
-"Breakpoints by position, not by segment index"."""
+"""Cached tokens a child loses to where it parts from its parent: what it could
+have read from the cache its parent left had it kept the parent's bytes, less
+what it does read. The rules: docs/diff-lost.md."""
 
 from __future__ import annotations
 
@@ -22,8 +16,7 @@ __all__ = ["lost_tokens", "parent_entries", "surviving_entries"]
 
 
 def parent_entries(cm: CacheModel, parent: PromptTokens) -> list[int]:
-    """Prefix lengths the parent left in an explicit-breakpoint cache: its
-    breakpoints that reach the model's minimum (empty for other caches)."""
+    """Prefix lengths the parent left in an explicit-breakpoint cache (empty for other caches)."""
     from ..cache._breakpoints import BreakpointCache
 
     if not isinstance(cm, BreakpointCache):
@@ -32,9 +25,8 @@ def parent_entries(cm: CacheModel, parent: PromptTokens) -> list[int]:
 
 
 def surviving_entries(entries: Sequence[int], child: PromptTokens, shared: int) -> list[int]:
-    """The parent entries a child keeps: ending within the ``shared`` tokens
-    at the start of both prompts, where a content block (or a breakpoint)
-    of the child ends too."""
+    """The parent entries a child keeps: ending within the ``shared`` leading
+    tokens, where a content block or breakpoint of the child ends too."""
     cuts = set(child.blocks) | set(child.breakpoints)
     return [b for b in entries if b <= shared and b in cuts]
 
@@ -42,11 +34,9 @@ def surviving_entries(entries: Sequence[int], child: PromptTokens, shared: int) 
 def lost_tokens(cm: CacheModel, parent: PromptTokens, child: PromptTokens, read: int,
                 *, same_key: bool = True, shared: int | None = None,
                 levels: tuple[Sequence[int], Sequence[int]] | None = None) -> int:
-    """Tokens the child loses against a child that kept the parent's prefix.
-    ``read``: the child's predicted cached tokens; ``same_key``: parent and child
-    share a cache partition; ``shared``: agreeing leading tokens (computed when
-    not given); ``levels``: token offsets where each cache level starts in the
-    parent and the child (``None``: one level from 0)."""
+    """Tokens the child loses against a child that kept the parent's prefix (``read``:
+    its predicted cached tokens; ``shared``: agreeing leading tokens, computed when not
+    given; ``levels``: where each cache level starts in parent and child)."""
     from ..cache._breakpoints import BreakpointCache
     from ..cache.simulator import simulated
 
@@ -73,9 +63,7 @@ def lost_tokens(cm: CacheModel, parent: PromptTokens, child: PromptTokens, read:
 
 
 def _level(starts: Sequence[int], offset: int) -> int:
-    """The cache level of a prefix ending at ``offset``: the last one that
-    starts before it (an entry that ends where the next level starts
-    belongs to the level it closes)."""
+    """The cache level of a prefix ending at ``offset``: the last one that starts before it."""
     level = 0
     for i, start in enumerate(starts):
         if start < offset:

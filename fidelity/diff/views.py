@@ -1,16 +1,7 @@
 """Every view of a :class:`~fidelity.diff.DiffResult`, built from the same
 figures: :func:`to_json` (``fidelity.diff/1``), :func:`console` (rich; the
 only importer of ``rich``), :func:`text_lines` (the failure text of
-``assert_prefix_preserved``) and :func:`annotation` (a gate row's detail).
-
->>> import json
->>> from fidelity.diff import compare, views
->>> body = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
->>> r = compare(body, body)
->>> views.annotation(r)
-'identical'
->>> views.text_lines(r)[0]
-'prefix preserved (openai-chat, gpt-4o): identical'"""
+``assert_prefix_preserved``) and :func:`annotation` (a gate row's detail)."""
 
 from __future__ import annotations
 
@@ -57,7 +48,7 @@ def to_json(result: DiffResult) -> dict[str, Any]:
             "parent_bytes": result.raw.parent_size,
             "child_bytes": result.raw.child_size,
             "pointer": view.raw_pointer,
-            "note": raw_note(result),
+            "note": view.raw_note,
         },
         "cache_view": {
             "identical": view.first_divergent_byte is None,
@@ -115,13 +106,6 @@ def segment_name(result: DiffResult) -> str | None:
     return name if head.rstrip("s") == kind.rstrip("s") else f"{name} ({kind})"
 
 
-def raw_note(result: DiffResult) -> str | None:
-    """Why the raw first divergent byte is not the cache view's, when they
-    name different places (``None`` when the same or the bodies are
-    identical)."""
-    return None if result.raw.identical else result.view.raw_note
-
-
 def headline(result: DiffResult) -> tuple[bool, str]:
     """``(ok, verdict)``: whether no cached token is lost, and the words for it."""
     if result.cause.kind in PRESERVED:
@@ -131,20 +115,14 @@ def headline(result: DiffResult) -> tuple[bool, str]:
     return False, "✘ prefix broken"
 
 
-def _tokens_line(result: DiffResult) -> str:
-    t = result.tokens
-    return f"[{t.tokenizer}{', estimated' if t.estimated else ''}]"
-
-
 def fields(result: DiffResult) -> list[tuple[str, str]]:
     """``(label, value)`` rows of the console view, in order."""
     raw, view = result.raw, result.view
     rows = [("dialect", f"{result.dialect} ({result.provider}), model {result.model}"),
             ("raw bytes", "identical" if raw.identical else
              f"first divergent byte {raw.first_divergent_byte} of {raw.parent_size} / {raw.child_size}")]
-    note = raw_note(result)
-    if note:
-        rows.append(("", note))
+    if view.raw_note:
+        rows.append(("", view.raw_note))
     if view.segment is not None:
         rows.append(("cache view", f"first divergent byte {view.first_divergent_byte}, "
                      f"segment {segment_name(result)}, pointer {view.pointer!r}"))
@@ -154,7 +132,7 @@ def fields(result: DiffResult) -> list[tuple[str, str]]:
         rows.append(("cache view", "identical"))
     t, c = result.tokens, result.cache
     rows.append(("tokens", f"common prefix {t.common_prefix:,} · parent {t.parent_prompt:,} · child "
-                 f"{t.child_prompt:,}  {_tokens_line(result)}"))
+                 f"{t.child_prompt:,}  [{t.tokenizer}{', estimated' if t.estimated else ''}]"))
     rows.append(("cache", f"predicted cached {c.predicted_cached:,} · lost {c.lost:,}  [{c.model}]"))
     if result.cost:
         rows.append(("cost", f"{formats.usd(result.cost.usd_lost, 6)} lost per child request "
@@ -185,16 +163,12 @@ def console(result: DiffResult) -> Group:
     for label, value in fields(result):
         table.add_row(label, Text(value) if label in ("parent", "child") else value)
     lines = break_lines(result)
-    if not lines:
-        return Group(head, table)
-    return Group(head, table, Text("\n".join(lines)))
+    return Group(head, table, Text("\n".join(lines))) if lines else Group(head, table)
 
 
 def break_lines(result: DiffResult) -> list[str]:
-    """Every break, one entry each in cache order: cause, where, what it
-    covers and what fixing it and the ones before keeps; the last line what
-    a fully fixed child keeps (empty when the breaks were not computed or
-    there are none)."""
+    """Every break in cache order (cause, where, what it covers, what fixing it and
+    the ones before keeps), then what a fully fixed child keeps; empty without breaks."""
     breaks = result.breaks
     if not breaks:
         return []
@@ -233,9 +207,8 @@ def text_lines(result: DiffResult, verdict: str | None = None) -> list[str]:
         lines.append(f"  segment: {segment_name(result)}   pointer: {v.pointer or '(params)'}")
     lines.append(f"  first divergent byte: {v.first_divergent_byte} in the cache view, "
                  f"{result.raw.first_divergent_byte} in the raw body")
-    note = raw_note(result)
-    if note:
-        lines.append(f"  ({note})")
+    if v.raw_note:
+        lines.append(f"  ({v.raw_note})")
     if v.parent_excerpt is not None:
         lines.append(f"  parent: {v.parent_excerpt}")
     if v.child_excerpt is not None:

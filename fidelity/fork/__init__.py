@@ -4,15 +4,8 @@ parent, one module per harness rule.
 Builders (``completed-turn``, ``gemini-placeholder``, ``claude-placeholder``,
 ``cache-safe``, ``cache-safe-fallback``, ``spawn``) are pure functions
 ``(parent: Request, directive: str) -> Request``; sibling children differ only
-in the directive's bytes. :func:`fork_request` picks one by name. Each rule
-and its source: docs/fork.md.
-
->>> from fidelity.model import Message, Request, Route, Text
->>> parent = Request(Route("deepseek", "deepseek-v4-flash"),
-...                  messages=(Message("user", (Text("hi"),)), Message("assistant", (Text("hello"),))))
->>> child = fork_request(parent, "spawn", "count the files")
->>> [m.text() for m in child.messages]
-['count the files']"""
+in the directive's bytes. :func:`fork_request` picks one by name. Each rule,
+its source and examples: docs/fork.md."""
 
 from __future__ import annotations
 
@@ -81,10 +74,9 @@ def names() -> list[str]:
 
 
 def fork_request(parent: Request, builder: str | Builder, directive: str, **options: Any) -> Request:
-    """The child's first request made from ``parent`` by ``builder`` (a name
-    from :data:`BUILDERS` or a callable of the same shape). ``options`` go to
-    the builder. Raises :class:`~fidelity.errors.UnknownName` for an unknown
-    name, :class:`~fidelity.errors.ForkUnavailable` when the builder refuses."""
+    """The child's first request made from ``parent`` by ``builder`` (a name from
+    :data:`BUILDERS` or a callable), ``options`` passed on; :class:`~fidelity.errors.UnknownName`
+    or :class:`~fidelity.errors.ForkUnavailable` when it cannot."""
     if isinstance(builder, str):
         builder = BUILDERS.get(builder)
     return builder(parent, directive, **options)

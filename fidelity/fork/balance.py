@@ -34,9 +34,7 @@ class Problem:
 
 
 def side_of(message: Message) -> Side:
-    """The conversation side a message sits on: ``assistant`` for the model,
-    ``user`` for everything the client sends (``user`` and OpenAI-style
-    ``tool`` messages). Gemini knows only ``user`` and ``model`` turns."""
+    """``assistant`` for the model's messages, ``user`` for everything the client sends."""
     return "assistant" if message.role == MODEL_SIDE else "user"
 
 
@@ -50,11 +48,7 @@ def history_problems(
     answered exactly once (matching name) before the next assistant message, no
     orphan or misplaced result, no duplicate call id, no empty message, roles
     ``user``/``assistant``/``tool`` only; with ``alternation`` the two sides
-    alternate; with ``ends_with`` a non-empty history ends on that side.
-
-    >>> from fidelity.model import Message, Text, ToolCall
-    >>> [str(p) for p in history_problems([Message("assistant", (ToolCall("c1", "ls"),))])]
-    ["message 0: tool call 'c1' (ls) has no result"]"""
+    alternate; with ``ends_with`` a non-empty history ends on that side."""
     problems: list[Problem] = []
     last_assistant: int | None = None
     for index, message in enumerate(messages):

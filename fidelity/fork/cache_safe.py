@@ -25,15 +25,13 @@ __all__ = [
     "query_request",
 ]
 
-HISTORY_WINDOW = 40
-"""Qwen Code ``createForkedChat``: ``maxHistoryEntries = 40``."""
+HISTORY_WINDOW = 40  # Qwen Code createForkedChat: maxHistoryEntries = 40
 
 DEFAULT_FORK_SYSTEM_PROMPT = (
     "You are a forked worker. The conversation shows your directive; carry it out "
     "with the tools you have and report once at the end. Do not start subagents."
 )
-"""fidelity's own wording for the fallback system prompt (Qwen Code's
-``FORK_AGENT.systemPrompt`` plays this part)."""
+"""fidelity's own wording, in the place of Qwen Code's ``FORK_AGENT.systemPrompt``."""
 
 
 def _head_bytes(system: tuple[SystemBlock, ...], tools: tuple[Tool, ...]) -> tuple[bytes, bytes]:
@@ -56,27 +54,15 @@ class CacheSafeParams:
 @dataclass(frozen=True)
 class CacheSafeStore:
     """Immutable holder of the current snapshot (Qwen Code keeps one module
-    global; here each :meth:`update` returns a new store).
-
-    >>> from fidelity.model import Request, Route, SystemBlock
-    >>> parent = Request(Route("dashscope", "qwen3-coder-plus"), system=(SystemBlock("Be useful."),))
-    >>> store = CacheSafeStore().update(parent)
-    >>> store.snapshot.version, store.update(parent).snapshot.version
-    (1, 1)
-    >>> store.update(parent.with_params(temperature=0)).snapshot.version
-    1
-    """
+    global; here each :meth:`update` returns a new store; example: docs/fork.md)."""
 
     snapshot: CacheSafeParams | None = None
     window: int = HISTORY_WINDOW
 
     def update(self, request: Request) -> CacheSafeStore:
-        """Snapshot ``request`` (call it after a completed parent turn, with
-        the model's reply in ``request.messages``). The version goes up by one
-        when the serialised system or tools differ from the previous
-        snapshot's, or when there was none; history, model and parameter
-        changes keep it (``saveCacheSafeParams`` compares only
-        ``systemInstruction`` and ``tools``)."""
+        """Snapshot ``request`` after a completed parent turn; the version goes up
+        only when the serialised system or tools change (``saveCacheSafeParams``
+        compares only ``systemInstruction`` and ``tools``)."""
         previous = self.snapshot
         version = previous.version if previous else 0
         if previous is None or _head_bytes(previous.system, previous.tools) != _head_bytes(request.system, request.tools):
@@ -99,12 +85,9 @@ def fork_request(
     fallback_tools: Sequence[Tool] | None = None,
     **options: str,
 ) -> Request:
-    """The fork child's first request, head taken from the snapshot.
-
-    With a snapshot: route, system, tools and parameters from it; messages by
-    :func:`fidelity.fork.gemini_placeholder.plan` on the parent's live history
-    (``options`` go there). Without one: system ``fallback_system``, tools
-    ``fallback_tools`` (default: the parent's), route and parameters the parent's."""
+    """The fork child's first request: head from the snapshot (without one:
+    ``fallback_system``, ``fallback_tools`` or the parent's), messages by
+    :func:`fidelity.fork.gemini_placeholder.plan` on the parent's history."""
     if isinstance(snapshot, CacheSafeStore):
         snapshot = snapshot.snapshot
     messages = gemini_placeholder.plan(parent.messages, directive, **options).messages()
@@ -116,9 +99,7 @@ def fork_request(
 
 def query_request(snapshot: CacheSafeParams | CacheSafeStore, user_message: str) -> Request:
     """A forked query (Qwen Code ``runForkedQuery``): the snapshot's head and
-    windowed history, then ``user_message``. With more than ``window``
-    entries the history no longer starts where the parent's does, so its
-    prefix differs from the parent's from the first message on."""
+    windowed history, then ``user_message``."""
     if isinstance(snapshot, CacheSafeStore):
         if snapshot.snapshot is None:
             raise ForkUnavailable("fork unavailable: no CacheSafeParams snapshot yet (no completed parent turn)")

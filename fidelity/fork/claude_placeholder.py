@@ -18,8 +18,7 @@ from .gemini_placeholder import DEFAULT_BOILERPLATE, child_message, ensure_not_i
 __all__ = ["PLACEHOLDER_TEXT", "messages", "fork_request"]
 
 PLACEHOLDER_TEXT = "Fork started — processing in background"
-"""Claude Code's ``FORK_PLACEHOLDER_RESULT``: the text of every placeholder
-tool result, identical across siblings so that their prefixes match."""
+"""Claude Code's ``FORK_PLACEHOLDER_RESULT``: every placeholder tool result's text."""
 
 
 def messages(
@@ -29,12 +28,9 @@ def messages(
     placeholder: str = PLACEHOLDER_TEXT,
     boilerplate: str = DEFAULT_BOILERPLATE,
 ) -> tuple[Message, ...]:
-    """The child's request messages (Claude Code ``buildForkedMessages``): with
-    tool uses in the parent's last assistant message, it stays, then one user
-    message with a placeholder result per tool use in call order and the child
-    message after them; otherwise the history and a user message with the child
-    message. A trailing user-side message is dropped first; the
-    ``<fork-boilerplate>`` recursion guard applies."""
+    """The child's request messages (Claude Code ``buildForkedMessages``): the
+    history without trailing user-side messages, then one user message with a
+    placeholder result per tool use of the last assistant message and the child message."""
     ensure_not_in_fork_child(history)
     kept = tuple(history)
     while kept and side_of(kept[-1]) == "user":
@@ -46,8 +42,6 @@ def messages(
 
 
 def fork_request(parent: Request, directive: str, **options: str) -> Request:
-    """The child's first request: the parent's route, system, tools and
-    parameters unchanged (Claude Code threads the parent's rendered system
-    prompt and exact tool pool into the fork), messages = :func:`messages`.
-    ``options``: ``placeholder``, ``boilerplate``."""
+    """The child's first request: the parent's head unchanged (Claude Code threads
+    its rendered system prompt and tool pool into the fork), messages = :func:`messages`."""
     return replace(parent, messages=messages(parent.messages, directive, **options))

@@ -36,15 +36,12 @@ def _checked(events: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]
     return events
 
 
-def _body_start(events: Sequence[Mapping[str, Any]]) -> int:
+def _seed(events: Sequence[Mapping[str, Any]], end: int) -> tuple[Any, ...]:
+    """``events[:end]`` after the session header, frozen."""
     start = 0
     while start < len(events) and events[start]["type"] == HEADER_TYPE:
         start += 1
-    return start
-
-
-def _seed(events: Sequence[Mapping[str, Any]], end: int) -> tuple[Any, ...]:
-    return tuple(freeze(event) for event in events[_body_start(events) : end])
+    return tuple(freeze(event) for event in events[start:end])
 
 
 def completed_turn_seed(events: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:

@@ -33,8 +33,7 @@ __all__ = [
 ]
 
 FORK_BOILERPLATE_TAG = "fork-boilerplate"
-"""Tag that marks a child message; its presence in history means "this is a
-fork child" (seed 000 section 4)."""
+"""Tag that marks a child message (in history: "this is a fork child", seed 000 section 4)."""
 
 DIRECTIVE_PREFIX = "Directive: "
 
@@ -46,17 +45,13 @@ DEFAULT_BOILERPLATE = (
     "- Do not ask questions or wait for a reply; nobody is watching this run.\n"
     "- Finish with one short factual report of what you did and found."
 )
-"""fidelity's own default wording for the text inside the tag. Any wording
-works for cache fidelity as long as every sibling uses the same one."""
+"""fidelity's own wording inside the tag (any works if every sibling uses the same)."""
 
 PLACEHOLDER_OUTPUT = "Fork started — processing in background"
-"""The ``output`` of every placeholder ``functionResponse``: Qwen Code's
-``FORK_PLACEHOLDER_RESULT`` (``forkSubagent.ts``). Identical for all
-siblings, so their prefixes stay identical through the responses."""
+"""Every placeholder ``functionResponse``'s ``output``: Qwen Code's ``FORK_PLACEHOLDER_RESULT``."""
 
 ACK_TEXT = "Understood. Executing directive now."
-"""The model acknowledgement Qwen Code appends after the responses
-(``agent.ts`` fork path), so that the history ends with a model message."""
+"""The model acknowledgement Qwen Code appends after the responses (``agent.ts``)."""
 
 BEGIN_PROMPT = "Begin."
 """Qwen Code's task prompt when the directive already sits in the history."""
@@ -64,25 +59,20 @@ BEGIN_PROMPT = "Begin."
 
 @dataclass(frozen=True)
 class ForkPlan:
-    """What a Gemini fork child starts with: ``history`` (Qwen Code's
-    ``extraHistory``) and the ``task_prompt`` that agent-headless sends as
-    the next user message."""
+    """A Gemini fork child's ``history`` (Qwen Code's ``extraHistory``) and the
+    ``task_prompt`` sent as the next user message."""
 
     history: tuple[Message, ...]
     task_prompt: str
 
     def messages(self) -> tuple[Message, ...]:
-        """The child's first request messages: history, then the task prompt
-        as a user message."""
+        """History, then the task prompt as a user message."""
         return self.history + (Message("user", (Text(self.task_prompt),)),)
 
 
 def child_message(directive: str, *, boilerplate: str = DEFAULT_BOILERPLATE, tag: str = FORK_BOILERPLATE_TAG) -> str:
-    """The child message: a ``<tag>…</tag>`` block holding ``boilerplate``, a
-    blank line, then ``Directive: `` and the directive.
-
-    Layout from ``buildChildMessage`` (Qwen Code ``forkSubagent.ts``): the
-    directive comes last, so that sibling children differ only at the end.
+    """The child message (Qwen Code ``buildChildMessage``): a ``<tag>`` block
+    holding ``boilerplate``, then the directive last, so that siblings differ only at the end.
 
     >>> child_message("count files", boilerplate="Be brief.")
     '<fork-boilerplate>\\nBe brief.\\n</fork-boilerplate>\\n\\nDirective: count files'

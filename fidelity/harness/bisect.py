@@ -1,13 +1,6 @@
-"""First release whose verdict differs, by bisection over a release list.
-
-``signature(version)`` is whatever a release is judged by (the verdicts,
-causes and pointers of its subagent kinds at each provider); bisection
-assumes that the releases from ``good`` up to the change share ``good``'s
-signature and asks O(log n) of them.
-
->>> first_change(["1.0", "1.1", "1.2", "1.3", "1.4"], "1.0", "1.4", lambda v: v >= "1.3")
-('1.3', 4)
-"""
+"""First release whose verdict differs, by bisection over a release list:
+``signature(version)`` is whatever a release is judged by, and the releases
+from ``good`` up to the change are assumed to share ``good``'s."""
 
 from __future__ import annotations
 

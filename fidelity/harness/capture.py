@@ -64,15 +64,10 @@ def write_pair(folder: Path, run: Run, parent: bytes, child: bytes) -> None:
 def capture_kind(d: Descriptor, version: str, kind: Kind, exe: Path, root: Path, *,
                  timeout: float = 300) -> Capture:
     """Drive ``kind`` once and write its capture folder (replacing an old one)."""
-    folder = root / f"{d.name}-{version}" / kind.name
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    folder, meta = _fresh(d, version, kind, root)
     argv = d.argv_for(exe, kind)
-    shown = " ".join(a.replace("{bin}", d.binary).replace("{prompt}", "PROMPT") for a in d.argv)
-    meta: dict[str, object] = {"harness": d.name, "version": version, "kind": kind.name, "package": d.package,
-                               "family": d.family, "command": shown, "prompt": kind.prompt,
-                               "env": [f"{k}={v}" for k, v in kind.env]}
+    meta.update(command=" ".join(a.replace("{bin}", d.binary).replace("{prompt}", "PROMPT") for a in d.argv),
+                prompt=kind.prompt, env=[f"{k}={v}" for k, v in kind.env])
     with tempfile.TemporaryDirectory(prefix="fidelity-harness-") as tmp:
         try:
             run = drive(argv, d.env_for(kind), parse_script(kind.script), Path(tmp),
@@ -102,13 +97,19 @@ def capture_release(d: Descriptor, version: str, root: Path, *, kinds: list[str]
     return [capture_kind(d, version, k, exe, root, timeout=timeout) for k in chosen]
 
 
-def _failed(d: Descriptor, version: str, kind: Kind, root: Path, reason: str) -> Capture:
+def _fresh(d: Descriptor, version: str, kind: Kind, root: Path) -> tuple[Path, dict[str, object]]:
+    """An empty capture folder for ``kind`` (an old one removed) and its metadata's first members."""
     folder = root / f"{d.name}-{version}" / kind.name
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    meta: dict[str, object] = {"harness": d.name, "version": version, "kind": kind.name, "package": d.package,
-                               "family": d.family, "status": "failed", "reason": reason[:400]}
+    return folder, {"harness": d.name, "version": version, "kind": kind.name, "package": d.package,
+                    "family": d.family}
+
+
+def _failed(d: Descriptor, version: str, kind: Kind, root: Path, reason: str) -> Capture:
+    folder, meta = _fresh(d, version, kind, root)
+    meta.update(status="failed", reason=reason[:400])
     atomic_write(folder / "capture.toml", toml_text(meta).encode())
     return _read(folder)
 

@@ -1,14 +1,7 @@
 """Harness descriptors: one TOML file per harness under
-``fidelity/data/harnesses/``, so adding a harness is adding data.
-
-A descriptor says where the harness comes from, how to point it at the
-proxy, how to run it headless, and one ``[[kind]]`` per subagent mechanism
-(prompt and the upstream's rules: ``parent`` and ``child``); the fields:
-docs/harness.md, "Descriptors: a harness is data".
-
->>> d = load("qwen-code")
->>> d.package, [k.name for k in d.kinds]
-('@qwen-code/qwen-code', ['fork', 'general-purpose'])"""
+``fidelity/data/harnesses/`` (where it comes from, how to run it headless
+against the proxy, one ``[[kind]]`` per subagent mechanism), so adding a
+harness is adding data. The fields: docs/harness.md."""
 
 from __future__ import annotations
 

@@ -31,16 +31,8 @@ def cache_root() -> Path:
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    """``"0.24.10"`` -> ``(0, 24, 10)``: release order, not string order.
-
-    >>> sorted(["0.24.10", "0.24.9", "0.3"], key=version_key)
-    ['0.3', '0.24.9', '0.24.10']
-
-    A pre-release (``-alpha.N``, ``-beta.N``, ``-rc.N``) sorts before its release:
-
-    >>> sorted(["0.1.0", "0.1.0-rc.10", "0.1.0-rc.8", "0.1.0-beta.2"], key=version_key)
-    ['0.1.0-beta.2', '0.1.0-rc.8', '0.1.0-rc.10', '0.1.0']
-    """
+    """``"0.24.10"`` -> ``(0, 24, 10, 1)``: release order, not string order; a
+    pre-release (``-alpha.N``, ``-beta.N``, ``-rc.N``) sorts before its release."""
     main, _, pre = version.partition("-")
     numbers = tuple(int(p) for p in re.findall(r"\d+", main))
     m = re.match(r"(alpha|beta|rc)\.(\d+)$", pre)
@@ -50,21 +42,13 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 def stable(versions: list[str]) -> list[str]:
-    """The releases without pre-releases or platform builds, oldest first.
-
-    >>> stable(["0.2.0", "0.10.1-nightly.1", "0.10.1", "0.171.0-linux-x64"])
-    ['0.2.0', '0.10.1']
-    """
+    """The releases without pre-releases or platform builds, oldest first."""
     return sorted({v for v in versions if _STABLE.match(v)}, key=version_key)
 
 
 def with_prereleases(versions: list[str]) -> list[str]:
     """The releases and ``-alpha.N``/``-beta.N``/``-rc.N`` pre-releases (for a
-    harness that publishes nothing else), platform builds left out, oldest first.
-
-    >>> with_prereleases(["0.1.0-rc.8", "0.1.0-rc.6", "0.1.5-rc.2", "0.2.0-linux-x64"])
-    ['0.1.0-rc.6', '0.1.0-rc.8', '0.1.5-rc.2']
-    """
+    harness that publishes nothing else), platform builds left out, oldest first."""
     return sorted({v for v in versions if _STABLE.match(v) or _PRE.match(v)}, key=version_key)
 
 
@@ -100,11 +84,7 @@ def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
 
 
 def _why(output: str) -> str:
-    """The telling lines of a failed install (not npm's "a complete log" footer).
-
-    >>> _why("npm error code E404\\nnpm error 404 Not Found - x\\nnpm error A complete log of this run ...")
-    'npm error code E404; npm error 404 Not Found - x'
-    """
+    """The telling lines of a failed install (not npm's "a complete log" footer)."""
     lines = [ln.strip() for ln in output.splitlines()
              if ln.strip() and "complete log of this run" not in ln and not ln.startswith("npm error path")]
     return "; ".join(lines[:3])[:300] or "no output"

@@ -1,15 +1,13 @@
 """Each child against its parent, as sent to each provider that speaks the
-harness's wire format. :func:`judge` is the harness package's one call into
-the diff library (:func:`fidelity.diff.compare`, as ``fidelity diff``); its
-dollars are the diff result's cost (:mod:`fidelity.pricing`), per 1,000
-spawns the same figure in a larger unit."""
+harness's wire format, through the proxy's verdict
+(:func:`fidelity.proxy.parent.judge`, the differ's); dollars per 1,000 spawns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..diff import compare
 from ..proxy.harness_rows import SCENARIOS, Scenario
+from ..proxy.parent import judge as verdict_of
 
 __all__ = ["Finding", "PROVIDERS", "VERDICTS", "judge", "providers_for", "provider_id", "verdict"]
 
@@ -70,19 +68,8 @@ class Finding:
 
 def judge(parent: bytes, child: bytes, sc: Scenario, *, parent_path: str | None = None,
           child_path: str | None = None) -> Finding:
-    r = compare(parent, child, dialect=sc.dialect, model=sc.model, endpoint=sc.endpoint,
-                parent_path=parent_path, child_path=child_path)
-    seg = r.view.segment
-    return Finding(
-        provider=sc.label,
-        verdict=verdict(r.cache.lost, r.cache.predicted_cached),
-        segment=None if seg is None else f"{seg[0]}[{seg[1]}]",
-        pointer=r.view.pointer,
-        cause=r.cause.kind,
-        cause_detail=r.cause.detail,
-        kept_tokens=r.cache.predicted_cached,
-        lost_tokens=r.cache.lost,
-        child_prompt=r.tokens.child_prompt,
-        estimated=r.tokens.estimated,
-        usd_per_1000=None if r.cost is None else round(r.cost.usd_lost * 1000, 4),
-    )
+    v = verdict_of(parent, child, sc.dialect, model=sc.model, endpoint=sc.endpoint, parent_path=parent_path,
+                   child_path=child_path)
+    return Finding(sc.label, verdict(v.lost_tokens, v.predicted_cached), v.segment, v.pointer, v.cause, v.detail,
+                   v.predicted_cached, v.lost_tokens, v.prompt_tokens, v.estimated,
+                   None if v.usd_lost is None else round(v.usd_lost * 1000, 4))

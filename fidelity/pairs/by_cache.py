@@ -1,17 +1,11 @@
 """Pair the requests of a snapshot folder by what the cache would read.
 
-A folder of snapshots is not a chain of (previous, next) pairs: agents
-interleave, imported recordings sit side by side, and a request after
-``/compact`` reads what a much earlier request wrote. :func:`pairs_by_cache`
-replays the folder in request time order (the ``time`` metadata; ``seq``
-and then the file name among equal or unknown times, never the order the
-file system lists them in) through each provider's
-:class:`~fidelity.cache.simulator.Simulator`, and pairs every request with
-the earlier request it actually reads from; a request that reads nothing
-is paired with the one sharing its longest prefix (what explains the miss),
-else with the fork parent its metadata names, else with the previous
-request of the same model.
-"""
+:func:`pairs_by_cache` replays the folder in request time order (``time``, then
+``seq`` and the file name) through each provider's
+:class:`~fidelity.cache.simulator.Simulator` and pairs every request with the
+earlier one it reads from; one that reads nothing, with the one sharing its
+longest prefix, else its metadata's fork parent, else the previous request of
+the same model."""
 
 from __future__ import annotations
 
@@ -25,16 +19,15 @@ from ..cache.prompts import cache_prompt
 from ..cache.simulator import Prediction, Simulator
 from ..capture import snapshot
 from ..errors import FidelityError
+from ..traffic.exchange import iso_seconds
 
 __all__ = ["CachePair", "pairs_by_cache", "request_order"]
 
 
 @dataclass(frozen=True)
 class CachePair:
-    """A child request, the earlier request it is compared with, and why:
-    ``how`` is ``"reads"`` (the simulated cache reads from it),
-    ``"nearest"`` (longest shared prefix, nothing readable), ``"parent"``
-    (the metadata's fork parent) or ``"previous"``."""
+    """A child request, the earlier request it is compared with, and why (``how``:
+    ``"reads"``, ``"nearest"``, ``"parent"`` or ``"previous"``; see the module doc)."""
 
     parent: snapshot.Loaded
     child: snapshot.Loaded
@@ -54,23 +47,15 @@ def _meta(path: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _time(meta: dict[str, Any]) -> float | None:
-    from ..traffic.exchange import iso_seconds
-
-    return iso_seconds(meta.get("time"))
-
-
 def request_order(folder: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     """Request files of ``folder`` in request time order (see module docstring)."""
     items = []
     for p in snapshot.iter_folder(folder):
         meta = _meta(p)
         seq = meta.get("seq") if isinstance(meta.get("seq"), int) else None
-        items.append((p, meta, _time(meta), seq))
-    if items and all(t is not None for _, _, t, _ in items):
+        items.append((p, meta, iso_seconds(meta.get("time")), seq))
+    if items and all(t is not None for _, _, t, _ in items):  # else iter_folder's order: seq, then file name
         items.sort(key=lambda it: (it[2], it[3] if it[3] is not None else 0, snapshot._natural(it[0].name)))  # noqa: SLF001
-    else:  # snapshot.iter_folder's own order: seq, then natural file name
-        pass
     return [(p, meta) for p, meta, _, _ in items]
 
 
@@ -87,7 +72,7 @@ def pairs_by_cache(folder: str | Path, **params: Any) -> Iterator[CachePair]:
         key: tuple[str, str] | None = None
         try:
             cp = cache_prompt(body, dialect=snap.provider if snap else None, model=snap.model if snap else None,
-                              time=_time(meta), label=label, path=str(path))
+                              time=iso_seconds(meta.get("time")), label=label, path=str(path))
             key = (cp.cache_model, cp.model)
             sim = sims.get(key)
             if sim is None:

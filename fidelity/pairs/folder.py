@@ -1,15 +1,9 @@
 """Diff one (parent, child) pair of recorded requests, or say why not.
 
-A folder of real traffic mixes model requests with embeddings, uploads,
-token counting and APIs fidelity does not render (Bedrock Converse).
-:func:`compare_pair` weighs the evidence for each request (URL and snapshot
-metadata first, body marks second: :func:`fidelity.wire.evidence.detect_request`),
-takes the model from the body, else the snapshot metadata, else the URL
-(``--model`` overrides all three), and compares. In a folder
-(``lenient=True``) a pair it cannot compare becomes a :class:`Skipped` with
-a reason, so one unsupported request never stops ``fidelity diff FOLDER``
-or ``fidelity gate --snapshots``; :func:`summary` counts them.
-"""
+:func:`compare_pair` detects each request's dialect and model
+(:func:`fidelity.wire.evidence.detect_request`) and compares; in a folder
+(``lenient=True``) a pair it cannot compare (embeddings, an API fidelity does
+not render) becomes a :class:`Skipped` with a reason, counted by :func:`summary`."""
 
 from __future__ import annotations
 
@@ -25,6 +19,7 @@ from ..capture.classify import classify
 from ..diff import DiffResult, compare, compare_with_breaks
 from ..errors import InputError
 from ..providers import placed_url
+from ..traffic.exchange import iso_seconds
 
 __all__ = ["Skipped", "compare_pair", "summary", "describe_request"]
 
@@ -59,24 +54,17 @@ def describe_request(path: str, body: bytes, meta: Any, *, provider: str | None 
 def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model: str | None = None,
                  prices: Any = None, lenient: bool = False, notes: list[str] | None = None,
                  endpoint: str | None = None, at: Any = None, with_breaks: bool = False) -> DiffResult | Skipped:
-    """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests
-    (``path, body, meta``). ``lenient``: a pair that cannot be compared is a
-    :class:`Skipped` instead of an :class:`InputError`. ``endpoint``: where
-    the requests went (default: the parent snapshot's URL), for caches that
-    depend on it. ``at``: when the child is sent (time-of-day prices). The
-    snapshots' ``time`` metadata, where both have it, is when each was sent
-    (an expired parent is read as the folder's simulated cache reads it).
-    ``with_breaks``: list every break (:attr:`DiffResult.breaks`)."""
+    """Compare two :class:`~fidelity.capture.snapshot.Loaded` requests, the model from
+    ``model``, else the body, the snapshot metadata, the URL (``lenient``: a pair that cannot
+    be compared is a :class:`Skipped`, not an :class:`InputError`; ``endpoint``: default the
+    parent snapshot's URL; ``at``: when the child is sent; ``with_breaks``: every break)."""
     p_name, c_name = str(parent.path), str(child.path)
     # a file that is not valid JSON is bad input, in a folder too (one line, exit 2);
     # each body is parsed here once, and the parse is handed on (jsonio.parsed_once)
-    parsed: list[Any] = []
-    for name, loaded in ((p_name, parent), (c_name, child)):
-        if loaded.meta is None or classify(loaded.meta.method, loaded.meta.url, dict(loaded.meta.headers),
-                                           loaded.body).generation:
-            parsed.append(jsonio.loads(loaded.body, path=name))
-        else:
-            parsed.append(None)
+    parsed: list[Any] = [
+        jsonio.loads(loaded.body, path=name) if loaded.meta is None
+        or classify(loaded.meta.method, loaded.meta.url, dict(loaded.meta.headers), loaded.body).generation else None
+        for name, loaded in ((p_name, parent), (c_name, child))]
     try:
         with _given(parent.body, parsed[0]), _given(child.body, parsed[1]):
             p_found, p_why = describe_request(p_name, parent.body, parent.meta, provider=provider)
@@ -115,10 +103,7 @@ def compare_pair(parent: Any, child: Any, *, provider: str | None = None, model:
 
 
 def _times(p_meta: Any, c_meta: Any) -> tuple[float, float] | None:
-    """When the two snapshots were sent, where both say so (their ``time``
-    metadata), as :func:`fidelity.diff.compare` takes them."""
-    from ..traffic.exchange import iso_seconds
-
+    """When the two snapshots were sent, where both say so (their ``time`` metadata)."""
     got = [iso_seconds(t) if isinstance(t := getattr(m, "time", None), str) else None for m in (p_meta, c_meta)]
     return (got[0], got[1]) if got[0] is not None and got[1] is not None else None
 
@@ -140,10 +125,8 @@ def _fits(dialect: str, body: bytes) -> bool:
 
 
 def summary(skipped: Iterable[Skipped]) -> str | None:
-    """One line: how many pairs were not compared, and the requests that
-    caused it counted by reason (``None`` when none). A request that is not
-    a model request spoils the pair before it and the pair after it; it is
-    counted once."""
+    """One line: how many pairs were not compared, and the requests that caused
+    it counted once each by reason (``None`` when none)."""
     skipped = list(skipped)
     if not skipped:
         return None

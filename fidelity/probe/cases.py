@@ -1,27 +1,8 @@
-"""Probe cases: a parent request and its child (sometimes more), built from
-a few parameters, so that the engine test (hypothesis draws the
-parameters) and ``fidelity probe --cases N`` (a seeded generator draws
-them) send the same kinds of traffic.
-
-Kinds, each aimed at one cache rule:
-
-* ``boundary``: parent and child share ``k`` blocks plus ``delta`` in
-  {-1, 0, +1} tokens, then diverge (whole-block reuse).
-* ``identical``: the same prompt twice (the last prompt token is always
-  computed: at most n-1 cached).
-* ``extension``: the child is the parent plus more tokens (a next turn).
-* ``first-block``: the child diverges inside the first block (nothing reused).
-* ``eviction``: parent, then an unrelated filler of ``filler_blocks``
-  blocks, then the parent extended: on an engine with a small KV cache the
-  filler evicts the parent's blocks, last block first.
-* ``chat``: Chat Completions bodies with a system prompt and tools, the
-  child a later turn of the same conversation (template, then prefix).
-* ``fixture``: a bundled session's parent request and a composition
-  variant's child, rendered by the ``vllm`` dialect.
-
-Token ids are drawn from ``TOKEN_RANGE`` (ordinary vocabulary entries of
-the DeepSeek tokenizer, no special tokens) and each case starts with
-fresh random ids, so cases do not share prefixes by accident.
+"""Probe cases: a parent request and its child (sometimes more), built from a
+few parameters, so that the engine test (hypothesis) and ``fidelity probe
+--cases N`` (a seeded generator) send the same kinds of traffic; each kind aims
+at one cache rule (the table: docs/probe.md). Each case starts with fresh
+random ids from ``TOKEN_RANGE``, so cases do not share prefixes by accident.
 """
 
 from __future__ import annotations
@@ -31,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "TOKEN_RANGE", "ProbeCase", "token_case", "chat_case", "fixture_case", "fixture_variants", "fixture_variants_of",
+__all__ = ["KINDS", "TOKEN_RANGE", "ProbeCase", "token_case", "chat_case", "fixture_case", "fixture_variants",
            "generate"]
 
 KINDS = ("boundary", "identical", "extension", "first-block", "eviction", "chat", "fixture")
@@ -142,11 +123,6 @@ def fixture_variants() -> list[tuple[str, str]]:
 
     sessions = [s.name for s in fixtures.load().sessions]
     return [(s, v) for s in sessions for v in compose.variant_names()]
-
-
-def fixture_variants_of(session: str) -> list[str]:
-    """Variant names of the bundled fixtures for one session."""
-    return [v for s, v in fixture_variants() if s == session]
 
 
 def fixture_case(session: str, variant: str, *, model: str = "fidelity-tiny") -> ProbeCase:

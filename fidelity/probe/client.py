@@ -1,13 +1,7 @@
-"""A minimal client for OpenAI-compatible endpoints: send one request, read
-back the prompt tokens and the cached prompt tokens the server reports,
-through the one usage parser (:func:`fidelity.traffic.usage.cache_report`:
-OpenAI, vLLM and SGLang's ``prompt_tokens_details.cached_tokens``,
-DeepSeek's ``prompt_cache_hit_tokens``, llama.cpp's ``timings.cache_n``).
-
-The API key is read from an environment variable whose name the caller
-gives; it is sent in the ``Authorization`` header and nowhere else (never
-logged, never written). Every failure is a :class:`ProbeError`: one line
-that names the endpoint and the problem.
+"""A minimal client for OpenAI-compatible endpoints: send one request, read back
+the prompt and cached tokens it reports (:func:`fidelity.traffic.usage.cache_report`).
+The API key, from a named environment variable, goes only into the
+``Authorization`` header; every failure is a one-line :class:`ProbeError`.
 """
 
 from __future__ import annotations
@@ -41,8 +35,7 @@ class Reported:
 
 def reported_usage(response: Mapping[str, Any]) -> Reported | None:
     """Prompt and cached tokens from a response body, or ``None`` when the
-    server reports no cached-token figure: the one usage parser's
-    (:func:`fidelity.traffic.usage.cache_report`)."""
+    server reports no cached-token figure."""
     got = cache_report(response)
     return Reported(*got) if got is not None else None
 

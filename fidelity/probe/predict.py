@@ -1,16 +1,8 @@
-"""fidelity's own view of a probe request: the prompt token ids the engine
-will see, computed without asking the engine.
-
-* ``/v1/completions`` with ``prompt`` a list of token ids: those ids.
-* ``/v1/completions`` with ``prompt`` a string: the tokenizer's ids of it
-  (no special tokens added: the DeepSeek ``tokenizer.json`` post-processor
-  adds none; a tokenizer that adds a BOS would need it here too).
-* ``/v1/chat/completions``: the chat template's text of the body (fidelity's
-  renderer for that template family, segments in cache order, then the
-  generation prompt) tokenized as one string, as vLLM does (it renders the
-  template, then tokenizes the text without adding special tokens:
-  ``ChatCompletionRequest.add_special_tokens`` defaults to false,
-  https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html).
+"""fidelity's own view of a probe request: the prompt token ids the engine will
+see (a completion's ids as given, or its prompt tokenized; a chat body's
+template text tokenized as one string without special tokens, as vLLM does:
+``ChatCompletionRequest.add_special_tokens`` defaults to false,
+https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html).
 """
 
 from __future__ import annotations
@@ -46,22 +38,10 @@ def server_messages(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _chatml_prompt(body: Mapping[str, Any]) -> str:
-    """ChatML / Qwen3 text as a vLLM server renders it: content parts
-    joined by newlines (:func:`server_messages`), then system, tools, turns
-    (the order chatml_texts keys them in), then ``<|im_start|>assistant\\n``."""
-    body = server_messages(body)
-    texts = chatml_texts(dict(body))
-    raw_messages, raw_tools = body.get("messages"), body.get("tools")
-    messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
-    tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
-    n_system = 0
-    for m in messages:
-        if not (isinstance(m, dict) and m.get("role") in ("system", "developer")):
-            break
-        n_system += 1
-    keys = [("message", i) for i in range(n_system)] + [("tools", i) for i in range(len(tools))]
-    keys += [("message", i) for i in range(n_system, len(messages))]
-    return "".join(texts.get(k, "") for k in keys) + "<|im_start|>assistant\n"
+    """ChatML / Qwen3 text as a vLLM server renders it: content parts joined by
+    newlines (:func:`server_messages`), the segments' texts in cache order
+    (:func:`chatml_texts` keys them system, tools, turns), then the generation prompt."""
+    return "".join(chatml_texts(server_messages(body)).values()) + "<|im_start|>assistant\n"
 
 
 #: chat-template families fidelity can render whole, by name

@@ -1,12 +1,6 @@
-"""Send probe requests and set fidelity's prediction beside the figure the
-server reports, request by request.
-
-A cache is state: each prediction is made by the cache model from every
-request this prober sent before (:func:`fidelity.cache.simulator.simulated`),
-so cases that happen to share a prefix with earlier traffic are still
-predicted right. The probe asks for one output token (``max_tokens`` 1):
-the engine then holds KV for the prompt alone (the one generated token is
-never fed back), which is exactly what fidelity knows.
+"""Send probe requests and set fidelity's prediction (from every request this
+prober sent before) beside the figure the server reports, request by request.
+One output token is asked for, so the engine holds KV for the prompt alone.
 """
 
 from __future__ import annotations

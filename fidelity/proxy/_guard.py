@@ -1,10 +1,8 @@
 """Limits on client connections, shared by the recording proxy and the
-scripted upstream: a deadline for a request's headers (``header_timeout``,
-counted only while no handler runs: :meth:`ConnectionGuard.active`), a cap on
-open connections (past ``max_connections`` a ``503``, then close;
-:func:`default_max_connections`), and :class:`FailureLog`, one line per kind
-of failure per interval. Why (slowloris against aiohttp's keep-alive):
-docs/proxy.md, "Slow clients, floods and broken streams"."""
+scripted upstream: a deadline for a request's headers, a cap on open
+connections (past it a ``503``, then close), and :class:`FailureLog`, one
+line per kind of failure per interval. Why: docs/proxy.md, "Slow clients,
+floods and broken streams"."""
 
 from __future__ import annotations
 
@@ -29,10 +27,8 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConne
 
 
 def default_max_connections() -> int:
-    """Open client connections allowed by default: each proxied request holds
-    two descriptors (the client's and the upstream's), so half of what the
-    process may open less a reserve (96: the server's own and 32 refused
-    connections delivering their 503), and at most 1,024."""
+    """Open client connections allowed by default: half the process's
+    descriptors (a proxied request holds two) less a reserve, at most 1,024."""
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError):  # pragma: no cover - a platform without limits
@@ -44,8 +40,7 @@ def default_max_connections() -> int:
 
 class FailureLog:
     """One line per kind of failure: the first occurrence at once, later ones
-    at most every ``interval`` seconds as ``kind: N more since the last line``
-    (thread-safe enough: called from the event loop thread)."""
+    at most every ``interval`` seconds (called from the event loop thread)."""
 
     def __init__(self, emit: Callable[[str], None], *, interval: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -58,8 +53,7 @@ class FailureLog:
         self._unsaid: dict[str, int] = {}
 
     def note(self, kind: str, detail: str) -> None:
-        """Record one failure of ``kind``; print a line unless one for this
-        kind was printed less than ``interval`` seconds ago."""
+        """Record one failure of ``kind``; a line unless one was printed within ``interval``."""
         self.counts[kind] = self.counts.get(kind, 0) + 1
         now = self.clock()
         last = self._last.get(kind)
@@ -78,8 +72,7 @@ class FailureLog:
         self._unsaid.clear()
 
     def loop_exception_handler(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        """For ``loop.set_exception_handler``: asyncio's own errors (an
-        ``accept()`` out of descriptors) as rate-limited lines, no traceback."""
+        """For ``loop.set_exception_handler``: asyncio's own errors as rate-limited lines."""
         exc = context.get("exception")
         message = str(context.get("message") or "event loop error")
         kind = "event loop" if exc is None else f"event loop {type(exc).__name__}"
@@ -87,10 +80,9 @@ class FailureLog:
 
 
 class _Refuse(asyncio.Protocol):
-    """A connection over the cap: answer 503, stop writing, discard what the
-    client still sends and close after a second at most (closing at once,
-    with the client's request unread, would make the kernel send a reset
-    that can destroy the 503 before the client reads it)."""
+    """A connection over the cap: answer 503, discard what the client still
+    sends and close after a second at most (closing at once with the request
+    unread makes the kernel send a reset that can destroy the 503)."""
 
     LINGER_S = 1.0
 
@@ -220,8 +212,7 @@ class ConnectionGuard:
 
     @contextmanager
     def active(self, transport: Any) -> Iterator[None]:
-        """Mark a request handler running on ``transport``: no header
-        deadline meanwhile; after it, the next request's first byte starts one."""
+        """Mark a request handler running on ``transport``: no header deadline meanwhile."""
         conn = self.open.get(transport)
         if conn is None:
             yield

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..diff import compare
 from ..errors import InputError
 from ..jsonio import load_toml
 from . import _store
+from .parent import judge
 
 __all__ = ["HarnessRow", "Scenario", "SCENARIOS", "harness_rows", "DEFAULT_FOLDER"]
 
@@ -84,11 +84,8 @@ def harness_rows(folder: str | Path = DEFAULT_FOLDER) -> Iterator[HarnessRow]:
         child = _store.snapshot.read(sub / "child.snapshot").body
         family = _FAMILY.get(str(meta.get("dialect")), "openai")
         for sc in SCENARIOS[family]:
-            r = compare(parent, child, dialect=sc.dialect, model=sc.model, endpoint=sc.endpoint,
-                        parent_path=str(sub / "parent.snapshot"), child_path=str(sub / "child.snapshot"))
-            seg = r.view.segment
-            where = "none" if seg is None else f"{seg[0]}[{seg[1]}] {r.view.pointer or ''}".strip()
-            cause = r.cause.kind + (f": {r.cause.detail}" if r.cause.detail else "")
-            yield HarnessRow(str(meta.get("harness", sub.name)), str(meta.get("version", "?")), sc.label, where,
-                             cause, r.cache.predicted_cached, r.cache.lost, r.tokens.child_prompt,
-                             r.tokens.estimated, None if r.cost is None else r.cost.usd_lost)
+            v = judge(parent, child, sc.dialect, model=sc.model, endpoint=sc.endpoint,
+                      parent_path=str(sub / "parent.snapshot"), child_path=str(sub / "child.snapshot"))
+            yield HarnessRow(str(meta.get("harness", sub.name)), str(meta.get("version", "?")), sc.label,
+                             v.divergence(), v.cause + (f": {v.detail}" if v.detail else ""), v.predicted_cached,
+                             v.lost_tokens, v.prompt_tokens, v.estimated, v.usd_lost)

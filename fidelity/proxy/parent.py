@@ -1,11 +1,6 @@
 """The seam between the proxy and the cache simulator: which earlier request
-does this one read from, and what does that cost?
-
-:meth:`ParentIndex.observe`: the earlier request of the same dialect and
-model with the longest common cache-view prefix in whole segments (ties to
-the most recent; nothing shared past the params segment: no parent). It keeps
-a SHA-256 per segment for at most ``limit`` requests, oldest dropped first.
-:func:`judge`: the differ's verdict (:func:`fidelity.diff.compare`) on a pair."""
+does this one read from (:class:`ParentIndex`), and what does that cost
+(:func:`judge`, the differ's verdict on a pair)?"""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .. import wire
+from ..cache.items import common_prefix
 from ..errors import FidelityError
 
 __all__ = ["Seen", "ParentIndex", "Verdict", "judge", "view_digests", "prompt_tokens"]
@@ -47,18 +43,11 @@ def view_digests(dialect: str | None, body: bytes, endpoint: str | None = None) 
     return tuple(hashlib.sha256(s.kind.encode() + b"\0" + s.data).digest() for s in segs), first
 
 
-def _common(a: tuple[bytes, ...], b: tuple[bytes, ...]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 class ParentIndex:
-    """Remembers recent requests and finds the one a new request reads from.
-    Thread-safe use is the caller's (the proxy calls it from one task)."""
+    """Remembers the segment digests of the last ``limit`` requests and finds
+    the one a new request reads from: the same dialect, model and endpoint,
+    the longest common prefix in whole segments past the params (ties: the
+    most recent). Not thread-safe: the caller serialises calls."""
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
@@ -74,7 +63,7 @@ class ParentIndex:
         for prior in reversed(self._seen.values()):  # most recent first: wins ties
             if prior.dialect != req.dialect or prior.model != req.model or prior.endpoint != req.endpoint:
                 continue
-            n = _common(prior.digests, req.digests)
+            n = common_prefix(prior.digests, req.digests)
             if n > best_n:
                 best, best_n = prior, n
         return best
@@ -115,14 +104,16 @@ class Verdict:
 
 
 def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | None = None,
-          endpoint: str | None = None, with_breaks: bool = False) -> Verdict:
+          endpoint: str | None = None, with_breaks: bool = False, parent_path: str | None = None,
+          child_path: str | None = None) -> Verdict:
     """The differ's verdict on a pair (raises :class:`FidelityError` on bodies
-    it cannot read). ``with_breaks``: count every break and what a fully
-    fixed child keeps, as ``fidelity diff`` lists them."""
+    it cannot read, naming ``parent_path`` / ``child_path`` when given).
+    ``with_breaks``: count every break and what a fully fixed child keeps."""
     from ..diff import compare, compare_with_breaks
 
     run = compare_with_breaks if with_breaks else compare
-    r = run(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint)
+    r = run(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint, parent_path=parent_path,
+            child_path=child_path)
     found = r.breaks or ()
     seg = r.view.segment
     return Verdict(
@@ -142,10 +133,8 @@ def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | N
 
 
 def prompt_tokens(body: bytes, dialect: str, model: str | None = None, endpoint: str | None = None) -> int:
-    """Prompt tokens of one request as its provider bills them: the one
-    builder's prompt (:func:`fidelity.cache.prompts.cache_prompt`, what
-    ``replay`` and ``tokens-check`` count), an estimate where no public
-    tokenizer exists."""
+    """Prompt tokens of one request as its provider bills them (the one
+    builder's, :func:`fidelity.cache.prompts.cache_prompt`)."""
     from ..cache.prompts import cache_prompt
 
     return len(cache_prompt(body, dialect=dialect, model=model, endpoint=endpoint).request.tokens)

@@ -1,14 +1,6 @@
-"""Scripts for the scripted upstream: which request gets which reply.
-
-A script is a TOML or JSON file of ``[defaults]`` and ordered ``[[rule]]``
-entries (conditions, ``times``, a reply); the first rule that matches and
-has uses left answers. The format: docs/proxy.md, "Script format"::
-
-    [[rule]]
-    when.last_contains = "FORK-ME"
-    [[rule.reply.tool_calls]]
-    name = "Agent"
-    arguments = { prompt = "Count the files." }"""
+"""Scripts for the scripted upstream: which request gets which reply. A TOML
+or JSON file of ``[defaults]`` and ordered ``[[rule]]`` entries; the first
+rule that matches and has uses left answers (docs/proxy.md, "Script format")."""
 
 from __future__ import annotations
 

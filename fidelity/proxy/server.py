@@ -1,10 +1,7 @@
 """``fidelity proxy``: a recording reverse proxy for harnesses in any language.
-
-Each request goes to the upstream unchanged (``--upstream`` + the request's
-path and query), the reply streams back as it arrives, and a request with a
-body is written as a redacted snapshot with the reported usage in its
-``response`` member; one line per request gives the verdict of
-:mod:`fidelity.proxy.parent`. Behaviour, limits and why aiohttp: docs/proxy.md."""
+Each request goes to the upstream unchanged and its reply streams back; a
+request with a body becomes a redacted snapshot (reported usage in its
+``response`` member) and one verdict line (:mod:`.parent`). docs/proxy.md."""
 
 from __future__ import annotations
 
@@ -12,10 +9,9 @@ import asyncio
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -46,8 +42,6 @@ class _Stats:
     requests: int = 0
     written: int = 0
     failed: int = 0
-    #: the last summary lines (bounded)
-    lines: deque[str] = field(default_factory=lambda: deque(maxlen=1000))
 
 
 def _check_upstream_url(url: str) -> tuple[str, str, int]:
@@ -76,18 +70,11 @@ class _TooLarge(Exception):
 
 
 class RecordingProxy:
-    """The proxy as an object: :meth:`start`, then :meth:`close`.
-
-    ``line``: called with each request's summary line (default: print to
-    stdout); ``judge_requests``: run the differ on each (parent, child)
-    pair for the summary line (the snapshots are written either way).
-    ``log``: called with each failure line (default: print to stderr), at
-    most one per kind of failure every ``log_interval`` seconds.
-    ``header_timeout``: seconds a client has to send a request's headers;
-    ``body_timeout``: the longest pause allowed while it sends the body;
-    ``max_connections``: open client connections (default: from the
-    process's descriptor limit, :func:`fidelity.proxy._guard.default_max_connections`).
-    """
+    """The proxy as an object: :meth:`start`, then :meth:`close`. ``line``
+    gets each request's summary line (default: stdout), ``log`` each failure
+    line (default: stderr; one per kind every ``log_interval`` s);
+    ``judge_requests``: run the differ for the summary line. The limits:
+    docs/proxy.md, "Slow clients, floods and broken streams"."""
 
     def __init__(self, upstream: str, out: str | Path, *, line: Callable[[str], None] | None = None,
                  judge_requests: bool = True, index_limit: int = 4096, header_timeout: float = 30.0,
@@ -111,13 +98,11 @@ class RecordingProxy:
         self.redactor = _store.Redactor()
         self.index = ParentIndex(index_limit)
         self.stats = _Stats()
-        self._next_seq = self._first_seq()
-        # Two single workers, so that CPU work never runs on the event loop and
-        # each keeps arrival order: "intake" redacts a request, finds its parent
-        # and registers its body (before the reply, so a child that finishes
-        # first still finds it); "finish" writes snapshots and verdicts (one
-        # core at most: the CPU is shared with the harness). A verdict backlog
-        # never delays forwarding: intake does not queue behind it.
+        self._next_seq = _store.snapshot.SnapshotWriter(self.out).next_seq()  # after what the folder holds
+        # Two single workers keep CPU work off the event loop, each in arrival
+        # order: "intake" redacts a request, finds its parent and registers its
+        # body before the reply; "finish" writes snapshots and verdicts, so a
+        # verdict backlog never delays forwarding.
         self._intake_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-proxy-intake")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fidelity-proxy")
         #: redacted bodies of requests whose snapshot is not written yet, by snapshot name
@@ -127,15 +112,6 @@ class RecordingProxy:
         self._session: Any = None
         self._loop_handler_set = False
         self.port: int | None = None
-
-    def _first_seq(self) -> int:
-        n = 1
-        if self.out.is_dir():
-            for p in self.out.glob("*.snapshot"):
-                head = p.name.split("-", 1)[0]
-                if head.isdigit():
-                    n = max(n, int(head) + 1)
-        return n
 
     # -- lifecycle ------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0, *, check_upstream: bool = True) -> int:
@@ -207,8 +183,7 @@ class RecordingProxy:
 
     async def _read_body(self, request: Any) -> bytes:
         """The request body; :class:`TimeoutError` when the client sends no
-        byte of it for ``body_timeout`` seconds, :class:`_TooLarge` past
-        ``max_body`` (what ``client_max_size`` did for ``request.read()``)."""
+        byte of it for ``body_timeout`` seconds, :class:`_TooLarge` past ``max_body``."""
         parts: list[bytes] = []
         size = 0
         loop = asyncio.get_running_loop()
@@ -225,8 +200,7 @@ class RecordingProxy:
         return b"".join(parts)
 
     async def _body_or_reply(self, request: Any) -> tuple[bytes | None, Any]:
-        """``(body, None)``, or ``(None, reply)`` when the body cannot be read:
-        one failure line per kind, no traceback."""
+        """``(body, None)``, or ``(None, reply)`` when the body cannot be read."""
         from aiohttp import web
 
         try:
@@ -262,10 +236,8 @@ class RecordingProxy:
         if body:
             seq = self._next_seq
             self._next_seq += 1
-            intake = loop.run_in_executor(self._intake_pool, self._intake, seq, request.method, target,
-                                          list(request.headers.items()), body, request.path)
-            self._pending.add(intake)
-            intake.add_done_callback(self._pending.discard)
+            intake = self._submit(loop, self._intake_pool, self._intake, seq, request.method, target,
+                                  list(request.headers.items()), body, request.path)
 
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != "host"]
         response_meta: dict[str, Any] = {}
@@ -310,12 +282,17 @@ class RecordingProxy:
             if intake is not None:
                 self._after(intake, response_meta, usage, target)
             else:
-                fut = loop.run_in_executor(
-                    self._pool, self.line, f"---- {request.method} {request.path} {response_meta.get('status', 502)} "
-                    "(no body, not recorded)")
-                self._pending.add(fut)
-                fut.add_done_callback(self._pending.discard)
+                self._submit(loop, self._pool, self.line, f"---- {request.method} {request.path} "
+                             f"{response_meta.get('status', 502)} (no body, not recorded)")
         return resp_out
+
+    def _submit(self, loop: asyncio.AbstractEventLoop, pool: ThreadPoolExecutor, fn: Callable[..., Any],
+                *args: Any) -> asyncio.Future[Any]:
+        """``fn(*args)`` on ``pool``, awaited by :meth:`close`."""
+        fut = loop.run_in_executor(pool, fn, *args)
+        self._pending.add(fut)
+        fut.add_done_callback(self._pending.discard)
+        return fut
 
     def _after(self, intake: asyncio.Future[_Intake], response: dict[str, Any], usage: dict[str, Any] | None,
                target: str) -> None:
@@ -327,9 +304,7 @@ class RecordingProxy:
                 self.failures.note("snapshot not written", f"could not read a request for its snapshot "
                                                            f"({done.exception()!r})"[:300])
                 return
-            fut = loop.run_in_executor(self._pool, self._finish, done.result(), response, usage, target)
-            self._pending.add(fut)
-            fut.add_done_callback(self._pending.discard)
+            self._submit(loop, self._pool, self._finish, done.result(), response, usage, target)
 
         if intake.done():
             queue(intake)
@@ -357,7 +332,7 @@ class RecordingProxy:
         """Write the snapshot, then print its line (finish worker)."""
         snap = got.snap
         try:
-            path = _store.write_snapshot(self.out, snap, self.redactor, response)
+            path = _store.snapshot.write(self.out, snap, redactor=self.redactor, response=response)
             self.stats.written += 1
         except Exception as exc:  # a full disk, a secret that slipped through: say so, keep proxying
             self.line(f"#{snap.seq:04d} NOT WRITTEN: {exc}")
@@ -365,7 +340,6 @@ class RecordingProxy:
         finally:
             self._bodies.pop(snap.filename, None)  # on disk now (or never): later verdicts read the file
         text = self._summary(snap, response, got.seen, got.parent, usage, target, path)
-        self.stats.lines.append(text)
         self.line(text)
 
     def _parent_body(self, name: str) -> bytes:

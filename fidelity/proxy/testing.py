@@ -13,7 +13,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from .script import Script
 from .server import RecordingProxy
@@ -23,48 +23,54 @@ __all__ = ["UpstreamThread", "ProxyThread"]
 
 
 class _LoopThread:
-    """An event loop in a daemon thread running one server object."""
+    """An event loop in a daemon thread running one server object (its ``close``
+    stops the server, then the loop); a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: Any, port: int) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="fidelity-server")
         self._thread.start()
+        self._server = server
+        try:
+            self.port: int = self._call(server.start("127.0.0.1", port))
+        except BaseException:
+            self._stop_loop()
+            raise
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    def call(self, coro: Any, timeout: float = 60.0) -> Any:
+    def _call(self, coro: Any, timeout: float = 60.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    def stop_loop(self) -> None:
+    def _stop_loop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
 
-
-class UpstreamThread:
-    """A :class:`ScriptedUpstream` listening on ``127.0.0.1`` (``url``,
-    ``received``); a context manager."""
-
-    def __init__(self, script: Script, *, port: int = 0, **options: Any) -> None:
-        self.server = ScriptedUpstream(script, **options)
-        self._lt = _LoopThread()
-        self.port: int = self._lt.call(self.server.start("127.0.0.1", port))
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    @property
-    def received(self) -> list[Any]:
-        return list(self.server.received)
-
     def close(self) -> None:
-        self._lt.call(self.server.close())
-        self._lt.stop_loop()
+        self._call(self._server.close())
+        self._stop_loop()
 
-    def __enter__(self) -> UpstreamThread:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-class ProxyThread:
+class UpstreamThread(_LoopThread):
+    """A :class:`ScriptedUpstream` listening on ``127.0.0.1`` (``url``,
+    ``received``); a context manager."""
+
+    def __init__(self, script: Script, *, port: int = 0, **options: Any) -> None:
+        self.server = ScriptedUpstream(script, **options)
+        super().__init__(self.server, port)
+
+    @property
+    def received(self) -> list[Any]:
+        return list(self.server.received)
+
+
+class ProxyThread(_LoopThread):
     """A :class:`RecordingProxy` in front of ``upstream``, writing to ``out``;
     ``lines`` collects its summary lines."""
 
@@ -72,20 +78,4 @@ class ProxyThread:
                  line: Callable[[str], None] | None = None, **options: Any) -> None:
         self.lines: list[str] = []
         self.proxy = RecordingProxy(upstream, out, line=line or self.lines.append, **options)
-        self._lt = _LoopThread()
-        try:
-            self.port: int = self._lt.call(self.proxy.start("127.0.0.1", port))
-        except BaseException:
-            self._lt.stop_loop()
-            raise
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def close(self) -> None:
-        self._lt.call(self.proxy.close())
-        self._lt.stop_loop()
-
-    def __enter__(self) -> ProxyThread:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        super().__init__(self.proxy, port)

@@ -1,12 +1,7 @@
 """``fidelity upstream``: a scripted fake of the OpenAI Chat Completions and
-Responses, Anthropic Messages and Gemini APIs, for driving real harnesses in
-CI without an account or a network.
-
-Each request is answered from a :class:`~fidelity.proxy.script.Script`, JSON
-or SSE as it asked, with usage predicted by fidelity (prompt tokens by the
-one builder, cached tokens by the cache model against the request's parent;
-output tokens: a quarter of the reply's characters). Routes: docs/proxy.md.
-Wire shapes: https://platform.openai.com/docs/api-reference/chat ,
+Responses, Anthropic Messages and Gemini APIs: each request is answered from a
+:class:`~fidelity.proxy.script.Script`, JSON or SSE as asked, with usage
+predicted by fidelity. Routes: docs/proxy.md. Wire shapes: https://platform.openai.com/docs/api-reference/chat ,
 https://platform.openai.com/docs/api-reference/responses-streaming ,
 https://platform.claude.com/docs/en/build-with-claude/streaming ,
 https://ai.google.dev/api/generate-content ."""

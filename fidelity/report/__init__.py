@@ -1,27 +1,20 @@
 """Views of one :class:`fidelity.score.Score`: JSON, Markdown, HTML and a
 rich console table. Every view renders the same result object; none computes
-a figure of its own (derived values such as per-1,000 costs come from
-:mod:`._data`, shared by all views).
-
->>> from fidelity.report import write  # doctest: +SKIP
->>> write(score, "reports")            # doctest: +SKIP
-['reports/fidelity-report.md', 'reports/fidelity-report.json', 'reports/fidelity-report.html']
-"""
+a figure of its own (derived values come from :mod:`._data`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..formats import json_doc
 from ..jsonio import atomic_write
 from ..score import Score
 from ._data import SCHEMA, to_json
 from .console_view import console_table
 from .html_view import render_html
-from .json_view import render_json
 from .markdown_view import render_markdown
 
-__all__ = ["SCHEMA", "to_json", "render_json", "render_markdown", "render_html", "console_table", "write",
-           "FILES"]
+__all__ = ["SCHEMA", "to_json", "render_markdown", "render_html", "console_table", "write", "FILES"]
 
 FILES = ("fidelity-report.md", "fidelity-report.json", "fidelity-report.html")
 
@@ -31,9 +24,7 @@ def write(score: Score, out_dir: str | Path) -> list[str]:
     their paths as given (relative stays relative)."""
     out = Path(out_dir)
     data = to_json(score)
-    views = (render_markdown(data).encode("utf-8"), render_json(data), render_html(data).encode("utf-8"))
-    paths = []
+    views = (render_markdown(data).encode("utf-8"), json_doc(data), render_html(data).encode("utf-8"))
     for name, body in zip(FILES, views):
         atomic_write(out / name, body)
-        paths.append(str(out / name))
-    return paths
+    return [str(out / name) for name in FILES]

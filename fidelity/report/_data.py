@@ -1,9 +1,6 @@
-"""The report's data: one JSON-ready dict built from a :class:`Score`.
-
-All views read this dict, so the Markdown, HTML and JSON files can never
-disagree. Floats are rounded here (USD to 6 decimals per child, 4 per 1,000
-forks) so that the output is byte-stable.
-"""
+"""The report's data: one JSON-ready dict built from a :class:`Score`, read by
+every view; floats are rounded here (USD to 6 decimals per child, 4 per 1,000
+forks) so that the output is byte-stable."""
 
 from __future__ import annotations
 
@@ -12,10 +9,9 @@ from typing import Any
 from ..compose import EXPECTATIONS
 from ..score import Row, Score
 
-__all__ = ["SCHEMA", "REGIONS", "to_json", "summary"]
+__all__ = ["SCHEMA", "to_json", "summary"]
 
 SCHEMA = "fidelity.report/1"
-REGIONS = ("params", "tools", "system", "history")
 
 
 def _usd(value: float | None, places: int = 6) -> float | None:

@@ -19,9 +19,7 @@ def where(row: dict[str, Any]) -> str:
 
 def segment_name(seg: dict[str, Any], pointer: str | None) -> str:
     """A segment named after where it sits in the body (``messages[3]`` for
-    ``/messages/3/content``; ``params`` for the params segment), so that the
-    name and the pointer never disagree on an index; ``kind[index]`` when
-    the pointer does not say."""
+    ``/messages/3/content``); ``kind[index]`` when the pointer does not say."""
     if seg["kind"] == "params":
         return "params"
     if seg["kind"] == "tools":  # a tool's index is its place in the tool list (Gemini's declarations too)
@@ -46,9 +44,7 @@ def provenance(data: dict[str, Any]) -> list[str]:
 
 
 def fixes(row: dict[str, Any]) -> list[str]:
-    """A report row's fix list, one line per break in cache order: the
-    cause, where it sits and the tokens the child keeps with it and every
-    break above it fixed (empty without a break)."""
+    """A report row's fix list, one line per break in cache order (empty without one)."""
     out = []
     for b in row.get("breaks") or ():
         kept = "–" if b["kept_if_fixed"] is None else f"{b['kept_if_fixed']:,}"
@@ -57,9 +53,8 @@ def fixes(row: dict[str, Any]) -> list[str]:
 
 
 def session_summary(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per session: combinations scored, rows losing tokens, declared
-    cache-preserving rows losing tokens, rows missing their expectation and
-    the tokens lost in all (the report's summary table)."""
+    """Per session, the report's summary table: rows, rows losing tokens, declared
+    cache-preserving ones losing tokens, rows missing their expectation, tokens lost."""
     out = []
     for sess in data["sessions"]:
         rows = [r for r in data["rows"] if r["session"] == sess["name"]]

@@ -42,6 +42,5 @@ def console_table(data: dict[str, Any]) -> Group:
     parts.append(Text(f"cache-preserving rows losing tokens: {s['cache_preserving_rows_losing_tokens']}; "
                       f"rows missing expectation: {s['rows_missing_expectation']}; skipped: {s['skipped']}"))
     parts.append(Text(f"prices: {data['prices']['table']} (as of {data['prices']['as_of']})", style="dim"))
-    for line in _fmt.provenance(data):
-        parts.append(Text(line, style="dim"))
+    parts += [Text(line, style="dim") for line in _fmt.provenance(data)]
     return Group(*parts)

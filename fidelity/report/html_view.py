@@ -1,18 +1,5 @@
-"""The HTML view: one self-contained page (inline CSS and SVG, no scripts,
-no external resources) that opens offline.
-
-The page opens with its contents and a summary table (one row per session).
-Each variant gets one inline SVG with a bar per provider, drawn to the scale
-of the session's longest child prompt, with a token axis under the bars: a
-thin strip shows the child's layout in cache order (params, tools, system,
-history), the bar shows the tokens read from cache (reused), the tokens a
-faithful fork would have read but this one does not (lost), and the rest; a
-marker sits at the first divergence, labelled with the region it falls in.
-A red bar that runs left of its marker is explained on the bar: the child
-shares the prefix up to the marker but reads none of it (the shared part
-ends before any cache entry it can read). Text columns are left-aligned and
-do not wrap; inline code in descriptions (`` `x` ``) is set as code.
-"""
+"""The HTML view: one self-contained page (inline CSS and SVG, no scripts, no
+external resources) that opens offline; what it shows: docs/report.md."""
 
 from __future__ import annotations
 
@@ -95,8 +82,7 @@ def _variant_svg(data: dict[str, Any], session: str, variant: str) -> str:
 
 
 def _axis(y: int, biggest: int, scale: float) -> str:
-    """The token scale under a variant's bars: a baseline and five ticks
-    from 0 to the session's longest child prompt, labelled in tokens."""
+    """The token scale under a variant's bars: five ticks up to the longest child prompt."""
     parts = [f'<g class="axis"><line x1="{LABEL}" y1="{y}" x2="{LABEL + biggest * scale:.2f}" y2="{y}" '
              'stroke="#777" stroke-width="1"/>']
     for k in range(5):
@@ -227,9 +213,7 @@ def _contents(data: dict[str, Any]) -> str:
 
 
 def _summary_table(data: dict[str, Any]) -> str:
-    """One row per session: combinations, rows losing tokens, declared
-    cache-preserving rows losing tokens, rows missing their expectation,
-    tokens lost in all (:func:`fidelity.report._fmt.session_summary`)."""
+    """One row per session (:func:`fidelity.report._fmt.session_summary`)."""
     head = ('<tr><th class="t">session</th><th>combinations</th><th>rows losing tokens</th>'
             "<th>cache-preserving rows losing tokens</th><th>missing expectation</th><th>lost tokens</th></tr>")
     body = []

@@ -1,15 +1,8 @@
 """``fidelity scan``: what cache misses cost across a request log, on one
-machine or a cluster.
-
-Inputs become request-log files (:mod:`.records`); an index pass gives each
-line's partition key, time and session (:mod:`.entries`); lines partition by
-cache head, split at gaps longer than the cache's lifetime; each partition
-replays in time order through the one simulator; :mod:`.aggregate` merges the
-partials into one JSON result every view renders. docs/scan.md.
-
->>> from fidelity.scan import scan               # doctest: +SKIP
->>> result = scan(["logs/2026-11-30.jsonl.gz"])  # doctest: +SKIP
->>> result["totals"]["lost_usd"]                  # doctest: +SKIP"""
+machine or a cluster. Inputs become request-log files (:mod:`.records`), an
+index pass keys each line (:mod:`.partition`, :mod:`.entries`), partitions
+replay in time order through the one simulator, and :mod:`.aggregate` merges
+the partials into one JSON result every view renders. docs/scan.md."""
 
 from __future__ import annotations
 
@@ -25,12 +18,11 @@ from typing import Any, Protocol
 from .. import cache as cache_models
 from .. import pricing
 from ..diff.causes import classify
-from ..jsonio import atomic_write
 from ..wire import Segment
 from .aggregate import SCHEMA, Break, Partial, Prices, build_result
 from .entries import PartitionRows, Rows
 from .executors import EXECUTORS, Executor, make_executor
-from .fix_list import body_of, fix_list
+from .fix_list import body_of
 from .partition import Task, change_label, index_chunk, replay_batch, where_of
 from .records import MAX_LINE, prepare_inputs
 
@@ -144,9 +136,9 @@ def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
 
 def _tasks(rows: Rows, names: list[str], labels: list[str], workers: int, split_bytes: int,
            max_line: int, table: pricing.PriceTable, notes: list[str]) -> list[Task]:
-    """The partitions in batches for the workers, in the order of their keys'
-    bytes, rows in time order (no time: 0; ties: file, offset); a partition over
-    ``split_bytes`` that cannot split is noted in ``notes``."""
+    """The partitions in batches for the workers, by their keys' bytes, rows in
+    time order (no time: 0; ties: file, offset); a partition over ``split_bytes``
+    that cannot split is noted in ``notes``."""
     import numpy as np
 
     n = len(rows)
@@ -235,10 +227,9 @@ def _column(typecode: str, values: Any) -> Any:
 
 
 def _cross(partial: Partial, prices: Prices, names: list[str]) -> None:
-    """Requests whose session predecessor sits in another partition: the
-    head (model, params or first segment) changed. Lost tokens from both
-    prompt lengths; the breaks from the two lines' fix list (the cause from
-    the two heads where there is none: a model change)."""
+    """Requests whose session predecessor sits in another partition (the
+    model, params or first segment changed): lost tokens from both prompt
+    lengths, the breaks from the two lines' fix list (else from their heads)."""
     memo: dict[tuple[Any, ...], tuple[str, str | None, tuple[str, str, str]]] = {}
     for c in sorted(partial.cross_children, key=lambda c: (c.time, c.label, c.line)):
         p = partial.cross_preds.get(c.pred_loc)
@@ -285,22 +276,16 @@ def _cross(partial: Partial, prices: Prices, names: list[str]) -> None:
 def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int, int, int]
                  ) -> list[tuple[str, str, tuple[str, str, str]]]:
     """The fix list of the child line at ``c_loc`` against the parent line at
-    ``p_loc`` (file, offset, length): ``(cause, detail, where)`` each, as the
-    replay counts them; empty for lines of two dialects."""
+    ``p_loc`` (file, offset, length), as the replay counts them; empty for
+    lines of two dialects."""
     from ..cache._breakpoints import BreakpointCache
     from ..cache.anthropic_blocks import strip_markers
     from ..cache.items import encode
-    from .partition import pointer_pattern, view_of
+    from .partition import listed_breaks, view_of
     from .records import parse_record
 
-    recs = []
-    for f, off, length in (p_loc, c_loc):
-        with open(names[f], "rb") as fh:
-            fh.seek(off)
-            recs.append(parse_record(fh.read(length)))
+    recs = [parse_record(_line_at(names, loc)) for loc in (p_loc, c_loc)]
     p_rec, c_rec = recs
-    if p_rec.dialect is not c_rec.dialect:
-        return []
     explicit = isinstance(cache_models.get(c_rec.provider, c_rec.model), BreakpointCache)
     segs = []
     for rec in recs:
@@ -309,8 +294,15 @@ def _fix_list_at(names: list[str], p_loc: tuple[int, int, int], c_loc: tuple[int
         segs.append([Segment("params", 0, "", view.params)] + [
             Segment(it.kind, it.index, it.pointer, strip_markers(d) if explicit else d)  # type: ignore[arg-type]
             for it, d in zip(view.items, data)])
-    return [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
-            for b in fix_list(c_rec.dialect, c_rec.model, body_of(p_rec), body_of(c_rec), segs[0], segs[1])]
+    return listed_breaks(p_rec, c_rec, c_rec.model, segs[0], segs[1])
+
+
+def _line_at(names: list[str], loc: tuple[int, int, int]) -> bytes:
+    """The log line at ``loc`` (file, offset, length)."""
+    f, off, length = loc
+    with open(names[f], "rb") as fh:
+        fh.seek(off)
+        return fh.read(length)
 
 
 def _write_examples(partial: Partial, names: list[str], folder: str | Path,
@@ -322,7 +314,7 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
     import orjson
 
     from ..capture import snapshot
-    from ..capture.redact import Redactor, ensure_clean
+    from ..capture.redact import Redactor
     from .aggregate import _group, _ranked
     from .records import parse_record
 
@@ -331,20 +323,15 @@ def _write_examples(partial: Partial, names: list[str], folder: str | Path,
     for rank, (k, _) in enumerate(_ranked(_group(partial.changes, 5))[:top], start=1):
         ex = partial.examples[k]
         paths = []
-        for n, (side, (f, off, length)) in enumerate((("parent", ex.parent_loc), ("child", ex.child_loc)), start=1):
-            with open(names[f], "rb") as fh:
-                fh.seek(off)
-                line = fh.read(length)
+        for n, (side, loc) in enumerate((("parent", ex.parent_loc), ("child", ex.child_loc)), start=1):
+            line = _line_at(names, loc)
             rec = parse_record(line)
             meta = orjson.loads(line)
             url = meta.get("url") if isinstance(meta.get("url"), str) else ""
-            body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
             r = Redactor()
-            snap = snapshot.from_request(method="POST", url=url, headers=[], body=body, redactor=r, seq=n,
+            snap = snapshot.from_request(method="POST", url=url, headers=[], body=body_of(rec), redactor=r, seq=n,
                                          source=f"scan example {rank} ({side})")
             snap = replace(snap, provider=rec.dialect.name, family=rec.provider, model=rec.model)
-            path = folder / f"{rank:02d}-{side}{snapshot.SUFFIX}"
-            atomic_write(path, ensure_clean(snapshot.dumps(snap), r, what=str(path)))
-            paths.append(str(path))
+            paths.append(str(snapshot.write(folder, snap, name=f"{rank:02d}-{side}{snapshot.SUFFIX}", redactor=r)))
         out[k] = (paths[0], paths[1])
     return out

@@ -1,11 +1,9 @@
 """What a scan adds up, and the one result object every view renders.
 
-Replay tasks return a :class:`Partial` (integer sums keyed by model, day,
-cause, break place and change, plus the worst example of each change);
-partials merge by addition, so executor, workers and order do not change the
-totals. :func:`build_result` gives the ``fidelity.scan/1`` JSON (docs/scan.md).
-Lost tokens are priced where each break is found (:class:`Prices`) and summed
-as integer nano-dollars."""
+Replay tasks return a :class:`Partial` (integer sums, lost dollars in
+nano-dollars, and the worst example of each change) that merge by addition,
+so executor, workers and order do not change the totals; :func:`build_result`
+gives the ``fidelity.scan/1`` JSON (docs/scan.md)."""
 
 from __future__ import annotations
 
@@ -161,6 +159,10 @@ class Partial:
             _add(self.wheres, (kind, pointer, label, *pm), [0, 0, 0, 0, 1])
         ck = (b.cause, b.change, b.where_kind, b.pointer, b.label)
         _add(self.changes, (*ck, *pm), [1, b.lost, *cost])
+        self._example(ck, b)
+
+    def _example(self, ck: tuple[str, ...], b: Break) -> None:
+        """Keep ``b`` as the example of change ``ck`` when it ranks first."""
         cur = self.examples.get(ck)
         if cur is None or b.rank() < cur.rank():
             self.examples[ck] = b
@@ -186,9 +188,7 @@ class Partial:
             for k, v in theirs.items():
                 _add(mine, k, v)
         for k, b in other.examples.items():
-            cur = self.examples.get(k)
-            if cur is None or b.rank() < cur.rank():
-                self.examples[k] = b
+            self._example(k, b)
         for reason, n in other.bad.items():
             self.bad[reason] = self.bad.get(reason, 0) + n
         for key, n in other.failed.items():
@@ -227,9 +227,8 @@ class Prices:
         return self.rows[pm]
 
     def lost_nano(self, provider: str, model: str, lost: int, *, prompt: int, time: float | None) -> int | None:
-        """What ``lost`` tokens of one request cost, in nano-dollars, through
-        the one cost function (:func:`fidelity.pricing.lost_cost`) at the
-        request's time (time-of-day prices) and prompt length (tiered prices);
+        """What ``lost`` tokens of one request cost in nano-dollars
+        (:func:`fidelity.pricing.lost_cost` at its time and prompt length);
         ``None`` without a price or a cache-read price."""
         at = _dt.datetime.fromtimestamp(time, _dt.UTC) if time else None
         usd = pricing.lost_cost(self.price((provider, model)), lost, prompt_tokens=prompt, at=at)
@@ -286,11 +285,8 @@ def build_result(p: Partial, *, inputs: list[str], table: pricing.PriceTable, to
             "breaks": v[6], "predicted_hit_rate": _rate(v[3], v[2]),
             "reported": _reported(v[7:12], {k[0]: a for k, a in p.apart.items() if k[1:] == pm}),
         })
-    days = []
-    for (day,), v in sorted(_group(p.days, 1).items()):
-        days.append({"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2],
-                     "lost_tokens": v[3], "lost_usd": _usd(v[3], v[5], v[6]),
-                     "breaks": v[4]})
+    days = [{"day": day, "requests": v[0], "prompt_tokens": v[1], "read_tokens": v[2], "lost_tokens": v[3],
+             "lost_usd": _usd(v[3], v[5], v[6]), "breaks": v[4]} for (day,), v in sorted(_group(p.days, 1).items())]
     causes = [{"cause": k[0], "change": k[1], "breaks": v[0], "first": v[0], "behind": v[4], "lost_tokens": v[1],
                "lost_usd": _usd(*v[1:4])} for k, v in _ranked(_group(p.causes, 2))]
     wheres = [{"kind": k[0], "pointer": k[1], "label": k[2], "breaks": v[0], "first": v[0], "behind": v[4],

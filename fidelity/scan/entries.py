@@ -1,10 +1,7 @@
-"""The index of every request line, held in columns.
-
-One entry per request of the whole input (place, time, session, provider,
-model, partition key) forms the partitions and finds each request's session
-predecessor; each field is a column of machine numbers (names and keys
-numbered once). A worker gets its partitions' rows as columns and makes each
-:class:`Entry` as it replays it. Memory per entry: docs/scan.md."""
+"""The index of every request line, held in columns of machine numbers
+(names and keys numbered once): it forms the partitions and finds each
+request's session predecessor; a worker makes each :class:`Entry` from its
+partitions' columns as it replays them. Memory per entry: docs/scan.md."""
 
 from __future__ import annotations
 

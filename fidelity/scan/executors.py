@@ -35,10 +35,8 @@ class Executor:
 
 
 def _ignore_sigint() -> None:
-    """A pool worker's initializer: Ctrl-C reaches every process of the
-    terminal's foreground group, and only the parent acts on it (it
-    terminates the pool), so a worker neither prints a traceback nor dies
-    half-way through a task the pool then waits for."""
+    """A pool worker's initializer: only the parent acts on Ctrl-C (it
+    terminates the pool), so a worker prints no traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 

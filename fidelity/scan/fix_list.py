@@ -16,7 +16,7 @@ from ..diff.causes import tool_name
 from ..errors import FidelityError
 from ..wire import Dialect, Segment
 
-__all__ = ["Listed", "fix_list", "body_of"]
+__all__ = ["Listed", "fix_list", "body_of", "segment_label"]
 
 
 @dataclass(frozen=True)
@@ -55,16 +55,19 @@ def body_of(rec: Any) -> bytes:
 
 
 def _label(segs: Sequence[Segment], pointer: str) -> str:
-    """The tool name or system section of the segment holding ``pointer``."""
+    """:func:`segment_label` of the deepest segment holding ``pointer``."""
     best: Segment | None = None
     for seg in segs:
         p = seg.pointer
         if (pointer == p or pointer.startswith(p + "/")) and (best is None or len(p) > len(best.pointer)):
             best = seg
-    if best is None:
-        return ""
-    if best.kind == "tools":
-        return tool_name(best.data) or ""
-    if best.kind == "system":
-        return f"system[{best.index}]"
+    return "" if best is None else segment_label(best)
+
+
+def segment_label(seg: Segment) -> str:
+    """A segment's tool name or system section (``""`` for the others)."""
+    if seg.kind == "tools":
+        return tool_name(seg.data) or ""
+    if seg.kind == "system":
+        return f"system[{seg.index}]"
     return ""

@@ -1,20 +1,12 @@
 """The two passes of a scan: index the log, then replay each cache partition.
 
-**Index** (:func:`index_chunk`, one task per byte range of a log file): each
-line is parsed, its cache view built and its partition key computed; what is
-kept is small (key, time, where the line is, session), so the whole log is
-never in memory. Bad lines are counted here, with their reason.
-
-**Replay** (:func:`replay_batch`, one task per batch of partitions): each
-partition's lines are read again by offset, in time order; segments are
-interned and tokenized through the worker's memo, the cache is simulated
-(one :class:`fidelity.cache.simulator.Simulator` per cache model, fed
-the requests :class:`fidelity.cache.builder.PromptIds` builds), and each request whose prefix broke against
-the request it continues gets its fix list (:func:`.fix_list.fix_list`: every break, the
-first carrying the loss).
-A task returns a :class:`~fidelity.scan.aggregate.Partial`: sums that merge
-in any order to the same result.
-"""
+:func:`index_chunk` (one task per byte range of a log file) parses each line
+and keeps its partition key, time, place and session; bad lines are counted
+with their reason. :func:`replay_batch` (one task per batch of partitions)
+reads each partition's lines again in time order, simulates the cache and
+lists every break of each request whose prefix broke against the one it
+continues. A task returns a :class:`~fidelity.scan.aggregate.Partial`: sums
+that merge in any order to the same result."""
 
 from __future__ import annotations
 
@@ -49,34 +41,31 @@ from ..cache.items import (
 )
 from ..cache.memo import TokenMemo
 from ..cache.simulator import Simulator
-from ..diff.causes import classify, tool_name
+from ..diff.causes import classify
 from ..diff.locate import pointer_at
 from ..errors import FidelityError
 from ..providers import placed_url
 from ..wire import Segment
 from .aggregate import Break, CrossChild, CrossPred, Partial, Prices
 from .entries import Entry, PartitionRows, Rows
-from .fix_list import body_of, fix_list
+from .fix_list import body_of, fix_list, segment_label
 from .records import MAX_LINE, BadLine, endpoint_of, iter_lines, parse_record
 from .segments import SegmentBytes
 from .splice import Parsed, parse_after
 
-__all__ = ["Entry", "Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern",
+__all__ = ["Task", "index_chunk", "replay_batch", "view_of", "change_label", "pointer_pattern", "listed_breaks",
            "where_of", "alive_until"]
 
 
 @dataclass
 class Task:
     """One replay task: partitions ``(id, provider, model, rows)``, the rows
-    in time order (:class:`~fidelity.scan.entries.PartitionRows`: each
-    entry with its session predecessor's place, whether that is in the same
-    partition, and whether the entry is a predecessor in another)."""
+    in time order (:class:`~fidelity.scan.entries.PartitionRows`)."""
 
     files: list[str]
     labels: list[str]
     partitions: list[tuple[str, str, str, PartitionRows]]
     max_line: int = MAX_LINE
-    memo_bytes: int = 256 * 1024 * 1024
     #: the price table lost tokens are priced with (``None``: the bundled one)
     prices: pricing.PriceTable | None = None
 
@@ -87,13 +76,8 @@ GC_THRESHOLDS = (50_000, 20, 100)
 
 def _fewer_collections(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``fn`` with the cyclic collector's thresholds raised to
-    :data:`GC_THRESHOLDS` (restored after). A scan allocates a container for
-    every parsed JSON value and keeps a large heap (the memo, the lineages),
-    which each older-generation pass walks whole; its values form no cycles,
-    so rarer passes free the same memory. On the 1 GB benchmark logs the
-    collector took 1.8 s of 19.3 CPU s (append-only; 12 full passes) and
-    5.8 s of 48.9 (mixed; 22) at the default thresholds, 0.6 s and 1.8 s at
-    these; peak RSS the same to 0.1 %."""
+    :data:`GC_THRESHOLDS` (restored after): a scan's parsed values form no
+    cycles, so rarer passes free the same memory (docs/scan.md, "Performance")."""
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -115,8 +99,7 @@ def view_of(rec: Any, first_only: bool = False) -> FastView:
         return build_view(rec.dialect, rec.body, first_only)
     from ..jsonbytes import split_pointer
 
-    body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
-    segs = rec.dialect.cache_view(body)
+    segs = rec.dialect.cache_view(body_of(rec))
     params = segs[0].data if segs and segs[0].kind == "params" else b""
     items = tuple(Item(s.kind, s.index, split_pointer(s.pointer), orjson.loads(s.data))
                   for s in segs if s.kind != "params")
@@ -126,13 +109,10 @@ def view_of(rec: Any, first_only: bool = False) -> FastView:
 @_fewer_collections
 def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int = MAX_LINE
                 ) -> tuple[Rows, list[tuple[int, int, str, str]], int, list[tuple[int, str, str]]]:
-    """Index the lines that start in ``[start, end)`` of ``path``: entries
-    ``(key, time, file, offset, length, local_line, session, provider, model)``
-    (:class:`~fidelity.scan.entries.Rows`, in columns),
-    bad lines ``(file, local_line, reason, detail)``, the number of lines,
-    and the failed requests (a logged HTTP status of 400 or more: the
-    provider refused or failed them, so they read and wrote nothing the
-    simulator can know) as ``(status, provider, model)``."""
+    """Index the lines that start in ``[start, end)`` of ``path``: their
+    :class:`~fidelity.scan.entries.Rows`, bad lines ``(file, local_line,
+    reason, detail)``, the number of lines, and the failed requests (a logged
+    HTTP status of 400 or more: not simulated) as ``(status, provider, model)``."""
     entries = Rows()
     bad: list[tuple[int, int, str, str]] = []
     failed: list[tuple[int, str, str]] = []
@@ -182,12 +162,9 @@ def index_chunk(path: str, file: int, start: int, end: int | None, max_line: int
 
 def _same_head(parsed: Parsed, ref: Parsed) -> bool:
     """Whether ``parsed`` has ``ref``'s partition key without building its
-    view: the splice reused ``ref``'s messages, the first one included, and
-    every other member of the body is ``ref``'s, in the same order (the cut
-    ``tools`` and ``system`` are the very objects; the rest serialises to
-    the same bytes: ``1`` and ``1.0`` compare equal, and are not), for the
-    same dialect, provider and model. The key reads nothing else (the params
-    and the first segment of the view)."""
+    view: same dialect, provider and model, the first message reused by the
+    splice, and every other member of the body the same object or the same
+    compact bytes, in the same order (the key reads nothing else)."""
     if not parsed.reused:
         return False
     rec, old = parsed.rec, ref.rec
@@ -228,7 +205,7 @@ def change_label(detail: str | None) -> str:
 
 def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, str]:
     """(segment kind, JSON pointer pattern of the deepest value where the
-    two segments part, tool name or system section)."""
+    two segments part, :func:`~.fix_list.segment_label`)."""
     seg = c_seg or p_seg
     assert seg is not None
     ptr = seg.pointer
@@ -240,18 +217,12 @@ def where_of(p_seg: Segment | None, c_seg: Segment | None) -> tuple[str, str, st
             except Exception:  # not JSON (a text segment): the segment is precise enough
                 inner = ""
             ptr = seg.pointer + (inner or "")
-    label = ""
-    if seg.kind == "tools":
-        label = tool_name(seg.data) or ""
-    elif seg.kind == "system":
-        label = f"system[{seg.index}]"
-    return seg.kind, pointer_pattern(ptr), label
+    return seg.kind, pointer_pattern(ptr), segment_label(seg)
 
 
 @dataclass(slots=True)
 class _Req:
-    """What a partition keeps of each request it replayed (slotted: one per
-    request, for as long as the partition is replayed)."""
+    """What a partition keeps of each request it replayed."""
 
     segs: array[int]
     prompt: int
@@ -263,9 +234,8 @@ class _Req:
 
 @dataclass
 class _Lineage:
-    """What the next request of one session is compared with: its previous
-    request's parsed line, view, segment bytes and segment ids, and the
-    builder that reuses that request's billed ids."""
+    """A session's previous request (parsed line, view, segment bytes and
+    ids) and the builder that reuses its billed ids."""
 
     builder: PromptIds
     view: FastView | None = None
@@ -297,10 +267,9 @@ class _State:
 
     def lineage(self, session: str | None, continues: bool) -> _Lineage:
         """The lineage of ``session``: its own when the request continues a
-        request of this partition, else a new one that starts from the
-        partition's latest request (a forked subagent shares its parent's
-        history). Only speed depends on the choice: what is shared is found
-        by comparing."""
+        request of this partition, else a new one from the partition's latest
+        request (a forked subagent shares its parent's history; only speed
+        depends on the choice)."""
         got = self.lineages.pop(session, None) if continues else None
         if got is None:
             last = self.last
@@ -314,8 +283,7 @@ class _State:
 
 
 class _Segments(Sequence[Segment]):
-    """A request's segments (its items, with the bytes of their segment
-    ids), each made when read: a break is classified from a few of them."""
+    """A request's segments, each made when read: a break is classified from a few of them."""
 
     __slots__ = ("_data", "_items", "_sids")
 
@@ -350,12 +318,16 @@ class _Segments(Sequence[Segment]):
 def replay_batch(task: Task) -> Partial:
     """Replay every partition of ``task``; the merged sums."""
     out = Partial()
-    memo = _worker_memo(task.memo_bytes)
+    memo = _worker_memo()
     fds: dict[int, int] = {}
     prices = Prices(task.prices if task.prices is not None else pricing.load())
     try:
-        for pid, provider, model, items in task.partitions:
-            _replay_partition(task, pid, provider, model, items, out, memo, fds, prices)
+        for _, provider, model, items in task.partitions:
+            st = _State(memo)
+            try:
+                _replay(st, task, provider, model, items, out, fds, prices)
+            finally:
+                st.data.close()  # the partition's segment file
     finally:
         for fd in fds.values():
             os.close(fd)
@@ -364,12 +336,14 @@ def replay_batch(task: Task) -> Partial:
 
 
 _MEMO: TokenMemo | None = None
+#: bytes of token ids a worker's memo keeps across its tasks
+MEMO_BYTES = 256 * 1024 * 1024
 
 
-def _worker_memo(max_bytes: int) -> TokenMemo:
+def _worker_memo() -> TokenMemo:
     global _MEMO
-    if _MEMO is None or _MEMO.max_bytes != max_bytes:
-        _MEMO = TokenMemo(max_bytes)
+    if _MEMO is None:
+        _MEMO = TokenMemo(MEMO_BYTES)
     _MEMO.tokenized_bytes = 0
     return _MEMO
 
@@ -381,18 +355,7 @@ def _read(task: Task, fds: dict[int, int], e: Entry) -> bytes:
     return os.pread(fd, e.length, e.offset)
 
 
-def _replay_partition(task: Task, pid: str, provider: str, model: str,
-                      items: Iterable[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
-                      memo: TokenMemo, fds: dict[int, int],
-                      prices: Prices) -> None:
-    st = _State(memo)
-    try:
-        _replay(st, task, pid, provider, model, items, out, fds, prices)
-    finally:
-        st.data.close()  # the partition's segment file
-
-
-def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
+def _replay(st: _State, task: Task, provider: str, model: str,
             items: Iterable[tuple[Entry, tuple[int, int] | None, bool, bool]], out: Partial,
             fds: dict[int, int], prices: Prices) -> None:
     cm = cache_models.get(provider, model)
@@ -493,10 +456,7 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
             parse_record(_read(task, fds, pe))
         p_items = prev_view.items if j == prev_index and prev_view is not None else view_of(p_rec).items
         p_segs, c_segs = _Segments(st, p_items, p.segs), _Segments(st, view.items, segs)
-        # every break, as `fidelity diff` lists them; the first carries the loss
-        listed = [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
-                  for b in fix_list(rec.dialect, model, body_of(p_rec), body_of(rec), list(p_segs), list(c_segs))] \
-            if p_rec.dialect is rec.dialect else []
+        listed = listed_breaks(p_rec, rec, model, p_segs, c_segs)
         if listed:
             got: tuple[str, str | None] = listed[0][:2]
             kind, ptr, label = listed[0][2]
@@ -523,14 +483,21 @@ def _replay(st: _State, task: Task, pid: str, provider: str, model: str,
                             usd_nano=prices.lost_nano(provider, model, lost, prompt=prompt, time=e.time)))
 
 
+def listed_breaks(p_rec: Any, rec: Any, model: str, p_segs: Sequence[Segment], c_segs: Sequence[Segment]
+                  ) -> list[tuple[str, str, tuple[str, str, str]]]:
+    """Every break of ``rec`` against ``p_rec``, as ``fidelity diff`` lists them (the first carries the
+    loss): ``(cause, detail, (segment kind, pointer pattern, label))`` each; empty for two dialects."""
+    if p_rec.dialect is not rec.dialect:
+        return []
+    return [(b.cause, b.detail, (b.segment, pointer_pattern(b.pointer), b.label))
+            for b in fix_list(rec.dialect, model, body_of(p_rec), body_of(rec), list(p_segs), list(c_segs))]
+
+
 def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[float] | None = None) -> float:
-    """When the last cache entry a request wrote at ``time`` runs out,
-    counting from that request alone (a later request that reads the same
-    prefix refreshes it; that is not counted): ``ttl`` after it, or with
-    explicit breakpoints (``marker_ttls``) the longest of their lifetimes
-    (none: it wrote nothing). A request that comes later could not have read
-    what its predecessor wrote, whatever it changed. Without a time, never
-    (the simulator keeps an entry without a time alive)."""
+    """When the last cache entry a request wrote at ``time`` runs out, counting
+    from that request alone: ``ttl`` after it, or with explicit breakpoints
+    (``marker_ttls``) the longest of their lifetimes (none: it wrote nothing).
+    Without a time, never (the simulator keeps such an entry alive)."""
     if time is None:
         return math.inf
     if marker_ttls is not None:
@@ -540,9 +507,8 @@ def alive_until(time: float | None, ttl: float | None, marker_ttls: Sequence[flo
 
 def _apart(parsed: Parsed) -> str | None:
     """Why the billed prompt of the parsed line holds what the line does not
-    (:func:`fidelity.server_side.reason`; the line's response counts: a
-    server tool's result there is one). The messages it shares with an
-    earlier line that held no server tool mark are not searched again."""
+    (:func:`fidelity.server_side.reason`); messages shared with an earlier line
+    that held no server tool mark are not searched again."""
     rec, line = parsed.rec, parsed.line
     if parsed.marks is None:
         parsed.marks = server_side.has_marks(line, parsed.shared if parsed.shared_clean else (0, 0))
@@ -550,9 +516,7 @@ def _apart(parsed: Parsed) -> str | None:
     return server_side.reason(rec.body, server_prompt=ep.server_prompt if ep is not None else "", marks=parsed.marks)
 
 
-@functools.lru_cache(maxsize=4096)  # a log names few URLs
-def _placed(url: str | None) -> str | None:
-    return placed_url(url)
+_placed = functools.lru_cache(maxsize=4096)(placed_url)  # a log names few URLs
 
 
 def view_after_rec(rec: Any, prev: FastView | None) -> tuple[FastView, int]:

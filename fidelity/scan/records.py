@@ -1,32 +1,16 @@
-"""Request logs: the JSONL request-log format, and every other input turned into it.
+"""Request logs: the JSONL request-log format (one request per line,
+docs/scan.md "Log format"), and every other input turned into it.
 
-One request per line (docs/scan.md, "Log format")::
-
-    {"time": "2026-11-30T12:00:00.123Z", "url": "https://api.openai.com/v1/chat/completions",
-     "body": {...}, "usage": {"prompt": 5000, "cache_read": 4096}, "session": "s-1", "user": "u-9"}
-
-``body`` is the request body as a JSON object, or its exact text as a
-string; ``body_base64`` holds bytes that are not UTF-8. ``time`` is ISO 8601
-or seconds since the epoch. ``provider`` (a wire dialect or provider name)
-stands in for a URL that names none. ``usage`` follows the shared snapshot
-convention or is the provider's own usage object; ``response`` (a logged
-response body, object or text) is read for usage when ``usage`` is absent.
-An envelope ``{"request": {"url", "body", ...}, "response": {...}}`` (the
-shape of claude-trace logs, whose ``response.body_raw`` holds a stream) and a
-bare request body per line are read too. ``.gz`` files are decompressed.
-
-Recordings (snapshot folders, vcrpy and Ruby VCR cassettes, HAR) are read
-by the one reader every command uses (:mod:`fidelity.traffic.sources`, with
-its set-apart decision) and DeepSeek Harness logs by their importer, then
-written in this format (:func:`prepare_inputs`), so that one reader and one
-partition function serve them all.
-"""
+Recordings are read by the one reader every command uses
+(:mod:`fidelity.traffic.sources`) and DeepSeek Harness logs by their
+importer, then written in this format (:func:`prepare_inputs`), so that one
+reader and one partition function serve them all."""
 
 from __future__ import annotations
 
 import base64
 import datetime as _dt
-import gzip
+import functools
 import mmap
 import os
 import re
@@ -39,9 +23,11 @@ import orjson
 
 from .. import wire
 from ..capture.redact import url_problem
+from ..capture.snapshot import utf8_text
 from ..errors import InputError
 from ..gzipped import gunzip_file
 from ..traffic import usage as _usage
+from ..traffic.exchange import iso_seconds
 from ..traffic.usage import http_status
 from ..wire.evidence import detect_request, endpoint_of
 
@@ -73,64 +59,37 @@ class Record:
     body: dict[str, Any]
     usage: dict[str, Any] | None
     session: str | None
-    user: str | None
     raw_body: bytes | None  # the exact body bytes when the line holds them as text
-    #: the request URL ("" when the line names none): its provider's cache
-    #: serves the request (DeepSeek's /responses, OpenRouter), whatever the body's shape
-    url: str = ""
-    #: the body (its shape or marks) or the URL's path chose the dialect, not
-    #: a known provider's URL, the line's ``provider`` or ``--provider``
+    url: str = ""  # "" when the line names none
+    #: the body or the URL's path chose the dialect (not a provider's URL or a ``provider`` hint)
     detected: bool = False
-    #: the response's HTTP status, where logged
-    status: int | None = None
+    status: int | None = None  # the response's HTTP status, where logged
 
 
-#: the reasons (:attr:`fidelity.wire.evidence.Detection.why`) of a dialect
-#: that no part of the body chose: a known provider's URL, the line's
-#: ``provider``, ``--provider``
+#: the reasons (:attr:`fidelity.wire.evidence.Detection.why`) of a dialect no part of the body chose
 _NOT_BY_BODY = ("URL: ", "snapshot metadata: ", "--provider ")
 
-_URL_PROBLEMS: dict[str, str | None] = {}
+_url_problem = functools.lru_cache(maxsize=4096)(url_problem)  # a log names few URLs
 
 
-def _url_problem(url: str) -> str | None:
-    """:func:`fidelity.capture.redact.url_problem`, memoised (a log names few URLs)."""
-    if url not in _URL_PROBLEMS:
-        if len(_URL_PROBLEMS) > 4096:
-            _URL_PROBLEMS.clear()
-        _URL_PROBLEMS[url] = url_problem(url)
-    return _URL_PROBLEMS[url]
-
-
-_DAYS: dict[int, str] = {}
+@functools.cache
+def _date(n: int) -> str:
+    """The UTC date (``YYYY-MM-DD``) of day ``n`` since the epoch."""
+    return _dt.datetime.fromtimestamp(n * 86400, _dt.UTC).strftime("%Y-%m-%d")
 
 
 def _day(t: float) -> str:
-    """The UTC date of epoch seconds ``t`` (``YYYY-MM-DD``), formatted once a day."""
-    n = int(t // 86400)
-    got = _DAYS.get(n)
-    if got is None:
-        got = _DAYS[n] = _dt.datetime.fromtimestamp(n * 86400, _dt.UTC).strftime("%Y-%m-%d")
-    return got
+    return _date(int(t // 86400))
 
 
 def _time(value: Any) -> tuple[float | None, str]:
     if value is None:
         return None, "unknown"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        t = float(value)
-        if t > 1e11:  # milliseconds
-            t /= 1000.0
+    t = iso_seconds(value)
+    if t is not None:
         return t, _day(t)
     if isinstance(value, str):
-        try:
-            d = _dt.datetime.fromisoformat(value)
-        except ValueError:
-            raise BadLine("bad time", f"not ISO 8601 or epoch seconds: {value[:40]!r}") from None
-        if d.tzinfo is None:
-            d = d.replace(tzinfo=_dt.UTC)
-        t = d.timestamp()
-        return t, _day(t)
+        raise BadLine("bad time", f"not ISO 8601 or epoch seconds: {value[:40]!r}")
     raise BadLine("bad time", f"time must be a string or a number, not {type(value).__name__}")
 
 
@@ -213,28 +172,18 @@ def parse_record(line: bytes) -> Record:
         elif isinstance(rbody, str):
             used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
     session = obj.get("session")
-    user = obj.get("user")
+    status = obj.get("status")
+    if status is None and isinstance(obj.get("response"), dict):  # claude-trace, the JSONL importer's envelope
+        status = obj["response"].get("status_code", obj["response"].get("status"))
     return Record(t, day, dialect, provider or dialect.provider, model, body, used,
-                  str(session) if session is not None else None, str(user) if user is not None else None, raw,
-                  url, detected, _status(obj))
-
-
-def _status(obj: dict[str, Any]) -> int | None:
-    """The logged HTTP status: ``status``, or the response's ``status_code``
-    / ``status`` (claude-trace, the JSONL importer's envelope)."""
-    value = obj.get("status")
-    resp = obj.get("response")
-    if value is None and isinstance(resp, dict):
-        value = resp.get("status_code", resp.get("status"))
-    return http_status(value)
+                  str(session) if session is not None else None, raw, url, detected, http_status(status))
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
                limit: int = MAX_LINE) -> Iterator[tuple[int, bytes | None]]:
     """``(offset, line)`` for each line that starts in ``[start, end)`` (a
     chunk that starts mid-line skips to the next line); a line longer than
-    ``limit`` (newline not counted) is yielded as ``None`` without being copied.
-    The file is mapped, so finding each line end is one ``memchr``."""
+    ``limit`` (newline not counted) is yielded as ``None`` without being copied."""
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0 or start >= size:
@@ -260,20 +209,10 @@ def iter_lines(path: str | Path, start: int = 0, end: int | None = None,
 # -- other inputs -> record lines ---------------------------------------------------
 
 
-def _label(name: str) -> str:
-    """A path-derived label as valid UTF-8: a file name that is not (bytes
-    Python keeps as lone surrogates) shows its odd bytes as ``\\xNN``."""
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def _record_line(body: bytes, *, url: str | None, provider: str | None, session: str, where: str,
                  time: Any = None, used: Any = None, status: int | None = None) -> bytes:
-    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": _label(session),
-                           "source": _label(where)}
+    rec: dict[str, Any] = {"time": time, "url": url or None, "provider": provider, "session": utf8_text(session),
+                           "source": utf8_text(where)}
     try:
         rec["body"] = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -285,14 +224,12 @@ def _record_line(body: bytes, *, url: str | None, provider: str | None, session:
     return orjson.dumps(rec) + b"\n"
 
 
-def _recording(source: Any, out: Any) -> int:
-    """A recording read by the one reader (:mod:`fidelity.traffic.sources`),
-    as record lines: what replay and tokens-check read, with their decision
-    (a request the simulator does not take is written as skipped, with the
+def _recording(source: Any, out: Any) -> None:
+    """A recording read by the one reader, as record lines with its decision
+    (a request the simulator does not take written as skipped, with the
     reason; a failed one keeps its status, which the scan counts)."""
     from ..traffic.sources import read
 
-    n = 0
     for ex in read(source):
         if ex.skip is not None and not (ex.status is not None and ex.status >= 400):
             out.write(orjson.dumps({"skipped": ex.skip[:300]}) + b"\n")
@@ -300,19 +237,15 @@ def _recording(source: Any, out: Any) -> int:
         out.write(_record_line(ex.body, url=ex.url, provider=ex.dialect, session=ex.session or str(source.path),
                                where=f"{ex.source}#{ex.where}" if ex.where else ex.source, time=ex.time,
                                used=dict(ex.usage) if ex.usage is not None else None, status=ex.status))
-        n += 1
-    return n
 
 
-def _imported(path: Path, out: Any, kind: str) -> int:
+def _imported(path: Path, out: Any, kind: str) -> None:
     from ..capture.importers import import_file
 
     imported = import_file(path, kind)
-    n = 0
     for snap in imported.snapshots:
         out.write(_record_line(snap.body, url=snap.url, provider=snap.provider, session=str(path),
                                where=snap.source or str(path), time=snap.time, used=snap.usage))
-        n += 1
     # what the importer could not turn into a request is reported, not dropped
     for warning in imported.warnings:
         if "skipped" in warning:
@@ -322,31 +255,11 @@ def _imported(path: Path, out: Any, kind: str) -> int:
         out.writelines([orjson.dumps({"skipped": f"{kind}: {reason}"[:300]}) + b"\n"] * count)
     for _ in range(imported.skipped - sum(imported.reasons.values())):
         out.write(orjson.dumps({"skipped": f"{kind}: an entry that is not a model request"}) + b"\n")
-    return n
-
-
-def _is_record_log(path: Path) -> bool:
-    """A JSONL file in the request-log format (not an importer's format)."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:
-            first = fh.readline(1 << 20)
-    except (OSError, EOFError):
-        return True  # the scan reports what is wrong with it
-    compact = first.replace(b" ", b"")
-    if b'"parentSession"' in first or b'"type":"session"' in compact:
-        return False  # DeepSeek Harness session log
-    return True
 
 
 def _parquet_log(path: Path, out: Any) -> None:
-    """A Parquet request log (one row per request, the JSONL format's members
-    as columns) written as JSONL: ``body`` a string (JSON text), a struct
-    (the object) or binary (bytes, as ``body_base64``); a timestamp ``time``
-    becomes ISO 8601 (UTC when it has no zone); a string ``usage`` or
-    ``response`` holding JSON is read as that JSON; null columns are left
-    out. Read a row group at a time (about 1,000 rows), so memory stays
-    with the batch."""
+    """A Parquet request log (the JSONL format's members as columns, docs/scan.md)
+    written as JSONL, a row group at a time so memory stays with the batch."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -383,17 +296,15 @@ def _parquet_row(row: dict[str, Any]) -> bytes:
 
 def prepare_inputs(paths: list[str | Path], workdir: Path,
                    _seen: set[tuple[str, Path]] | None = None) -> list[tuple[Path, str]]:
-    """The plain request-log files to scan, with the label of the input
-    each came from (``PATH``; ``PATH#request`` for a converted input, whose
-    line numbers count its requests in order, then what the importer skipped;
-    ``PATH#row`` for a Parquet log, by row): plain ``.jsonl`` logs as they are, ``.gz`` logs
-    decompressed into ``workdir``, Parquet logs, snapshot folders and importer formats
-    converted into ``workdir``. Inputs are never modified. Each file is
-    read once, however often it is given (itself, or in a folder given);
-    a DeepSeek Harness session file stands for its whole folder (the parent
-    session and its children: the importer reads them together), so a
-    folder's sessions are read once, whichever of its files are given."""
+    """The plain request-log files to scan, with the label of the input each
+    came from (``PATH``; ``PATH#request`` for a converted input, lines counting
+    its requests, then what the importer skipped; ``PATH#row`` for Parquet).
+    Plain logs are used as they are; ``.gz`` logs, Parquet logs, recordings and
+    importer formats are converted into ``workdir``; inputs are never modified.
+    Each file is read once however often it is given, and a DeepSeek Harness
+    session file stands for its whole folder (the importer reads them together)."""
     from ..capture.importers import guess_kind
+    from ..traffic.sources import READ_KINDS, Source, kind_of, list_sources
 
     seen: set[tuple[str, Path]] = set() if _seen is None else _seen
     out: list[tuple[Path, str]] = []
@@ -402,10 +313,7 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
         if not p.exists():
             raise InputError("no such file or folder", path=p)
         if p.is_dir():
-            # the one listing (:func:`fidelity.traffic.sources.list_sources`): recursive, a
-            # folder of snapshots is one recording wherever it is
-            from ..traffic.sources import list_sources
-
+            # the one listing: recursive, a folder of snapshots is one recording wherever it is
             found = [item for item in list_sources(p) if item.kind != "unknown"]
             if not found:
                 raise InputError("no request logs or snapshots in this folder", path=p)
@@ -427,42 +335,35 @@ def prepare_inputs(paths: list[str | Path], workdir: Path,
         seen.add(("file", p.resolve()))
         workdir.mkdir(parents=True, exist_ok=True)
         name = p.name.lower()
+        recorded = kind_of(p)
+        target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
         if name.endswith(".parquet"):
-            target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
             with open(target, "wb") as fh:
                 _parquet_log(p, fh)
             out.append((target, f"{p}#row"))
-            continue
-        if name.endswith((".jsonl", ".ndjson", ".log", ".jsonl.gz", ".ndjson.gz", ".log.gz")) and _is_record_log(p):
-            if name.endswith(".gz"):
-                target = workdir / f"{i:04d}-{p.name[:-3]}"
-                try:
-                    with open(target, "wb") as dst:
-                        gunzip_file(p, dst)  # within the limits: a gzip bomb stops before it fills the disk
-                except BaseException:
-                    target.unlink(missing_ok=True)
-                    raise
-                out.append((target, str(p)))
-            else:
-                out.append((p, str(p)))
-            continue
-        from ..traffic.sources import READ_KINDS, Source, kind_of
-
-        recorded = kind_of(p)
-        if recorded in READ_KINDS and recorded != "jsonl":
-            target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
+        elif recorded == "jsonl" and name.endswith(".gz"):
+            target = workdir / f"{i:04d}-{p.name[:-3]}"
+            try:
+                with open(target, "wb") as dst:
+                    gunzip_file(p, dst)  # within the limits: a gzip bomb stops before it fills the disk
+            except BaseException:
+                target.unlink(missing_ok=True)
+                raise
+            out.append((target, str(p)))
+        elif recorded == "jsonl":
+            out.append((p, str(p)))
+        elif recorded in READ_KINDS:
             with open(target, "wb") as fh:
                 _recording(Source(recorded, p), fh)
             out.append((target, f"{p}#request"))
-            continue
-        kind = guess_kind(p)
-        if kind == "dsh":
-            folder = p.parent.resolve()
-            if ("dsh", folder) in seen:
-                continue  # its folder's sessions were read with another of its files
-            seen.add(("dsh", folder))
-        target = workdir / f"{i:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', p.name)}.jsonl"
-        with open(target, "wb") as fh:
-            _imported(p, fh, kind)
-        out.append((target, f"{p}#request"))
+        else:
+            kind = guess_kind(p)
+            if kind == "dsh":
+                folder = p.parent.resolve()
+                if ("dsh", folder) in seen:
+                    continue  # its folder's sessions were read with another of its files
+                seen.add(("dsh", folder))
+            with open(target, "wb") as fh:
+                _imported(p, fh, kind)
+            out.append((target, f"{p}#request"))
     return out

@@ -1,10 +1,6 @@
-"""The distinct segment bytes of one partition, numbered, kept in a file.
-
-Each distinct cache-view segment gets a number from its 16-byte BLAKE2b
-digest (two segments sharing one: a chance near 2**-128 a pair); its bytes
-go to an unnamed temporary file through a 1 MiB
-:class:`~fidelity.cache.append_file.AppendFile` and are read back by offset
-when a break is classified against any earlier request of the partition."""
+"""The distinct segment bytes of one partition, numbered by their 16-byte
+BLAKE2b digest, their bytes kept in an unnamed temporary file and read back
+by number when a break is classified."""
 
 from __future__ import annotations
 

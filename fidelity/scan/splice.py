@@ -1,13 +1,8 @@
 """Parse a log line against an earlier line of the same session: only the
-bytes after their shared history are parsed.
-
-:func:`parse_after` finds the earlier :class:`Parsed` line's compact
-``"messages":[...]`` array in the new line (binary search, one ``memcmp`` a
-step), cuts the shared leading messages (and unchanged ``tools`` / ``system``
-members, each by a marker number), parses the rest with
-:func:`~fidelity.scan.records.parse_record` and puts the earlier line's
-parsed objects back: the record equals a whole parse. Whatever does not fit
-is parsed whole. docs/scan.md, "Performance"."""
+bytes after their shared history are parsed (the shared messages, and
+unchanged ``tools`` / ``system`` members, are cut, the rest parsed and the
+earlier line's objects put back), so the record equals a whole parse.
+Whatever does not fit is parsed whole. docs/scan.md, "Performance"."""
 
 from __future__ import annotations
 
@@ -31,23 +26,19 @@ _MEMBERS = (("tools", b'"tools":', b"-7.78e-300"), ("system", b'"system":', b"-7
 
 @dataclass
 class Parsed:
-    """A parsed line and where its body's messages sit in it: ``start``
-    (the offset of the first message, ``-1`` when unknown) and ``ends``
-    (each message's end, relative to ``start``)."""
+    """A parsed line and where its body's messages sit in it: ``start`` (the
+    first message's offset, ``-1``: unknown) and ``ends`` (relative to ``start``)."""
 
     rec: Record
     line: bytes
     start: int = -1
     ends: list[int] = field(default_factory=list)
-    #: how many messages came from the earlier line (0: parsed whole): its
-    #: leading ones, or all but the first of those when the first changed
+    #: how many messages came from the earlier line (0: parsed whole)
     reused: int = 0
-    #: where the values of the body's ``tools`` and ``system`` sit in ``line``
-    #: (those held as compact JSON), by member name
+    #: where the compact values of the body's ``tools`` and ``system`` sit in ``line``
     members: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: the span of ``line`` that holds the earlier line's shared messages byte
-    #: for byte (empty: none), and whether the earlier line was searched for
-    #: server tool marks and held none (:attr:`marks` ``False``)
+    #: the span of ``line`` holding the earlier line's shared messages, and
+    #: whether the earlier line was searched for server tool marks and held none
     shared: tuple[int, int] = (0, 0)
     shared_clean: bool = False
     #: whether ``line`` holds a server tool's call or result (``None``: not searched yet)

@@ -157,22 +157,24 @@ def html_page(r: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _gh_props(where: str, title: str) -> str:
+    """A workflow command's properties: ``file``, ``line`` (from ``PATH:LINE``) and ``title``."""
+    path, _, line = where.rpartition(":")
+    props = [f"file={formats.gh_property(path)}"] + ([f"line={line}"] if line.isdigit() else [])
+    return ",".join([*props, "title=" + formats.gh_property(title)])
+
+
 def github(r: dict[str, Any]) -> str:
     """GitHub workflow commands as ``fidelity gate`` writes them: a
     ``::warning`` per top change at its example child's file and line, a
     ``::error`` per bad-line reason, then the Markdown summary."""
     out = []
     for c in r["top_changes"]:
-        where = c["example"]["child"]
-        path, _, line = where.rpartition(":")
-        props = [f"file={formats.gh_property(path)}"] + ([f"line={line}"] if line.isdigit() else [])
-        props.append("title=" + formats.gh_property(f"fidelity scan: {c['cause']}"))
         msg = (f"{c['change'] or c['cause']} at {c['pointer']} {c['label']}".strip()
                + f": {c['lost_tokens']:,} tokens lost in {c['breaks']:,} request(s) ({_usd(c['lost_usd'])})")
-        out.append(f"::warning {','.join(props)}::{formats.gh_data(msg)}")
+        props = _gh_props(c["example"]["child"], "fidelity scan: " + c["cause"])
+        out.append(f"::warning {props}::{formats.gh_data(msg)}")
     for ex in r["bad_lines"]["examples"][:10]:
-        path, _, line = ex["where"].rpartition(":")
-        props = [f"file={formats.gh_property(path)}"] + ([f"line={line}"] if line.isdigit() else [])
-        props.append("title=" + formats.gh_property("fidelity scan: bad line"))
-        out.append(f"::error {','.join(props)}::{formats.gh_data(ex['reason'] + (': ' + ex['detail'] if ex['detail'] else ''))}")
+        detail = ex["reason"] + (": " + ex["detail"] if ex["detail"] else "")
+        out.append(f"::error {_gh_props(ex['where'], 'fidelity scan: bad line')}::{formats.gh_data(detail)}")
     return "\n".join(out) + ("\n" if out else "") + markdown(r)

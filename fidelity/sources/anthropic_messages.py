@@ -24,10 +24,6 @@ def read_anthropic_messages(path: str | Path) -> tuple[Message, ...]:
     return from_anthropic_messages(load(path), path=path)
 
 
-def _bad(problem: str, path: Any, pointer: str) -> InputError:
-    return InputError(problem, path=path, pointer=pointer)
-
-
 def _image(block: dict[str, Any], path: Any, at: str) -> Image:
     src = block.get("source")
     if isinstance(src, dict) and tuple(src) == ("type", "media_type", "data") and src["type"] == "base64" \
@@ -35,12 +31,12 @@ def _image(block: dict[str, Any], path: Any, at: str) -> Image:
         return Image(url=f"data:{src['media_type']};base64,{src['data']}", media_type=src["media_type"])
     if isinstance(src, dict) and tuple(src) == ("type", "url") and src["type"] == "url" and isinstance(src["url"], str):
         return Image(url=src["url"])
-    raise _bad("an image needs a base64 or url source", path, at + "/source")
+    raise InputError("an image needs a base64 or url source", path=path, pointer=at + "/source")
 
 
 def _block(block: Any, path: Any, at: str, *, in_result: bool = False) -> Part:
     if not isinstance(block, dict):
-        raise _bad("a content block must be an object", path, at)
+        raise InputError("a content block must be an object", path=path, pointer=at)
     kind, keys = block.get("type"), tuple(block)
     if kind == "text" and keys in (("type", "text"), ("type", "text", "cache_control")) \
             and isinstance(block["text"], str):
@@ -48,7 +44,7 @@ def _block(block: Any, path: Any, at: str, *, in_result: bool = False) -> Part:
     if kind == "image" and keys == ("type", "source"):
         return _image(block, path, at)
     if in_result:
-        raise _bad("a tool_result holds only text and image blocks", path, at)
+        raise InputError("a tool_result holds only text and image blocks", path=path, pointer=at)
     if kind == "thinking" and keys == ("type", "thinking", "signature") and isinstance(block["thinking"], str) \
             and isinstance(block["signature"], str):
         return Reasoning(block["thinking"], signature=block["signature"])
@@ -63,12 +59,12 @@ def _block(block: Any, path: Any, at: str, *, in_result: bool = False) -> Part:
         elif isinstance(content, (list, tuple)):
             body = tuple(_block(b, path, f"{at}/content/{k}", in_result=True) for k, b in enumerate(content))
         else:
-            raise _bad("tool_result content must be a string or a list", path, at + "/content")
+            raise InputError("tool_result content must be a string or a list", path=path, pointer=at + "/content")
         is_error = block.get("is_error", False)
         if not isinstance(is_error, bool):
-            raise _bad("is_error must be a boolean", path, at + "/is_error")
+            raise InputError("is_error must be a boolean", path=path, pointer=at + "/is_error")
         return ToolResult(call_id=block["tool_use_id"], content=body, is_error=is_error)
-    raise _bad(f"unsupported content block type {kind!r} or keys {list(keys)}", path, at)
+    raise InputError(f"unsupported content block type {kind!r} or keys {list(keys)}", path=path, pointer=at)
 
 
 def from_anthropic_messages(value: Any, *, path: str | Path | None = None) -> tuple[Message, ...]:
@@ -82,25 +78,18 @@ def from_anthropic_messages(value: Any, *, path: str | Path | None = None) -> tu
     for i, m in enumerate(value):
         at = f"{prefix}/{i}"
         if not isinstance(m, dict) or tuple(m) != ("role", "content"):
-            raise _bad('a message must be {"role", "content"}', path, at)
+            raise InputError('a message must be {"role", "content"}', path=path, pointer=at)
         if m["role"] not in ("user", "assistant"):
-            raise _bad(f"role must be 'user' or 'assistant', got {m['role']!r}", path, at + "/role")
+            raise InputError(f"role must be 'user' or 'assistant', got {m['role']!r}", path=path, pointer=at + "/role")
         content = m["content"]
         if isinstance(content, str):
             parts: tuple[Part, ...] = (Text(content),)
         elif isinstance(content, (list, tuple)):
             parts = tuple(_block(b, path, f"{at}/content/{k}") for k, b in enumerate(content))
         else:
-            raise _bad("content must be a string or a list of blocks", path, at + "/content")
+            raise InputError("content must be a string or a list of blocks", path=path, pointer=at + "/content")
         out.append(Message(m["role"], parts))
     return tuple(out)
-
-
-def _write_image(p: Image) -> dict[str, Any]:
-    if p.url.startswith("data:") and ";base64," in p.url:
-        media, data = p.url[5:].split(";base64,", 1)
-        return {"type": "image", "source": {"type": "base64", "media_type": p.media_type or media, "data": data}}
-    return {"type": "image", "source": {"type": "url", "url": p.url}}
 
 
 def _write_block(p: Part) -> dict[str, Any]:
@@ -109,8 +98,11 @@ def _write_block(p: Part) -> dict[str, Any]:
         if p.cache_control is not None:
             out["cache_control"] = thaw(p.cache_control)
         return out
+    if isinstance(p, Image) and p.url.startswith("data:") and ";base64," in p.url:
+        media, data = p.url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": p.media_type or media, "data": data}}
     if isinstance(p, Image):
-        return _write_image(p)
+        return {"type": "image", "source": {"type": "url", "url": p.url}}
     if isinstance(p, Reasoning):
         return {"type": "thinking", "thinking": p.text, "signature": p.signature or ""}
     if isinstance(p, ToolCall):

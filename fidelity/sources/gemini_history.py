@@ -29,51 +29,42 @@ def read_gemini_history(path: str | Path) -> tuple[Message, ...]:
     return from_gemini_contents(load(path), path=path)
 
 
-def _bad(problem: str, path: Any, pointer: str) -> InputError:
-    return InputError(problem, path=path, pointer=pointer)
+def _named(obj: Any, key: str, field: str, path: Any, at: str) -> tuple[str, str, Any]:
+    """``(name, id, field)`` of a ``functionCall`` / ``functionResponse`` object (a missing id reads ``""``)."""
+    at = f"{at}/{key}"
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not set(obj) <= {"id", "name", field}:
+        raise InputError(f"{key} needs a string name (and optional id, {field})", path=path, pointer=at)
+    cid = obj.get("id", "")
+    if not isinstance(cid, str):
+        raise InputError(f"{key} id must be a string", path=path, pointer=at + "/id")
+    value = obj.get(field, {})
+    if not isinstance(value, dict):
+        raise InputError(f"{key} {field} must be an object", path=path, pointer=f"{at}/{field}")
+    return obj["name"], cid, freeze(value)
 
 
 def _part(part: Any, path: Any, at: str) -> Part:
     if not isinstance(part, dict):
-        raise _bad("a part must be an object", path, at)
+        raise InputError("a part must be an object", path=path, pointer=at)
     keys = tuple(part)
     if "text" in part:
         if not isinstance(part["text"], str):
-            raise _bad("text must be a string", path, at + "/text")
+            raise InputError("text must be a string", path=path, pointer=at + "/text")
         if keys == ("text",):
             return Text(part["text"])
         if part.get("thought") is True and set(keys) <= {"text", "thought", "thoughtSignature"}:
             sig = part.get("thoughtSignature")
             if sig is not None and not isinstance(sig, str):
-                raise _bad("thoughtSignature must be a string", path, at + "/thoughtSignature")
+                raise InputError("thoughtSignature must be a string", path=path, pointer=at + "/thoughtSignature")
             return Reasoning(part["text"], signature=sig)
-        raise _bad(f"unsupported text part keys {list(keys)}", path, at)
+        raise InputError(f"unsupported text part keys {list(keys)}", path=path, pointer=at)
     if keys == ("functionCall",):
-        call = part["functionCall"]
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not set(call) <= {
-                "id", "name", "args"}:
-            raise _bad("functionCall needs a string name (and optional id, args)", path, at + "/functionCall")
-        cid = call.get("id", "")
-        if not isinstance(cid, str):
-            raise _bad("functionCall id must be a string", path, at + "/functionCall/id")
-        args = call.get("args", {})
-        if not isinstance(args, dict):
-            raise _bad("functionCall args must be an object", path, at + "/functionCall/args")
-        return ToolCall(id=cid, name=call["name"], arguments=freeze(args))
+        name, cid, args = _named(part["functionCall"], "functionCall", "args", path, at)
+        return ToolCall(id=cid, name=name, arguments=args)
     if keys == ("functionResponse",):
-        resp = part["functionResponse"]
-        if not isinstance(resp, dict) or not isinstance(resp.get("name"), str) or not set(resp) <= {
-                "id", "name", "response"}:
-            raise _bad("functionResponse needs a string name (and optional id, response)", path,
-                       at + "/functionResponse")
-        cid = resp.get("id", "")
-        if not isinstance(cid, str):
-            raise _bad("functionResponse id must be a string", path, at + "/functionResponse/id")
-        body = resp.get("response", {})
-        if not isinstance(body, dict):
-            raise _bad("functionResponse response must be an object", path, at + "/functionResponse/response")
-        return ToolResult(call_id=cid, name=resp["name"], content=freeze(body))
-    raise _bad(f"unsupported part keys {list(keys)}", path, at)
+        name, cid, body = _named(part["functionResponse"], "functionResponse", "response", path, at)
+        return ToolResult(call_id=cid, name=name, content=body)
+    raise InputError(f"unsupported part keys {list(keys)}", path=path, pointer=at)
 
 
 def from_gemini_contents(value: Any, *, path: str | Path | None = None) -> tuple[Message, ...]:
@@ -91,13 +82,14 @@ def from_gemini_contents(value: Any, *, path: str | Path | None = None) -> tuple
     for i, content in enumerate(value):
         at = f"{prefix}/{i}"
         if not isinstance(content, dict) or set(content) - {"role", "parts"}:
-            raise _bad("a content must be an object with role and parts only", path, at)
+            raise InputError("a content must be an object with role and parts only", path=path, pointer=at)
         role = _ROLES.get(content.get("role"))  # type: ignore[arg-type]
         if role is None:
-            raise _bad(f"role must be 'user' or 'model', got {content.get('role')!r}", path, at + "/role")
+            raise InputError(f"role must be 'user' or 'model', got {content.get('role')!r}",
+                             path=path, pointer=at + "/role")
         parts = content.get("parts")
         if not isinstance(parts, (list, tuple)):
-            raise _bad("parts must be a list", path, at + "/parts")
+            raise InputError("parts must be a list", path=path, pointer=at + "/parts")
         out.append(Message(role, tuple(_part(p, path, f"{at}/parts/{j}") for j, p in enumerate(parts))))
     return tuple(out)
 

@@ -35,17 +35,13 @@ def read_openai_messages(path: str | Path) -> tuple[Message, ...]:
     return from_openai_messages(load(path), path=path)
 
 
-def _bad(problem: str, path: Any, pointer: str) -> InputError:
-    return InputError(problem, path=path, pointer=pointer)
-
-
 def _parts(content: Any, path: Any, at: str) -> tuple[Part, ...]:
     if content is None:
         return ()
     if isinstance(content, str):
         return (Text(content),)
     if not isinstance(content, (list, tuple)):
-        raise _bad("content must be a string, a list of parts or null", path, at)
+        raise InputError("content must be a string, a list of parts or null", path=path, pointer=at)
     out: list[Part] = []
     for j, part in enumerate(content):
         here = f"{at}/{j}"
@@ -55,51 +51,52 @@ def _parts(content: Any, path: Any, at: str) -> tuple[Part, ...]:
         elif isinstance(part, dict) and part.get("type") == "image_url" and set(part) == {"type", "image_url"}:
             img = part["image_url"]
             if not isinstance(img, dict) or not isinstance(img.get("url"), str) or set(img) - {"url", "detail"}:
-                raise _bad("image_url needs a string url (and optional detail)", path, here + "/image_url")
+                raise InputError("image_url needs a string url (and optional detail)",
+                                 path=path, pointer=here + "/image_url")
             out.append(Image(url=img["url"], detail=img.get("detail")))
         else:
-            raise _bad("unsupported content part", path, here)
+            raise InputError("unsupported content part", path=path, pointer=here)
     return tuple(out)
 
 
 def _message(value: Any, path: Any, at: str) -> Message:
     if not isinstance(value, dict):
-        raise _bad("a message must be an object", path, at)
+        raise InputError("a message must be an object", path=path, pointer=at)
     role = value.get("role")
     if role not in _KNOWN:
-        raise _bad(f"unknown role {role!r}", path, at + "/role")
+        raise InputError(f"unknown role {role!r}", path=path, pointer=at + "/role")
     extra = freeze({k: v for k, v in value.items() if k not in _KNOWN[role]})
     if role == "tool":
         cid, content = value.get("tool_call_id"), value.get("content")
         if not isinstance(cid, str):
-            raise _bad("a tool message needs a string tool_call_id", path, at + "/tool_call_id")
+            raise InputError("a tool message needs a string tool_call_id", path=path, pointer=at + "/tool_call_id")
         if isinstance(content, str):
             body: Any = content
         else:
             body = _parts(content, path, at + "/content")
         return Message("tool", (ToolResult(call_id=cid, content=body),), extra=extra)
     if "content" not in value and role != "assistant":
-        raise _bad("a message needs content", path, at)
+        raise InputError("a message needs content", path=path, pointer=at)
     parts: list[Part] = []
     if role == "assistant":
         reasoning = value.get("reasoning_content")
         if reasoning is not None:
             if not isinstance(reasoning, str):
-                raise _bad("reasoning_content must be a string", path, at + "/reasoning_content")
+                raise InputError("reasoning_content must be a string", path=path, pointer=at + "/reasoning_content")
             parts.append(Reasoning(reasoning))
     parts.extend(_parts(value.get("content"), path, at + "/content"))
     if role == "assistant" and "tool_calls" in value:
         calls = value["tool_calls"]
         if not isinstance(calls, (list, tuple)):
-            raise _bad("tool_calls must be a list", path, at + "/tool_calls")
+            raise InputError("tool_calls must be a list", path=path, pointer=at + "/tool_calls")
         for k, call in enumerate(calls):
             here = f"{at}/tool_calls/{k}"
             fn = call.get("function") if isinstance(call, dict) else None
             if not (isinstance(call, dict) and tuple(call) == ("id", "type", "function") and call["type"] == "function"
                     and isinstance(call["id"], str) and isinstance(fn, dict) and tuple(fn) == ("name", "arguments")
                     and isinstance(fn["name"], str) and isinstance(fn["arguments"], str)):
-                raise _bad('a tool call must be {"id", "type": "function", "function": {"name", "arguments"}}',
-                           path, here)
+                raise InputError('a tool call must be {"id", "type": "function", "function": {"name", "arguments"}}',
+                                 path=path, pointer=here)
             try:
                 args = orjson.loads(fn["arguments"])
             except orjson.JSONDecodeError:

@@ -1,9 +1,8 @@
-"""Token counts from real tokenizers shipped in installed packages: a
-registry of tokenizers by name, model-name resolution (:func:`for_model`),
-per-segment token ids for the cache view (:func:`segment_tokens`), and the
-documented estimates where no tokenizer is public. Nothing downloads: each
-vocabulary is a file an installed package ships (each tokenizer's
-``source``). The table of tokenizers: docs/tokens-cache-prices.md.
+"""Token counts from real tokenizers whose vocabularies installed packages
+ship (nothing downloads): a registry by name, model-name resolution
+(:func:`for_model`), per-segment ids for the cache view (:func:`segment_tokens`),
+provider framing and media rules, and documented estimates where no tokenizer
+is public. The table of tokenizers: docs/tokens-cache-prices.md.
 
 >>> from fidelity import tokens
 >>> tokens.get("o200k_base").encode("hello world")
@@ -16,7 +15,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from .. import providers
 from .._registry import Registry
@@ -27,23 +26,11 @@ from ._deepseek_fast import deepseek_v4
 from ._estimate import EstimateTokenizer, NearestTokenizer, claude_estimate, gemini_estimate
 from ._parallel import encode_texts
 
-__all__ = [
-    "Tokenizer",
-    "TiktokenTokenizer",
-    "HFTokenizer",
-    "EstimateTokenizer",
-    "NearestTokenizer",
-    "CHUNK_CHARS",
-    "TOKEN_TYPECODE",
-    "safe_chunks",
-    "get",
-    "names",
-    "register",
-    "for_model",
-    "segment_tokens",
-    "MODEL_RULES",
-    "provider_default",
-]
+if TYPE_CHECKING:
+    from ..wire import Segment
+
+__all__ = ["Tokenizer", "TiktokenTokenizer", "HFTokenizer", "EstimateTokenizer", "NearestTokenizer", "CHUNK_CHARS",
+           "TOKEN_TYPECODE", "safe_chunks", "get", "names", "register", "for_model", "segment_tokens", "MODEL_RULES"]
 
 _TOKENIZERS: Registry[Callable[[], Tokenizer]] = Registry("tokenizer")
 for _name, _factory in (
@@ -90,20 +77,12 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     ("gemini", "gemini-estimate"),
 )
 
+
 def _own_template(provider: str | None) -> bool:
     try:
         return provider is not None and providers.get(provider).own_template
     except UnknownName:
         return False
-
-
-def provider_default(provider: str) -> str | None:
-    """A provider family's tokenizer when the model name matches no rule
-    (the ``tokenizer`` of its descriptor in :mod:`fidelity.providers`)."""
-    try:
-        return providers.get(provider).tokenizer
-    except UnknownName:
-        return None
 
 
 def names() -> list[str]:
@@ -134,9 +113,8 @@ _FAMILIES = frozenset({"qwen", "qwq", "deepseek", "claude", "gemini", "codex"})
 
 
 def _matches(key: str, prefix: str) -> bool:
-    """``prefix`` names ``key`` when equal, or followed by a separator
-    (``gpt-4o-mini``, ``gpt-5.1``, dated ``gpt-4o-2024-08-06``), or when it is
-    a family name; so ``gpt-4`` does not claim ``gpt-4o``."""
+    """``prefix`` names ``key`` when equal, followed by a separator
+    (``gpt-4o-mini``), or a family name: ``gpt-4`` does not claim ``gpt-4o``."""
     if not key.startswith(prefix):
         return False
     return len(key) == len(prefix) or prefix in _FAMILIES or not key[len(prefix)].isalnum()
@@ -166,17 +144,11 @@ def _nearest(tok: Tokenizer) -> Tokenizer:
 
 
 def for_model(model: str, provider: str | None = None, *, nearest: bool = False) -> Tokenizer:
-    """The tokenizer for ``model`` (``gpt-4o-2024-08-06``, ``Qwen/Qwen3-8B``,
-    ``deepseek-v4-flash``...). ``provider`` is the fallback when no rule
-    matches the name; :class:`UnknownName` when neither resolves.
-
-    ``nearest``: never raise; a name no rule matches gets the nearest
-    family's tokenizer, marked estimated: a family named after a ``.`` or
-    ``:`` (Bedrock's ``us.anthropic.claude-...``), else the provider's
-    fallback, else :data:`NEAREST_DEFAULT`; a provider that renders the body
-    with its own template (``own_template``) gets the model's marked
-    estimated too. Names that ask for a model on the command line keep the
-    strict form (an unknown name exits 2)."""
+    """The tokenizer for ``model`` (``gpt-4o-2024-08-06``, ``Qwen/Qwen3-8B``...),
+    else ``provider``'s; :class:`UnknownName` when neither resolves. ``nearest``:
+    never raise; an unmatched name gets, marked estimated, the family named
+    after a ``.`` or ``:`` (``us.anthropic.claude-...``), else the provider's,
+    else :data:`NEAREST_DEFAULT`."""
     key = _model_key(model)
     name = _rule(key)
     if name is not None:
@@ -185,7 +157,10 @@ def for_model(model: str, provider: str | None = None, *, nearest: bool = False)
         for i, ch in enumerate(key):
             if ch in ".:" and (name := _rule(key[i + 1:])) is not None:
                 return _nearest(get(name))
-    fallback = provider_default(provider) if provider is not None else None
+    try:  # the provider descriptor's tokenizer, when the name matches no rule
+        fallback = providers.get(provider).tokenizer if provider is not None else None
+    except UnknownName:
+        fallback = None
     if fallback is not None:
         return _nearest(get(fallback)) if nearest else get(fallback)
     if nearest:
@@ -195,22 +170,10 @@ def for_model(model: str, provider: str | None = None, *, nearest: bool = False)
     raise UnknownName("model (no tokenizer)", model, known)
 
 
-class _HasBytes(Protocol):
-    """What :func:`segment_tokens` reads of a segment (``wire.Segment`` is one)."""
-
-    @property
-    def data(self) -> bytes: ...
-
-    @property
-    def text(self) -> str | None: ...
-
-
-def segment_tokens(tokenizer: Tokenizer, segments: Iterable[_HasBytes]) -> list[array[int]]:
-    """Token ids of each segment, in order: its chat-template ``text`` where
-    the dialect knows it, else its bytes decoded as UTF-8 (invalid bytes
-    become U+FFFD). Memoised per (tokenizer, bytes, text) in a memo bounded
-    by :data:`MEMO_BYTES`; a large batch of new texts is spread over the
-    cores. The ids are ``array('q')`` shared with the memo: **read-only**."""
+def segment_tokens(tokenizer: Tokenizer, segments: Iterable[Segment]) -> list[array[int]]:
+    """Token ids of each segment: of its ``text`` where set, else of its bytes
+    as UTF-8 (invalid bytes U+FFFD). Memoised (up to :data:`MEMO_BYTES`), new
+    texts encoded on all cores; the arrays are the memo's: **read-only**."""
     segs = list(segments)
     found: dict[tuple[str, bytes, str | None], array[int]] = {}
     todo: dict[tuple[str, bytes, str | None], str | bytes] = {}
@@ -237,18 +200,6 @@ _MEMO_SIZE = 0
 _MEMO_LOCK = threading.Lock()
 
 
-def _segment_ids(tokenizer: Tokenizer, data: bytes, text: str | None) -> array[int]:
-    key = (tokenizer.name, data, text)
-    with _MEMO_LOCK:
-        hit = _MEMO.get(key)
-        if hit is not None:
-            _MEMO.move_to_end(key)
-            return hit
-    ids = tokenizer.ids(data.decode("utf-8", "replace") if text is None else text)
-    _remember(key, ids)
-    return ids
-
-
 def _remember(key: tuple[str, bytes, str | None], ids: array[int]) -> None:
     global _MEMO_SIZE
     _, data, text = key
@@ -264,10 +215,8 @@ def _remember(key: tuple[str, bytes, str | None], ids: array[int]) -> None:
 
 
 def _segment_cache_clear() -> None:
+    """Empty the per-segment memo (tests and benchmarks that time a cold start)."""
     global _MEMO_SIZE
     with _MEMO_LOCK:
         _MEMO.clear()
         _MEMO_SIZE = 0
-
-
-_segment_ids.cache_clear = _segment_cache_clear  # type: ignore[attr-defined]

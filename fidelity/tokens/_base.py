@@ -1,10 +1,8 @@
-"""The tokenizer base class: every concrete tokenizer implements
-``_encode_chunk``; this class memoises ``count`` and ``encode`` per text
-(LRU), cuts text longer than ``CHUNK_CHARS`` at safe boundaries (after a
-line feed, before an ASCII letter: chunks encode to the ids of the whole)
-at fixed places so that shared prefixes share chunks, and encodes an edited
-recent text only around the change (:mod:`fidelity.tokens._edits`). Why the
-cuts are exact: docs/tokens-cache-prices.md, "Memo and long input".
+"""The tokenizer base class: a concrete tokenizer implements ``_encode_chunk``;
+this class memoises per text, cuts text longer than ``CHUNK_CHARS`` at safe
+boundaries (a line feed before an ASCII letter) and encodes an edited recent
+text around the change (:mod:`._edits`). Why the cuts are exact:
+docs/tokens-cache-prices.md, "Memo and long input".
 """
 
 from __future__ import annotations
@@ -22,11 +20,8 @@ __all__ = ["CHUNK_CHARS", "MEMO_SIZE", "TOKEN_TYPECODE", "safe_chunks", "Tokeniz
 CHUNK_CHARS = 32_768
 #: entries kept by each tokenizer's memo
 MEMO_SIZE = 8192
-#: ``array`` typecode of token ids: signed 64-bit, 8 bytes a token (a tuple
-#: of Python ints costs about 36). 'q' holds every id here: BPE ranks are
-#: below 2**31, the estimate tokenizers' CRC-32 pseudo ids below 2**32 (too
-#: big for a signed 32-bit 'i'), calibration's negative placeholder ids and
-#: whatever a tokenizer added with ``tokens.register`` returns.
+#: ``array`` typecode of token ids: signed 64-bit holds BPE ranks, the estimate
+#: tokenizers' CRC-32 pseudo ids (past a signed 32-bit 'i') and negative placeholders.
 TOKEN_TYPECODE = "q"
 
 _SAFE_BOUNDARY = re.compile(r"\n(?=[A-Za-z])")
@@ -52,11 +47,8 @@ def safe_chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
 
 class Tokenizer:
     """A tokenizer: ``encode`` gives token ids, ``count`` their number.
-
-    ``estimated`` is True where no public tokenizer exists and the ids are a
-    documented approximation (every figure from it must say "estimated").
-    ``source`` says where the vocabulary comes from.
-    """
+    ``estimated``: no public tokenizer exists, the ids are a documented
+    approximation; ``source``: where the vocabulary comes from."""
 
     name: str
     estimated: bool
@@ -86,12 +78,8 @@ class Tokenizer:
         return self.ids(text).tolist()
 
     def ids(self, text: str) -> array[int]:
-        """Like :meth:`encode`, packed as ``array('q')`` (8 bytes a token).
-
-        **Read-only**: the array may be the memo's own (do not rely on
-        identity either); copy it (``array('q', ids)``) before changing it,
-        or every later call for the same text sees the change.
-        """
+        """Like :meth:`encode`, packed as ``array('q')``. **Read-only**: it may
+        be the memo's own; copy it before changing it."""
         chunks = safe_chunks(text, self.chunk_chars)
         if len(chunks) == 1:
             return self._chunk_memo(text)
@@ -113,16 +101,14 @@ class Tokenizer:
         return array(TOKEN_TYPECODE, self._encode_chunk(text))
 
     def _edit_safe(self) -> bool:
-        """Whether ids split at every edit boundary
-        (:mod:`fidelity.tokens._edits`); only tokenizers whose pattern and
-        special tokens were checked for it say so."""
+        """Whether ids split at every edit boundary (:mod:`._edits`): only
+        tokenizers whose pattern and specials were checked say so."""
         return False
 
     @property
     def edits(self) -> RecentTexts | None:
-        """The recent long texts edited texts are encoded from (``None``
-        where the tokenizer is not :meth:`_edit_safe`, or with
-        ``FIDELITY_TOKEN_EDITS=0`` in the environment: every text whole)."""
+        """The recent long texts edited texts are encoded from; ``None`` (every
+        text whole) unless :meth:`_edit_safe`, or with ``FIDELITY_TOKEN_EDITS=0``."""
         edits = self._edits
         if edits is None:
             on = os.environ.get("FIDELITY_TOKEN_EDITS", "1").strip() != "0"

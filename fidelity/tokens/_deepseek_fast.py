@@ -22,19 +22,8 @@ from ._edits import boundaries_safe
 from ._surrogates import scrub_surrogates
 from ._vocab import package_file
 
-__all__ = [
-    "CJK",
-    "MAIN",
-    "DEEPSEEK_PRE_TOKENIZER",
-    "DEEPSEEK_PAT_STR",
-    "UnsupportedLayout",
-    "byte_level_chars",
-    "read_deepseek_ranks",
-    "read_deepseek_added",
-    "DeepSeekTokenizer",
-    "trie_pattern",
-    "deepseek_v4",
-]
+__all__ = ["CJK", "MAIN", "DEEPSEEK_PAT_STR", "UnsupportedLayout", "byte_level_chars", "read_deepseek_ranks",
+           "read_deepseek_added", "DeepSeekTokenizer", "trie_pattern", "deepseek_v4"]
 
 #: the CJK ranges of the second Split step (tokenizer.json, verbatim)
 CJK = "\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff"
@@ -99,16 +88,11 @@ def byte_level_chars() -> dict[int, str]:
     return table
 
 
-def _load(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(Path(path).read_bytes())
-    return data
-
-
 def read_deepseek_ranks(path: Path) -> dict[bytes, int]:
     """``{token bytes: DeepSeek id}`` for the byte-level vocabulary, usable as
     tiktoken ranks. Raises :class:`UnsupportedLayout` unless the file has the
     normalizer, pre-tokenizer, model and merge order the fast path relies on."""
-    data = _load(path)
+    data: dict[str, Any] = json.loads(Path(path).read_bytes())
     if data.get("normalizer") not in (None, {"type": "Sequence", "normalizers": []}):
         raise UnsupportedLayout("normalizer is not empty")
     if data.get("pre_tokenizer") != DEEPSEEK_PRE_TOKENIZER:
@@ -142,7 +126,7 @@ def read_deepseek_added(path: Path) -> dict[bytes, int]:
     """``{UTF-8 content: id}`` of the added tokens. Raises
     :class:`UnsupportedLayout` where HF would treat one differently from a
     tiktoken special token (docs/deepseek-tokenizer.md, "In detail", point 3)."""
-    added = _load(path).get("added_tokens") or []
+    added = json.loads(Path(path).read_bytes()).get("added_tokens") or []
     out: dict[bytes, int] = {}
     late: list[str] = []  # HF matches these (``normalized``) only in what the others left
     for entry in added:
@@ -170,10 +154,9 @@ def read_deepseek_added(path: Path) -> dict[bytes, int]:
 
 
 class DeepSeekTokenizer(Tokenizer):
-    """DeepSeek's BPE encoded by tiktoken with :data:`DEEPSEEK_PAT_STR`;
-    HF ``tokenizers`` (``reference``) only where tokenizer.json does not have
-    the layout this relies on. Added tokens are recognised in the text, as
-    the chat template produces them; no BOS is added (as ``HFTokenizer``)."""
+    """DeepSeek's BPE encoded by tiktoken with :data:`DEEPSEEK_PAT_STR` (HF
+    ``reference`` where tokenizer.json is laid out otherwise); added tokens
+    are recognised in the text, no BOS is added."""
 
     def __init__(self, name: str, *, source: str, path: Any, reference: Tokenizer) -> None:
         super().__init__(name, source=source)
@@ -247,10 +230,8 @@ class DeepSeekTokenizer(Tokenizer):
 
 
 def trie_pattern(words: list[str]) -> str:
-    """A regex matching exactly ``words``, with shared prefixes factored out
-    (``<think>|</think>`` becomes ``<(?:think>|/think>)``), so that Python's
-    ``re`` walks one branch per character instead of trying each word. No
-    word may be a prefix of another (read_deepseek_added checks it)."""
+    """A regex matching exactly ``words`` (none a prefix of another), shared
+    prefixes factored out: ``<think>|</think>`` becomes ``<(?:think>|/think>)``."""
     if len(words) == 1:
         return re.escape(words[0])
     groups: dict[str, list[str]] = {}

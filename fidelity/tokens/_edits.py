@@ -1,12 +1,8 @@
-"""Encode an edited text from the ids of the text it was edited from.
-
-:class:`RecentTexts` remembers the last long texts a tokenizer encoded,
-keyed by their first and last characters; a new text that shares a head or
-a tail with one of them is encoded only around what changed, cut at *edit
-boundaries* (a space after an ASCII letter), where
-``ids(text) == ids(text[:i]) + ids(text[i:])`` holds for the patterns of
-``fidelity.tokens._bpe.EDIT_SAFE_PATTERNS`` and DeepSeek's. Why that is
-exact: docs/tokens-cache-prices.md, "Edited text".
+"""Encode an edited text from the ids of the text it was edited from:
+:class:`RecentTexts` finds a recent long text sharing its head or tail and
+encodes only around the change, cut at *edit boundaries* (a space after an
+ASCII letter, where ids split for ``_bpe.EDIT_SAFE_PATTERNS`` and DeepSeek's).
+Why that is exact: docs/tokens-cache-prices.md, "Edited text".
 """
 
 from __future__ import annotations
@@ -16,7 +12,9 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable
 
-__all__ = ["EDIT_MIN_CHARS", "RecentTexts", "boundaries_safe", "edit_boundaries"]
+from ..bytediff import first_divergence
+
+__all__ = ["EDIT_MIN_CHARS", "RecentTexts", "boundaries_safe"]
 
 #: texts shorter than this are encoded whole (the look-up would cost about as much)
 EDIT_MIN_CHARS = 512
@@ -36,15 +34,9 @@ def boundaries_safe(specials: Iterable[str]) -> bool:
     return not any(_LETTER_SPACE.search(s) for s in specials)
 
 
-def edit_boundaries(text: str) -> list[int]:
-    """Every edit boundary of ``text`` (0 and ``len(text)`` are boundaries too)."""
-    return [0, *(m.start() for m in _BOUNDARY.finditer(text)), len(text)] if text else [0]
-
-
 def _last_boundary(text: str, end: int) -> int:
-    """The largest edit boundary ``b < end`` among the :data:`_WINDOW`
-    characters before ``end`` (the space and the letter before it both lie
-    before ``end``); 0 when there is none."""
+    """The largest edit boundary ``b < end`` (its letter and space before
+    ``end``) within :data:`_WINDOW` characters; 0 when there is none."""
     last = 0
     for m in _BOUNDARY.finditer(text, max(0, end - _WINDOW), end):
         last = m.start()
@@ -52,27 +44,10 @@ def _last_boundary(text: str, end: int) -> int:
 
 
 def _first_boundary(text: str, start: int) -> int:
-    """The smallest edit boundary ``b > start`` among the :data:`_WINDOW`
-    characters after ``start`` (the letter before the space lies at
-    ``start`` or after); ``len(text)`` when there is none."""
+    """The smallest edit boundary ``b > start`` (its letter at ``start`` or
+    after) within :data:`_WINDOW` characters; ``len(text)`` when there is none."""
     m = _BOUNDARY.search(text, start + 1, start + 1 + _WINDOW)
     return m.start() if m is not None else len(text)
-
-
-def _head_len(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` share (a binary search of
-    C comparisons)."""
-    n = min(len(a), len(b))
-    if a.startswith(b[:n]):
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a.startswith(b[lo:mid], lo):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _tail_len(a: str, b: str, n: int) -> int:
@@ -111,7 +86,8 @@ class RecentTexts:
         ids = None
         best = None
         for old, old_ids in found:
-            p = _head_len(old, text)
+            p = first_divergence(old, text)
+            p = len(text) if p is None else p
             s = _tail_len(old, text, min(len(old), len(text)) - p)
             if best is None or p + s > best[0] + best[1]:
                 best = (p, s, old, old_ids)

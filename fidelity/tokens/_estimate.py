@@ -1,28 +1,14 @@
 """Estimated tokenizers for providers that publish no tokenizer.
 
-Anthropic and Google publish no tokenizer for Claude or Gemini (only a paid
-``count_tokens`` endpoint), so counts are estimated from characters with the
-providers' own rules of thumb:
-
-* Claude: "For Claude, a token approximately represents 3.5 English
-  characters" (https://platform.claude.com/docs/en/about-claude/glossary,
-  section Tokens).
-* Gemini: "For Gemini models, a token is equivalent to about 4 characters.
-  100 tokens is equal to about 60-80 English words."
-  (https://ai.google.dev/gemini-api/docs/tokens).
-
-The cache models compare token *sequences*, so the estimate also yields ids:
-the text is cut into consecutive runs of about ``chars_per_token`` characters
-(the k-th cut at ``floor(k * chars_per_token)``) and each run's id is its
-CRC-32. Two texts that share a prefix share the ids of every run inside it,
-so prefix lengths come out right to within one run. Every figure from these
-tokenizers is marked ``estimated``. CRC-32 ids run up to ``2**32 - 1``, so
-they need the 64-bit ``array('q')`` every tokenizer's ids are held in.
-
-:class:`NearestTokenizer` stands in for a model whose vocabulary nobody
-publishes (Llama, Mistral, GLM... sent through an OpenAI-shaped gateway):
-the nearest family's real tokenizer gives the ids, and every figure from it
-is marked ``estimated`` (``fidelity.tokens.for_model(..., nearest=True)``).
+:class:`EstimateTokenizer` counts characters with the provider's rule of
+thumb (Claude 3.5 characters a token, Gemini 4). The cache models compare
+token *sequences*, so it also yields ids: the k-th run of text ends at
+``floor(k * chars_per_token)`` and each run's id is its CRC-32 (up to
+``2**32 - 1``: 64-bit ids), so two texts that share a prefix share the ids of
+every run inside it. :class:`NearestTokenizer` lends the nearest family's
+real tokenizer to a model whose vocabulary nobody publishes
+(``fidelity.tokens.for_model(..., nearest=True)``). Every figure from these
+is marked ``estimated``.
 """
 
 from __future__ import annotations
@@ -57,19 +43,16 @@ class EstimateTokenizer(Tokenizer):
 
 
 def claude_estimate() -> EstimateTokenizer:
-    return EstimateTokenizer(
-        "claude-estimate",
-        chars_per_token=3.5,
-        source="estimate: 3.5 characters per token (https://platform.claude.com/docs/en/about-claude/glossary)",
-    )
+    # "For Claude, a token approximately represents 3.5 English characters"
+    # (https://platform.claude.com/docs/en/about-claude/glossary, section Tokens)
+    return EstimateTokenizer("claude-estimate", chars_per_token=3.5, source="estimate: 3.5 characters per token "
+                             "(https://platform.claude.com/docs/en/about-claude/glossary)")
 
 
 def gemini_estimate() -> EstimateTokenizer:
-    return EstimateTokenizer(
-        "gemini-estimate",
-        chars_per_token=4.0,
-        source="estimate: 4 characters per token (https://ai.google.dev/gemini-api/docs/tokens)",
-    )
+    # "For Gemini models, a token is equivalent to about 4 characters" (https://ai.google.dev/gemini-api/docs/tokens)
+    return EstimateTokenizer("gemini-estimate", chars_per_token=4.0,
+                             source="estimate: 4 characters per token (https://ai.google.dev/gemini-api/docs/tokens)")
 
 
 class NearestTokenizer(Tokenizer):

@@ -1,9 +1,7 @@
-"""Tokenize many texts on all the cores a process may use: plain threads,
-one contiguous batch per worker balanced by length, because both engines
-encode without Python's global interpreter lock (tiktoken's ``CoreBPE``
-runs inside ``py.allow_threads``, tiktoken ``src/py.rs``; Hugging Face
-``tokenizers`` encodes in Rust). The ids and their order do not depend on
-the number of workers.
+"""Tokenize many texts on all the cores a process may use: plain threads, one
+contiguous batch per worker balanced by length (both engines release the GIL:
+tiktoken's ``CoreBPE`` runs in ``py.allow_threads``, tiktoken ``src/py.rs``;
+HF ``tokenizers`` encodes in Rust). The ids do not depend on the number of workers.
 """
 
 from __future__ import annotations
@@ -48,16 +46,14 @@ def _batches(texts: Sequence[str | bytes], n: int) -> list[range]:
 
 
 def _ids(tokenizer: Tokenizer, text: str | bytes) -> array[int]:
-    """Ids of a text; bytes are decoded as UTF-8 here (invalid bytes become
-    U+FFFD), one at a time, so a batch never holds all its texts decoded."""
+    """Ids of a text; bytes decoded here (one at a time), invalid ones as U+FFFD."""
     return tokenizer.ids(text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
 
 
 def encode_texts(tokenizer: Tokenizer, texts: Sequence[str | bytes], threads: int | None = None) -> list[array[int]]:
-    """``[tokenizer.ids(t) for t in texts]`` (bytes decoded as UTF-8),
-    spread over ``threads`` (default :func:`workers`) when there is enough
-    text to gain from it. Each array is shared with the tokenizer's memo:
-    read-only."""
+    """``[tokenizer.ids(t) for t in texts]`` (bytes decoded as UTF-8), on
+    ``threads`` (default :func:`workers`) when there is enough text; each
+    array is shared with the tokenizer's memo: read-only."""
     n = workers() if threads is None else threads
     if n <= 1 or len(texts) < 2 or sum(map(len, texts)) < PARALLEL_MIN_CHARS:
         return [_ids(tokenizer, t) for t in texts]

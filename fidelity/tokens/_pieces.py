@@ -1,10 +1,6 @@
-"""What a provider's rendering of one cache-view segment is made of.
-
-A framing module (``framing_openai``...) turns a segment's bytes into a list
-of pieces: text that the tokenizer counts, special tokens of the provider's
-chat format (one token each), and media counted by the provider's rule
-(:mod:`fidelity.tokens.media`). :mod:`fidelity.tokens.billed` turns pieces
-into token ids.
+"""What a provider's rendering of one cache-view segment is made of (a framing
+module's output, :mod:`.billed`'s input): text the tokenizer counts, special
+tokens (one each), media counted by the provider's rule (:mod:`.media`).
 """
 
 from __future__ import annotations

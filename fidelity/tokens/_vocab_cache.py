@@ -1,23 +1,8 @@
-"""A precompiled copy of each vocabulary, so that a fresh process loads it fast.
-
-Reading a vocabulary from the file its package ships means parsing 100k to
-250k entries in Python (base64 lines for ``.tiktoken`` files, a binary walk
-for quicktok's ``.vocab``): a tenth of a second or more in every
-``fidelity diff``. The first load writes the parsed ``{token bytes: rank}``
-as a ``marshal`` file under the user's cache folder; later loads read that.
-
-The copy is derived only from the shipped file and is checked on every load:
-
-* its name and header carry the SHA-256 of the shipped file it was made
-  from, so an upgraded package (another vocabulary) never reads an old copy;
-* its header carries the SHA-256 of its own payload, so a truncated or
-  altered copy is refused;
-* anything wrong (unreadable, another format, a failed check) falls back to
-  parsing the shipped file, and the copy is rewritten.
-
-Nothing is downloaded. ``FIDELITY_CACHE_DIR`` chooses the folder (``off``:
-no copy is read or written); default ``$XDG_CACHE_HOME/fidelity`` or
-``~/.cache/fidelity``.
+"""A ``marshal`` copy of each parsed vocabulary under the user's cache folder,
+so that a fresh process loads it fast. Its name and header carry the SHA-256
+of the shipped file it was made from and of its own payload; a copy failing
+either check is ignored and rewritten. ``FIDELITY_CACHE_DIR`` picks the
+folder (``off``: none). Details: docs/speed.md, "Vocabularies from a validated copy".
 """
 
 from __future__ import annotations
@@ -64,11 +49,9 @@ def _read_copy(copy: Path, source_hash: bytes) -> dict[bytes, int] | None:
         data = copy.read_bytes()
     except OSError:
         return None
-    head = len(_MAGIC)
-    if not data.startswith(_MAGIC) or data[head : head + _HASH] != source_hash:
-        return None
-    payload = memoryview(data)[head + 2 * _HASH :]
-    if hashlib.sha256(payload).digest() != data[head + _HASH : head + 2 * _HASH]:
+    header = len(_MAGIC) + 2 * _HASH
+    payload = memoryview(data)[header:]
+    if data[:header] != _MAGIC + source_hash + hashlib.sha256(payload).digest():
         return None
     try:
         ranks = marshal.loads(payload)

@@ -1,18 +1,11 @@
 """Prompt token ids as providers bill them, per cache-view segment.
 
-:func:`segment_ids` is what the differ, scorer and ``tokens-check`` use for
-a cache view: per segment, the token ids of the segment *as the provider's
-model reads it* (:mod:`.framing_openai` for OpenAI; the other dialects'
-chat-template text where the dialect gives it, else the segment's bytes),
-with every media part replaced by stand-in ids whose number is the
-provider's rule (:mod:`.media`). Stand-in ids are negative and derived from
-a hash of the media bytes (or URL), so two requests carrying the same image
-still share those tokens in a prefix match, and a different image breaks
-the match where it starts.
-
-:func:`prompt_media` says what one body's prompt holds: which kinds of
-content (text, tools, schema, image, pdf, audio) and each media part's rule;
-its count is the one builder's (``fidelity.tokens_check.count_prompt``).
+:func:`segment_ids`: per segment, the ids of the segment *as the provider's
+model reads it* (:mod:`.framing_openai`, :mod:`.framing_estimate`, else the
+dialect's template text or the bytes), each media part replaced by stand-in
+ids of the provider's rule's count (:mod:`.media`; :func:`media_ids`).
+:func:`prompt_media`: the kinds of content one body's prompt holds and each
+media part's rule.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ from ._pieces import Media, Piece, Special
 from .media import MediaInfo, count_media, probe, probe_b64
 
 __all__ = ["MediaPart", "PromptCount", "prompt_tokenizer", "segment_ids", "segment_pieces", "prompt_media", "media_ids",
-           "billing_tokenizer", "prompt_tail",
-           "pieces_ids", "media_in"]
+           "billing_tokenizer", "prompt_tail", "pieces_ids", "media_in"]
 
 #: dialects whose framing module renders each segment as the model reads it
 _FRAMED = {"openai-chat", "openai-responses"}
@@ -56,10 +48,8 @@ def _register() -> None:
 def billing_tokenizer(tok: Tokenizer, dialect: str, model: str = "") -> Tokenizer:
     """The tokenizer billed counts use: for Claude and Gemini models the
     calibrated estimate (:mod:`.calibrated`) in place of the plain one,
-    whatever the body's shape (an OpenAI-shaped body that a gateway such as
-    OpenRouter hands to Claude is billed by Claude's tokenizer). ``model``
-    picks Claude's tokenizer generation
-    (:func:`.framing_estimate.table_of`); without one, Claude 3 to Opus 4.6's."""
+    whatever the body's shape (a gateway's OpenAI-shaped body too). ``model``
+    picks Claude's tokenizer generation (:func:`.framing_estimate.table_of`)."""
     if tok.name in _CALIBRATED:
         from . import get
         from .framing_estimate import table_of
@@ -123,16 +113,12 @@ _ATTACHMENT_SIZE = re.compile(r"^attachment:[^?]*\?(?:.*&)?width=(\d+)&height=(\
 
 
 def _measure(media: Media, provider: str, model: str, tok: Tokenizer | None = None) -> MediaPart:
-    if media.kind == "reasoning":
-        from .framing_openai import reasoning_tokens
+    if media.kind in ("reasoning", "compaction"):
+        from .framing_openai import compaction_tokens, reasoning_tokens
 
-        return MediaPart("reasoning", reasoning_tokens(len(media.data or b"")), True,
-                         "openai reasoning item: fitted on encrypted_content length", "body")
-    if media.kind == "compaction":
-        from .framing_openai import compaction_tokens
-
-        return MediaPart("compaction", compaction_tokens(len(media.data or b"")), True,
-                         "openai compaction item: fitted on encrypted_content length", "body")
+        count = reasoning_tokens if media.kind == "reasoning" else compaction_tokens
+        return MediaPart(media.kind, count(len(media.data or b"")), True,
+                         f"openai {media.kind} item: fitted on encrypted_content length", "body")
     info = None
     sized = _ATTACHMENT_SIZE.match(media.url or "") if media.data is None else None
     if sized is not None:  # a DeepSeek Harness attachment: the log records its size
@@ -160,8 +146,9 @@ def _is_b64(data: bytes) -> bool:
 _ANTHROPIC_MEDIA = {"image": "image", "document": "pdf"}
 
 
-def _media_in(value: Any) -> Media | None:
-    """A media object of the Anthropic or Gemini wire format, else ``None``."""
+def media_in(value: Any) -> Media | None:
+    """A media object of the Anthropic or Gemini wire format, else ``None``
+    (what the calibrated estimate counts by rule)."""
     if not isinstance(value, dict) and (isinstance(value, (str, list)) or not isinstance(value, Mapping)):
         return None
     t = value.get("type")
@@ -209,7 +196,7 @@ def _gemini_kind(mime: str | None) -> str:
 
 def _strip_media(value: Any, found: list[Media]) -> Any:
     """``value`` with each media object replaced by a short marker."""
-    media = _media_in(value)
+    media = media_in(value)
     if media is not None:
         found.append(media)
         return {"media": media.kind}
@@ -220,9 +207,11 @@ def _strip_media(value: Any, found: list[Media]) -> Any:
     return value
 
 
-def _generic_pieces(seg: Segment) -> list[Piece] | None:
-    """Segment text (template text, else bytes) with media as pieces;
-    ``None`` when the segment holds no media (the caller tokenizes as before)."""
+def _plain_media(seg: Segment) -> list[Piece] | None:
+    """Pieces of a segment of a dialect without framing that holds media
+    (``None``: count its text or bytes as they are; a template text holds none)."""
+    if seg.text is not None:
+        return None
     if b'"data"' not in seg.data and b'"source"' not in seg.data and b"fileData" not in seg.data \
             and b"file_data" not in seg.data and b'"attachment"' not in seg.data \
             and b'"image_url"' not in seg.data and b'"input_audio"' not in seg.data:
@@ -238,12 +227,6 @@ def _generic_pieces(seg: Segment) -> list[Piece] | None:
     return [orjson.dumps(stripped).decode(), *found]
 
 
-def _plain_media(seg: Segment) -> list[Piece] | None:
-    """Pieces of a segment of a dialect without framing that holds media
-    (``None``: count its text or bytes as they are; a template text holds none)."""
-    return _generic_pieces(seg) if seg.text is None else None
-
-
 # ------------------------------------------------------------------ pieces -> ids
 
 def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> list[list[Piece]] | None:
@@ -255,12 +238,15 @@ def segment_pieces(dialect: str, segs: Sequence[Segment], model: str = "") -> li
     if dialect in _ESTIMATED:
         from .framing_estimate import segment_pieces as estimate_pieces
 
-        return estimate_pieces(_ESTIMATED[dialect], segs, model, _media_in)
+        return estimate_pieces(_ESTIMATED[dialect], segs, model, media_in)
     return None
 
 
-def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
-                parts: list[MediaPart], known: dict[str, array[int]] | None = None) -> array[int]:
+def pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str,
+               known: dict[str, array[int]] | None = None) -> array[int]:
+    """Ids of one segment's pieces: text through the tokenizer (or ``known``),
+    special ids as they are, media as stand-ins of its rule's count
+    (:func:`media_ids`); ``fidelity scan`` calls it per element it has not seen."""
     out = array(TOKEN_TYPECODE)
     for p in pieces:
         if isinstance(p, str):
@@ -270,23 +256,8 @@ def _pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: s
         elif isinstance(p, Special):
             out.append(p.id)
         else:
-            part = _measure(p, provider, model, tok)
-            parts.append(part)
-            out.extend(media_ids(p, part.tokens))
+            out.extend(media_ids(p, _measure(p, provider, model, tok).tokens))
     return out
-
-
-def pieces_ids(tok: Tokenizer, pieces: Iterable[Piece], provider: str, model: str) -> array[int]:
-    """Ids of one segment's pieces as :func:`segment_ids` computes them (text
-    through the tokenizer, special ids as they are, media as stand-ins);
-    ``fidelity scan`` calls it per element it has not seen."""
-    return _pieces_ids(tok, pieces, provider, model, [])
-
-
-def media_in(value: Any) -> Media | None:
-    """A media object of the Anthropic or Gemini wire format, else ``None``
-    (what the calibrated estimate counts by rule)."""
-    return _media_in(value)
 
 
 def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[str, array[int]]:
@@ -297,17 +268,16 @@ def _encode_pieces(tok: Tokenizer, framed: Sequence[Sequence[Piece]]) -> dict[st
 
 
 def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provider: str,
-                model: str, media: list[MediaPart] | None = None) -> list[array[int]]:
+                model: str) -> list[array[int]]:
     """Billed token ids of each segment of a cache view (see the module
     docstring). The params segment holds tokens only where the provider
-    renders part of it (a response schema). ``media`` collects each media
-    part's rule. Arrays may be shared with memos: read-only."""
-    parts: list[MediaPart] = [] if media is None else media
+    renders part of it (a response schema). Arrays may be shared with
+    memos: read-only."""
     tok = billing_tokenizer(tok, dialect, model)
     framed = segment_pieces(dialect, segs, model)
     if framed is not None:
         known = _encode_pieces(tok, framed)
-        return [_pieces_ids(tok, pieces, provider, model, parts, known) for pieces in framed]
+        return [pieces_ids(tok, pieces, provider, model, known=known) for pieces in framed]
     plain = segment_tokens(tok, segs)
     out: list[array[int]] = []
     for seg, ids in zip(segs, plain):
@@ -315,7 +285,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
             out.append(array(TOKEN_TYPECODE))
             continue
         pieces = _plain_media(seg)
-        out.append(ids if pieces is None else _pieces_ids(tok, pieces, provider, model, parts))
+        out.append(ids if pieces is None else pieces_ids(tok, pieces, provider, model))
     return out
 
 
@@ -323,14 +293,9 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 def prompt_tail(tok: Tokenizer, dialect: str, *, model: str | None = None) -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
-    reply priming of the framed dialects, empty for the others.
-
-    Without a ``model`` (``None``): ``<|start|>assistant<|message|>``, 3
-    tokens, for every framed dialect. With one: that model's priming
-    (:func:`fidelity.tokens.framing_openai.priming`): 2 tokens,
-    ``<|start|>assistant``, for a Harmony model (gpt-5, o-series, gpt-oss);
-    none for a Claude or Gemini model in an OpenAI-shaped body, which is
-    billed as its own provider renders the conversation."""
+    reply priming of the framed dialects (that ``model``'s,
+    :func:`fidelity.tokens.framing_openai.priming`; without one
+    ``<|start|>assistant<|message|>``), empty for the others."""
     out = array(TOKEN_TYPECODE)
     if dialect in _FRAMED:
         from .framing_openai import PRIMING, priming
@@ -345,10 +310,9 @@ def prompt_tail(tok: Tokenizer, dialect: str, *, model: str | None = None) -> ar
 
 def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialect: str, provider: str,
                  model: str) -> tuple[tuple[str, ...], tuple[MediaPart, ...]]:
-    """What one body's prompt holds, beside its count (the one builder's,
-    :func:`fidelity.cache.prompts.cache_prompt`): the kinds of content (text,
-    tools, schema, image, pdf, audio) and each media part's rule, measured
-    from the cache view's pieces without tokenizing their text."""
+    """What one body's prompt holds beside its count (that is
+    :func:`fidelity.cache.prompts.cache_prompt`'s): the kinds of content and
+    each media part's rule, without tokenizing any text."""
     framed = segment_pieces(dialect, segs, model)
     if framed is None:
         framed = [(_plain_media(s) if s.kind != "params" else None) or [] for s in segs]

@@ -1,22 +1,12 @@
 """Calibrated estimate tokenizers for Claude and Gemini.
 
-No public tokenizer exists for either model, so the count is an estimate
-(every output says ``estimated``). The plain estimates
-(``claude-estimate``, ``gemini-estimate``) count characters with each
-provider's rule of thumb. These count the text with o200k_base (a public BPE vocabulary of a similar size)
-and stretch the rarer o200k tokens (id at or above a fitted rank) by a
-factor fitted on recorded usage (``python -m fidelity.tokens.fit``; fitted
-and held-out errors in ``docs/tokens-billed.md``): one pair for Claude 3
-through Opus 4.6 (``claude-calibrated``), one for the tokenizer Anthropic
-introduced with Opus 4.7 ("up to 35% more tokens",
-https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7;
-``claude-calibrated-4.7``), Gemini 1.0 (every token, nothing stretched).
-
-Ids stay prefix-stable, which the cache models need (:class:`ScaledTokenizer`):
-two texts sharing a prefix share the ids of that prefix.
-
-Why the base is o200k_base and not Anthropic's Claude-2 vocabulary:
-``docs/tokens-billed.md``, "Which base vocabulary".
+No public tokenizer exists for either, so the count is an estimate (marked
+``estimated``): o200k_base ids, those at or above a fitted rank stretched by
+a fitted factor (:class:`ScaledTokenizer`, fitted by ``python -m
+fidelity.tokens.fit``), one pair per table of ``framing_estimate.CONSTANTS``:
+Claude 3 to Opus 4.6 (``claude-calibrated``), Opus 4.7 and later
+(``claude-calibrated-4.7``), Gemini (``gemini-calibrated``). Fitted and
+held-out errors, and why the base is o200k_base: ``docs/tokens-billed.md``.
 """
 
 from __future__ import annotations
@@ -36,7 +26,8 @@ __all__ = ["ScaledTokenizer", "CLAUDE_FACTOR", "CLAUDE_RANK", "CLAUDE_47_FACTOR"
 #: id from which a token is stretched (``fidelity.tokens.fit``)
 CLAUDE_FACTOR = 1.912
 CLAUDE_RANK = 30_000
-#: Opus 4.7 and later (``framing_estimate.table_of``: ``anthropic-4.7``)
+#: Opus 4.7 and later (``framing_estimate.table_of``: ``anthropic-4.7``), a new tokenizer:
+#: https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7
 CLAUDE_47_FACTOR = 5.141
 CLAUDE_47_RANK = 30_000
 GEMINI_FACTOR = 1.0
@@ -54,13 +45,8 @@ class ScaledTokenizer(Tokenizer):
 
     The j-th stretched base token (counting only those whose id is ``rank``
     or more) gives ``floor((j + 1) * f) - floor(j * f)`` ids: its own, then
-    its id plus m * 2**40 for the m-th more. With ``rank`` 0 every base token
-    is stretched (``f`` of 1.142: the k-th gets a second id where
-    ``floor((k + 1) * f) - floor(k * f) == 2``). A base vocabulary numbers its
-    merges in the order it learnt them, so a high id is a rarer merge, the
-    kind a smaller vocabulary splits (the fitted ``rank``:
-    ``docs/tokens-billed.md``). The ids of a prefix do not depend on what
-    follows it."""
+    its id plus m * 2**40 for the m-th more. The ids of a prefix do not
+    depend on what follows it (the cache models need that)."""
 
     def __init__(self, name: str, base: str, factor: float, *, source: str, rank: int = 0) -> None:
         super().__init__(name, source=source, estimated=True)

@@ -1,7 +1,5 @@
-"""Texts to hold a tokenizer to: every string of recorded files, and the
-message texts of a request log. The DeepSeek encoder's tests and
-``benchmarks/deepseek_tokenizer.py`` read the same corpora through these.
-"""
+"""Texts to hold a tokenizer to (the DeepSeek encoder's tests and benchmark):
+every string of recorded files, and the message texts of a request log."""
 
 from __future__ import annotations
 
@@ -20,11 +18,8 @@ def strings(value: Any) -> Iterator[str]:
     """Every string in a parsed JSON value (dict keys left out)."""
     if isinstance(value, str):
         yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
+    elif isinstance(value, (dict, list)):
+        for v in value.values() if isinstance(value, dict) else value:
             yield from strings(v)
 
 

@@ -1,62 +1,13 @@
 """Claude and Gemini prompts for the calibrated estimate.
 
-Neither Anthropic nor Google publishes a tokenizer, so their prompt counts
-are estimates (every output says so). The estimate counts what the model
-reads rather than the JSON body: the text of each block (not its keys and
-quotes), tool calls' arguments and tool definitions as compact JSON, media
-by the provider's rule (:mod:`.media`), plus a fixed number of tokens per
-turn, per system block, per tool, per ``tool_use``/``tool_result`` block and
-per request, and the tool-use system prompt:
-
-* Anthropic adds a tool-use system prompt when ``tools`` are given. Its
-  documented sizes (https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview,
-  "Pricing"), ``tool_choice`` ``auto``/``none`` then ``any``/``tool``: Claude 4
-  and 4.1, Sonnet 3.7: 346 / 313; Claude 3.5 Sonnet: 294 / 261; Claude 3.5
-  Haiku and Claude 3 Haiku: 264 / 340; Claude 3 Opus: 530 / 281; Claude 3
-  Sonnet: 159 / 235. Claude 4.5 and later bill more than the documented 346 /
-  313 in recorded usage: :data:`TOOL_PROMPT_RECORDED` (how it was measured is in
-  ``docs/tokens-billed.md``, "Claude, refitted on the public corpus's fit side").
-* Structured outputs (``output_config.format``, and ``output_format``, its
-  earlier spelling, read as the same member:
-  https://platform.claude.com/docs/en/build-with-claude/structured-outputs)
-  add a system prompt of their own besides the schema: a fixed count per
-  request (``schema`` in :data:`CONSTANTS`, fitted). The schema is read as
-  JSON with one member a line (:func:`schema_text`), which fits the recorded
-  counts of schemas of different depths better than compact JSON
-  (``docs/tokens-billed.md``). ``output_config.effort`` adds nothing.
-* Gemini bills the text with about one token a turn and one a system
-  instruction, and no per-request count (``gemini`` in :data:`CONSTANTS`).
-* Gemini thought signatures (``thoughtSignature`` on a part) are opaque and
-  never text. Google validates those of the *current turn* only, the model
-  steps since the last user message that is not made of function responses
-  (https://ai.google.dev/gemini-api/docs/thought-signatures); the billed
-  count is not documented. Measured on the fit side (``docs/tokens-billed.md``,
-  "Gemini thought signatures"): a current-turn signature whose bytes open
-  with protobuf field 2 (base64 ``E...``, the Gemini 3 signatures of the
-  Gemini Developer API) bills one token per :data:`GEMINI_SIGNATURE_CHARS`
-  base64 characters; field-1 signatures (``C...``: Gemini 2.5, Vertex AI) and
-  those of earlier turns bill nothing. Their tokens are placed at the end of
-  the prompt: inline, they would break the prefix that the next turn's
-  request (which bills them no more) reads from the cache, and the recorded
-  cache reads say it does not break.
-* Extended thinking adds a fixed count per request: ``thinking`` for
-  ``{"type": "enabled"}``, ``adaptive`` for ``{"type": "adaptive"}`` (both
-  fitted); adaptive thinking on Opus 4.7 and later adds nothing.
-* A tool with ``"defer_loading": true`` is left out of the context until the
-  tool search tool loads it
-  (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool):
-  it is not counted. A plain-text document's source (``{"type": "text",
-  "data": ...}``) is read as text, in a frame of fixed size (``document``
-  in :data:`CONSTANTS`, fitted).
-* Anthropic removes thinking blocks of earlier turns from the context
-  (https://platform.claude.com/docs/en/build-with-claude/extended-thinking,
-  "How context window is calculated"): they are not counted.
-
-Text is counted by the calibrated tokenizers (:mod:`.calibrated`); the
-fixed counts (:data:`CONSTANTS`, whole tokens) were fitted by
-:mod:`fidelity.tokens.fit` on ``../shared/real`` and the fit side of the
-public corpus (``scripts/heldout.py``'s ``FIT``); fitted and held-out
-figures are in ``docs/tokens-billed.md``.
+Neither Anthropic nor Google publishes a tokenizer, so these counts are
+estimates. A prompt is read as the model reads it, not as its JSON body: the
+text of each block, tool arguments and definitions as compact JSON, media by
+rule (:mod:`.media`), plus fixed counts per turn, system block, tool,
+``tool_use``/``tool_result`` block, document and request (:data:`CONSTANTS`,
+fitted by :mod:`fidelity.tokens.fit`) and Anthropic's tool-use system prompt.
+Each rule, its source and the fitted and held-out figures:
+``docs/tokens-billed.md``, "Claude and Gemini: calibrated estimates".
 """
 
 from __future__ import annotations
@@ -81,14 +32,12 @@ MSG, TOOL, THINK, BASE, DOC = Special(-101), Special(-102), Special(-103), Speci
 ADAPT, SCHEMA, CALL, SYSTEM = Special(-106), Special(-107), Special(-108), Special(-109)
 SIGNATURE, DOCUMENT = Special(-110), Special(-111)
 
-#: base64 characters per billed token of a Gemini thought signature that is
-#: billed (module docstring): the median of ``(billed - counted) / signature
-#: characters`` over the 52 fit-side requests whose current turn carries
-#: field-2 signatures of 900 characters or more (docs/tokens-billed.md)
+#: base64 characters per billed token of a billed Gemini thought signature
+#: (measured on the fit side: docs/tokens-billed.md, "Gemini thought signatures")
 GEMINI_SIGNATURE_CHARS = 4.9
 
-#: fitted per provider (:mod:`fidelity.tokens.fit`): tokens per message, per
-#: tool, for extended thinking, per request... (see the module docstring)
+#: whole tokens per message, tool, extended thinking, request... per table
+#: (:func:`table_of`), fitted by :mod:`fidelity.tokens.fit`
 CONSTANTS: dict[str, dict[str, float]] = {
     "anthropic": {"message": 3.0, "tool": 2.0, "thinking": 29.0, "adaptive": 17.0, "schema": 86.0, "call": 13.0,
                   "system": 1.0, "document": 37.0, "base": 4.0},
@@ -105,8 +54,7 @@ _SKIP_KEYS = frozenset({"type", "role", "id", "tool_use_id", "signature", "cache
 
 
 #: the tool-use system prompt of Claude 4.5 and later as recorded usage bills
-#: it, ``(auto or none, any or tool)``: where the fit sources' requests cluster
-#: in ``billed - everything else the estimate counts`` (``docs/tokens-billed.md``)
+#: it, ``(auto or none, any or tool)`` (docs/tokens-billed.md)
 TOOL_PROMPT_RECORDED = (497, 597)
 
 _NEW_STYLE = re.compile(r"claude-[a-z]+-(\d+)(?:[-.](\d)(?!\d))?")
@@ -114,11 +62,9 @@ _OLD_STYLE = re.compile(r"claude-(\d+)(?:[-.](\d)(?!\d))?-([a-z]+)")
 
 
 def claude_version(model: str) -> tuple[int, int] | None:
-    """``(major, minor)`` of a Claude model id (``claude-sonnet-4-5-20250929``
-    -> (4, 5), ``claude-sonnet-4-20250514`` -> (4, 0), ``claude-3-5-haiku-latest``
-    -> (3, 5), ``us.anthropic.claude-opus-4-8`` -> (4, 8), OpenRouter's
-    ``anthropic/claude-opus-4.7`` -> (4, 7)), ``None`` when the id
-    names none."""
+    """``(major, minor)`` of a Claude model id, in either naming
+    (``claude-sonnet-4-5-20250929``, ``claude-3-5-haiku-latest``,
+    ``anthropic/claude-opus-4.7``), ``None`` when the id names none."""
     key = model.lower()
     m = _OLD_STYLE.search(key) or _NEW_STYLE.search(key)
     if m is None:
@@ -133,11 +79,9 @@ NEW_TOKENIZER = (4, 7)
 
 
 def table_of(provider: str, model: str) -> str:
-    """The key of :data:`CONSTANTS` (and of the calibrated tokenizer,
-    of :data:`fidelity.tokens.calibrated.FITTED`) that counts ``model``:
-    ``anthropic-4.7`` for Claude models of the Opus 4.7 tokenizer and later
-    (Opus 4.7, 4.8, Claude 5...), else ``provider``. A Claude id whose
-    version cannot be read keeps the earlier generation's table."""
+    """The key of :data:`CONSTANTS` and of :data:`fidelity.tokens.calibrated.FITTED`
+    that counts ``model``: ``anthropic-4.7`` for Claude models of the Opus 4.7
+    tokenizer and later, else ``provider`` (also for an unreadable version)."""
     if provider == "anthropic":
         version = claude_version(model)
         if version is not None and version >= NEW_TOKENIZER:
@@ -146,8 +90,10 @@ def table_of(provider: str, model: str) -> str:
 
 
 def anthropic_tool_prompt(model: str, tool_choice: Any) -> int:
-    """Tokens of Anthropic's tool-use system prompt (module docstring); a model
-    whose version cannot be read is taken as a current one."""
+    """Tokens of Anthropic's tool-use system prompt; a model whose version
+    cannot be read is taken as a current one."""
+    # documented sizes, auto/none then any/tool:
+    # https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview, "Pricing"
     forced = isinstance(tool_choice, Mapping) and tool_choice.get("type") in ("any", "tool")
     key = model.lower()
     version = claude_version(key)
@@ -165,7 +111,8 @@ def anthropic_tool_prompt(model: str, tool_choice: Any) -> int:
 
 
 def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
-    """The overhead extended thinking adds (module docstring), ``None`` for none."""
+    """The overhead extended thinking adds, ``None`` for none (fitted; adaptive
+    thinking on Opus 4.7 and later adds nothing)."""
     thinking = params.get("thinking")
     if not isinstance(thinking, Mapping):
         return None
@@ -173,7 +120,7 @@ def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
         return THINK
     if thinking.get("type") == "adaptive":
         version = claude_version(model)
-        return None if version is not None and version >= (4, 7) else ADAPT
+        return None if version is not None and version >= NEW_TOKENIZER else ADAPT
     return None
 
 
@@ -198,7 +145,9 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0, doc: int 
             return
         t = value.get("type")
         if t in ("thinking", "redacted_thinking") or value.get("thought") is True:
-            return  # earlier turns' thinking is not in the context
+            # earlier turns' thinking is not in the context: https://platform.claude.com/docs/en/
+            # build-with-claude/extended-thinking, "How context window is calculated"
+            return
         if call and t in ("tool_use", "tool_result"):
             out.extend([CALL] * call)
         if doc and t == "document":
@@ -218,11 +167,7 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0, doc: int 
                 _texts(v, out, media_of, call, doc)
     elif isinstance(value, list):
         for v in value:
-            if isinstance(v, str):
-                if v:
-                    out.append(v)
-            else:
-                _texts(v, out, media_of, call, doc)
+            _texts(v, out, media_of, call, doc)
     elif value is not None and not isinstance(value, bool):
         out.append(orjson.dumps(value).decode())
 
@@ -232,10 +177,8 @@ def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping
     """The pieces of each block of a message's ``content`` list when the
     message's own pieces (:func:`one_segment_pieces` less its overhead) are
     exactly theirs one after the other (no other member the model reads),
-    else ``None``: what a block counts as a one-block message less the
-    overhead (Anthropic's block ends, :func:`fidelity.cache.anthropic_blocks.block_ends_of`),
-    without a second pass over the message. ``model`` picks the table
-    (:func:`table_of`)."""
+    else ``None`` (Anthropic's block ends, without a second pass over the
+    message). ``model`` picks the table (:func:`table_of`)."""
     if not (isinstance(value, dict) or isinstance(value, Mapping)) or media_of(value) is not None:
         return None
     if value.get("type") in ("thinking", "redacted_thinking") or value.get("thought") is True:
@@ -263,6 +206,14 @@ def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping
 _UNPARSED: Any = object()
 
 
+def _loads(data: bytes) -> Any:
+    """``data`` parsed, else its text."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data.decode("utf-8", "replace")
+
+
 def _tool_json(value: Any) -> str:
     if isinstance(value, Mapping):
         value = {k: v for k, v in value.items() if k != "cache_control"}
@@ -278,8 +229,9 @@ def segment_pieces(provider: str, segs: Sequence[Segment], model: str, media_of:
                    consts: Mapping[str, Mapping[str, float]] | None = None) -> list[list[Piece]]:
     """Pieces of each segment of an ``anthropic-messages`` or ``gemini`` cache
     view. Gemini: the billed thought signatures of the current turn
-    (:func:`signature_tokens`) are appended to the last segment (module
-    docstring)."""
+    (:func:`signature_tokens`) are appended to the last segment: inline, they
+    would break the prefix the next request reads from the cache, and recorded
+    cache reads say it does not break."""
     out: list[list[Piece]] = []
     params: Mapping[str, Any] = {}
     first_tool = next((i for i, s in enumerate(segs) if s.kind == "tools"), None)
@@ -288,10 +240,7 @@ def segment_pieces(provider: str, segs: Sequence[Segment], model: str, media_of:
     if provider == "gemini":
         for i, seg in enumerate(segs):
             if seg.kind == "message":
-                try:
-                    values[i] = orjson.loads(seg.data)
-                except orjson.JSONDecodeError:
-                    values[i] = seg.data.decode("utf-8", "replace")
+                values[i] = _loads(seg.data)
         start = current_turn_start([v if s.kind == "message" else None for s, v in zip(segs, values)])
     signed = 0
     for i, seg in enumerate(segs):
@@ -313,10 +262,11 @@ def _parts(content: Any) -> list[Any]:
 
 def current_turn_start(contents: Sequence[Any]) -> int:
     """Index of the user content that opens the current turn of a Gemini
-    conversation: the last one with a part that is not a function response
-    (https://ai.google.dev/gemini-api/docs/thought-signatures); ``-1`` when
-    there is none. ``contents``: each message parsed (``None`` for a
-    segment that is not a message)."""
+    conversation: the last one with a part that is not a function response;
+    ``-1`` when there is none. ``contents``: each message parsed (``None``
+    for a segment that is not a message)."""
+    # Google validates the signatures of the current turn only:
+    # https://ai.google.dev/gemini-api/docs/thought-signatures
     for i in range(len(contents) - 1, -1, -1):
         c = contents[i]
         if not isinstance(c, Mapping) or c.get("role", "user") != "user":
@@ -329,7 +279,7 @@ def current_turn_start(contents: Sequence[Any]) -> int:
 
 def signature_tokens(content: Any) -> int:
     """Billed tokens of the thought signatures on one Gemini content of the
-    current turn (module docstring): field-2 signatures only."""
+    current turn: field-2 signatures only (``C...``, field 1, bills nothing)."""
     n = 0
     for p in _parts(content):
         if not isinstance(p, Mapping):
@@ -343,17 +293,14 @@ def signature_tokens(content: Any) -> int:
 def schema_text(fmt: Any) -> str:
     """The text a structured output's ``format`` counts as: its ``schema``
     (else the whole format) as JSON with one member a line, indented by tabs
-    (module docstring)."""
+    (which fits recorded counts better than compact JSON)."""
     value = fmt.get("schema", fmt) if isinstance(fmt, Mapping) else fmt
     return json.dumps(value, indent="\t", ensure_ascii=False)
 
 
 def params_value(seg: Segment) -> Mapping[str, Any]:
     """The params segment parsed (``{}`` when it is not an object)."""
-    try:
-        value = orjson.loads(b"{" + seg.data + b"}")
-    except orjson.JSONDecodeError:
-        return {}
+    value = _loads(b"{" + seg.data + b"}")
     return value if isinstance(value, Mapping) else {}
 
 
@@ -365,56 +312,61 @@ def one_segment_pieces(provider: str, seg: Segment, model: str, media_of: Any, p
     tool (Anthropic's tool-use system prompt depends on ``tool_choice``).
     ``value``: ``seg.data`` parsed, when the caller has it (not for the
     params segment)."""
-    pieces: list[Piece] = []
     table = table_of(provider, model)
-    if value is _UNPARSED or seg.kind == "params":
-        try:
-            value = orjson.loads(b"{" + seg.data + b"}" if seg.kind == "params" else seg.data)
-        except orjson.JSONDecodeError:
-            value = seg.data.decode("utf-8", "replace")
     if seg.kind == "params":
-        params = value if isinstance(value, Mapping) else {}
-        pieces += [BASE] * _n(table, "base", consts)
-        gen = params.get("generationConfig") if isinstance(params.get("generationConfig"), Mapping) else params
-        if provider == "anthropic":
-            think = _thinking_kind(model, params)
-            if think is not None:
-                pieces += [think] * _n(table, "thinking" if think is THINK else "adaptive", consts)
-        elif isinstance(gen, Mapping) and isinstance(gen.get("thinkingConfig"), Mapping):
-            pieces += [THINK] * _n(table, "thinking", consts)
-        schema = False
-        for key in ("output_format", "output_config"):
-            value = params.get(key)
-            if isinstance(value, Mapping):
-                # output_format is the earlier spelling of output_config.format: read as that
-                read = {"format": value} if key == "output_format" else \
-                    {k: v for k, v in value.items() if k != "effort"}  # effort bills nothing
-                schema = schema or key == "output_format" or "format" in read
-                fmt = read.pop("format", None)
-                if fmt is not None:
-                    pieces.append(schema_text(fmt))
-                if read:
-                    pieces.append(orjson.dumps(read).decode())
-        if schema:
-            pieces += [SCHEMA] * _n(table, "schema", consts)
-        if isinstance(gen, Mapping):
-            for key in ("responseSchema", "responseJsonSchema", "response_schema"):
-                if key in gen:
-                    pieces.append(orjson.dumps(gen[key]).decode())
-    elif seg.kind == "tools":
+        return _params_pieces(provider, model, params_value(seg), table, consts)
+    if value is _UNPARSED:
+        value = _loads(seg.data)
+    pieces: list[Piece] = []
+    if seg.kind == "tools":
         if first_tool and provider == "anthropic":
             pieces += [DOC] * anthropic_tool_prompt(model, params.get("tool_choice"))
         if isinstance(value, Mapping) and value.get("defer_loading") is True:
-            return pieces  # a deferred tool is not in the context until a tool search loads it
+            # not in the context until the tool search tool loads it:
+            # https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool
+            return pieces
         pieces += [TOOL] * _n(table, "tool", consts)
         pieces.append(_tool_json(value))
+        return pieces
+    pieces += [SYSTEM] * _n(table, "system", consts) if seg.kind == "system" else [MSG] * _n(table, "message", consts)
+    if provider == "anthropic":
+        _texts(value, pieces, media_of, _n(table, "call", consts), _n(table, "document", consts))
     else:
-        if seg.kind == "system":
-            pieces += [SYSTEM] * _n(table, "system", consts)
-        else:
-            pieces += [MSG] * _n(table, "message", consts)
-        if provider == "anthropic":
-            _texts(value, pieces, media_of, _n(table, "call", consts), _n(table, "document", consts))
-        else:
-            _texts(value, pieces, media_of)
+        _texts(value, pieces, media_of)
+    return pieces
+
+
+def _params_pieces(provider: str, model: str, params: Mapping[str, Any], table: str,
+                   consts: Mapping[str, Mapping[str, float]] | None) -> list[Piece]:
+    """Pieces of the params segment: the per-request count, extended thinking,
+    structured outputs' schema and frame, Gemini's response schema."""
+    pieces: list[Piece] = [BASE] * _n(table, "base", consts)
+    gen = params.get("generationConfig")
+    if not isinstance(gen, Mapping):
+        gen = params
+    if provider == "anthropic":
+        think = _thinking_kind(model, params)
+        if think is not None:
+            pieces += [think] * _n(table, "thinking" if think is THINK else "adaptive", consts)
+    elif isinstance(gen.get("thinkingConfig"), Mapping):
+        pieces += [THINK] * _n(table, "thinking", consts)
+    schema = False
+    # structured outputs: https://platform.claude.com/docs/en/build-with-claude/structured-outputs
+    for key in ("output_format", "output_config"):
+        value = params.get(key)
+        if isinstance(value, Mapping):
+            # output_format is the earlier spelling of output_config.format: read as that
+            read = {"format": value} if key == "output_format" else \
+                {k: v for k, v in value.items() if k != "effort"}  # effort bills nothing
+            schema = schema or "format" in read
+            fmt = read.pop("format", None)
+            if fmt is not None:
+                pieces.append(schema_text(fmt))
+            if read:
+                pieces.append(orjson.dumps(read).decode())
+    if schema:
+        pieces += [SCHEMA] * _n(table, "schema", consts)
+    for key in ("responseSchema", "responseJsonSchema", "response_schema"):
+        if key in gen:
+            pieces.append(orjson.dumps(gen[key]).decode())
     return pieces

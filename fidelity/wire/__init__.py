@@ -1,11 +1,7 @@
 """Wire dialects: the exact bytes an official SDK sends, and the order in
-which the provider's prefix cache reads them.
-
-Each dialect module defines one :class:`Dialect` object and registers it
-with :func:`register`; the built-in ones are listed in ``_BUILTIN`` and
-imported the first time they are asked for. What a dialect does not say
-about its provider (hosts, tokenizer, cache model, prices) is in its
-provider descriptor, :mod:`fidelity.providers`.
+which the provider's prefix cache reads them. Each dialect module registers
+one :class:`Dialect` (the built-ins are imported when first asked for); hosts,
+tokenizer, cache model and prices are in :mod:`fidelity.providers`.
 """
 
 from __future__ import annotations
@@ -25,21 +21,16 @@ SegmentKind = Literal["params", "tools", "system", "message"]
 
 @dataclass(frozen=True)
 class Segment:
-    """One unit of the prompt as a provider's prefix cache reads it.
-
-    ``pointer`` is the RFC 6901 JSON pointer of the value in the wire body
-    (``""`` for the params segment, which gathers several top-level keys);
-    ``data`` its exact bytes as they appear in the body (for the params
-    segment: each cache-key member ``"key":value`` as it appears, in the
-    dialect's documented order).
-    """
+    """One unit of the prompt as a provider's prefix cache reads it:
+    ``pointer``, the RFC 6901 pointer of the value in the body (``""``: the
+    params segment, the cache-key members in the dialect's order), ``data``
+    its exact bytes."""
 
     kind: SegmentKind
     index: int
     pointer: str
     data: bytes
-    #: the segment as the model reads it (its chat-template rendering) where
-    #: the dialect knows it; token counts use it and fall back to ``data``.
+    #: its chat-template rendering where the dialect knows it (token counts prefer it to ``data``)
     text: str | None = None
 
 
@@ -90,10 +81,6 @@ def unregister(name: str) -> None:
     _DIALECTS.remove(name)
 
 
-def _load_all() -> list[Dialect]:
-    return [_DIALECTS.get(n) for n in _DIALECTS.names()]
-
-
 def names() -> list[str]:
     return sorted(_DIALECTS.names())
 
@@ -105,7 +92,7 @@ def get(name: str) -> Dialect:
 
 def detect(obj: Any, *, path: str | None = None) -> Dialect:
     """Guess the dialect of a parsed wire body; the error says why it could not."""
-    hits = [d for d in _load_all() if d.detect(obj)]
+    hits = [d for d in map(_DIALECTS.get, _DIALECTS.names()) if d.detect(obj)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -114,19 +101,15 @@ def detect(obj: Any, *, path: str | None = None) -> Dialect:
             + ", ".join(names()) + ")",
             path=path,
         )
-    # A body with Anthropic-only marks is never given to an OpenAI-family
-    # dialect (DashScope also takes cache_control blocks, DeepSeek a top-level
-    # thinking). Otherwise several OpenAI-compatible dialects can accept one
-    # body: the most specific (highest ``priority``) wins, e.g. deepseek over
-    # openai-chat.
+    # Anthropic-only marks win over OpenAI-family dialects; among these the most
+    # specific (highest ``priority``) wins, e.g. deepseek over openai-chat.
     hits.sort(key=lambda d: (d.name == "anthropic-messages", getattr(d, "priority", 0)), reverse=True)
     return hits[0]
 
 
 def cache_view_at(dialect: Dialect, body: bytes, endpoint: str | None = None) -> list[Segment]:
     """``dialect.cache_view(body)`` as the cache of ``endpoint`` (a URL; ``None``:
-    the provider's own API) reads it. Only dialects whose view depends on the
-    endpoint (``endpoint_aware = True``, Anthropic Messages) are told it."""
+    the provider's own API) reads it, for dialects with ``endpoint_aware``."""
     if getattr(dialect, "endpoint_aware", False):
         return dialect.cache_view(body, endpoint=endpoint)  # type: ignore[call-arg]
     return dialect.cache_view(body)

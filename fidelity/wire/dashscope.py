@@ -1,12 +1,8 @@
-"""Alibaba Cloud Model Studio (DashScope), OpenAI-compatible mode
-(``https://dashscope.aliyuncs.com/compatible-mode/v1``), called through the
-openai SDK: the bytes of :mod:`.openai_chat`, DashScope's fields
-(``enable_thinking``, ``thinking_budget``) from ``extra_body``, explicit
-cache markers on content parts. The cache view is the Qwen3 chat template's
-order (system, tools, turns; :mod:`._template`), keyed on ``model``, the
-thinking fields, ``tool_choice``, ``parallel_tool_calls`` and
-``response_format``. Source: https://www.alibabacloud.com/help/model-studio/context-cache;
-docs/wire-openai.md.
+"""Alibaba Cloud Model Studio (DashScope), OpenAI-compatible mode, through the
+openai SDK: :mod:`.openai_chat`'s bytes plus ``enable_thinking`` /
+``thinking_budget`` and cache markers on content parts; the cache view in the
+Qwen3 template's order (:mod:`._template`). Source:
+https://www.alibabacloud.com/help/model-studio/context-cache; docs/wire-openai.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""DeepSeek Chat Completions (``https://api.deepseek.com``), called through
-the openai SDK with ``base_url`` and ``extra_body``: the bytes of
-:mod:`.openai_chat`, plus ``reasoning_content`` and the ``thinking`` toggle
-(https://api-docs.deepseek.com/guides/thinking_mode). The cache view is the
-chat template's order (system, tools, turns) with ``Segment.text`` the
-DeepSeek V4 rendering fitted on recorded usage (:func:`deepseek_v4_texts`;
-:func:`deepseek_v4_prompt`, :func:`deepseek_v4_reply`), keyed on ``model``,
-``thinking``, ``reasoning_effort``, ``tool_choice``, ``response_format``
-(https://api-docs.deepseek.com/guides/kv_cache; docs/wire-openai.md,
-docs/calibration.md).
+"""DeepSeek Chat Completions through the openai SDK: :mod:`.openai_chat`'s
+bytes plus ``reasoning_content`` and ``thinking``
+(https://api-docs.deepseek.com/guides/thinking_mode); the cache view in the
+chat template's order with the fitted DeepSeek V4 text
+(https://api-docs.deepseek.com/guides/kv_cache; docs/calibration.md).
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
-"""Which dialect a request speaks, weighing the evidence strongest first:
-the one decision every command, the proxy and the scripted upstream take.
-
-1. ``--provider`` (the user said so).
-2. The URL (:func:`fidelity.providers.from_url`): the dialect, the provider
-   family and, for some routes, the model.
-3. Snapshot metadata or a log's ``provider``, when no provider's URL decides.
-4. Body marks (each dialect's ``detect``); Anthropic-only marks are never
-   given to an OpenAI-family dialect (over an OpenAI-family URL only the
-   request's own top-level marks count: :func:`request_marks`).
-5. Where no known provider's host decides, the API path
-   (:func:`dialect_of_path`).
-
-:class:`Detection` says what was chosen and why (``conflict`` when evidence
-disagrees); :func:`detect_request` raises where nothing tells; :func:`route`
-gives ``(dialect, provider, model)`` with ``None`` there. Details and
-examples: docs/real-traffic.md, "Detection that weighs evidence".
+"""Which dialect a request speaks, the one decision every command, the proxy
+and the scripted upstream take, weighing the evidence strongest first:
+``--provider``, the URL (:func:`fidelity.providers.from_url`), snapshot or log
+metadata, body marks (Anthropic-only marks never go to an OpenAI-family
+dialect; over such a URL only :func:`request_marks` count), then the API path
+(:func:`dialect_of_path`) where no known host decides. Details:
+docs/real-traffic.md, "Detection that weighs evidence".
 
 >>> d = detect_request({"model": "m", "messages": []}, url="https://api.deepseek.com/chat/completions")
 >>> (d.dialect, d.family, d.why)
 ('deepseek', 'deepseek', 'URL: host api.deepseek.com')
->>> route({"model": "qwen3-coder-plus", "messages": []}, "http://127.0.0.1:8090/v1/chat/completions")
-('dashscope', 'dashscope', 'qwen3-coder-plus')
 """
 
 from __future__ import annotations
@@ -46,12 +34,8 @@ _MODEL_IN_URL = re.compile(r"/models/([^/:]+)")
 
 
 class Detection(NamedTuple):
-    """The dialect and provider family chosen for one request, and why.
-
-    ``supported`` is false when the evidence names an API that fidelity has
-    no wire dialect for (Bedrock Converse); ``family`` is ``None`` for a
-    dialect no provider sends (one a plugin registered); ``model`` comes
-    from the body, else the URL, else the snapshot metadata."""
+    """The dialect and provider family chosen for one request, and why;
+    ``supported`` is false for an API with no wire dialect (Bedrock Converse)."""
 
     dialect: str
     family: str | None
@@ -92,11 +76,9 @@ def dialect_of_path(path: str) -> str | None:
 
 
 def request_marks(obj: Any) -> list[str]:
-    """The Anthropic-only marks of the request itself (its top-level keys:
-    ``anthropic_version``, a top-level ``system``, ``max_tokens`` first);
-    the only marks that outweigh a provider's URL. (A log scanner may stand
-    in placeholders for a request's ``tools`` and shared messages: these
-    marks read neither.)"""
+    """The Anthropic-only marks of the request's top-level keys
+    (``anthropic_version``, a top-level ``system``, ``max_tokens`` first): the
+    only marks that outweigh a provider's URL (they read no tools or messages)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         return []
     marks = []
@@ -156,17 +138,14 @@ _SHAPES = ({"openai-chat", "deepseek", "dashscope", "vllm", "sglang", "anthropic
 
 
 def _fits(dialect: str, body: str | None) -> bool:
-    """Can a body that looks like ``body`` be a request of ``dialect``? (Same
-    top-level shape: a plain ``model`` + ``messages`` body is a valid request
-    of every Chat-shaped dialect and of the Messages API.)"""
+    """Can a body that looks like ``body`` be a request of ``dialect`` (the same top-level shape)?"""
     if body is None or body == dialect:
         return True
     return any(dialect in shape and body in shape for shape in _SHAPES)
 
 
 def _accepts(dialect: str, obj: Any) -> bool:
-    """Does the dialect itself recognise the body? (A dialect registered by a
-    plugin belongs to no built-in shape; its own ``detect`` decides.)"""
+    """Does the dialect's own ``detect`` recognise the body?"""
     try:
         return bool(get(dialect).detect(obj))
     except Exception:  # noqa: BLE001 - a detect that cannot read the body does not accept it
@@ -178,10 +157,6 @@ def _family(dialect: str) -> str | None:
         return providers.for_dialect(dialect).name
     except UnknownName:
         return None
-
-
-def _registered(dialect: str) -> bool:
-    return dialect in _DIALECTS
 
 
 def _model(obj: Any, url: str | None, endpoint: Any, meta_model: str | None) -> str | None:
@@ -203,10 +178,10 @@ def _model(obj: Any, url: str | None, endpoint: Any, meta_model: str | None) -> 
 
 
 def _by_url_and_body(obj: Any, endpoint: Any, meta_dialect: str | None, model: str | None) -> Detection | None:
-    """Steps 2 to 4 of the module docstring (``None``: nothing tells)."""
+    """URL, metadata and body marks (``None``: nothing tells)."""
     if endpoint is not None:
         why = f"URL: {endpoint.rule}"
-        if not _registered(endpoint.dialect):
+        if endpoint.dialect not in _DIALECTS:
             return Detection(endpoint.dialect, endpoint.provider, model, why, supported=False)
         marks = request_marks(obj) if endpoint.dialect in OPENAI_FAMILY else []
         if marks:
@@ -228,7 +203,7 @@ def _by_url_and_body(obj: Any, endpoint: Any, meta_dialect: str | None, model: s
                          f"the URL ({endpoint.rule}) says {endpoint.dialect}, but the body is not a request "
                          f"of that shape: read as {body}")
     body = _body_dialect(obj)
-    if meta_dialect and _registered(meta_dialect):
+    if meta_dialect and meta_dialect in _DIALECTS:
         if _fits(meta_dialect, body) and not (meta_dialect in OPENAI_FAMILY and body == "anthropic-messages"):
             return Detection(meta_dialect, _family(meta_dialect), model, f"snapshot metadata: {meta_dialect}")
         conflict = f"the snapshot metadata says {meta_dialect}, but the body looks like {body}: read as {body}"
@@ -239,7 +214,7 @@ def _by_url_and_body(obj: Any, endpoint: Any, meta_dialect: str | None, model: s
 
 
 def _by_path(found: Detection | None, url: str, endpoint: Any, model: str | None) -> Detection | None:
-    """Step 5: the API path, where no known provider's host decided."""
+    """The API path, where no known provider's host decided."""
     if providers.places_host(endpoint):
         return found
     try:
@@ -317,10 +292,8 @@ def parse_body(dialect: Any, body: bytes, model: str | None = None) -> Any:
 
 
 def describe_bytes(url: str | None, body: bytes) -> tuple[str | None, str | None, str | None, str | None]:
-    """``(provider, family, model, conflict)`` of a request, from its URL and
-    body (:func:`detect_request`): ``provider`` is the wire dialect name
-    (``openai-chat``), ``family`` the cache/price family (``openai``),
-    ``conflict`` what the evidence disagreed on (``None`` when it agreed)."""
+    """``(dialect, family, model, conflict)`` of a request from its URL and
+    body (:func:`detect_request`); ``None`` where nothing tells."""
     obj: Any = None
     if body.lstrip()[:1] == b"{":
         try:

@@ -1,19 +1,10 @@
-"""Gemini API ``generateContent`` (Gemini Developer API, not Vertex): the
-bytes the official ``google-genai`` Python SDK sends for
-``client.models.generate_content(model=..., contents=..., config=...)``, and
-the order in which fidelity models Gemini's implicit prefix cache.
-
-``render`` reproduces the SDK (google-genai 3.6.1: ``json.dumps`` in
-``_api_client.BaseApiClient._request_once``; key order from
-``models._GenerateContentParameters_to_mldev`` and
-``_GenerateContentConfig_to_mldev``; pydantic dumps in snake_case; all
-function declarations in one trailing tool, ``_transformers.t_tools``); the
-model is in the URL, not the body. ``parse`` keeps what would not re-render
-verbatim. The cache view is params (``cachedContent``, ``toolConfig``,
-``generationConfig/thinkingConfig``), system instruction, tools, contents:
-prefix reuse per https://ai.google.dev/gemini-api/docs/caching and
-https://ai.google.dev/api/caching; the system-before-tools order is an
-assumption (not public). Details: docs/wire-anthropic-gemini.md.
+"""Gemini API ``generateContent`` (Developer API): the bytes google-genai 3.6.1
+sends for ``client.models.generate_content`` (``json.dumps`` in
+``_api_client.BaseApiClient._request_once``; pydantic dumps in snake_case; all
+function declarations in one trailing tool, ``_transformers.t_tools``; the
+model in the URL), and the cache view: params, system instruction, tools,
+contents (https://ai.google.dev/gemini-api/docs/caching; system before tools
+is an assumption). Details: docs/wire-anthropic-gemini.md.
 """
 
 from __future__ import annotations
@@ -24,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer
+from ..jsonbytes import dumps_pyjson, element_spans, loads, member_spans, pointer, value_spans
 from ..model import (
     Image,
     Message,
@@ -42,19 +33,13 @@ from ..model import (
 )
 from . import Segment, register
 from ._gemini_schema import dump_schema, enum_upper
-from .profiles import attach, write_request
+from .profiles import GENAI_KEYS, attach, write_request
 
-__all__ = ["Gemini", "GEMINI", "TOP_KEYS", "GENERATION_KEYS"]
+__all__ = ["Gemini", "GEMINI", "CACHE_MEMBERS"]
 
-#: Top-level order (google-genai 3.6.1, models._GenerateContentParameters_to_mldev
-#: and models._GenerateContentConfig_to_mldev).
-TOP_KEYS: tuple[str, ...] = (
-    "contents", "systemInstruction", "safetySettings", "tools", "toolConfig", "labels",
-    "cachedContent", "serviceTier", "continuationToken", "store", "generationConfig",
-)
 #: Keys that only a ``GenerateContentConfig`` can produce; any of them means
 #: the SDK also sends ``generationConfig`` (at least ``{}``).
-_CONFIG_KEYS = frozenset(TOP_KEYS) - {"contents", "generationConfig"}
+_CONFIG_KEYS = frozenset(GENAI_KEYS) - {"contents", "generationConfig"}
 
 #: ``generationConfig`` order (models._GenerateContentConfig_to_mldev) and the
 #: float-typed fields of ``types.GenerateContentConfig``.
@@ -79,9 +64,7 @@ _DECL_KEYS = ("description", "name", "parameters", "parameters_json_schema", "re
 _BEHAVIORS = frozenset(("UNSPECIFIED", "BLOCKING", "NON_BLOCKING"))
 
 #: the params segment's members: (pointer of the object, key)
-_CACHE_MEMBERS = (("", "cachedContent"), ("", "toolConfig"), ("/generationConfig", "thinkingConfig"))
-#: the public name other packages read (the scan's fast view)
-CACHE_MEMBERS = _CACHE_MEMBERS
+CACHE_MEMBERS = (("", "cachedContent"), ("", "toolConfig"), ("/generationConfig", "thinkingConfig"))
 
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)\Z", re.DOTALL)
 
@@ -132,10 +115,8 @@ def _render_part(part: Part) -> dict[str, Any]:
 
 
 def _response_object(result: ToolResult) -> Any:
-    """``functionResponse.response``: the object itself; text from another
-    dialect goes under ``output`` (``error`` for a failed call), the keys the
-    Gemini function-calling guide uses
-    (https://ai.google.dev/gemini-api/docs/function-calling)."""
+    """``functionResponse.response``: the object, or text under ``output``
+    (``error`` for a failed call; https://ai.google.dev/gemini-api/docs/function-calling)."""
     content = result.content
     if isinstance(content, Mapping):
         return thaw(content)
@@ -219,11 +200,9 @@ def _render_tool_config(value: Any) -> Any:
 
 
 def render_body(request: Request, *, sdk: bool = True) -> dict[str, Any]:
-    """The body as a plain ordered dict, before serialisation. ``sdk``:
-    apply what google-genai does to a config (float temperatures, its
-    ``thinkingConfig`` key spelling, upper-case enums, schema dumping, an
-    empty ``generationConfig``); a REST client, or a parsed body, sends its
-    parameters as they are."""
+    """The body as an ordered dict. ``sdk``: apply what google-genai does to a
+    config (float temperatures, ``thinkingConfig`` spelling, upper-case enums,
+    schema dumping, an empty ``generationConfig``); else parameters go as they are."""
     fields: dict[str, Any] = {}
     for key, value in request.params.items():
         if key == "contents":
@@ -240,7 +219,7 @@ def render_body(request: Request, *, sdk: bool = True) -> dict[str, Any]:
         fields["tools"] = [{"functionDeclarations": [_render_decl(t) for t in request.tools]}]
     if sdk and "generationConfig" not in fields and any(k in fields for k in _CONFIG_KEYS):
         fields["generationConfig"] = {}
-    body = {k: fields[k] for k in TOP_KEYS if k in fields}
+    body = {k: fields[k] for k in GENAI_KEYS if k in fields}
     body.update((k, v) for k, v in fields.items() if k not in body)
     return body
 
@@ -278,10 +257,19 @@ def _parse_part(obj: Any) -> Part | None:
     return None
 
 
+def _listed(value: Any) -> Any:
+    """``value``, a lone object as a one-element list: the API reads a lone
+    ``contents`` or ``parts`` object where its reference says a list (the
+    bodies of sublayerapp/sublayer spec/vcr_cassettes/gemini/*.yml send
+    ``"contents": {"role": ..., "parts": {"text": ...}}`` and are answered,
+    with usage)."""
+    return [value] if isinstance(value, dict) else value
+
+
 def _parse_content(obj: Any, where: str) -> Message:
     if not isinstance(obj, dict):
         raise InputError(f"expected a content object, got {type(obj).__name__}", pointer=where)
-    raw_parts = obj.get("parts")
+    raw_parts = _listed(obj.get("parts"))
     raw_parts = raw_parts if isinstance(raw_parts, list) else []
     parsed = [_parse_part(p) for p in raw_parts]
     parts = tuple(p for p in parsed if p is not None)
@@ -337,7 +325,7 @@ def parse_body(obj: Any, *, model: str = "", path: str | None = None) -> Request
     try:
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", pointer="")
-        contents = obj.get("contents")
+        contents = _listed(obj.get("contents"))
         if not isinstance(contents, list):
             raise InputError("expected a \"contents\" array", pointer="/contents")
         messages = tuple(_parse_content(c, f"/contents/{i}") for i, c in enumerate(contents))
@@ -366,7 +354,7 @@ def parse_body(obj: Any, *, model: str = "", path: str | None = None) -> Request
 
 def _params_segment(body: bytes) -> Segment:
     found: list[bytes] = []
-    for where, key in _CACHE_MEMBERS:
+    for where, key in CACHE_MEMBERS:
         for m in member_spans(body, where):
             if m.key == key:
                 found.append(body[m.start : m.end])
@@ -413,13 +401,16 @@ class Gemini:
             else:
                 segments.append(Segment("tools", n, pointer("tools", t), body[ts:te]))
                 n += 1
+        if isinstance(obj.get("contents"), dict):  # a lone content (_listed)
+            s, e = value_spans(body, ["/contents"])["/contents"]
+            segments.append(Segment("message", 0, "/contents", body[s:e]))
         for i, (s, e) in enumerate(element_spans(body, "/contents")):
             segments.append(Segment("message", i, pointer("contents", i), body[s:e]))
         return segments
 
     def detect(self, obj: Any) -> bool:
-        """A Gemini body: a ``contents`` array and no ``messages``."""
-        return isinstance(obj, dict) and isinstance(obj.get("contents"), list) and "messages" not in obj
+        """A Gemini body: ``contents`` (an array, or a lone object) and no ``messages``."""
+        return isinstance(obj, dict) and isinstance(obj.get("contents"), (list, dict)) and "messages" not in obj
 
 
 GEMINI = register(Gemini())

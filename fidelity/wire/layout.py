@@ -1,28 +1,13 @@
-"""How a body is written: remembered from real bytes, or named by a client profile.
+"""How a body is written (key order, separators, escaping, number spelling,
+added fields): a :class:`Layout` turns a renderer's ordered dict into bytes.
 
-Two JSON bodies can carry the same data and differ in every byte that a
-prefix cache sees: key order (top level and nested), separators and
-spacing, ``\\uXXXX`` escaping of non-ASCII text, the spelling of numbers
-(``1`` / ``1.0`` / ``1e-05``), and fields a helper adds (the anthropic SDK's
-``.stream()`` puts ``"stream":true`` after every other key). A dialect's
-renderer builds the body as an ordered dict; a :class:`Layout` turns that
-dict into bytes.
-
-* :class:`Written` is the layout of one parsed body. Every dialect's
-  ``parse`` attaches it to the :class:`~fidelity.model.Request` it returns
-  (``Request.layout``), so ``render(parse(b)) == b`` for whatever client made
-  ``b``, and a request derived from it (a fork's child, an edited copy)
-  keeps its parent's bytes wherever its data did not change: an unchanged
-  value is copied from the original body byte for byte, a changed object
-  keeps the original key order (new keys go after the key they follow in
-  the renderer's order), and new values are written with the separators and
-  escaping the original used.
-* :class:`ClientProfile` is a named client (``openai-python>=3``,
-  ``anthropic-stream``, ``gemini-rest``...): what it sends when there are no
-  original bytes to follow (a request read from canonical JSON, a seed built
-  in code). :func:`profile` looks one up; each provider descriptor lists its
-  profiles in ``client_profiles`` and :mod:`fidelity.wire.profiles` documents
-  the versions each was verified against.
+* :class:`Written`, the layout of one parsed body (``Request.layout``): so
+  ``render(parse(b)) == b``, and a derived request keeps the original bytes of
+  every unchanged value, the original key order of a changed object, and the
+  original separators and escaping for new values.
+* :class:`ClientProfile`, a named client (``openai-python>=3``,
+  ``anthropic-stream``...) for a request with no original bytes
+  (:mod:`fidelity.wire.profiles`).
 
 >>> w = Written.of(b'{"messages": [], "model": "m"}')
 >>> w.write({"model": "m", "messages": [], "stream": True})
@@ -41,7 +26,7 @@ from typing import Any, Protocol
 import orjson
 
 from ..errors import InputError
-from ..jsonbytes import iter_elements, iter_members, loads, skip_ws
+from ..jsonbytes import iter_elements, iter_members, loads, skip_value, skip_ws
 from ..model import FrozenDict
 from . import spans
 
@@ -69,9 +54,7 @@ def same_value(new: Any, old: Any) -> bool:
     equal key order, numbers equal in value (``1`` and ``1.0`` are the same
     number spelled two ways; the original spelling is kept)."""
     if isinstance(new, Mapping):
-        if not isinstance(old, Mapping) or len(new) != len(old):
-            return False
-        if list(new) != list(old):
+        if not isinstance(old, Mapping) or list(new) != list(old):  # the same keys in the same order
             return False
         return all(same_value(new[k], old[k]) for k in new)
     if isinstance(new, (list, tuple)):
@@ -140,7 +123,6 @@ class _Node:
         return self.body[self.start : self.end]
 
 
-_STRING_OR_WS = re.compile(rb'"(?:[^"\\]|\\.)*"|[ \t\r\n]+', re.DOTALL)
 _NON_ASCII_ESCAPE = re.compile(rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
 
 
@@ -158,7 +140,7 @@ def _first_separators(body: bytes) -> tuple[str | None, str | None]:
             members = list(iter_members(body, node.start))
             for m in members:
                 if key is None:
-                    k_end = _STRING_OR_WS.match(body, m.start).end()  # type: ignore[union-attr]
+                    k_end = skip_value(body, m.start)  # the end of the key string
                     key = body[k_end : m.value_start].decode("latin-1")
                 todo.append(_Node(body, m.value_start, m.end))
             if item is None and len(members) >= 2:
@@ -182,19 +164,12 @@ _SAME_OBJECTS: frozenset[type] = frozenset((dict, FrozenDict))
 
 
 def _orjson_agrees(value: Any) -> bool:
-    """True when ``orjson.dumps(value)`` (which the caller has already
-    computed, so ``value`` holds no cycle and nests at most orjson's 254
-    levels) is the compact ``json.dumps`` rendering byte for byte: every node
-    is a dict, ``FrozenDict``, list, tuple, str, int, bool or ``None`` of
-    exactly that type (a subclass such as an ``IntEnum``, a ``UUID``, a
-    dataclass: ``json`` writes them otherwise or refuses them), or a finite
-    float whose ``repr`` has no exponent. Both write strings alike, escapes
-    included (every code point is checked in ``tests/wire/test_wire_layout.py``),
-    and ints alike (orjson refuses those past 64 bits); floats differ only
-    where ``repr`` uses an exponent (``1e-05``, ``1e+16``: orjson writes
-    ``0.00001``, ``1e16``), and orjson writes NaN and infinities as ``null``
-    where ``json`` writes ``NaN`` or refuses them (``repr`` gives ``nan``,
-    ``inf``)."""
+    """True when ``orjson.dumps(value)`` (already computed by the caller) is
+    the compact ``json.dumps`` rendering byte for byte: every node is exactly
+    a dict, ``FrozenDict``, list, tuple, str, int, bool or ``None`` (no
+    subclass), or a finite float whose ``repr`` has no exponent (orjson
+    writes ``1e-05`` as ``0.00001`` and NaN as ``null``). Strings: every code
+    point is checked in ``tests/wire/test_wire_layout.py``."""
     return _agrees([value])[0]
 
 
@@ -205,10 +180,8 @@ _AGREED: dict[int, FrozenDict] = {}
 
 def _agrees(stack: list[Any]) -> tuple[bool, bool]:
     """:func:`_orjson_agrees` of every value in ``stack`` (emptied), and
-    whether they hold no ``list`` or ``dict`` (only immutable containers). A
-    ``FrozenDict`` found written alike with only immutable values below it
-    is remembered (:data:`_AGREED`) and not walked again: the tool schemas
-    and message extras every rendering of a session shares."""
+    whether they hold only immutable containers; such a ``FrozenDict`` found
+    written alike is remembered (:data:`_AGREED`) and not walked again."""
     frozen = True
     pop, push_all = stack.pop, stack.extend
     while stack:
@@ -247,11 +220,9 @@ def _agrees(stack: list[Any]) -> tuple[bool, bool]:
 
 def _compact(value: Any, *, remember: bool = False) -> bytes | None:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` as
-    UTF-8, written by orjson (in C, several times faster) when that gives the
-    same bytes (:func:`_orjson_agrees`); ``None`` when it may not (the caller
-    then uses ``json``). With ``remember``, a body (an object) is written
-    member by member and its layout kept (:func:`fidelity.wire.spans.remember`),
-    so that the cache view of the bytes does not parse them to lay them out."""
+    UTF-8 written by orjson where that gives the same bytes, else ``None``.
+    ``remember``: an object's layout is kept (:func:`fidelity.wire.spans.remember`)
+    so that its cache view need not lay it out again."""
     if remember and type(value) in _SAME_OBJECTS:
         try:
             out, members = spans.laid_out(value)
@@ -304,14 +275,9 @@ def _encode(text: str) -> bytes:
 
 @dataclass(frozen=True)
 class Written:
-    """The layout of one real body (see the module docstring).
-
-    ``item_sep`` / ``key_sep`` are the separators the body uses (``None``:
-    the body never shows one, the fallback profile decides), ``ensure_ascii``
-    whether non-ASCII text was escaped (``None``: the body holds no
-    non-ASCII text either way), ``indent`` the indentation unit of a
-    pretty-printed body (``None``: single line).
-    """
+    """The layout of one real body: its separators, whether non-ASCII text
+    was escaped, its indentation unit; ``None`` where the body does not show
+    it (the ``fallback`` profile decides; ``indent``: single line)."""
 
     body: bytes
     obj: Any = field(repr=False, compare=False, hash=False)
@@ -339,13 +305,11 @@ class Written:
             m = re.match(rb"[{\[]\n([ \t]+)", body[skip_ws(body, 0):])
             indent = m.group(1).decode("latin-1") if m else "  "
             item = item.split("\n", 1)[0]
-        ascii_only = body.isascii()
-        if not ascii_only:
-            ensure_ascii: bool | None = False
+        ensure_ascii: bool | None = None  # no non-ASCII text either way
+        if not body.isascii():
+            ensure_ascii = False
         elif _NON_ASCII_ESCAPE.search(body):
             ensure_ascii = True
-        else:
-            ensure_ascii = None
         return cls(body, obj, item, key, ensure_ascii, indent, fallback, url_keys)
 
     # -- settings for values the original does not hold
@@ -374,35 +338,31 @@ class Written:
         item, key_sep, ea = self._settings()
         nl = ("\n" + self.indent * (depth + 1)) if self.indent is not None else ""
         close_nl = ("\n" + self.indent * depth) if self.indent is not None else ""
+
+        def wrap(opener: bytes, parts: list[bytes], closer: bytes) -> bytes:
+            if not parts:
+                return opener + closer
+            return opener + nl.encode() + (item + nl).encode().join(parts) + close_nl.encode() + closer
+
         if node is not None and isinstance(new, Mapping) and isinstance(old, Mapping):
             members = node.members()
             parts = []
             for k in merge_order(list(old), list(new)):
                 if k in members:
                     key_start, child = members[k]
-                    k_end = _STRING_OR_WS.match(self.body, key_start).end()  # type: ignore[union-attr]
+                    k_end = skip_value(self.body, key_start)
                     key_raw = self.body[key_start:k_end]
                     sep = self.body[k_end : child.start]
                     parts.append(key_raw + sep + self._emit(new[k], old[k], child, depth + 1))
                 else:
                     key_raw = _encode(json.dumps(k, ensure_ascii=ea))
                     parts.append(key_raw + key_sep.encode() + self._emit(new[k], None, None, depth + 1))
-            if not parts:
-                return b"{}"
-            joiner = (item + nl).encode()
-            return b"{" + nl.encode() + joiner.join(parts) + close_nl.encode() + b"}"
+            return wrap(b"{", parts, b"}")
         if node is not None and isinstance(new, (list, tuple)) and isinstance(old, list):
             elements = node.elements()
-            parts = []
-            for i, value in enumerate(new):
-                if i < len(old) and i < len(elements):
-                    parts.append(self._emit(value, old[i], elements[i], depth + 1))
-                else:
-                    parts.append(self._emit(value, None, None, depth + 1))
-            if not parts:
-                return b"[]"
-            joiner = (item + nl).encode()
-            return b"[" + nl.encode() + joiner.join(parts) + close_nl.encode() + b"]"
+            kept = min(len(old), len(elements))
+            return wrap(b"[", [self._emit(value, old[i], elements[i], depth + 1) if i < kept
+                               else self._emit(value, None, None, depth + 1) for i, value in enumerate(new)], b"]")
         if node is not None and _is_num(new) and _is_num(old) and new == old:
             return node.raw
         allow_nan = self.fallback.allow_nan if self.fallback is not None else False
@@ -413,14 +373,9 @@ class Written:
 @dataclass(frozen=True)
 class ClientProfile:
     """A named client: how it orders, separates and escapes a body.
-
-    ``top_keys``: the client's top-level order (known keys first in this
-    order, then the others as the renderer gave them; ``()`` keeps the
-    renderer's order). ``trailing``: keys moved after all others (the
-    anthropic ``.stream()`` helper's ``stream``). ``adds``: members the client
-    always sends, added when the request lacks them. ``verified``: the client
-    versions whose bytes the tests compare with.
-    """
+    ``top_keys``: its top-level order (then the others; ``()``: the
+    renderer's); ``trailing``: keys moved last; ``adds``: members it always
+    sends; ``verified``: the versions whose bytes the tests compare with."""
 
     name: str
     dialects: tuple[str, ...]
@@ -433,7 +388,6 @@ class ClientProfile:
     #: NaN / Infinity written as ``json.dumps`` does (clients that call it with defaults)
     allow_nan: bool = False
     verified: str = ""
-    docs: str = ""
 
     def order(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """``body`` reordered (and completed) as this client sends it."""

@@ -1,16 +1,11 @@
-"""Named client profiles: what a given client sends for a request that has
-no original bytes to follow (read from canonical JSON, or built in code; a
-parsed request keeps its own :class:`~fidelity.wire.layout.Written` layout).
-``fidelity render --profile NAME`` picks one; by default each dialect uses
-its provider's first profile (the current SDK). The profiles and what each
-was verified against: docs/real-traffic.md, "Client profiles".
-
-Sources for the orders: the ``body=`` dict literals in
-``openai/resources/chat/completions/completions.py`` and
-``openai/resources/responses/responses.py`` of each openai version,
-``anthropic/resources/messages/messages.py`` (``create`` and ``stream``) of
-anthropic 2.14.0, and ``openai/api_requestor.py`` of openai 0.28.1
-(``data = json.dumps(params).encode()``).
+"""Named client profiles: what a given client sends for a request with no
+original bytes to follow (``fidelity render --profile NAME``; by default the
+provider's current SDK). Profiles and what each was verified against:
+docs/real-traffic.md, "Client profiles". Sources for the orders: the ``body=``
+dict literals of ``openai/resources/chat/completions/completions.py`` and
+``openai/resources/responses/responses.py`` (each openai version),
+``anthropic/resources/messages/messages.py`` (anthropic 2.14.0), and
+``openai/api_requestor.py`` of openai 0.28.1 (``json.dumps(params).encode()``).
 """
 
 from __future__ import annotations
@@ -61,8 +56,9 @@ ANTHROPIC_STREAM_KEYS: tuple[str, ...] = (
     "metadata", "output_config", "container", "service_tier", "speed", "stop_sequences",
     "system", "tools", "thinking", "tool_choice", "stream",
 )
-#: google-genai 3.6.1 top-level order (see :mod:`fidelity.wire.gemini`).
-_GENAI_KEYS: tuple[str, ...] = (
+#: google-genai 3.6.1 top-level order (models._GenerateContentParameters_to_mldev and
+#: models._GenerateContentConfig_to_mldev): the gemini renderer's order too.
+GENAI_KEYS: tuple[str, ...] = (
     "contents", "systemInstruction", "safetySettings", "tools", "toolConfig", "labels",
     "cachedContent", "serviceTier", "continuationToken", "store", "generationConfig",
 )
@@ -73,28 +69,24 @@ _CHAT_DIALECTS = ("openai-chat", "deepseek", "dashscope", "vllm", "sglang")
 PROFILES: Registry[Mapping[str, ClientProfile]] = Registry("client profile")
 
 
-def _add(name: str, per_dialect: dict[str, ClientProfile], aliases: tuple[str, ...] = ()) -> None:
-    PROFILES.add(name, per_dialect, aliases=aliases)
-
-
 def _both(name: str, chat: tuple[str, ...], responses: tuple[str, ...], verified: str, **kw: object) -> None:
     table = {d: ClientProfile(name, _CHAT_DIALECTS, chat, verified=verified, **kw) for d in _CHAT_DIALECTS}  # type: ignore[arg-type]
     table["openai-responses"] = ClientProfile(name, ("openai-responses",), responses, verified=verified, **kw)  # type: ignore[arg-type]
-    _add(name, table)
+    PROFILES.add(name, table)
 
 
 _both("openai-python>=3", CHAT_KEYS, RESPONSES_KEYS, "openai 3.57.0")
 _both("openai-python<3", CHAT_KEYS_V2, RESPONSES_KEYS_V2, "openai 1.109.1, 2.54.0 (httpx 0.28.1)")
 _both("openai-python<1", (), (), "openai 0.28.1", item_sep=", ", key_sep=": ", ensure_ascii=True, allow_nan=True)
-_add("anthropic-create", {"anthropic-messages": ClientProfile(
+PROFILES.add("anthropic-create", {"anthropic-messages": ClientProfile(
     "anthropic-create", ("anthropic-messages",), ANTHROPIC_CREATE_KEYS, verified="anthropic 2.14.0")})
-_add("anthropic-stream", {"anthropic-messages": ClientProfile(
+PROFILES.add("anthropic-stream", {"anthropic-messages": ClientProfile(
     "anthropic-stream", ("anthropic-messages",), ANTHROPIC_STREAM_KEYS, trailing=("stream",),
     adds=(("stream", True),), verified="anthropic 2.14.0 (messages.stream helper)")})
-_add("google-genai", {"gemini": ClientProfile(
-    "google-genai", ("gemini",), _GENAI_KEYS, item_sep=", ", key_sep=": ", ensure_ascii=True, allow_nan=True,
+PROFILES.add("google-genai", {"gemini": ClientProfile(
+    "google-genai", ("gemini",), GENAI_KEYS, item_sep=", ", key_sep=": ", ensure_ascii=True, allow_nan=True,
     verified="google-genai 3.6.1")})
-_add("gemini-rest", {"gemini": ClientProfile(
+PROFILES.add("gemini-rest", {"gemini": ClientProfile(
     "gemini-rest", ("gemini",), (), verified="llm-gemini cassettes (compact json.dumps, ensure_ascii=False)")})
 
 #: dialect -> its default profile (the current SDK)

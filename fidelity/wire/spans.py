@@ -1,18 +1,9 @@
-"""Where a body's top-level members and the elements of its top-level
-arrays sit: what each dialect's cache view slices.
-
-:func:`fidelity.jsonbytes.member_spans` and :func:`~fidelity.jsonbytes.element_spans`
-find them with a byte scanner written in Python, for any JSON text. Most
-bodies are compact JSON as orjson writes it (the SDKs' ``separators=(",",
-":")`` rendering, the proxy's and the report's bodies): for such a body,
-``orjson.dumps(orjson.loads(body)) == body``, and since orjson writes an
-object as ``{`` + ``"key":value`` members joined by ``,`` + ``}`` and an
-array likewise, every member's and element's offset follows from the
-lengths of their own serialisations, computed in C. Any other body (spaces
-after separators, escapes orjson would not write, numbers written
-otherwise) fails that equality and goes to the scanner, so the spans are
-the same either way (``tests/wire/test_wire_spans.py`` checks both on generated
-bodies). The functions take the scanner's arguments and give its results.
+"""Where a body's top-level members and the elements of its top-level arrays
+sit (what each dialect's cache view slices): :mod:`fidelity.jsonbytes`'s
+results, computed in C for a compact body (``orjson.dumps(orjson.loads(body))
+== body``: each offset follows from the lengths of the members' and elements'
+own serialisations); any other body goes to the byte scanner.
+``tests/wire/test_wire_spans.py`` checks both agree on generated bodies.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from .. import jsonbytes, jsonio
+from .. import jsonbytes
 from ..jsonbytes import Member
 
 __all__ = ["parsed", "compact_members", "known_members", "top_members", "top_elements", "top_value", "member_spans", "element_spans", "value_spans", "laid_out", "remember", "with_array"]
@@ -35,29 +26,31 @@ _UNKNOWN = (-1, -1)
 
 
 def parsed(body: bytes, path: str | None = None) -> Any:
-    """``body`` parsed strictly, as :func:`fidelity.jsonbytes.loads` parses
-    it (same value, same refusals): a compact body (see the module
-    docstring) by orjson, in C, since orjson writing it back byte for byte
-    leaves nothing the strict parser refuses (no duplicate key, no NaN, no
-    integer past 64 bits, no lone surrogate, and no nesting past
-    :data:`fidelity.jsonio.MAX_DEPTH`: orjson writes each top-level member
-    value and top-level array element at most 254 levels deep, so a compact
-    body nests at most 256, see :data:`_COMPACT_WITHIN_MAX_DEPTH`; were that ever not so, the
-    nesting is checked as the strict parser checks it); any other body by
-    the strict parser (its error names ``path``). A new value each call."""
+    """``body`` parsed as :func:`fidelity.jsonbytes.loads` parses it (same
+    value, same refusals; a new value each call): a compact body by orjson,
+    any other by the strict parser (its error names ``path``)."""
+    # orjson writing a body back byte for byte leaves nothing the strict parser refuses: no
+    # duplicate key, NaN, int past 64 bits or lone surrogate, and each member value and element
+    # is written at most 254 levels deep, within jsonio.MAX_DEPTH (tests/wire/test_wire_spans.py)
     fresh: list[Any] = []
-    layout = _layout(body, fresh)
-    if layout is None or (not _COMPACT_WITHIN_MAX_DEPTH and body.count(b"[") + body.count(b"{") > jsonio.MAX_DEPTH
-                          and jsonio.text_depth(body) > jsonio.MAX_DEPTH):
+    if compact_members(body, fresh) is None:
         return jsonbytes.loads(body, path=path)
     return fresh[0] if fresh else orjson.loads(body)
 
 
-def compact_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]] | None]] | None:
-    """Each top-level member of a compact body (see the module docstring) by
-    key, with the ``(start, end)`` of each element when its value is an
-    array; ``None`` for any other body. Shared: read it, do not change it."""
-    return _layout(body)
+def compact_members(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
+    """Each top-level member of a compact body by key, with its elements' spans
+    when its value is an array; ``None`` for any other body. Shared: read-only.
+    Kept for the last bodies (up to :data:`_LAST_BYTES`); when computed here,
+    the parsed body (held by nothing else) is appended to ``fresh``."""
+    with _LOCK:
+        if body in _LAST:
+            return _LAST[body]
+    got = _compact_layout(body, fresh)
+    with _LOCK:
+        if body not in _LAST:
+            _keep(body, got)
+    return got
 
 
 def known_members(body: bytes) -> dict[str, tuple[Member, list[tuple[int, int]] | None]] | None:
@@ -86,7 +79,7 @@ def top_value(body: bytes, key: str) -> tuple[int, int] | None:
 
 def member_spans(body: bytes, ptr: str = "") -> list[Member]:
     """:func:`fidelity.jsonbytes.member_spans`, the same result."""
-    layout = _layout(body) if ptr == "" else None
+    layout = compact_members(body) if ptr == "" else None
     if layout is None:
         return jsonbytes.member_spans(body, ptr)
     return [m for m, _ in layout.values()]
@@ -94,7 +87,7 @@ def member_spans(body: bytes, ptr: str = "") -> list[Member]:
 
 def element_spans(body: bytes, ptr: str) -> list[tuple[int, int]]:
     """:func:`fidelity.jsonbytes.element_spans`, the same result."""
-    layout = _layout(body)
+    layout = compact_members(body)
     parts = jsonbytes.split_pointer(ptr) if layout is not None else []
     if layout is None or len(parts) != 1:
         return jsonbytes.element_spans(body, ptr)
@@ -122,7 +115,7 @@ def _span(body: bytes, ptr: str) -> tuple[int, int] | None:
     """The span of the value at ``ptr`` from a compact body's layout (a
     top-level member, or an element of a top-level array), ``None`` when it
     is absent, :data:`_UNKNOWN` when the layout cannot tell."""
-    layout = _layout(body)
+    layout = compact_members(body)
     if layout is None:
         return _UNKNOWN
     if ptr == "":
@@ -143,23 +136,6 @@ def _span(body: bytes, ptr: str) -> tuple[int, int] | None:
     return spans[index] if index < len(spans) else None
 
 
-def _layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
-    """Each top-level member of a compact body (``orjson.dumps`` of its parse
-    gives it back byte for byte), with its elements' spans when its value is
-    an array; ``None`` for any other body. Kept for the last few bodies (a
-    view asks several times), at most :data:`_LAST_BYTES` of them. When it
-    is computed here, the parsed body (held by nothing else) is appended to
-    ``fresh``."""
-    with _LOCK:
-        if body in _LAST:
-            return _LAST[body]
-    got = _compact_layout(body, fresh)
-    with _LOCK:
-        if body not in _LAST:
-            _keep(body, got)
-    return got
-
-
 def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _Entry] | None:
     if body[:1] != b"{":
         return None
@@ -178,15 +154,10 @@ def _compact_layout(body: bytes, fresh: list[Any] | None = None) -> dict[str, _E
 
 
 def laid_out(obj: Mapping[str, Any]) -> tuple[bytes, dict[str, _Entry]]:
-    """The bytes ``orjson.dumps(obj)`` writes for an object (a ``dict``, a
-    ``FrozenDict``), and where each of its members and the elements of each
-    array (a ``list`` or a ``tuple``) value sit in them: each member value
-    and element serialised once, on its own (so each may nest 254 levels
-    below it). Raises ``TypeError`` (``orjson.JSONEncodeError`` is one) where
-    orjson refuses a value, and for a key that is not a string."""
-    # orjson writes an object as "{" + the members' "key":value joined by
-    # "," + "}" and an array likewise: the pieces below, joined, are
-    # orjson.dumps(obj)
+    """``orjson.dumps(obj)`` of an object, and where each member and each
+    element of an array (list or tuple) value sits in it, each serialised on
+    its own. ``TypeError`` where orjson refuses a value or a key is not a string."""
+    # orjson writes an object as "{" + the "key":value members joined by "," + "}", an array likewise
     out: dict[str, _Entry] = {}
     pieces: list[bytes] = []
     dumps = orjson.dumps
@@ -222,24 +193,18 @@ def _element_spans(value_start: int, parts: Sequence[bytes]) -> list[tuple[int, 
 
 
 def remember(body: bytes, layout: dict[str, _Entry]) -> None:
-    """Keep ``layout`` as the layout of ``body`` (see :func:`compact_members`)
-    so that no view lays ``body`` out again. The caller vouches that it is
-    what laying ``body`` out gives: ``body, layout = laid_out(obj)`` for an
-    ``obj`` that orjson writes as ``json.dumps`` does (see
-    :func:`fidelity.wire.layout._compact`), whose parse orjson therefore
-    writes back to ``body``."""
+    """Keep ``layout`` as the layout of ``body`` (:func:`compact_members`); the
+    caller vouches that ``body, layout = laid_out(obj)`` for an ``obj`` that
+    orjson writes as ``json.dumps`` does."""
     with _LOCK:
         if body not in _LAST:
             _keep(body, layout)
 
 
 def with_array(body: bytes, key: str, pieces: Sequence[bytes]) -> bytes | None:
-    """``body`` with its top-level array member ``key`` holding ``pieces``,
-    its layout kept (:func:`remember`) from ``body``'s without laying the
-    new bytes out; ``None`` (nothing built) unless ``body``'s compact layout
-    is remembered and ``key`` is an array member of it. The caller vouches
-    that each piece is orjson's bytes of a value (an element sliced off a
-    compact body), so that the new body is compact too."""
+    """``body`` with its top-level array ``key`` holding ``pieces`` (each
+    orjson's bytes of a value), its layout derived from ``body``'s and kept;
+    ``None`` unless ``body``'s layout is remembered with ``key`` an array."""
     with _LOCK:
         layout = _LAST.get(body)
     found = layout.get(key) if layout is not None else None
@@ -271,30 +236,6 @@ def _keep(body: bytes, layout: dict[str, _Entry] | None) -> None:
         del _LAST[oldest]
         _SIZE[0] -= len(oldest)
 
-
-def _dumps_refuses_past_max_depth() -> bool:
-    """True when ``orjson.dumps`` refuses an array and an object nested
-    :data:`fidelity.jsonio.MAX_DEPTH` - 1 levels deep (orjson 3 stops at 255
-    levels, ``jsonio.MAX_DEPTH`` is 256). :func:`_compact_layout` serialises
-    each member value and each element of a top-level array on its own, one
-    or two levels below the root, so then no body it accepts (a compact body)
-    nests deeper than the strict parser accepts, and :func:`parsed` need not
-    measure its depth."""
-    array: Any = []
-    obj: Any = {}
-    for _ in range(jsonio.MAX_DEPTH - 2):
-        array, obj = [array], {"k": obj}
-    for value in (array, obj):
-        try:
-            orjson.dumps(value)
-        except orjson.JSONEncodeError:
-            continue
-        return False
-    return True
-
-
-#: see :func:`_dumps_refuses_past_max_depth` (checked once, on import)
-_COMPACT_WITHIN_MAX_DEPTH = _dumps_refuses_past_max_depth()
 
 _LAST: dict[bytes, dict[str, _Entry] | None] = {}
 #: bytes of the bodies held in :data:`_LAST` (a scan's bodies may be megabytes)

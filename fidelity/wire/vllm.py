@@ -1,11 +1,8 @@
-"""vLLM and SGLang OpenAI-compatible servers (``/v1/chat/completions``),
-called through the openai SDK: the bytes of :mod:`.openai_chat`, server
-fields from ``extra_body``
+"""vLLM and SGLang OpenAI-compatible servers through the openai SDK:
+:mod:`.openai_chat`'s bytes plus server fields
 (https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html,
-https://docs.sglang.ai/). The cache view is the chat template's order
-(system, tools, turns) with ChatML / Qwen3 text (other families:
-``text=None``), keyed on ``model``, ``chat_template_kwargs``,
-``tool_choice``, ``response_format`` (docs/wire-openai.md).
+https://docs.sglang.ai/); the cache view in the chat template's order with
+ChatML text (docs/wire-openai.md).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from fidelity import replay as R
 from fidelity import wire
 from fidelity.cache import common_prefix
-from fidelity.cache.builder import PromptIds
+from fidelity.cache.builder import PromptIds, element_handler
 from fidelity.cache.memo import TokenMemo
 from fidelity.cache.prompts import cache_prompt
 from fidelity.model import Route
@@ -46,6 +46,7 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
     memo = TokenMemo() if memo is None else memo
     builders: dict[str, tuple[PromptIds, list[Any]]] = {}
     parsed = None
+    by_elements = 0
     for i, line in enumerate(lines):
         # as the scan's replay reads a line: parsed after the previous one,
         # its view extended from the previous view of its builder
@@ -56,12 +57,13 @@ def check(lines: Sequence[bytes], memo: TokenMemo | None = None) -> tuple[int, i
         prev[0] = view
         endpoint = placed_url(rec.url)
         built = b.build(rec, view, k, float(i), i, endpoint)
+        by_elements += element_handler(rec.dialect, rec.provider) is not None
         assert built == PromptIds(TokenMemo()).build(rec, None, None, float(i), i, endpoint), (i, rec.dialect.name)
         body = rec.raw_body if rec.raw_body is not None else orjson.dumps(rec.body)
         want = cache_prompt(body, dialect=rec.dialect.name, model=rec.model, time=float(i), label=i,
                             endpoint=endpoint, provider=rec.provider)
         assert built == (want.cache_model, want.request, want.levels, want.segment_ids), (i, rec.dialect.name)
-    return len(lines), sum(b.elements for b, _ in builders.values())
+    return len(lines), by_elements
 
 
 def _line(dialect: str, body: bytes) -> bytes:

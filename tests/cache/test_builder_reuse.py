@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from cache.test_builder import ELEMENTS, check
 from fidelity import wire
 from fidelity.cache import builder
-from fidelity.cache.assemble import anthropic_assemble, anthropic_request, generic_assemble, generic_request
+from fidelity.cache.assemble import anthropic_assemble, generic_assemble, generic_request
 from fidelity.cache.builder import KEEP
 from fidelity.cache.memo import TokenMemo
 from fidelity.model import Route
@@ -203,7 +203,7 @@ def _blocks(level: str, n: int, size: int) -> list[tuple[str, array[int], list[t
 @pytest.mark.parametrize("cut_tool", [False, True])
 def test_anthropic_assemble_reuses_only_what_is_the_same(cut_tool: bool) -> None:
     """anthropic_assemble with the previous request's state equals a fresh
-    anthropic_request, whatever the caller claims is shared: a changed
+    one, whatever the caller claims is shared: a changed
     block, salt or joined request piece stops the reuse there."""
     from fidelity.tokens.framing_estimate import DOC
 
@@ -225,12 +225,12 @@ def test_anthropic_assemble_reuses_only_what_is_the_same(cut_tool: bool) -> None
     for blocks in variants:
         for same in (0, 3, len(first), 99):
             for members in ([], [("tool_choice", b'{"type":"any"}')], [("speed", b'"fast"')]):
-                want = anthropic_request(params, blocks, members, obj, "claude-sonnet-4-5", 2.0, 1)
+                want = anthropic_assemble(params, blocks, members, obj, "claude-sonnet-4-5", 2.0, 1)[0]
                 got, _ = anthropic_assemble(params, blocks, members, obj, "claude-sonnet-4-5", 2.0, 1, (), None,
                                             state, same)
                 assert got == want
     with pytest.raises(ValueError):
-        anthropic_request(params, msgs[:1] + tools, [], obj, "claude-sonnet-4-5", 1.0, 0)
+        anthropic_assemble(params, msgs[:1] + tools, [], obj, "claude-sonnet-4-5", 1.0, 0)
 
 
 def test_generic_assemble_reuses_only_what_is_the_same() -> None:

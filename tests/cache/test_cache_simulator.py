@@ -83,12 +83,11 @@ def test_results_depend_on_time_not_listing_order(stream, seed) -> None:
 
 
 def test_capacity_evicts_least_recently_used() -> None:
-    store_sim = Simulator("vllm", block_size=4)
-    store_sim._capacity = 40  # noqa: SLF001 -- engine capacity (EngineCache passes capacity_tokens)
+    store_sim = Simulator("vllm", block_size=4, capacity_tokens=40)  # the engine's block pool
     a = list(range(100, 132))
     b = list(range(200, 232))
     store_sim.feed(SimRequest(a, label="a"))
-    store_sim.feed(SimRequest(b, label="b"))  # 16 blocks for 10 places: a's last 6 go, deepest first
+    store_sim.feed(SimRequest(b, label="b"))  # 16 blocks for 10 places: a's last 6 go, its tail first
     assert store_sim.feed(SimRequest(a + [1], label="a2")).cache_read == 8
     assert store_sim.feed(SimRequest(a + [1], label="a3")).cache_read == 32
 
@@ -98,8 +97,8 @@ def test_prefix_store_walk_is_shared_across_branches() -> None:
     from array import array
     x = array("q", range(40))
     y = array("q", list(range(20)) + [99] * 20)
-    store.store(x, 0.0, "x")
-    store.store(y, 0.0, "y")
+    store.feed(x, (), 0.0, "x")
+    store.feed(y, (), 0.0, "y")
     assert store.longest(array("q", list(range(20)) + [99] * 8 + [5]), 1.0) == (28, "y")
     assert store.longest(array("q", range(37)), 1.0) == (37, "x")
 

@@ -1,7 +1,8 @@
 """An engine with a capacity (the simulator's :class:`fidelity.cache.engine.BlockPool`)
 and without one (the prefix store) hold the same tokens: the prompt and the
 reply but its last token (:meth:`EngineCache.kept_output`, applied once by the
-simulator), so a capacity that holds everything gives the figures of none."""
+simulator), so a capacity that holds everything gives the figures of none, and
+a smaller one never reads more than none (what the pool holds it was given)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,13 @@ def test_capacity_for_everything_is_no_capacity(data: st.DataObject, block: int)
     figures = [(p.prompt, p.cache_read, p.cache_write) for p in Simulator(cache_model=EngineCache(block)).run(stream)]
     roomy = Simulator(cache_model=EngineCache(block, capacity_tokens=total)).run(stream)
     assert [(p.prompt, p.cache_read, p.cache_write) for p in roomy] == figures
+
+
+@given(data=st.data(), block=st.sampled_from([1, 4, 16]), room=st.integers(0, 40))
+def test_a_capacity_never_reads_more_than_none(data: st.DataObject, block: int, room: int) -> None:
+    requests = data.draw(engine_streams(block))
+    stream = [SimRequest(p, time=float(i), output=r, label=i) for i, (p, r) in enumerate(requests)]
+    free = Simulator(cache_model=EngineCache(block)).run(stream)
+    tight = Simulator(cache_model=EngineCache(block, capacity_tokens=room * block)).run(stream)
+    assert [p.prompt for p in tight] == [p.prompt for p in free]
+    assert all(t.cache_read <= f.cache_read for t, f in zip(tight, free))  # type: ignore[operator]

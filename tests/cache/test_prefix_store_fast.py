@@ -2,13 +2,13 @@
 predictions of straightforward references, exactly.
 
 The references below are the plain algorithms the fast stores stand for: a
-trie walked block by block with a last-use stamp on every node and eviction
-by a full sort (prefix caches); entries compared with
+trie walked block by block with a last-use stamp on every node (prefix
+caches); entries compared with
 :func:`fidelity.cache._base.common_prefix` one by one (explicit
 breakpoints). Properties (hypothesis, ``ci`` profile: 200 examples each):
 on drawn request streams with shared stems, forks, shorter retries, TTL
-gaps, unknown times, replies kept after the prompt, partition keys and
-capacity evictions, :meth:`Simulator.feed` and :meth:`Simulator.predict`
+gaps, unknown times, replies kept after the prompt and partition keys,
+:meth:`Simulator.feed` and :meth:`Simulator.predict`
 give the same :class:`Prediction` sequence (``parent``, ``nearest`` and
 ``write_ttls`` included) through either store.
 """
@@ -35,17 +35,14 @@ class RefPrefixStore:
     """A block trie, walked one block at a time, every node stamped with
     its last use (time, order, label) on every request that uses it."""
 
-    def __init__(self, unit: int, ttl: float | None = None, capacity: int | None = None) -> None:
-        self.unit, self.ttl, self.capacity = unit, ttl, capacity
+    def __init__(self, unit: int, ttl: float | None = None) -> None:
+        self.unit, self.ttl = unit, ttl
         self.children: dict[tuple[int, bytes], int] = {}
         self.kids: dict[int, list[int]] = {0: []}
         self.key: dict[int, bytes] = {}
-        self.parent: dict[int, int] = {}
-        self.depth: dict[int, int] = {0: 0}
         self.time: dict[int, float] = {}
         self.seq: dict[int, int] = {}
         self.label: dict[int, Hashable] = {}
-        self.live: set[int] = set()
         self.clock = 0
         self.next_id = 1
 
@@ -92,11 +89,10 @@ class RefPrefixStore:
     def _new(self, parent: int, key: bytes) -> int:
         n = self.next_id
         self.next_id += 1
-        self.key[n], self.parent[n], self.depth[n], self.kids[n] = key, parent, self.depth[parent] + 1, []
+        self.key[n], self.kids[n] = key, []
         self.kids[parent].append(n)
         if len(key) == self.unit * 8:
             self.children[(parent, key)] = n
-        self.live.add(n)
         return n
 
     def store(self, tokens: Any, now: float | None, label: Hashable) -> None:
@@ -116,14 +112,6 @@ class RefPrefixStore:
             self.time[n] = float("-inf") if now is None else now
             self.seq[n] = self.clock
             self.label[n] = label
-        if self.capacity is not None:
-            over = len(self.live) - max(0, self.capacity // self.unit)
-            if over > 0:
-                for v in sorted(self.live, key=lambda n: (self.seq[n], -self.depth[n]))[:over]:
-                    self.live.discard(v)
-                    self.kids[self.parent[v]].remove(v)
-                    if self.children.get((self.parent[v], self.key[v])) == v:
-                        del self.children[(self.parent[v], self.key[v])]
 
     def feed(self, tokens: Any, output: Any, now: float | None, label: Hashable) -> tuple[int, Hashable | None]:
         found = self.longest(tokens, now)
@@ -189,27 +177,8 @@ def _reference(sim: Simulator) -> Simulator:
         store = sim._stores.get(key)  # noqa: SLF001
         if store is None and create:
             store = (RefBreakpointStore(getattr(model, "lookback", 20)) if sim.explicit
-                     else RefPrefixStore(sim._unit, model.ttl, sim._capacity))  # noqa: SLF001
+                     else RefPrefixStore(sim._unit, model.ttl))  # noqa: SLF001
             sim._stores[key] = store  # noqa: SLF001
-        return store
-
-    sim._store = make  # type: ignore[method-assign]  # noqa: SLF001
-    return sim
-
-
-def _fast(sim: Simulator) -> Simulator:
-    """``sim`` with :class:`PrefixStore` stores also where its model is an
-    engine with a capacity (the simulator gives those the engine's block
-    pool, :class:`fidelity.cache.engine.BlockPool`): the store's own
-    eviction, tested against the reference's."""
-    if sim.explicit:
-        return sim
-
-    def make(key: Hashable, create: bool) -> Any:
-        store = sim._stores.get(key)  # noqa: SLF001
-        if store is None and create:
-            store = sim._stores[key] = PrefixStore(sim._unit, sim.model.ttl, sim._capacity,  # noqa: SLF001
-                                                   sim._expire, sim._records_in_memory)  # noqa: SLF001
         return store
 
     sim._store = make  # type: ignore[method-assign]  # noqa: SLF001
@@ -275,36 +244,35 @@ PREFIX_MODELS = [
     ("deepseek", {"unit": 8}),  # keeps the reply after the prompt
     ("gemini", {"minimum": 10}),
     ("vllm", {"block_size": 4}),
-    ("vllm", {"block_size": 4, "capacity_tokens": 96}),  # evictions
-    ("vllm", {"block_size": 1, "capacity_tokens": 40}),
+    ("vllm", {"block_size": 1}),
 ]
 
 
 @pytest.mark.parametrize("name,params", PREFIX_MODELS)
 @given(stream=streams())
 def test_prefix_store_matches_reference(name: str, params: dict[str, Any], stream: list[tuple[str, SimRequest]]) -> None:
-    assert _run(_fast(Simulator(name, **params)), stream) == _run(_reference(Simulator(name, **params)), stream)
+    assert _run(Simulator(name, **params), stream) == _run(_reference(Simulator(name, **params)), stream)
 
 
-@pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[4]])
+@pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[3]])
 @given(stream=streams(), keep=st.integers(1, 3), expire=st.booleans())
 def test_records_out_of_memory_match_reference(name: str, params: dict[str, Any], keep: int, expire: bool,
                                                stream: list[tuple[str, SimRequest]]) -> None:
     """One to three requests' ids in memory, the others in the file and read
-    back when a walk needs them (with expiry and eviction dropping what no
-    segment names): the same answers as the reference."""
-    sim = _fast(Simulator(name, expire=expire, records_in_memory=keep, **params))
+    back when a walk needs them (with expiry dropping what no segment
+    names): the same answers as the reference."""
+    sim = Simulator(name, expire=expire, records_in_memory=keep, **params)
     assert _run(sim, stream) == _run(_reference(Simulator(name, **params)), stream)
 
 
 @pytest.mark.parametrize("expire", [False, True])
-@pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[4]])
+@pytest.mark.parametrize("name,params", [PREFIX_MODELS[0], PREFIX_MODELS[1], PREFIX_MODELS[3]])
 @given(stream=streams())
 def test_many_children_sorted_match_reference(name: str, params: dict[str, Any], expire: bool,
                                               stream: list[tuple[str, SimRequest]]) -> None:
     """The search among many children sorted by their bytes (past
     ``_MANY``; a drawn stream rarely gives one node 16) on every node, kept
-    in step as children come (new blocks, leaves) and go (expiry, eviction):
+    in step as children come (new blocks, leaves) and go (expiry, dropped leaves):
     the same results as the reference, ties between equally long matches
     included."""
     from fidelity.cache import prefix_store
@@ -312,14 +280,14 @@ def test_many_children_sorted_match_reference(name: str, params: dict[str, Any],
     many = prefix_store._MANY
     prefix_store._MANY = 0
     try:
-        got = _run(_fast(Simulator(name, expire=expire, **params)), stream)
+        got = _run(Simulator(name, expire=expire, **params), stream)
     finally:
         prefix_store._MANY = many
     assert got == _run(_reference(Simulator(name, **params)), stream)
 
 
 @pytest.mark.parametrize("clash", ["all", "some"])
-@pytest.mark.parametrize("name,params", [PREFIX_MODELS[1], PREFIX_MODELS[4], PREFIX_MODELS[5]])
+@pytest.mark.parametrize("name,params", [PREFIX_MODELS[1], PREFIX_MODELS[3], PREFIX_MODELS[4]])
 @given(stream=streams(), keep=st.sampled_from([None, 1]), sort=st.booleans())
 def test_clashing_block_hashes_match_reference(name: str, params: dict[str, Any], clash: str, keep: int | None,
                                                sort: bool, stream: list[tuple[str, SimRequest]]) -> None:
@@ -335,7 +303,7 @@ def test_clashing_block_hashes_match_reference(name: str, params: dict[str, Any]
     if sort:
         prefix_store._MANY = 0
     try:
-        got = _run(_fast(Simulator(name, records_in_memory=keep, **params)), stream)
+        got = _run(Simulator(name, records_in_memory=keep, **params), stream)
     finally:
         prefix_store._hash, prefix_store._MANY = saved
     assert got == _run(_reference(Simulator(name, **params)), stream)
@@ -351,8 +319,8 @@ def test_clashing_hashes_are_told_apart() -> None:
     try:
         store = PrefixStore(unit=4)
         a, b = array("q", range(100, 116)), array("q", range(200, 216))
-        store.store(a, 1.0, "a")
-        store.store(b, 2.0, "b")
+        store.feed(a, (), 1.0, "a")
+        store.feed(b, (), 2.0, "b")
         assert len(store._clash) == 1  # noqa: SLF001 -- b's first block; the rest hang under new parents
         assert store.longest(a, 3.0) == (16, "a")
         assert store.longest(b, 3.0) == (16, "b")
@@ -419,13 +387,6 @@ def test_append_only_session_keeps_one_request_and_few_segments() -> None:
     assert len(live(store)) == 10_000 // 16 and all(type(k) is int for k in live(store))
     store.feed(toks + array("q", range(5)), (), 200.0, 200)
     assert [len(k) for k in live(store) if type(k) is bytes] == [5 * 8]
-    # with a capacity every leaf stays (eviction counts them as blocks)
-    held = PrefixStore(unit=16, capacity=10**9)
-    toks = array("q")
-    for i in range(20):
-        toks = toks + array("q", range(i * 1000, i * 1000 + 50))
-        held.feed(toks, (), float(i), i)
-    assert sum(type(k) is bytes for k in live(held)) == sum((50 * i) % 16 != 0 for i in range(1, 21))
 
 
 def test_many_sessions_under_one_prefix_compare_few_children(monkeypatch: pytest.MonkeyPatch) -> None:

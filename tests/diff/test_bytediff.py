@@ -17,6 +17,13 @@ def test_matches_byte_loop(a, b):
     assert first_divergence(a, b) == reference(a, b)
 
 
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_matches_character_loop_on_strings(a, b):
+    # the edited-text encoder (tokens._edits) finds a shared head of two texts with it
+    assert first_divergence(a, b) == reference(a, b)
+    assert first_divergence(a, a + b) == (None if not b else len(a))
+
+
 @given(st.binary(min_size=1, max_size=200), st.integers(0, 199), st.integers(1, 255))
 def test_single_flip_found_exactly(data, pos, flip):
     pos %= len(data)

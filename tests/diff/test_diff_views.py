@@ -13,6 +13,7 @@ from rich.console import Console
 
 from fidelity import gate, pytest_plugin
 from fidelity.capture.snapshot import Snapshot, SnapshotWriter
+from fidelity.cli import build_parser
 from fidelity.commands import diff as diff_cmd
 from fidelity.diff import compare, views
 
@@ -41,7 +42,8 @@ def test_the_views_agree_with_each_other() -> None:
     assert views.headline(r) == (False, "✘ prefix broken")
 
 
-def test_every_caller_renders_through_views(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_every_caller_renders_through_views(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     r = _result()
     monkeypatch.setattr(views, "to_json", lambda result: {"from": "views"})
     monkeypatch.setattr(views, "text_lines", lambda result, verdict=None: ["from views"])
@@ -49,7 +51,10 @@ def test_every_caller_renders_through_views(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setattr(views, "annotation", lambda result: "from views")
     assert r.to_json() == {"from": "views"}
     assert pytest_plugin.explain(r) == "from views"
-    assert diff_cmd.render(r) == "from views"
+    (tmp_path / "p.json").write_text(json.dumps(PARENT))
+    (tmp_path / "c.json").write_text(json.dumps(CHILD))
+    assert diff_cmd.run(build_parser("diff").parse_args(["diff", str(tmp_path / "p.json"), str(tmp_path / "c.json")])) == 0
+    assert "from views" in capsys.readouterr().out
     w = SnapshotWriter(tmp_path / "snaps")
     w.write(Snapshot(body=json.dumps(PARENT).encode(), provider="openai-chat", family="openai", model="gpt-4o"))
     w.write(Snapshot(body=json.dumps(CHILD).encode(), provider="openai-chat", family="openai", model="gpt-4o"))

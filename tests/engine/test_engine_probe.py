@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fidelity import compose
 from fidelity.cache import EngineCache
 from fidelity.cache.simulator import Simulator, as_request
 from fidelity.probe import cases
@@ -98,7 +99,7 @@ def test_block_edges(prober: Any, engine: Any, kind: str, delta: int) -> None:
         assert child.reported_cached == 0
 
 
-@pytest.mark.parametrize("variant", cases.fixture_variants_of("first-turn"))
+@pytest.mark.parametrize("variant", compose.variant_names())
 def test_fixture_variants(prober: Any, engine: Any, variant: str) -> None:
     """Each bundled composition variant's child after its parent, through
     the chat route (the vllm dialect's bodies)."""

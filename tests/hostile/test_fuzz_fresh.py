@@ -227,9 +227,9 @@ def test_a_block_type_that_is_not_a_string_is_no_anthropic_mark() -> None:
 def test_a_system_block_type_that_is_not_a_string_is_no_media() -> None:
     """Found by the fresh-seed pass (seed 10732566551634404977): ``"type": []``
     on an Anthropic system block crashed the billed token count."""
-    from fidelity.tokens.billed import _media_in
+    from fidelity.tokens.billed import media_in
 
-    assert _media_in({"type": [], "text": "s"}) is None
+    assert media_in({"type": [], "text": "s"}) is None
 
 
 # --------------------------------------------------------------------------- hostile recordings, fresh seed

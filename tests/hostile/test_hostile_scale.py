@@ -30,7 +30,7 @@ def _pair(mb: float) -> tuple[bytes, bytes]:
 
 def test_diff_peak_memory_is_a_small_multiple_of_the_input() -> None:
     parent, child = _pair(3)
-    tokens._segment_ids.cache_clear()  # type: ignore[attr-defined]
+    tokens._segment_cache_clear()
     # The vocabulary is a fixed cost, not a multiple of the input: load it first.
     tokens.get("o200k_base").ids("warm")
     tracemalloc.start()
@@ -48,7 +48,7 @@ def test_diff_peak_memory_is_a_small_multiple_of_the_input() -> None:
 
 def test_segment_memo_is_bounded_by_bytes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(tokens, "MEMO_BYTES", 1_000_000)
-    tokens._segment_ids.cache_clear()  # type: ignore[attr-defined]
+    tokens._segment_cache_clear()
     parent, child = _pair(2)
     # the per-segment memo serves the dialects without billed framing (OpenAI
     # bodies are framed piece by piece, each distinct piece encoded once a call)

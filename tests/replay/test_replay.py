@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fidelity import replay as R
 from fidelity.capture import snapshot
+from fidelity.traffic.usage import from_response
 
 MULTI_TURN = ("recorded-usage/mirascope/python/tests/e2e/input/cassettes/"
               "test_caching_multi_turn_conversation/anthropic_claude_sonnet_4_0.yaml")
@@ -53,11 +54,11 @@ def test_from_response_anthropic_sse_and_gzip() -> None:
     sse = (b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":4,'
            b'"cache_read_input_tokens":4597,"cache_creation_input_tokens":598,"output_tokens":1}}}\n\n'
            b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":42}}\n\n')
-    u = R.from_response("anthropic-messages", "text/event-stream", sse)
+    u = from_response("anthropic-messages", "text/event-stream", sse)
     assert u == {"prompt": 5199, "cache_read": 4597, "cache_write": 598, "output": 42, "source": "sse"}
     body = gzip.compress(b'{"usage":{"prompt_tokens":3806,"prompt_tokens_details":{"cached_tokens":3072},'
                          b'"completion_tokens":5}}')
-    assert R.from_response("openai-chat", "application/json", body)["cache_read"] == 3072
+    assert from_response("openai-chat", "application/json", body)["cache_read"] == 3072
 
 
 def _snap(folder: Path, name: str, seq: int, time: str, body: bytes) -> None:

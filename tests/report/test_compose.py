@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fidelity import compose, fixtures
 from fidelity.errors import InputError, UnknownName
-from fidelity.model import Reasoning, ToolCall, thaw
+from fidelity.model import Reasoning, Tool, ToolCall, thaw
 from fidelity.strategies import tool_lists
 
 FX = fixtures.load()
@@ -109,8 +109,8 @@ def test_argument_key_order_defect_keeps_arguments_but_not_bytes():
 
 def test_reasoning_defect_drops_every_reasoning_part():
     child = compose.get_variant("defect-reasoning-dropped").apply(CODING, "go")
-    assert any(isinstance(p, Reasoning) for _, p in CODING.iter_parts())
-    assert not any(isinstance(p, Reasoning) for _, p in child.iter_parts())
+    assert any(isinstance(p, Reasoning) for m in CODING.messages for p in m.parts)
+    assert not any(isinstance(p, Reasoning) for m in child.messages for p in m.parts)
 
 
 def test_route_change_needs_the_alt_model():
@@ -159,3 +159,15 @@ def test_drop_tools_keeps_survivor_order_and_sdk_follows(tools, data):
     sdk = compose.render_sdk(out.tools)
     for n in names:
         assert (f"function {n}(" in sdk) == (n not in dropped)
+
+
+def test_the_code_mode_sdk_declares_each_tool_from_its_schema() -> None:
+    tools = [Tool("grep", "Search files. Fast.", {"type": "object", "properties": {
+                 "pattern": {"type": "string"}, "mode": {"enum": ["a", "b"]}, "n": {"type": "array", "items": {
+                     "type": "integer"}}}, "required": ["pattern"]}),
+             Tool("now", None, None)]
+    assert compose.render_sdk(tools) == "\n".join([
+        "# Code Mode SDK", "Call tools from code through the generated `tools` module:", "", "```ts",
+        "declare namespace tools {", "  /** Search files. */",
+        '  function grep(args: { pattern: string; mode?: "a" | "b"; n?: Array<number> }): Promise<string>;',
+        "  /** . */", "  function now(): Promise<string>;", "}", "```"])

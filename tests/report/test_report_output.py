@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from fidelity import cli, compose, fixtures, score
-from fidelity.report import FILES, render_html, render_json, render_markdown, to_json
+from fidelity.formats import json_doc
+from fidelity.report import FILES, render_html, render_markdown, to_json
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--providers", "deepseek", "anthropic-messages", "vllm",
@@ -146,7 +147,7 @@ def test_coding_session_meets_the_fixture_brief():
     assert sum(1 for m in h.messages if m.role == "user") >= 20
     assert len(h.tools) >= 20
     assert any(len(m.tool_calls()) >= 2 for m in h.messages)  # parallel calls
-    assert max(len(str(p.content)) for _, p in h.iter_parts() if hasattr(p, "call_id")) > 20_000
+    assert max(len(str(p.content)) for m in h.messages for p in m.parts if hasattr(p, "call_id")) > 20_000
     assert any("\u4e00" <= ch <= "\u9fff" for m in h.messages for ch in m.text())
     d = wire.get("openai-chat")
     segs = d.cache_view(d.render(h))
@@ -184,6 +185,6 @@ def test_the_json_view_writes_a_lone_surrogate_escaped() -> None:
     """A body string may hold a lone surrogate (a ``"\\ud800"`` escape): the
     JSON view writes it escaped, as every JSON output does, instead of failing."""
     data = {"rows": [{"pointer": "/messages/0/content", "excerpt": "a\ud800b"}]}
-    out = render_json(data)
+    out = json_doc(data)  # the report's JSON view
     assert json.loads(out) == data and out.endswith(b"\n")  # the standard library reads lone surrogates
-    assert render_json({"n": 1}) == b'{\n  "n": 1\n}\n'
+    assert json_doc({"n": 1}) == b'{\n  "n": 1\n}\n'

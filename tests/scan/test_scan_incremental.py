@@ -210,7 +210,7 @@ def _line_pairs(draw: Any) -> tuple[bytes, bytes]:
 
 def _fields(rec: Any) -> tuple[Any, ...]:
     return (rec.time, rec.day, rec.dialect.name, rec.provider, rec.model, rec.body, rec.usage, rec.session,
-            rec.user, rec.raw_body, rec.url, rec.detected)
+            rec.raw_body, rec.url, rec.detected)
 
 
 @settings(max_examples=300)

@@ -31,7 +31,7 @@ def test_valid_log_structure() -> None:
     assert [t.turn for t in s.turns] == [1, 2]
     first, second = s.turns
     assert first.completed and first.end_line == 16
-    assert not second.ended and second.end_line is None  # in flight is fine
+    assert second.end_line is None  # in flight is fine
     assert [(st.turn, st.step) for st in s.steps()] == [(1, 1), (1, 2), (2, 1)]
     step1 = s.step(1, 1)
     assert step1.usage.input_tokens == 100 and step1.usage.cache_read_tokens == 0
@@ -91,8 +91,12 @@ def test_step_request_routes_and_keeps_tool_order() -> None:
 
 def test_placeholder_without_text_is_an_input_error() -> None:
     s = read_session(DATA / "dsh_valid.jsonl")
-    with pytest.raises(InputError, match=r"dsh_valid\.jsonl:5: .*\{\{system\}\}"):
+    with pytest.raises(InputError, match=r"dsh_valid\.jsonl:5: .*\{\{system\}\}; pass system= or sidecars="):
         step_request(s, 1, 1)
+    with pytest.raises(InputError, match=r"dsh_valid\.jsonl:5: .*\{\{tools\}\}; pass tools= or sidecars="):
+        step_request(s, 1, 1, "sys")
+    with pytest.raises(InputError, match=r"\{\{tools\}\}"):
+        step_request(s, 1, 1, sidecars=Sidecars(system_initial="sys"))
 
 
 def test_inputs_are_not_mutated() -> None:

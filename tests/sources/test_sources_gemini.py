@@ -93,3 +93,26 @@ def test_round_trip_is_exact(history: list) -> None:
     assert json.dumps(back) == json.dumps(history)  # same values, same key order
     assert from_gemini_contents(back) == messages
     assert all(m.role in ("user", "assistant") for m in messages)
+
+
+@pytest.mark.parametrize("part,problem", [
+    ({"functionCall": {"args": {}}}, "/0/parts/0/functionCall: functionCall needs a string name (and optional id, args)"),
+    ({"functionCall": {"name": "f", "id": 3}}, "/0/parts/0/functionCall/id: functionCall id must be a string"),
+    ({"functionCall": {"name": "f", "args": []}}, "/0/parts/0/functionCall/args: functionCall args must be an object"),
+    ({"functionResponse": {"name": "f", "x": 1}},
+     "/0/parts/0/functionResponse: functionResponse needs a string name (and optional id, response)"),
+    ({"functionResponse": {"name": "f", "response": "t"}},
+     "/0/parts/0/functionResponse/response: functionResponse response must be an object"),
+])
+def test_a_bad_call_or_response_names_its_pointer(part: dict, problem: str) -> None:
+    with pytest.raises(InputError) as err:
+        from_gemini_contents([{"role": "model", "parts": [part]}], path="h.json")
+    assert str(err.value) == f"h.json at {problem.split(': ', 1)[0]}: {problem.split(': ', 1)[1]}"
+
+
+def test_a_call_and_a_response_without_id_read_an_empty_id() -> None:
+    (call,), (result,) = (m.parts for m in from_gemini_contents([
+        {"role": "model", "parts": [{"functionCall": {"name": "f"}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "f"}}]}]))
+    assert call == ToolCall(id="", name="f", arguments={})
+    assert result == ToolResult(call_id="", name="f", content={})

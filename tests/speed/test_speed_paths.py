@@ -106,7 +106,7 @@ def test_segment_tokens_on_threads_equal_one_by_one(monkeypatch: pytest.MonkeyPa
     one_by_one = [tok.ids(s.data.decode()).tolist() for s in segs]
     monkeypatch.setattr(_parallel, "PARALLEL_MIN_CHARS", 0)
     monkeypatch.setenv("FIDELITY_THREADS", "2")
-    tokens._segment_ids.cache_clear()  # type: ignore[attr-defined]
+    tokens._segment_cache_clear()
     tok.cache_clear()
     assert [ids.tolist() for ids in tokens.segment_tokens(tok, segs)] == one_by_one
     assert [ids.tolist() for ids in tokens.segment_tokens(tok, segs)] == one_by_one  # memo hits

@@ -49,12 +49,12 @@ def test_plain_text_document_frame() -> None:
 
 def test_pdf_document_has_no_text_frame() -> None:
     """A base64 PDF is counted by the media rule alone: the plain-text frame is not added."""
-    from fidelity.tokens.billed import _media_in
+    from fidelity.tokens.billed import media_in
     from fidelity.tokens.framing_estimate import DOCUMENT, message_block_pieces
 
     pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}}
     text = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}
-    blocks = message_block_pieces({"role": "user", "content": [pdf, text]}, _media_in)
+    blocks = message_block_pieces({"role": "user", "content": [pdf, text]}, media_in)
     assert blocks is not None
     assert DOCUMENT not in blocks[0] and blocks[1].count(DOCUMENT) == round(CONSTANTS["anthropic"]["document"])
 

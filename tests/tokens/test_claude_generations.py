@@ -95,7 +95,7 @@ def test_rank_stretch_rule_and_prefix(a: str, b: str, rank: int, factor: float) 
 
 
 def _sample(group: str, proxy: int, late: tuple[int, ...], billed: int) -> F.Sample:
-    return F.Sample("anthropic", group, "claude-sonnet-4-5", billed, chars=proxy * 4, messages=0, tools=0,
+    return F.Sample("anthropic", group, "claude-sonnet-4-5", billed, messages=0, tools=0,
                     thinking=0, base=0, fixed=0, proxy=proxy, late=late)
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import socket
+import struct
 import time
 from array import array
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -13,14 +17,8 @@ from hypothesis import strategies as st
 
 from fidelity import tokens
 from fidelity.errors import UnknownName
-from fidelity.tokens._bpe import CL100K_SHA256, O200K_SHA256, QWEN3_SPECIAL
-from fidelity.tokens._vocab import (
-    package_file,
-    read_quicktok_special,
-    read_quicktok_vocab,
-    read_tiktoken_bpe,
-    sha256_of_ranks,
-)
+from fidelity.tokens._bpe import QWEN3_SPECIAL
+from fidelity.tokens._vocab import package_file, read_quicktok_vocab, read_tiktoken_bpe
 from fidelity.wire import Segment
 
 SAMPLE = "Hello! 毕老师！1 + 1 = 2 ĠÑĤÐ²ÑĬÑĢ"
@@ -43,6 +41,30 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+# OpenAI publishes the SHA-256 of each vocabulary file:
+# https://github.com/openai/tiktoken/blob/main/tiktoken_ext/openai_public.py
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+
+def sha256_of_ranks(ranks: dict[bytes, int]) -> str:
+    """SHA-256 of ``ranks`` written in tiktoken's ``.tiktoken`` format, ordered by rank."""
+    lines = (base64.b64encode(t) + b" " + str(r).encode() + b"\n" for t, r in sorted(ranks.items(), key=lambda kv: kv[1]))
+    return hashlib.sha256(b"".join(lines)).hexdigest()
+
+
+def read_quicktok_special(path: Path) -> dict[str, int]:
+    """A quicktok ``.special`` file: ``u32 count``, then per entry ``u32 id``, ``u16 length``, UTF-8 text."""
+    data = path.read_bytes()
+    (count,) = struct.unpack_from("<I", data, 0)
+    offset, specials = 4, {}
+    for _ in range(count):
+        token_id, length = struct.unpack_from("<IH", data, offset)
+        specials[data[offset + 6 : offset + 6 + length].decode("utf-8")] = token_id
+        offset += 6 + length
+    return specials
 
 
 def test_o200k_vocabulary_is_byte_identical_to_openais_file() -> None:

@@ -41,7 +41,7 @@ def test_missing_path_is_one_line(tmp_path: Path) -> None:
 
 
 def _sample(group: str, proxy: int, messages: int, tools: int, billed: int, base: int = 1) -> F.Sample:
-    return F.Sample("anthropic", group, "claude-sonnet-4-5", billed, chars=proxy * 4, messages=messages, tools=tools,
+    return F.Sample("anthropic", group, "claude-sonnet-4-5", billed, messages=messages, tools=tools,
                     thinking=0, base=base, fixed=0, proxy=proxy)
 
 
@@ -55,7 +55,7 @@ def test_fit_recovers_the_factor(factor: float, proxies: list[int]) -> None:
     c = F.fit(data)
     assert abs(c["factor"] - factor) < 0.005
     assert max(F.errors(data, c)) < 0.01
-    assert max(F.leave_one_test_out(data)) < 0.01
+    assert max(e for part in F.leave_one_out(data, "group").values() for e in part) < 0.01
 
 
 def test_leave_one_test_out_leaves_the_test_out() -> None:
@@ -63,8 +63,9 @@ def test_leave_one_test_out_leaves_the_test_out() -> None:
     data = [_sample(f"t{i}", p, 0, 0, round(p * 1.1)) for i, p in enumerate((300, 900, 2_000, 5_000))]
     odd = _sample("odd", 1_000, 0, 0, 1_500)
     in_fit = F.errors([odd], F.fit([*data, odd]))[0]
-    assert F.leave_one_test_out([*data, odd])[0] > in_fit + 0.01  # tests in sorted order: 'odd' first
-    assert len(F.leave_one_test_out([*data, odd])) == 5
+    out = F.leave_one_out([*data, odd], "group")
+    assert list(out) == ["odd", "t0", "t1", "t2", "t3"]  # tests in sorted order
+    assert out["odd"][0] > in_fit + 0.01
 
 
 def test_body_that_cannot_hold_the_prompt_is_left_out() -> None:
@@ -122,6 +123,14 @@ def test_repo_of_reads_both_layouts() -> None:
     assert F.repo_of("one.yaml") == ""
 
 
+def test_group_of_folds_client_variants() -> None:
+    """The same test through sync, async and stream clients is one group,
+    under a ``cassettes`` folder or not."""
+    assert F.group_of("x/tests/cassettes/test_a/anthropic_claude.yaml") == "test_a"
+    assert F.group_of("x/cassettes/tests__test_tools_async.yaml") == "test_tools"
+    assert F.group_of("recorded/test_tools_stream.json") == "test_tools"
+
+
 def test_trimmed_fit_ignores_a_request_the_model_cannot_explain() -> None:
     """A request billing 3x what its text holds (a server-side tool the
     estimate does not model) moves the plain fit's factor, not the trimmed one's."""
@@ -133,12 +142,12 @@ def test_trimmed_fit_ignores_a_request_the_model_cannot_explain() -> None:
 
 def test_leave_one_repo_out_fits_without_the_repository() -> None:
     def s(repo: str, group: str, proxy: int, factor: float) -> F.Sample:
-        return F.Sample("anthropic", group, "claude-sonnet-4-5", round(proxy * factor), chars=proxy * 4, messages=0,
+        return F.Sample("anthropic", group, "claude-sonnet-4-5", round(proxy * factor), messages=0,
                         tools=0, thinking=0, base=0, fixed=0, proxy=proxy, repo=repo)
 
     data = [s("a/x", f"a{i}", p, 1.1) for i, p in enumerate((500, 1_500))] + \
            [s("b/y", f"b{i}", p, 1.1) for i, p in enumerate((800, 2_500))] + [s("c/z", "c0", 1_000, 1.3)]
-    out = F.leave_one_repo_out(data)
+    out = F.leave_one_out(data, "repo")
     assert sorted(out) == ["a/x", "b/y", "c/z"]
     assert min(out["c/z"]) > 0.1  # its own factor is seen nowhere else
     assert min(out["c/z"]) > 2 * max(out["a/x"] + out["b/y"])
@@ -167,7 +176,7 @@ def test_requests_with_media_are_not_fitted() -> None:
     """Media is counted by rule; a rule that misses (a video: 87,000 % on
     pydantic-ai's test_google_url_input) must not move the text constants."""
     text = _sample("t", 500, 1, 0, 580)
-    video = F.Sample("gemini", "v", "gemini-2.0-flash", 9, chars=40, messages=1, tools=0, thinking=0, base=1,
+    video = F.Sample("gemini", "v", "gemini-2.0-flash", 9, messages=1, tools=0, thinking=0, base=1,
                      fixed=7_890, proxy=10, media=7_890)
     assert F.usable([text, video], "anthropic") == [text]
     assert F.usable([text, video], "gemini") == []

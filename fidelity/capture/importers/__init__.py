@@ -1,15 +1,9 @@
-"""Turn recorded traffic into request snapshots.
-
-Each importer reads one kind of recording (any gzipped) and returns an
-:class:`Imported`: redacted snapshots in request order, warnings saying
-what the source could not keep, and the non-generation requests skipped by
-reason. ``cassette`` (vcrpy), ``ruby-vcr``, ``har``, ``httprr`` and the
-claude-trace lines of a ``jsonl`` log are read by the one reader,
-:mod:`fidelity.traffic.sources` (:mod:`.recorded`); plain JSONL request logs
-(:mod:`.jsonl`) and DeepSeek Harness sessions (:mod:`.dsh`) by their own.
-``python -m fidelity.capture.importers SOURCE OUTDIR [--kind KIND]``,
-:func:`import_file` and :func:`write_imported` write them. Each format's
-rules: docs/ci-and-capture.md, "Importing recorded traffic"."""
+"""Turn recorded traffic into request snapshots: each importer returns an
+:class:`Imported` (redacted snapshots in request order, warnings, skips by
+reason). Recordings the one reader reads go through :mod:`.recorded`; plain
+JSONL logs (:mod:`.jsonl`) and DeepSeek Harness sessions (:mod:`.dsh`) have
+their own. ``python -m fidelity.capture.importers SOURCE OUTDIR``; the rules:
+docs/ci-and-capture.md, "Importing recorded traffic"."""
 
 from __future__ import annotations
 
@@ -42,9 +36,8 @@ KINDS = tuple(_READERS.names())
 
 
 def guess_kind(path: str | Path) -> str:
-    """The importer for ``path``, from its name and first bytes (the one
-    listing's :func:`fidelity.traffic.sources.kind_of`, then a ``.json``
-    file with a ``version`` member near its start as a vcrpy cassette)."""
+    """The importer for ``path`` (:func:`fidelity.traffic.sources.kind_of`, then
+    a ``.json`` file with a ``version`` member near its start as a cassette)."""
     from ...traffic.sources import kind_of
 
     p = Path(path)

@@ -13,7 +13,7 @@ from ...errors import InputError
 from ...jsonio import atomic_write
 from ...traffic.exchange import header, http_date_seconds, iso_seconds, iso_text
 from ..redact import Redactor, ensure_clean, url_problem
-from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request
+from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request, utf8_text
 
 __all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time",
            "unwritable"]
@@ -62,13 +62,9 @@ class Imported:
         response: tuple[Any, Any] | None = None,
         usage: dict[str, Any] | None = None,
     ) -> Snapshot | None:
-        """Redact and append one request; ``where`` locates it in the source.
-        ``time`` (ISO 8601 UTC) and the ``usage`` the response reported (or
-        that of the recorded ``response``, ``(headers, body)``:
-        :func:`response_usage`) go into the snapshot metadata, ``null`` when unknown. A request whose
-        URL, method or headers cannot be written (a malformed URL, a lone
-        surrogate: :func:`unwritable`) is set apart with its reason and a
-        warning naming ``where``, and ``None`` is returned."""
+        """Redact and append one request (``where`` locates it in the source),
+        with its ``time`` and the ``usage`` reported (or read from ``response``,
+        ``(headers, body)``); ``None`` when it is set apart as :func:`unwritable`."""
         why = unwritable(method, url, headers)
         if why is not None:
             self.skip(why)
@@ -112,21 +108,6 @@ class Imported:
         return text
 
 
-def utf8_text(text: str) -> str:
-    """``text`` as it can be written in UTF-8: a file name's undecodable
-    bytes (``surrogateescape``) as ``\\xff`` escapes, any other lone
-    surrogate as U+FFFD."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
 def unwritable(method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
     """Why a request with this method, URL and headers cannot become a
     snapshot (which is UTF-8 JSON, its URL redacted), or ``None``."""
@@ -143,10 +124,9 @@ def unwritable(method: str, url: str, headers: Iterable[tuple[str, str]] | Mappi
 
 
 def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
-    """Write the snapshots into ``folder`` (numbering continues after what is
-    there), all or nothing: every file is built and checked for known secrets
-    before the first is written, and a failed write removes the files this
-    call already wrote (each write itself is atomic)."""
+    """Write the snapshots into ``folder`` (numbering on after what is there),
+    all or nothing: every file is checked for known secrets before the first
+    is written, and a failed write removes those this call wrote."""
     writer = SnapshotWriter(folder)
     planned: list[tuple[Path, bytes]] = []
     renames: dict[str, str] = {}
@@ -175,8 +155,7 @@ def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
 
 
 def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, Any] | None:
-    """The usage a recorded response reported (:func:`fidelity.traffic.usage.from_response`),
-    its body decoded from the recorded ``Content-Encoding`` first; ``None``
+    """The usage a recorded response reported (its body decoded first); ``None``
     when it reported none or cannot be read."""
     from ...traffic.usage import decode_body, from_response
 

@@ -1,10 +1,7 @@
-"""DeepSeek Harness session logs: one snapshot per model request.
-
-Each request is rebuilt (:func:`fidelity.sources.dsh.step_request`) and
-rendered by the ``deepseek`` dialect, so snapshots are ``body_exact: false``.
-A child's seed is not re-imported; a fork's first own request names as
-``parent`` the parent's last request cut before the seed ends, a spawn's
-names none, later requests follow the one before them."""
+"""DeepSeek Harness session logs: one snapshot per model request, rebuilt
+(:func:`fidelity.sources.dsh.step_request`) and rendered by the ``deepseek``
+dialect (``body_exact: false``); a fork's first own request names the
+parent's last request before the seed ends as its ``parent``."""
 
 from __future__ import annotations
 
@@ -38,7 +35,6 @@ def read_dsh(path: str | Path) -> Imported:
         raise InputError("no DeepSeek Harness session*.jsonl here", path=p)
     group = groups[0]
     out = Imported(source=f"dsh:{folder.name}")
-    last_name: dict[str, str] = {}  # session id -> its latest snapshot name
     step_names: dict[tuple[str, int], str] = {}  # (session id, request_index) -> name
     for session in group.sessions():
         sc = dsh.sidecars(folder, child=session.index or None)
@@ -72,7 +68,6 @@ def read_dsh(path: str | Path) -> Imported:
             if snap is None:  # a fixed URL and header: never set apart
                 continue
             step_names[(session.id, step.request_index)] = snap.filename
-            last_name[session.id] = snap.filename
     out.warnings.append(_NOTE)
     return out
 

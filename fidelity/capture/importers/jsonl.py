@@ -1,14 +1,7 @@
-"""JSON-lines request logs: one request per non-blank line.
-
-A line is the body itself (its bytes taken verbatim) or an envelope with the
-body under ``body`` and optional ``url``, ``method``, ``headers``,
-``parent`` (a line number; ``null`` for a root); an object ``body`` is
-marked ``body_exact: false``. OpenAI Batch input
-(https://platform.openai.com/docs/guides/batch) is such an envelope; a
-``response`` member's usage and the request time go into the metadata.
-claude-trace lines (the body under ``request.body``) are read by the one
-reader, :mod:`fidelity.traffic.sources`, and imported by
-:mod:`.recorded`. docs/ci-and-capture.md has the rules."""
+"""JSON-lines request logs: one request per non-blank line, the body itself or
+an envelope (``body``, ``url``, ``method``, ``headers``, ``parent``, as OpenAI
+Batch input is: https://platform.openai.com/docs/guides/batch); claude-trace
+lines go through :mod:`.recorded`. The rules: docs/ci-and-capture.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""Recordings the one reader reads (:mod:`fidelity.traffic.sources`: vcrpy
-and Ruby VCR cassettes, HAR, httprr traces, claude-trace lines) as snapshots.
-
-Each :class:`~fidelity.traffic.exchange.Exchange` that holds a generation
-request becomes one redacted snapshot; the others are counted as skipped
-with the one rule's reason (:func:`fidelity.traffic.apart.decide`). What the
+"""Recordings the one reader reads (:mod:`fidelity.traffic.sources`) as
+snapshots: each exchange holding a generation request becomes one redacted
+snapshot, the others are skipped with the one rule's reason, and what the
 exchange says about the body's bytes becomes notes, warnings and
-``body_exact``: decoded from a ``Content-Encoding``, stored as parsed JSON
-(pydantic-ai's ``parsed_body``, a claude-trace body logged as an object), a
-recorded ``Content-Length`` or HAR ``bodySize`` that disagrees, and vcrpy's
-re-serialisation (``filter_post_data_parameters``). The rules:
-docs/ci-and-capture.md, "Importing recorded traffic"."""
+``body_exact`` (docs/ci-and-capture.md, "Importing recorded traffic")."""
 
 from __future__ import annotations
 

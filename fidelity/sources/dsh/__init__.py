@@ -15,20 +15,9 @@ from __future__ import annotations
 from ._folders import find_sessions
 from ._messages import step_messages, step_reply
 from ._read import read_session
-from ._requests import header_tools, step_request
+from ._requests import step_request
 from ._sidecars import Sidecars, sidecars
-from ._values import (
-    PACKED_ROWS,
-    SYSTEM_PLACEHOLDER,
-    TOOLS_PLACEHOLDER,
-    Event,
-    RequestHeader,
-    Session,
-    SessionGroup,
-    Step,
-    Turn,
-    Usage,
-)
+from ._values import Event, RequestHeader, Session, SessionGroup, Step, Turn, Usage
 
 __all__ = [
     "Event",
@@ -45,8 +34,4 @@ __all__ = [
     "step_messages",
     "step_reply",
     "step_request",
-    "header_tools",
-    "PACKED_ROWS",
-    "SYSTEM_PLACEHOLDER",
-    "TOOLS_PLACEHOLDER",
 ]

@@ -1,7 +1,4 @@
-"""Finding sessions (a parent and its children) under a folder.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""Finding sessions (a parent and its children) under a folder (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The surface: which messages reached the model at a step.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""The surface: which messages reached the model at a step (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -13,17 +10,7 @@ from typing import Any
 
 import orjson
 
-from ...model import (
-    EMPTY,
-    FrozenDict,
-    Image,
-    Message,
-    Part,
-    Reasoning,
-    Text,
-    ToolCall,
-    ToolResult,
-)
+from ...model import EMPTY, FrozenDict, Image, Message, Part, Reasoning, Text, ToolCall, ToolResult
 from ._checks import _fail, _obj
 from ._values import _SURFACE_TYPES, Event, Session
 
@@ -73,12 +60,9 @@ def _text_or_image(part: FrozenDict, what: str, path: Path, line: int) -> Part:
 
 
 def attachment_image(att: Any) -> Image:
-    """An image attachment (``{"type":"image","attachment":{"attachmentId",
-    "mediaType","bytes","width","height","name"}}``): the log keeps its
-    metadata, not its bytes (they sit in the harness's content-addressed
-    store), so the image is a reference ``attachment:<id>`` whose query
-    carries the recorded size; token counts read the size from it
-    (:mod:`fidelity.tokens.media`)."""
+    """An image attachment whose bytes the log does not keep, as a reference
+    ``attachment:<id>`` whose query carries the recorded size (read by
+    :mod:`fidelity.tokens.media`)."""
     ident = att.get("attachmentId") or att.get("sha256") or att.get("name") or "unknown"
     query = "&".join(f"{k}={att[k]}" for k in ("width", "height", "bytes")
                      if isinstance(att.get(k), int) and not isinstance(att.get(k), bool))
@@ -151,10 +135,10 @@ def _message_of(event: Event, calls: dict[str, str], path: Path) -> list[Message
     return out_msgs
 
 
-def _surface_messages(events: Sequence[Event], path: Path) -> tuple[tuple[int, Message | None], ...]:
+def _surface_messages(events: Sequence[Event], path: Path) -> tuple[tuple[int, Message], ...]:
     """Convert every surface event once (validating it); index -> message(s)."""
     calls: dict[str, str] = {}
-    out: list[tuple[int, Message | None]] = []
+    out: list[tuple[int, Message]] = []
     for index, event in enumerate(events):
         if event.type == "tool/call":
             cid, name = event.data.get("callId"), event.data.get("name")
@@ -170,8 +154,7 @@ def _surface_until(session: Session, cut: int) -> list[Message]:
     """Apply surface operations of events ``[0, cut)`` and return the surface."""
     by_index: dict[int, list[Message]] = {}
     for index, message in session._messages:
-        if message is not None:
-            by_index.setdefault(index, []).append(message)
+        by_index.setdefault(index, []).append(message)
     nodes: list[tuple[int, int, list[Message]]] = []  # (seq, line, messages)
     for index in sorted(i for i in by_index if i < cut):
         event = session.events[index]
@@ -212,6 +195,6 @@ def step_reply(session: Session, turn: int, step: int) -> Message | None:
     prompt, so the next request can read it from the cache."""
     s = session.step(turn, step)
     for index, message in session._messages:
-        if index == s.request_index and message is not None and message.role == "assistant":
+        if index == s.request_index and message.role == "assistant":
             return message
     return None

@@ -1,7 +1,4 @@
-"""Reading one session log: header, events, turns, steps, usage, request headers.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""Reading one session log: header, events, turns, steps, usage, request headers (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -11,11 +8,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import loads, read_bytes
-from ...model import (
-    EMPTY,
-    FrozenDict,
-    freeze,
-)
+from ...model import EMPTY, FrozenDict, freeze
 from ._checks import _fail, _int, _obj
 from ._messages import _surface_messages, _surface_until
 from ._values import (
@@ -95,15 +88,8 @@ def _header(event: Event, revision: int, path: Path) -> RequestHeader:
 
 
 def read_session(path: str | Path) -> Session:
-    """Read one DSH session log.
-
-    Raises :class:`InputError` naming the file and line for a line that is
-    not JSON, an event that is not an object with a string ``type``, a
-    missing or malformed header, a ``turn/end``/``step/end`` with no matching
-    start, a tool result whose call was never made, a ``surfaceOp`` that
-    names unknown events, or a malformed message. A turn with no
-    ``turn/end`` is fine: it is in flight.
-    """
+    """Read one DSH session log; :class:`InputError` names the file and line of
+    anything malformed (a turn with no ``turn/end`` is fine: it is in flight)."""
     p = Path(path)
     rows = _lines(p)
     first_line, header = rows[0]
@@ -155,20 +141,9 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
     def close_step(end_line: int | None, end_index: int) -> None:
         nonlocal open_step
         assert open_step is not None and open_turn is not None
-        cut = open_step["message_index"] if open_step["message_index"] is not None else end_index
-        open_turn["steps"].append(
-            Step(
-                turn=open_step["turn"],
-                step=open_step["step"],
-                start_line=open_step["line"],
-                end_line=end_line,
-                header=open_step["header"],
-                usage=open_step["usage"],
-                finish=open_step["finish"],
-                message_line=open_step["message_line"],
-                request_index=cut,
-            )
-        )
+        if open_step["request_index"] is None:  # no assistant/message: cut at the step's end
+            open_step["request_index"] = end_index
+        open_turn["steps"].append(Step(end_line=end_line, **open_step))
         open_step = None
 
     def close_turn(end_line: int | None, reason: Any, end_index: int) -> None:
@@ -193,7 +168,7 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
             if data.get("reason") != "series":
                 revision += 1
             header = _header(event, max(revision, 0), path)
-            if open_step is not None and open_step["message_index"] is None:
+            if open_step is not None and open_step["request_index"] is None:
                 open_step["header"] = header
         elif kind == "turn/start":
             number = _int(data.get("turn"), "turn/start data.turn", path, event.line)
@@ -214,16 +189,9 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
             if open_step is not None:
                 close_step(None, index)
             number = _int(data.get("step"), "step/start data.step", path, event.line)
-            open_step = {
-                "turn": open_turn["turn"],
-                "step": number,
-                "line": event.line,
-                "header": header,
-                "usage": None,
-                "finish": None,
-                "message_line": None,
-                "message_index": None,
-            }
+            # the fields of the Step it becomes (end_line aside)
+            open_step = {"turn": open_turn["turn"], "step": number, "header": header, "usage": None, "finish": None,
+                         "request_index": None}
         elif kind == "step/end":
             number = _int(data.get("step"), "step/end data.step", path, event.line)
             if open_step is None or open_step["step"] != number:
@@ -231,14 +199,13 @@ def _turns(events: Sequence[Event], path: Path) -> tuple[Turn, ...]:
             close_step(event.line, index)
         elif kind == "assistant/chunk" and open_step is not None:
             chunk = data.get("chunk")
-            if isinstance(chunk, dict) and open_step["message_index"] is None:
+            if isinstance(chunk, dict) and open_step["request_index"] is None:
                 if chunk.get("type") == "usage":
                     open_step["usage"] = _usage(chunk.get("usage"), path, event.line)
                 elif chunk.get("type") == "finish":
                     open_step["finish"] = chunk.get("reason")
         elif kind == "assistant/message" and open_step is not None:
-            open_step["message_index"] = index
-            open_step["message_line"] = event.line
+            open_step["request_index"] = index
             if "usage" in data:
                 open_step["usage"] = _usage(data.get("usage"), path, event.line)
     if open_turn is not None:

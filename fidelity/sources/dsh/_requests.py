@@ -1,27 +1,18 @@
-"""The canonical request the harness sent at a step.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""The canonical request the harness sent at a step (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ... import providers
 from ...errors import InputError, UnknownName
-from ...model import (
-    Request,
-    Route,
-    SystemBlock,
-    Tool,
-    freeze,
-)
+from ...model import Request, Route, SystemBlock, Tool, freeze
 from ._messages import step_messages
 from ._sidecars import Sidecars
 from ._values import SYSTEM_PLACEHOLDER, TOOLS_PLACEHOLDER, Session
 
-__all__ = ["header_tools", "step_request"]
+__all__ = ["step_request"]
 
 
 def _family(provider: str) -> str:
@@ -33,6 +24,7 @@ def _family(provider: str) -> str:
 
 
 def _tool(value: Any) -> Tool:
+    """A DSH tool schema ``{name, description, parameters}`` as a :class:`Tool`, key order kept."""
     if isinstance(value, Tool):
         return value
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
@@ -44,11 +36,6 @@ def _tool(value: Any) -> Tool:
         parameters=value.get("parameters"),
         extra=freeze(extra),
     )
-
-
-def header_tools(schemas: Iterable[Any]) -> tuple[Tool, ...]:
-    """DSH tool schemas ``{name, description, parameters}`` -> :class:`Tool`, key order kept."""
-    return tuple(_tool(s) for s in schemas)
 
 
 def step_request(
@@ -71,21 +58,16 @@ def step_request(
         raise InputError(f"turn {turn} step {step} has no request/header before it", path=session.path)
     if system is None:
         system = h.system if h.system is not None else (sidecars.system(h.revision) if sidecars else None)
-        if system is None:
-            raise InputError(
-                f"request/header carries {SYSTEM_PLACEHOLDER}; pass system= or sidecars=",
-                path=session.path,
-                line=h.line,
-            )
     if tools is None:
         tools = h.tools if h.tools is not None else (sidecars.tools(h.revision) if sidecars else None)
-        if tools is None:
-            raise InputError(
-                f"request/header carries {TOOLS_PLACEHOLDER}; pass tools= or sidecars=", path=session.path, line=h.line
-            )
+    for value, name, placeholder in ((system, "system", SYSTEM_PLACEHOLDER), (tools, "tools", TOOLS_PLACEHOLDER)):
+        if value is None:
+            raise InputError(f"request/header carries {placeholder}; pass {name}= or sidecars=", path=session.path,
+                             line=h.line)
+    assert tools is not None  # checked above
     return Request(
         route=Route(provider=_family(h.provider), model=h.model),
         system=(SystemBlock(system),) if system else (),
-        tools=header_tools(tools),
+        tools=tuple(_tool(s) for s in tools),
         messages=step_messages(session, turn, step),
     )

@@ -1,7 +1,4 @@
-"""Sidecars: the real system prompt and tool schemas behind the placeholders.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""Sidecars: the real system prompt and tool schemas behind the placeholders (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -11,10 +8,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import load, read_bytes
-from ...model import (
-    FrozenDict,
-    freeze,
-)
+from ...model import FrozenDict, freeze
 from ._values import _JS_WHITESPACE, _PROMPT_CHANGE_RE
 
 __all__ = ["Sidecars", "read_system_sidecar", "read_tools_sidecar", "sidecars"]
@@ -22,11 +16,9 @@ __all__ = ["Sidecars", "read_system_sidecar", "read_tools_sidecar", "sidecars"]
 
 @dataclass(frozen=True)
 class Sidecars:
-    """System prompt text and tool schemas for a session whose headers carry
-    placeholders. ``system(r)`` / ``tools(r)`` give header revision ``r``:
-    the sidecar's ``initial`` for 0, ``changes[r-1]`` after it; a revision
-    the sidecar does not pin (a non-pinning scenario's ``resume`` header)
-    falls back to ``initial``. ``None`` where no sidecar applies."""
+    """System prompt and tool schemas behind a session's placeholders:
+    ``system(r)`` / ``tools(r)`` give header revision ``r`` (``initial`` for 0
+    or an unpinned revision, else ``changes[r-1]``; ``None`` without a sidecar)."""
 
     system_initial: str | None = None
     system_changes: tuple[str, ...] = ()
@@ -96,6 +88,10 @@ def _load_classes(header_classes: Any) -> dict[str, FrozenDict]:
     return {r["name"]: r for r in rows}
 
 
+def _file(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
 def _find_classes(scenario_dir: Path) -> Path | None:
     """``examples/acp-agent/header-classes.json`` above ``tests/snapshots/<name>``."""
     for parent in list(scenario_dir.parents)[:4]:
@@ -115,29 +111,17 @@ def sidecars(scenario_dir: str | Path, header_classes: Any = "auto", *, child: i
     if header_classes == "auto":
         header_classes = _find_classes(folder)
     classes = _load_classes(header_classes)
-    sys_path = tools_path = None
-    if child:
-        own_sys = folder / f"system-prompt.{child}.expected.md"
-        own_tools = folder / f"tool-schemas.{child}.expected.json"
-        sys_path = own_sys if own_sys.is_file() else None
-        tools_path = own_tools if own_tools.is_file() else None
+    sys_path = _file(folder / f"system-prompt.{child}.expected.md") if child else None
+    tools_path = _file(folder / f"tool-schemas.{child}.expected.json") if child else None
     entry = classes.get(folder.name)
+    sys_dir = tools_dir = folder
     if entry is not None:
         pin_name = entry.get("classPin") or folder.name
         pin = classes.get(pin_name, entry)
-        sys_src = pin.get("systemPromptSource") or pin_name
-        tools_src = pin.get("toolSchemasSource") or pin_name
-        if sys_path is None:
-            candidate = folder.parent / sys_src / "system-prompt.expected.md"
-            sys_path = candidate if candidate.is_file() else None
-        if tools_path is None:
-            candidate = folder.parent / tools_src / "tool-schemas.expected.json"
-            tools_path = candidate if candidate.is_file() else None
-    else:
-        if sys_path is None and (folder / "system-prompt.expected.md").is_file():
-            sys_path = folder / "system-prompt.expected.md"
-        if tools_path is None and (folder / "tool-schemas.expected.json").is_file():
-            tools_path = folder / "tool-schemas.expected.json"
+        sys_dir = folder.parent / (pin.get("systemPromptSource") or pin_name)
+        tools_dir = folder.parent / (pin.get("toolSchemasSource") or pin_name)
+    sys_path = sys_path or _file(sys_dir / "system-prompt.expected.md")
+    tools_path = tools_path or _file(tools_dir / "tool-schemas.expected.json")
     result: dict[str, Any] = {}
     if sys_path is not None:
         initial, changes = read_system_sidecar(sys_path)

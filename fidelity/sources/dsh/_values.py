@@ -1,7 +1,4 @@
-"""The values a DeepSeek Harness log is read into, and its format constants.
-
-Part of :mod:`fidelity.sources.dsh`; see its docstring for the log format.
-"""
+"""The values a DeepSeek Harness log is read into, and its format constants (:mod:`fidelity.sources.dsh`)."""
 
 from __future__ import annotations
 
@@ -12,11 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...model import (
-    EMPTY,
-    FrozenDict,
-    Message,
-)
+from ...model import EMPTY, FrozenDict, Message
 
 __all__ = [
     "PACKED_ROWS",
@@ -54,12 +47,8 @@ _JS_WHITESPACE = (
 
 @dataclass(frozen=True)
 class Event:
-    """One log line after the header.
-
-    ``seq`` is the event's sequence number and ``span`` how many sequence
-    numbers it occupies (more than one only for packed chunk rows).
-    ``record`` is the whole line, frozen, key order kept.
-    """
+    """One log line after the header: ``seq`` its sequence number, ``span`` how
+    many it occupies (packed chunk rows), ``record`` the whole line, frozen."""
 
     line: int
     seq: int
@@ -75,12 +64,8 @@ class Event:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage DSH recorded for one model request.
-
-    ``input_tokens`` are the prompt tokens DeepSeek did *not* serve from its
-    cache (``prompt_cache_miss_tokens``), ``cache_read_tokens`` those it did
-    (``prompt_cache_hit_tokens``); their sum is the prompt length.
-    """
+    """Token usage DSH recorded for one model request: ``input_tokens`` not
+    served from DeepSeek's cache, ``cache_read_tokens`` served; their sum is the prompt."""
 
     input_tokens: int | None = None
     cache_read_tokens: int | None = None
@@ -96,14 +81,9 @@ class Usage:
 
 @dataclass(frozen=True)
 class RequestHeader:
-    """A ``request/header`` event: the request's route and fixed head.
-
-    ``system`` / ``tools`` are ``None`` where the log carries the
-    ``{{system}}`` / ``{{tools}}`` placeholders (the text is in sidecars).
-    ``revision`` counts the pinning headers (reason other than ``series``)
-    before this one: 0 for the first, which owns a sidecar's ``initial``;
-    revision *r* owns ``changes[r-1]``.
-    """
+    """A ``request/header`` event: route and fixed head; ``system`` / ``tools``
+    are ``None`` for placeholders (the text is in sidecars); ``revision`` counts
+    the pinning headers before it (revision *r* owns a sidecar's ``changes[r-1]``)."""
 
     line: int
     provider: str
@@ -119,22 +99,16 @@ class RequestHeader:
 
 @dataclass(frozen=True)
 class Step:
-    """One model request inside a turn.
-
-    ``request_index`` is the index (into ``Session.events``) at which the
-    request was cut: the step's ``assistant/message`` when it has one, else
-    its ``step/end``, else the end of the log (in flight). The surface built
-    from the events before it is what the model saw.
-    """
+    """One model request inside a turn; the surface built from the events before
+    ``request_index`` (its ``assistant/message``, else ``step/end``, else the
+    log's end) is what the model saw."""
 
     turn: int
     step: int
-    start_line: int
     end_line: int | None
     header: RequestHeader | None
     usage: Usage | None
     finish: FrozenDict | None
-    message_line: int | None
     request_index: int
 
     @property
@@ -156,10 +130,6 @@ class Turn:
     def completed(self) -> bool:
         return self.end_line is not None and (self.reason or EMPTY).get("kind") == "completed"
 
-    @property
-    def ended(self) -> bool:
-        return self.end_line is not None
-
 
 @dataclass(frozen=True)
 class Session:
@@ -171,16 +141,15 @@ class Session:
     turns: tuple[Turn, ...]
     #: child number from the file name ``session.<n>.jsonl``; 0 for ``session.jsonl``
     index: int = 0
-    _messages: tuple[tuple[int, Message | None], ...] = field(default=(), repr=False, compare=False)
+    _messages: tuple[tuple[int, Message], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def id(self) -> str:
         sid: str = self.header["id"]  # a string: checked when the log is read
         return sid
 
-    def surface_messages(self) -> tuple[tuple[int, Message | None], ...]:
-        """``(request index, message)`` of every surface event in log order
-        (``None`` for an event that ends a message without adding one)."""
+    def surface_messages(self) -> tuple[tuple[int, Message], ...]:
+        """``(event index, message)`` of every surface message in log order."""
         return self._messages
 
     @property
