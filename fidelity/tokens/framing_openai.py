@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence  # not typing.Mapping: its isinstance check is several times slower
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -372,6 +373,8 @@ def message_pieces(msg: Any, model: str = "", names: Mapping[str, str] | None = 
         out = msg.get("output")
         name = names.get(str(msg.get("call_id")))
         read: list[Piece] = content_pieces(out) if not isinstance(out, str) else [out]
+        # a file a function returns bills by its own rule (tokens/media.py, OPENAI_PDF_PAGE)
+        read = [replace(p, part=t) if isinstance(p, Media) and p.part == "input_file" else p for p in read]
         if name and not harmony(model):  # the Responses API names the function (docs/tokens-billed.md)
             return [START, "functions." + name, MESSAGE, *read, END]
         return output_pieces(name, read, model)

@@ -34,9 +34,9 @@ OpenAI (https://platform.openai.com/docs/guides/images-vision#calculating-costs)
   (https://platform.openai.com/docs/guides/pdf-files). What is billed was
   measured, not documented: the extracted text (counted with the model's
   tokenizer) plus a fixed amount per page that depends on the API, not on
-  the model's image rule: 216 tokens on Chat Completions (``file``), 25 on
-  the Responses API (``input_file``); fitted (docs/tokens-billed.md), so
-  estimated.
+  the model's image rule: 216 tokens on Chat Completions (``file``), 4 on
+  the Responses API (``input_file``), 25 for one a function returns; fitted
+  (docs/tokens-billed.md), so estimated.
 * Audio (``input_audio``): not documented per second; estimated at 10
   tokens a second (the gpt-4o audio models' observed rate), marked estimated.
 
@@ -441,8 +441,10 @@ _TYPICAL = MediaInfo("typical", width=1024, height=1024, pages=1, page_sizes=((6
 OPENAI_URL_IMAGE = (480, 360)
 
 
-#: fitted per-page tokens of an OpenAI PDF besides its text, by the part that carries it
-OPENAI_PDF_PAGE = {"file": 216, "input_file": 25}
+#: fitted per-page tokens of an OpenAI PDF besides its text, by the part that carries it:
+#: Chat ``file``, Responses ``input_file`` in a message, and in a ``function_call_output``
+#: (docs/tokens-billed.md, "PDFs" and the sixth pass)
+OPENAI_PDF_PAGE = {"file": 216, "input_file": 4, "function_call_output": 25}
 
 
 def count_media(provider: str, model: str, kind: str, info: MediaInfo | None, *,

@@ -228,7 +228,7 @@ def _pdf(text: str) -> bytes:
 
 def test_a_pdf_is_its_text_plus_a_per_page_amount_that_depends_on_the_part() -> None:
     # pydantic-ai test_document_as_binary_content_input: the same one-page PDF, 235 billed on
-    # Chat (`file`), 51 on Responses (`input_file`)
+    # Chat (`file`); on Responses (`input_file`) 23 for gpt-4.1-nano (test_openai_pdf_parts.py)
     text = "Quarterly revenue grew by twelve percent"
     data = "data:application/pdf;base64," + base64.b64encode(_pdf(text)).decode()
     assert media.probe(_pdf(text), "application/pdf").text.strip() == text
@@ -462,7 +462,9 @@ needs_corpus = pytest.mark.skipif(not (CORPUS / "pydantic__pydantic-ai").is_dir(
     ("test_tool_choice_matrix[none-openai_responses].yaml", "/interactions/0", 1),   # gpt-5-mini Responses
     ("test_openai_moderation.yaml", "/interactions/0", 0),                           # gpt-5 text
     ("test_document_as_binary_content_input.yaml", "/interactions/0", 2),            # gpt-4o Chat PDF
-    ("test_openai_responses_document_as_binary_content_input.yaml", "/interactions/0", 8),  # Responses PDF
+    # Responses PDF in a user message (the 2025-03-27 test_openai_responses_document_as_binary_content_input
+    # is of the Responses API's first weeks: set apart, server_side.early_responses)
+    ("test_document_url_input_force_download_response_api.yaml", "/interactions/1", 0),
     ("test_native_output.yaml", "/interactions/0", 3),                               # strict schema
     ("test_reasoning_wire_contract[groq-gpt-oss-thinking-medium].yaml", "/interactions/0", 4),  # gpt-oss: 4 under
     # claude-sonnet-4.5 / 4.6 tools: 8 under (1.4 %) with the Claude factor refitted to 1.142 on the merged rules
