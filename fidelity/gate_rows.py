@@ -15,7 +15,8 @@ from .errors import InputError
 __all__ = ["REPORT_SCHEMA", "Row", "figure", "rows_from_report", "rows_from_report_json", "rows_from_score",
            "rows_from_snapshots"]
 
-#: the saved report's schema (``fidelity.report._data.SCHEMA``)
+#: the report JSON's schema: written by :mod:`fidelity.report` (which imports it
+#: from here, the lower layer) and read back by the gate
 REPORT_SCHEMA = "fidelity.report/1"
 
 

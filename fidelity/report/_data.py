@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..compose import EXPECTATIONS
+from ..gate_rows import REPORT_SCHEMA as SCHEMA
 from ..score import Row, Score
 
 __all__ = ["SCHEMA", "to_json", "summary"]
-
-SCHEMA = "fidelity.report/1"
 
 
 def _usd(value: float | None, places: int = 6) -> float | None:
