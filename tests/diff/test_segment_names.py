@@ -46,7 +46,7 @@ def _resolve(doc: Any, pointer: str) -> Any:
     return doc
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(request=requests(), dialect=st.sampled_from(DIALECTS))
 def test_every_segment_is_named_by_a_path_found_in_the_body(request: Request, dialect: str) -> None:
     body = _body(request, dialect)
@@ -62,7 +62,7 @@ def test_every_segment_is_named_by_a_path_found_in_the_body(request: Request, di
         _resolve(doc, seg.pointer)  # raises when the path is not in the body
 
 
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(request=requests(), dialect=st.sampled_from(DIALECTS), text=st.text(min_size=1, max_size=8))
 def test_diff_and_proxy_name_the_first_divergent_segment_alike(request: Request, dialect: str, text: str) -> None:
     child = replace(request, messages=request.messages + (Message("user", (Text(text),)),))
