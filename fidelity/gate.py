@@ -284,8 +284,9 @@ def baseline_rows(doc: Any, *, path: str | Path | None = None) -> list[Row]:
 
 
 def load_baseline(path: str | Path, *, create_with: str = "fidelity gate --update-baseline") -> list[Row]:
-    """Rows of a baseline written by :func:`write_baseline`, or of a saved
-    report JSON result. A missing file raises :class:`InputError` that says
+    """Rows of a baseline written by :func:`write_baseline`
+    (``fidelity.gate-baseline/1``), or of a saved report (``fidelity.report/1``);
+    any other document is :class:`InputError` naming the file. A missing file raises :class:`InputError` that says
     how to create one (``create_with``: the command to show)."""
     p = Path(path)
     if not p.exists():
@@ -293,4 +294,9 @@ def load_baseline(path: str | Path, *, create_with: str = "fidelity gate --updat
     doc = load(p)
     if isinstance(doc, dict) and doc.get("schema") == BASELINE_SCHEMA:
         return baseline_rows(doc, path=p)
-    return rows_from_report(doc, path=p)
+    if isinstance(doc, dict) and doc.get("schema") == REPORT_SCHEMA:
+        return rows_from_report(doc, path=p)
+    found = doc.get("schema") if isinstance(doc, dict) else None
+    what = f"schema {found!r}" if isinstance(found, str) else "no schema"
+    raise InputError(f"not a gate baseline ({what}); a baseline is the {BASELINE_SCHEMA} file that "
+                     f"`{create_with}` writes, or a saved {REPORT_SCHEMA} report", path=p)

@@ -5,7 +5,7 @@ validated where read (finite numbers >= 0, one row per key)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,8 @@ from .errors import InputError
 __all__ = ["REPORT_SCHEMA", "Row", "figure", "rows_from_report", "rows_from_report_json", "rows_from_score",
            "rows_from_snapshots"]
 
-#: the saved report's schema (``fidelity.report._data.SCHEMA``)
+#: the report JSON's schema: written by :mod:`fidelity.report` (which imports it
+#: from here, the lower layer) and read back by the gate
 REPORT_SCHEMA = "fidelity.report/1"
 
 
@@ -64,90 +65,17 @@ def figure(value: Any, name: str, pointer: str, bad: Callable[[str, str], InputE
 
 # -- rows from a report or from snapshots --------------------------------------------
 
-_NAME_KEYS = ("variant", "name", "id")
-_LOST_KEYS = ("lost_tokens_per_fork", "lost_tokens", "lost")
-_COST_KEYS = ("usd_per_fork", "cost_per_fork", "per_child", "usd_lost_per_fork", "usd_lost_per_request", "usd_lost")
-_FIXTURE_KEYS = ("fixture", "file", "path", "source", "child_path", "session")
-
-
-def _as_float(v: int | float, key: str) -> float:
-    try:
-        out = float(v)
-    except OverflowError:
-        raise InputError(f"{key} is too large a number ({len(str(v))} digits)") from None
-    if out < 0:
-        raise InputError(f"{key} must be >= 0, got {v!r}")
-    return out
-
-
-def _num(obj: dict[str, Any], keys: tuple[str, ...]) -> float | None:
-    """The first numeric ``keys`` member of ``obj``, else of its first nested figure object that has one."""
-    for sub in (obj, *(obj.get(nest) for nest in ("cache", "cost", "loss", "lost", "per_fork"))):
-        if isinstance(sub, dict):
-            for k in keys:
-                v = sub.get(k)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    return _as_float(v, k)
-    return None
-
-
-def _str(obj: dict[str, Any], keys: Iterable[str]) -> str | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, str) and v:
-            return v
-    return None
-
 
 def rows_from_report(obj: Any, *, path: str | Path | None = None) -> list[Row]:
-    """Rows from a report JSON result: every object that names a variant and
-    carries a lost-token figure (``lost_tokens`` / ``lost``, directly or under
-    ``cache``), inheriting a ``fixture``/``path`` from an enclosing object.
-    ``cache_preserving`` / ``preserves_cache`` flags are honoured."""
+    """Rows from a saved report: the ``fidelity.report/1`` document that
+    ``fidelity report`` writes (:func:`rows_from_report_json`); any other
+    document is :class:`InputError` naming the file and the schema expected."""
     if isinstance(obj, dict) and obj.get("schema") == REPORT_SCHEMA:
         return rows_from_report_json(obj, path=path)
-    rows: list[Row] = []
-
-    def walk(node: Any, fixture: str | None) -> None:
-        if isinstance(node, dict):
-            here = _str(node, _FIXTURE_KEYS) or fixture
-            name = _str(node, _NAME_KEYS)
-            lost = _num(node, _LOST_KEYS)
-            if name is not None and lost is not None:
-                cause = node.get("cause")
-                detail = None
-                if isinstance(cause, dict):
-                    detail = ": ".join(str(x) for x in (cause.get("kind"), cause.get("detail")) if x)
-                elif isinstance(cause, str):
-                    detail = ": ".join(str(x) for x in (cause, node.get("cause_detail")) if x)
-                elif isinstance(node.get("detail"), str):
-                    detail = node["detail"]
-                line = node.get("line") if isinstance(node.get("line"), int) else None
-                dialect = node.get("dialect") if isinstance(node.get("dialect"), str) else None
-                key = "::".join(x for x in (here, name, dialect) if x)
-                rows.append(Row(key=key, variant=name, lost_tokens=lost, usd_per_fork=_num(node, _COST_KEYS),
-                                fixture=here, line=line,
-                                cache_preserving=bool(node.get("cache_preserving") or node.get("preserves_cache")),
-                                detail=detail))
-                return
-            for v in node.values():
-                walk(v, here)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, fixture)
-
-    try:
-        walk(obj, None)
-    except InputError as exc:
-        raise (exc.at(path) if path is not None else exc) from None
-    if not rows:
-        raise InputError("no variant rows found (objects with a variant name and lost tokens)", path=path)
-    seen: set[str] = set()
-    for r in rows:
-        if r.key in seen:
-            raise InputError(f"two rows for {r.key!r}; the gate needs one per fixture and variant", path=path)
-        seen.add(r.key)
-    return rows
+    found = obj.get("schema") if isinstance(obj, dict) else None
+    what = f"schema {found!r}" if isinstance(found, str) else "no schema"
+    raise InputError(f"not a fidelity report ({what}); --report reads the {REPORT_SCHEMA} JSON "
+                     "that `fidelity report` writes", path=path)
 
 
 def _score_row(session: str, variant: str, dialect: str, lost: float, usd: float | None, fixture: str | None,

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import providers, wire
 from .cache._base import as_token_array
@@ -20,6 +20,9 @@ from .cache.simulator import Prediction, Simulator, Usage
 from .errors import FidelityError, InputError, UnknownName
 from .traffic import sources
 from .traffic.exchange import Exchange
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .calibrate import GroupInput
 
 __all__ = [
     "Exchange",
@@ -180,30 +183,38 @@ def replay(path: str | Path, **params: Any) -> Replay:
     for rec in read_recordings(path):
         rows.extend(replay_recording(rec, **params))
         scaled.extend(replay_recording(rec, scale_to_reported=True, **params))
-    dsh_rows = _dsh_rows(Path(path))
+    logs = _dsh_logs(Path(path))  # loaded once: for the rows and for the split figures
+    dsh_rows = _dsh_rows(logs) if logs is not None else []
     rows.extend(dsh_rows)
     scaled.extend(dsh_rows)
     if not rows:
         raise InputError("no recorded request with a model body under this path", path=path)
     summary = summarize(rows)
-    if dsh_rows:  # DeepSeek's unit fitted on one part of the sessions, scored on the other
-        from .calibrate import load
+    if dsh_rows and logs is not None:  # DeepSeek's unit fitted on one part of the sessions, scored on the other
         from .deepseek_split import split_figures
 
-        summary.setdefault("deepseek", {})["harness_split"] = split_figures(load(Path(path))).to_json()
+        summary.setdefault("deepseek", {})["harness_split"] = split_figures(logs).to_json()
     for prov, figures in summarize(scaled).items():
         summary[prov]["scaled_to_reported_prompt"] = {
             k: figures[k] for k in ("hit_miss_agree", "read_within_5pct", "read_within_128", "read_exact")}
     return Replay(tuple(rows), summary)
 
 
-def _dsh_rows(root: Path) -> list[Row]:
+def _dsh_logs(root: Path) -> list[GroupInput] | None:
+    """The DeepSeek Harness session logs under ``root``, read once (``None``: none there)."""
     if root.is_file() or not any(root.rglob("session*.jsonl")):
-        return []
-    from . import tokens
-    from .calibrate import calibrate, load
+        return None
+    from .calibrate import load
 
-    result = calibrate(load(root), tokens.for_model("deepseek-v4-flash", "deepseek"), wire.get("deepseek").render)
+    return load(root)
+
+
+def _dsh_rows(logs: list[GroupInput]) -> list[Row]:
+    """One row per step of the logs' sessions, calibrated on the DeepSeek tokenizer."""
+    from . import tokens
+    from .calibrate import calibrate
+
+    result = calibrate(logs, tokens.for_model("deepseek-v4-flash", "deepseek"), wire.get("deepseek").render)
     out = []
     for s in result.sessions:
         for i, st in enumerate(s.steps):

@@ -23,6 +23,7 @@ from .cache.simulator import Prediction, Simulator
 from .cache.whole_view import view_of
 from .compose import Variant, parent_request, parent_requests
 from .diff import DiffResult
+from .diff.views import segment_name
 from .errors import FidelityError, UnknownName
 from .fixtures import FixtureSet, ProviderSetup, Session
 from .model import RenderKey, Request, Route
@@ -85,6 +86,8 @@ class Row:
     first_divergent_byte: int | None
     raw_first_divergent_byte: int | None
     segment: tuple[str, int] | None
+    #: the segment's name (:func:`fidelity.diff.views.segment_name`, the one namer)
+    segment_name: str | None
     pointer: str | None
     cause: str
     cause_detail: str | None
@@ -373,7 +376,7 @@ class _Scorer:
             reused=reused, lost=lost, written=result.cache.written, common_prefix=result.tokens.common_prefix,
             first_divergent_byte=result.view.first_divergent_byte,
             raw_first_divergent_byte=result.raw.first_divergent_byte, segment=result.view.segment,
-            pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
+            segment_name=segment_name(result), pointer=result.view.pointer, cause=result.cause.kind, cause_detail=result.cause.detail,
             regions=_layout(self.render(child, d.name), setup.dialect, result.model), cost=cost, note=note,
             expected=variant.expect, meets_expectation=_meets(variant, inherited, reused, lost, result, inheritable),
             cache_preserving=variant.cache_preserving, siblings=tuple(siblings), breaks=fixes,

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import cache as cache_models
-from .. import jsonio, tokens, wire
+from .. import tokens, wire
 from ..cache.simulator import simulated
-from ..errors import InputError
 from ..wire import Segment
+from .causes import params_members
 
 __all__ = ["predicted_read"]
 
@@ -124,13 +124,7 @@ def _common_tokens(p_ids: Sequence[Sequence[int]], c_ids: Sequence[Sequence[int]
 
 def _params(segs: Sequence[Segment]) -> dict[str, Any]:
     """The params segment's members (empty when there is none or it does not parse)."""
-    if not segs or segs[0].kind != "params":
-        return {}
-    try:
-        value = jsonio.loads(b"{" + segs[0].data + b"}")
-    except InputError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return params_members(segs[0].data) if segs and segs[0].kind == "params" else {}
 
 
 def _unmarked(segs: Sequence[Segment]) -> list[Segment]:

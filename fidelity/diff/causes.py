@@ -13,10 +13,12 @@ from typing import Any
 
 import orjson
 
+from .. import jsonio
 from ..bytediff import first_divergence
+from ..errors import InputError
 from ..wire import Segment
 
-__all__ = ["KINDS", "Cause", "classify", "tool_name"]
+__all__ = ["KINDS", "Cause", "classify", "params_members", "tool_name"]
 
 KINDS = ("identical", "appended_only", "params_changed", "tools_changed",
          "system_changed", "messages_rewritten")
@@ -78,27 +80,20 @@ def _json(data: bytes) -> Any:
         return None
 
 
-def _params(data: bytes) -> dict[str, Any]:
-    """Parse the params segment: ``"key":value`` members, concatenated."""
-    out: dict[str, Any] = {}
-    decoder = json.JSONDecoder()
-    text, pos = data.decode("utf-8", "replace"), 0
-    while pos < len(text):
-        try:
-            key, pos = decoder.raw_decode(text, pos)
-            pos = text.index(":", pos) + 1
-            while text[pos] in " \t\r\n":
-                pos += 1
-            out[str(key)], pos = decoder.raw_decode(text, pos)
-            while pos < len(text) and text[pos] in ", \t\r\n":
-                pos += 1
-        except (ValueError, IndexError):
-            break
-    return out
+def params_members(data: bytes) -> dict[str, Any]:
+    """The params segment's ``"key":value`` members (joined by commas, as
+    every dialect's cache view writes them) as one object in their order,
+    read by the project's one strict JSON reader; ``{}`` when they do not
+    parse. The one params reader of the diff (causes, the prompts' cache key)."""
+    try:
+        value = jsonio.loads(b"{" + data + b"}")
+    except InputError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _params_detail(a: bytes, b: bytes) -> str:
-    pa, pb = _params(a), _params(b)
+    pa, pb = params_members(a), params_members(b)
     for key in list(pa) + [k for k in pb if k not in pa]:
         if pa.get(key, _MISSING) != pb.get(key, _MISSING):
             return f"{key} changed: {_short(pa.get(key, _MISSING))} → {_short(pb.get(key, _MISSING))}"

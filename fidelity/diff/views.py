@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._compare import DiffResult
 
 __all__ = ["SCHEMA", "to_json", "headline", "fields", "console", "text_lines", "annotation", "segment_name",
-           "break_lines"]
+           "name_segment", "break_lines"]
 
 SCHEMA = "fidelity.diff/1"
 
@@ -82,22 +82,30 @@ def to_json(result: DiffResult) -> dict[str, Any]:
 
 
 def segment_name(result: DiffResult) -> str | None:
-    """The first differing segment named after where it sits in the body
-    (``messages[3]``, ``tools[0]``, ``system``, ``params``), with its kind
-    when the body's array holds other kinds too (``messages[0] (system)``):
-    the name and the pointer never disagree on an index."""
+    """The first differing segment's name (:func:`name_segment`), ``None``
+    when the cache views are identical."""
     view = result.view
     if view.segment is None:
         return None
     kind, index = view.segment
-    ptr = view.segment_pointer
-    if ptr is None:
+    return name_segment(kind, index, view.segment_pointer)
+
+
+def name_segment(kind: str, index: int, pointer: str | None) -> str:
+    """A cache-view segment named after where it sits in the body, so that a
+    user finds it there: ``messages[3]``, ``tools[0]``, ``system`` (a string
+    system prompt), ``tools/0/functionDeclarations[2]`` (a Gemini
+    declaration), ``params`` (``pointer == ""``); with its kind when the
+    body's array holds other kinds too (``messages[0] (system)``), and
+    ``kind[index]`` when no pointer is known. The name and the pointer never
+    disagree on an index. The one namer of every view (diff, report, proxy)."""
+    if pointer is None:
         return f"{kind}[{index}]"
-    if ptr == "":
+    if pointer == "":
         return "params"
     from ..jsonbytes import split_pointer
 
-    parts = split_pointer(ptr)
+    parts = split_pointer(pointer)
     if parts[-1].isdigit():
         name = f"{'/'.join(parts[:-1])}[{parts[-1]}]"
     else:

@@ -110,16 +110,16 @@ def judge(parent_body: bytes, child_body: bytes, dialect: str, *, model: str | N
     it cannot read, naming ``parent_path`` / ``child_path`` when given).
     ``with_breaks``: count every break and what a fully fixed child keeps."""
     from ..diff import compare, compare_with_breaks
+    from ..diff.views import segment_name
 
     run = compare_with_breaks if with_breaks else compare
     r = run(parent_body, child_body, dialect=dialect, model=model, endpoint=endpoint, parent_path=parent_path,
             child_path=child_path)
     found = r.breaks or ()
-    seg = r.view.segment
     return Verdict(
         cause=r.cause.kind,
         detail=r.cause.detail,
-        segment=None if seg is None else f"{seg[0]}[{seg[1]}]",
+        segment=segment_name(r),
         pointer=r.view.pointer,
         predicted_cached=r.cache.predicted_cached,
         predicted_written=r.cache.written,

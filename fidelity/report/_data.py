@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..compose import EXPECTATIONS
+from ..gate_rows import REPORT_SCHEMA as SCHEMA
 from ..score import Row, Score
 
 __all__ = ["SCHEMA", "to_json", "summary"]
-
-SCHEMA = "fidelity.report/1"
 
 
 def _usd(value: float | None, places: int = 6) -> float | None:
@@ -57,7 +56,8 @@ def _row(r: Row) -> dict[str, Any]:
             "first_divergent_byte": r.first_divergent_byte,
             "raw_first_divergent_byte": r.raw_first_divergent_byte,
             "region": r.region,
-            "segment": None if r.segment is None else {"kind": r.segment[0], "index": r.segment[1]},
+            "segment": None if r.segment is None else {"kind": r.segment[0], "index": r.segment[1],
+                                                       "name": r.segment_name},
             "pointer": r.pointer,
             "cause": r.cause,
             "cause_detail": r.cause_detail,

@@ -1,4 +1,4 @@
-"""What the report views say about a row: where it diverged, its segment's name,
+"""What the report views say about a row: where it diverged (in its segment, as the diff names it),
 the figures' provenance, the fix list and the session summary (numbers are
 written by :mod:`fidelity.formats`)."""
 
@@ -6,30 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["where", "segment_name", "provenance", "fixes", "session_summary"]
+__all__ = ["where", "provenance", "fixes", "session_summary"]
 
 
 def where(row: dict[str, Any]) -> str:
+    """Where a row's cache views part: ``byte N in <segment name>`` (the name
+    the diff gave it, :func:`fidelity.diff.views.name_segment`), or ``identical``."""
     d = row["divergence"]
     if d["first_divergent_byte"] is None:
         return "identical"
-    seg = d["segment"]
-    return f"byte {d['first_divergent_byte']:,} in {segment_name(seg, d.get('pointer'))}"
-
-
-def segment_name(seg: dict[str, Any], pointer: str | None) -> str:
-    """A segment named after where it sits in the body (``messages[3]`` for
-    ``/messages/3/content``); ``kind[index]`` when the pointer does not say."""
-    if seg["kind"] == "params":
-        return "params"
-    if seg["kind"] == "tools":  # a tool's index is its place in the tool list (Gemini's declarations too)
-        return f"tools[{seg['index']}]"
-    parts = (pointer or "").split("/")
-    if len(parts) >= 3 and parts[2].isdigit():
-        name = f"{parts[1]}[{parts[2]}]"
-        head = parts[1].rstrip("s")
-        return name if head == seg["kind"].rstrip("s") else f"{name} ({seg['kind']})"
-    return f"{seg['kind']}[{seg['index']}]"
+    return f"byte {d['first_divergent_byte']:,} in {d['segment']['name']}"
 
 
 def provenance(data: dict[str, Any]) -> list[str]:

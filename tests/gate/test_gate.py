@@ -183,23 +183,38 @@ def test_missing_baseline_and_bad_input_exit_2(repo: Path, capsys: pytest.Captur
     assert main(["gate", "--report", "report.json"]) == 2
 
 
-def test_rows_from_report_shapes() -> None:
-    report = {"fixtures": [{"path": "fixtures/a.jsonl", "variants": [
-        {"variant": "completed-turn", "cache": {"lost": 0}, "cost": {"usd_lost_per_fork": 0.0}, "cache_preserving": True},
-        {"variant": "spawn", "lost_tokens": 2816, "usd_per_fork": 0.0007,
-         "cause": {"kind": "tools_changed", "detail": "tool added: report"}}]}]}
-    rows = gate.rows_from_report(report)
-    assert [(r.key, r.lost_tokens, r.cache_preserving) for r in rows] == [
-        ("fixtures/a.jsonl::completed-turn", 0, True), ("fixtures/a.jsonl::spawn", 2816, False)]
-    assert rows[1].detail == "tools_changed: tool added: report" and rows[1].usd_per_fork == 0.0007
-    with pytest.raises(InputError, match="no variant rows"):
-        gate.rows_from_report({"nothing": []})
+def _saved_report(lost: int) -> dict:
+    """A saved report (``fidelity.report/1``) with one row losing ``lost`` tokens."""
+    return {"schema": gate.REPORT_SCHEMA, "sessions": [{"name": "s", "file": "f.jsonl"}],
+            "rows": [{"session": "s", "variant": "spawn", "provider": "openai-chat", "tokens": {"lost": lost},
+                      "cost": None}]}
+
+
+@pytest.mark.parametrize("doc", [
+    {"fixtures": [{"path": "a.jsonl", "variants": [{"variant": "spawn", "lost_tokens": 2816}]}]},
+    {"variants": [{"name": "spawn", "lost_tokens": 100}]},
+    {"schema": "fidelity.diff/1", "rows": []},
+    [1, 2],
+])
+def test_only_a_fidelity_report_is_read_as_a_report(doc, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The gate reads the report `fidelity report` writes and nothing else:
+    another shape is one line naming the file, exit 2."""
+    with pytest.raises(InputError, match="not a fidelity report"):
+        gate.rows_from_report(doc, path="x.json")
+    (repo / "other.json").write_text(json.dumps(doc))
+    (repo / "now.json").write_text(json.dumps(_saved_report(1)))
+    capsys.readouterr()
+    assert main(["gate", "--report", "other.json", "--update-baseline"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "other.json" in err and "not a fidelity report" in err
+    assert main(["gate", "--report", "now.json", "--baseline", "other.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "other.json" in err and "not a gate baseline" in err
 
 
 def test_report_json_can_be_the_baseline(repo: Path) -> None:
-    report = {"variants": [{"name": "spawn", "lost_tokens": 100, "fixture": "f.jsonl"}]}
-    (repo / "base.json").write_text(json.dumps(report))
-    (repo / "now.json").write_text(json.dumps({"variants": [{"name": "spawn", "lost_tokens": 101, "fixture": "f.jsonl"}]}))
+    (repo / "base.json").write_text(json.dumps(_saved_report(100)))
+    (repo / "now.json").write_text(json.dumps(_saved_report(101)))
     assert main(["gate", "--report", "now.json", "--baseline", "base.json"]) == 1
     _pyproject(repo, "max_lost_tokens_increase = 1\n")
     assert main(["gate", "--report", "now.json", "--baseline", "base.json"]) == 0

@@ -180,7 +180,8 @@ def test_fuzz_import_cli(data: bytes, kind: str) -> None:
 
 
 @_FUZZ
-@given(data=mutated([b'{"rows":[{"fixture":"f","variant":"v","lost_tokens":3}]}']))
+@given(data=mutated([b'{"schema":"fidelity.report/1","rows":[{"session":"f","variant":"v","provider":"openai-chat",'
+                     b'"tokens":{"lost":3},"cost":null}]}']))
 def test_fuzz_gate(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d, "report.json")

@@ -85,7 +85,8 @@ def assert_one_line(stderr: str, path: Path, fragment: str) -> None:
 def work(tmp_path: Path) -> Path:
     (tmp_path / "good.json").write_bytes(GOOD)
     (tmp_path / "child.json").write_bytes(CHILD)
-    report = {"rows": [{"fixture": "f", "variant": "v", "lost_tokens": 3}]}
+    report = {"schema": "fidelity.report/1", "rows": [{"session": "f", "variant": "v", "provider": "openai-chat",
+                                                        "tokens": {"lost": 3}, "cost": None}]}
     (tmp_path / "report.json").write_text(json.dumps(report))
     (tmp_path / "cfg.toml").write_text("")
     rc, err, _ = run_cli(main, ["gate", "--report", str(tmp_path / "report.json"), "--update-baseline",

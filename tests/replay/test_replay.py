@@ -184,3 +184,22 @@ def test_a_read_after_every_entry_expired_came_from_outside() -> None:
     assert [r.warm_outside for r in later] == [False, False, True, False]
     soon = rows(600.0)  # ten minutes on: OpenAI's entry may have gone, but nothing outside explains the read
     assert not any(r.warm_outside for r in soon)
+
+
+def test_deepseek_harness_logs_are_read_once(shared_real, monkeypatch) -> None:
+    """The DeepSeek Harness rows and their split figures come from one read of the logs."""
+    from fidelity import calibrate as calibrate_mod
+    from fidelity.replay import replay as run_replay
+
+    folder = shared_real / "deepseek-harness" / "examples" / "acp-agent" / "tests" / "snapshots" / "subagent-fork-in-process"
+    loads: list[object] = []
+    real_load = calibrate_mod.load
+
+    def counted(path):
+        loads.append(path)
+        return real_load(path)
+
+    monkeypatch.setattr(calibrate_mod, "load", counted)
+    result = run_replay(folder)
+    assert len(loads) == 1
+    assert any(r.provider == "deepseek" for r in result.rows) and "harness_split" in result.summary["deepseek"]

@@ -96,12 +96,19 @@ def test_every_row_shows_its_fix_list_in_html_and_markdown(report):
                          for r in order)
 
 
-def test_report_segments_are_named_after_their_pointer():
-    # a Chat body's system prompt is messages[0]: message segment 108 sits at /messages/109
-    row = {"divergence": {"first_divergent_byte": 99487, "segment": {"kind": "message", "index": 108},
-                          "pointer": "/messages/109/content"}}
-    assert _fmt.where(row) == "byte 99,487 in messages[109]"
-    row["divergence"].update(segment={"kind": "system", "index": 0}, pointer="/messages/0/content/12")
-    assert _fmt.where(row) == "byte 99,487 in messages[0] (system)"
-    row["divergence"].update(segment={"kind": "tools", "index": 3}, pointer="/tools/0/functionDeclarations/3/name")
-    assert _fmt.where(row) == "byte 99,487 in tools[3]"
+def test_report_segments_carry_the_diffs_name_found_at_the_byte(report):
+    """The report shows the name the diff gave the segment (one namer,
+    :func:`fidelity.diff.views.name_segment`): a path in the body that holds
+    the first divergent byte's pointer (``messages[0] (system)`` holds
+    ``/messages/0/content``)."""
+    data, html, md = report
+    named = [r for r in data["rows"] if r["divergence"]["segment"] is not None]
+    assert named
+    for r in named:
+        d = r["divergence"]
+        name = d["segment"]["name"]
+        path = "/" + re.sub(r"\[(\d+)\]", r"/\1", re.sub(r" \([a-z_]+\)$", "", name))
+        assert d["pointer"] == path or d["pointer"].startswith(path + "/"), (name, d["pointer"])
+        assert _fmt.where(r) == f"byte {d['first_divergent_byte']:,} in {name}"
+        assert _fmt.where(r) in md and _fmt.where(r) in html
+    assert any(r["divergence"]["segment"]["name"] == "messages[0] (system)" for r in named)
