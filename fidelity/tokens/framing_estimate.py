@@ -188,19 +188,15 @@ def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping
         return None
     table = table_of("anthropic", model)
     call, doc = _n(table, "call", consts), _n(table, "document", consts)
-    for k, v in value.items():
-        if k == "content" or k in _SKIP_KEYS:
-            continue
-        other: list[Piece] = []
-        _texts({k: v}, other, media_of, call, doc)
-        if other:
-            return None
-    out: list[list[Piece]] = []
-    for block in content:
-        pieces: list[Piece] = []
-        _texts(block, pieces, media_of, call, doc)
-        out.append(pieces)
-    return out
+
+    def texts(v: Any) -> list[Piece]:
+        out: list[Piece] = []
+        _texts(v, out, media_of, call, doc)
+        return out
+
+    if any(texts({k: v}) for k, v in value.items() if k != "content" and k not in _SKIP_KEYS):
+        return None
+    return [texts(block) for block in content]
 
 
 _UNPARSED: Any = object()
