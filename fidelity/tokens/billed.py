@@ -291,21 +291,16 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
-def prompt_tail(tok: Tokenizer, dialect: str, *, model: str | None = None) -> array[int]:
+def prompt_tail(tok: Tokenizer, dialect: str, *, model: str = "") -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
     reply priming of the framed dialects (that ``model``'s,
     :func:`fidelity.tokens.framing_openai.priming`; without one
     ``<|start|>assistant<|message|>``), empty for the others."""
-    out = array(TOKEN_TYPECODE)
-    if dialect in _FRAMED:
-        from .framing_openai import PRIMING, priming
+    if dialect not in _FRAMED:
+        return array(TOKEN_TYPECODE)
+    from .framing_openai import priming
 
-        for p in (PRIMING if model is None else priming(model)):
-            if isinstance(p, str):
-                out.extend(tok.ids(p))
-            elif isinstance(p, Special):
-                out.append(p.id)
-    return out
+    return pieces_ids(tok, priming(model), "", model)
 
 
 def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialect: str, provider: str,

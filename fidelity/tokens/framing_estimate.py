@@ -118,9 +118,8 @@ def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
         return None
     if thinking.get("type") == "enabled":
         return THINK
-    if thinking.get("type") == "adaptive":
-        version = claude_version(model)
-        return None if version is not None and version >= NEW_TOKENIZER else ADAPT
+    if thinking.get("type") == "adaptive" and table_of("anthropic", model) == "anthropic":
+        return ADAPT
     return None
 
 
