@@ -92,10 +92,7 @@ class PromptCount:
     @property
     def kind(self) -> str:
         """The request's main kind: audio > pdf > image > schema > tools > text."""
-        for k in ("audio", "pdf", "image", "schema", "tools"):
-            if k in self.kinds:
-                return k
-        return "text"
+        return next((k for k in ("audio", "pdf", "image", "schema", "tools") if k in self.kinds), "text")
 
 
 # ------------------------------------------------------------------ media stand-ins
@@ -188,10 +185,7 @@ def _gemini_kind(mime: str | None) -> str:
     m = (mime or "").lower()
     if m.endswith("pdf"):
         return "pdf"
-    for k in ("image", "audio", "video"):
-        if m.startswith(k + "/"):
-            return k
-    return "file"
+    return next((k for k in ("image", "audio", "video") if m.startswith(k + "/")), "file")
 
 
 def _strip_media(value: Any, found: list[Media]) -> Any:

@@ -107,10 +107,7 @@ def repo_of(path: str) -> str:
     for part in parts:
         if "__" in part and not part.startswith("__") and "." not in part:
             return part.replace("__", "/", 1)
-    for i, part in enumerate(parts[:-2]):
-        if part in ("cassettes", "recorded-usage"):
-            return parts[i + 1]
-    return ""
+    return next((parts[i + 1] for i, part in enumerate(parts[:-2]) if part in ("cassettes", "recorded-usage")), "")
 
 
 def held_out(group: str) -> bool:

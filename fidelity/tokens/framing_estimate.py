@@ -157,10 +157,7 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0, doc: int 
         for k, v in value.items():
             if k in _SKIP_KEYS:
                 continue
-            if isinstance(v, str):
-                if v:
-                    out.append(v)
-            elif k in _JSON_KEYS and (isinstance(v, (dict, list)) or isinstance(v, Mapping)):
+            if k in _JSON_KEYS and isinstance(v, (dict, list, Mapping)):
                 out.append(orjson.dumps(v).decode())  # the model reads tool arguments as JSON
             else:
                 _texts(v, out, media_of, call, doc)
