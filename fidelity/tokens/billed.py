@@ -159,19 +159,15 @@ def media_in(value: Any) -> Media | None:
             if src.get("type") == "text":
                 return None  # a plain-text document: its text is counted as text
             return Media(kind, url=str(src.get("url") or src.get("file_id") or ""))
-    for key in ("inlineData", "inline_data"):
-        inline = value.get(key)
-        if inline is not None and (isinstance(inline, dict) or isinstance(inline, Mapping)) \
-                and isinstance(inline.get("data"), str):
-            mime = inline.get("mimeType") or inline.get("mime_type")
-            mime = mime if isinstance(mime, str) else None
-            return Media(_gemini_kind(mime), data=inline["data"].encode("ascii", "replace"), mime=mime)
-    for key in ("fileData", "file_data"):
-        fd = value.get(key)
-        if fd is not None and (isinstance(fd, dict) or isinstance(fd, Mapping)):
-            mime = fd.get("mimeType") or fd.get("mime_type")
-            mime = mime if isinstance(mime, str) else None
-            return Media(_gemini_kind(mime), url=str(fd.get("fileUri") or fd.get("file_uri") or ""), mime=mime)
+    for key in ("inlineData", "inline_data", "fileData", "file_data"):  # Gemini parts, both spellings
+        part = value.get(key)
+        if not isinstance(part, Mapping) or (key.startswith("inline") and not isinstance(part.get("data"), str)):
+            continue
+        mime = part.get("mimeType") or part.get("mime_type")
+        mime = mime if isinstance(mime, str) else None
+        if key.startswith("inline"):
+            return Media(_gemini_kind(mime), data=part["data"].encode("ascii", "replace"), mime=mime)
+        return Media(_gemini_kind(mime), url=str(part.get("fileUri") or part.get("file_uri") or ""), mime=mime)
     if t == "image" and isinstance(value.get("attachment"), (str, dict, Mapping)):  # DeepSeek Harness
         return Media("image", url=orjson.dumps(value["attachment"]).decode())
     if t in ("image_url", "input_image", "input_audio", "file", "input_file"):  # OpenAI-compatible dialects
