@@ -92,10 +92,7 @@ class PromptCount:
     @property
     def kind(self) -> str:
         """The request's main kind: audio > pdf > image > schema > tools > text."""
-        for k in ("audio", "pdf", "image", "schema", "tools"):
-            if k in self.kinds:
-                return k
-        return "text"
+        return next((k for k in ("audio", "pdf", "image", "schema", "tools") if k in self.kinds), "text")
 
 
 # ------------------------------------------------------------------ media stand-ins
@@ -162,19 +159,15 @@ def media_in(value: Any) -> Media | None:
             if src.get("type") == "text":
                 return None  # a plain-text document: its text is counted as text
             return Media(kind, url=str(src.get("url") or src.get("file_id") or ""))
-    for key in ("inlineData", "inline_data"):
-        inline = value.get(key)
-        if inline is not None and (isinstance(inline, dict) or isinstance(inline, Mapping)) \
-                and isinstance(inline.get("data"), str):
-            mime = inline.get("mimeType") or inline.get("mime_type")
-            mime = mime if isinstance(mime, str) else None
-            return Media(_gemini_kind(mime), data=inline["data"].encode("ascii", "replace"), mime=mime)
-    for key in ("fileData", "file_data"):
-        fd = value.get(key)
-        if fd is not None and (isinstance(fd, dict) or isinstance(fd, Mapping)):
-            mime = fd.get("mimeType") or fd.get("mime_type")
-            mime = mime if isinstance(mime, str) else None
-            return Media(_gemini_kind(mime), url=str(fd.get("fileUri") or fd.get("file_uri") or ""), mime=mime)
+    for key in ("inlineData", "inline_data", "fileData", "file_data"):  # Gemini parts, both spellings
+        part = value.get(key)
+        if not isinstance(part, Mapping) or (key.startswith("inline") and not isinstance(part.get("data"), str)):
+            continue
+        mime = part.get("mimeType") or part.get("mime_type")
+        mime = mime if isinstance(mime, str) else None
+        if key.startswith("inline"):
+            return Media(_gemini_kind(mime), data=part["data"].encode("ascii", "replace"), mime=mime)
+        return Media(_gemini_kind(mime), url=str(part.get("fileUri") or part.get("file_uri") or ""), mime=mime)
     if t == "image" and isinstance(value.get("attachment"), (str, dict, Mapping)):  # DeepSeek Harness
         return Media("image", url=orjson.dumps(value["attachment"]).decode())
     if t in ("image_url", "input_image", "input_audio", "file", "input_file"):  # OpenAI-compatible dialects
@@ -188,10 +181,7 @@ def _gemini_kind(mime: str | None) -> str:
     m = (mime or "").lower()
     if m.endswith("pdf"):
         return "pdf"
-    for k in ("image", "audio", "video"):
-        if m.startswith(k + "/"):
-            return k
-    return "file"
+    return next((k for k in ("image", "audio", "video") if m.startswith(k + "/")), "file")
 
 
 def _strip_media(value: Any, found: list[Media]) -> Any:
@@ -291,21 +281,16 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
 
 # ------------------------------------------------------------------ one body
 
-def prompt_tail(tok: Tokenizer, dialect: str, *, model: str | None = None) -> array[int]:
+def prompt_tail(tok: Tokenizer, dialect: str, *, model: str = "") -> array[int]:
     """Ids the provider appends after the last segment of a cache view: the
     reply priming of the framed dialects (that ``model``'s,
     :func:`fidelity.tokens.framing_openai.priming`; without one
     ``<|start|>assistant<|message|>``), empty for the others."""
-    out = array(TOKEN_TYPECODE)
-    if dialect in _FRAMED:
-        from .framing_openai import PRIMING, priming
+    if dialect not in _FRAMED:
+        return array(TOKEN_TYPECODE)
+    from .framing_openai import priming
 
-        for p in (PRIMING if model is None else priming(model)):
-            if isinstance(p, str):
-                out.extend(tok.ids(p))
-            elif isinstance(p, Special):
-                out.append(p.id)
-    return out
+    return pieces_ids(tok, priming(model), "", model)
 
 
 def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialect: str, provider: str,

@@ -107,10 +107,7 @@ def repo_of(path: str) -> str:
     for part in parts:
         if "__" in part and not part.startswith("__") and "." not in part:
             return part.replace("__", "/", 1)
-    for i, part in enumerate(parts[:-2]):
-        if part in ("cassettes", "recorded-usage"):
-            return parts[i + 1]
-    return ""
+    return next((parts[i + 1] for i, part in enumerate(parts[:-2]) if part in ("cassettes", "recorded-usage")), "")
 
 
 def held_out(group: str) -> bool:
@@ -165,21 +162,10 @@ _RIDGE = (1e-6, 1e-3, 1e-3, 1e-6, 1e-3, 1e-6, 1e-6, 1e-3, 1e-3, 1e-6)
 
 
 def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float]) -> list[float]:
-    """Least squares by the normal equations (small and dense)."""
-    n = len(rows[0])
-    a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] for i in range(n)]
-    b = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(n)]
-    for i in range(n):  # ridge on the constants so that unused columns stay at 0
-        a[i][i] += _RIDGE[i] if i < len(_RIDGE) else 1e-3
-    for col in range(n):  # Gauss-Jordan with partial pivoting
-        piv = max(range(col, n), key=lambda r: abs(a[r][col]))
-        a[col], a[piv], b[col], b[piv] = a[piv], a[col], b[piv], b[col]
-        for r in range(n):
-            if r != col and a[col][col]:
-                f = a[r][col] / a[col][col]
-                a[r] = [x - f * y for x, y in zip(a[r], a[col])]
-                b[r] -= f * b[col]
-    return [b[i] / a[i][i] if a[i][i] else 0.0 for i in range(n)]
+    """Least squares by the normal equations, with :data:`_RIDGE` on the diagonal."""
+    a, y = np.asarray(rows, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    ridge = np.diag([_RIDGE[i] if i < len(_RIDGE) else 1e-3 for i in range(a.shape[1])])
+    return [float(x) for x in np.linalg.solve(a.T @ a + ridge, a.T @ y)]
 
 
 def at_rank(s: Sample, rank: int) -> Sample:
@@ -285,12 +271,12 @@ def _whole_counts(data: Sequence[Sample], solved: Sequence[float]) -> list[int]:
 TRIM = 0.5
 
 
-def fit_trimmed(data: Sequence[Sample], limit: float = TRIM, ranks: Sequence[int] = (0,)) -> dict[str, float]:
+def fit_trimmed(data: Sequence[Sample], ranks: Sequence[int] = (0,)) -> dict[str, float]:
     """:func:`fit`, then :func:`fit` again on the requests the first one
-    predicts within ``limit`` (a share of the billed prompt), so that a part
-    the estimate does not model (a server-side tool) pulls no constant."""
+    predicts within :data:`TRIM` (a share of the billed prompt), so that a
+    part the estimate does not model (a server-side tool) pulls no constant."""
     first = fit(data, ranks)
-    kept = [s for s in data if s.billed and abs(predict(s, first) - s.billed) / s.billed < limit]
+    kept = [s for s in data if s.billed and abs(predict(s, first) - s.billed) / s.billed < TRIM]
     return fit(kept, ranks) if kept else first
 
 

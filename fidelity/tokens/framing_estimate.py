@@ -118,9 +118,8 @@ def _thinking_kind(model: str, params: Mapping[str, Any]) -> Special | None:
         return None
     if thinking.get("type") == "enabled":
         return THINK
-    if thinking.get("type") == "adaptive":
-        version = claude_version(model)
-        return None if version is not None and version >= NEW_TOKENIZER else ADAPT
+    if thinking.get("type") == "adaptive" and table_of("anthropic", model) == "anthropic":
+        return ADAPT
     return None
 
 
@@ -158,10 +157,7 @@ def _texts(value: Any, out: list[Piece], media_of: Any, call: int = 0, doc: int 
         for k, v in value.items():
             if k in _SKIP_KEYS:
                 continue
-            if isinstance(v, str):
-                if v:
-                    out.append(v)
-            elif k in _JSON_KEYS and (isinstance(v, (dict, list)) or isinstance(v, Mapping)):
+            if k in _JSON_KEYS and isinstance(v, (dict, list, Mapping)):
                 out.append(orjson.dumps(v).decode())  # the model reads tool arguments as JSON
             else:
                 _texts(v, out, media_of, call, doc)
@@ -188,19 +184,15 @@ def message_block_pieces(value: Any, media_of: Any, consts: Mapping[str, Mapping
         return None
     table = table_of("anthropic", model)
     call, doc = _n(table, "call", consts), _n(table, "document", consts)
-    for k, v in value.items():
-        if k == "content" or k in _SKIP_KEYS:
-            continue
-        other: list[Piece] = []
-        _texts({k: v}, other, media_of, call, doc)
-        if other:
-            return None
-    out: list[list[Piece]] = []
-    for block in content:
-        pieces: list[Piece] = []
-        _texts(block, pieces, media_of, call, doc)
-        out.append(pieces)
-    return out
+
+    def texts(v: Any) -> list[Piece]:
+        out: list[Piece] = []
+        _texts(v, out, media_of, call, doc)
+        return out
+
+    if any(texts({k: v}) for k, v in value.items() if k != "content" and k not in _SKIP_KEYS):
+        return None
+    return [texts(block) for block in content]
 
 
 _UNPARSED: Any = object()
