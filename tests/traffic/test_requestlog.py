@@ -52,7 +52,7 @@ def _lines(draw: st.DrawFn) -> bytes:
     return orjson.dumps(env)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(_lines())
 def test_scan_records_reader_exchanges_and_imported_snapshots_agree(line: bytes) -> None:
     # one parser, three sinks: each carries the line's body bytes, url, session and time
