@@ -26,25 +26,13 @@ from ..capture.redact import url_problem
 from ..capture.snapshot import utf8_text
 from ..errors import InputError
 from ..gzipped import gunzip_file
-from ..traffic import usage as _usage
-from ..traffic.exchange import iso_seconds
-from ..traffic.usage import http_status
+from ..traffic.requestlog import BadLine, parse
 from ..wire.evidence import detect_request, endpoint_of
 
 __all__ = ["Record", "BadLine", "parse_record", "prepare_inputs", "iter_lines", "endpoint_of", "MAX_LINE"]
 
 #: default limit on one log line (a "huge body" beyond it is a bad line)
 MAX_LINE = 64 * 1024 * 1024
-
-
-class BadLine(Exception):
-    """A log line that cannot be scanned; ``reason`` is a short category
-    (counted) and ``detail`` the specific problem."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass
@@ -82,75 +70,22 @@ def _day(t: float) -> str:
     return _date(int(t // 86400))
 
 
-def _time(value: Any) -> tuple[float | None, str]:
-    if value is None:
-        return None, "unknown"
-    t = iso_seconds(value)
-    if t is not None:
-        return t, _day(t)
-    if isinstance(value, str):
-        raise BadLine("bad time", f"not ISO 8601 or epoch seconds: {value[:40]!r}")
-    raise BadLine("bad time", f"time must be a string or a number, not {type(value).__name__}")
-
-
-def _body(env: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
-    if "body_base64" in env:
-        try:
-            raw = base64.b64decode(env["body_base64"], validate=True)
-        except (ValueError, TypeError):
-            raise BadLine("bad body", "body_base64 is not base64") from None
-    elif isinstance(env.get("body"), dict):
-        return env["body"], None
-    elif isinstance(env.get("body"), str):
-        raw = env["body"].encode("utf-8", "surrogatepass")
-    elif "body" in env:
-        raise BadLine("bad body", "body must be a JSON object, a string or body_base64")
-    else:
-        raise BadLine("no body", "the line has no body")
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        import json
-
-        try:
-            obj = json.loads(raw.decode("utf-8", "surrogatepass"))
-        except (ValueError, RecursionError):
-            raise BadLine("bad body", "the body is not JSON") from None
-    if not isinstance(obj, dict):
-        raise BadLine("bad body", "the body is not a JSON object")
-    return obj, raw
-
-
 def parse_record(line: bytes) -> Record:
-    """One log line; :class:`BadLine` says why it cannot be scanned."""
-    try:
+    """One log line, read by the one request-log parser
+    (:func:`fidelity.traffic.requestlog.parse`) and routed by the one
+    detection; :class:`BadLine` says why it cannot be scanned."""
+    if line.startswith(b'{"skipped":'):  # written by prepare_inputs for an importer's skip
         obj = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise BadLine("truncated or invalid JSON", str(exc).split(":")[0][:80]) from None
-    if not isinstance(obj, dict):
-        raise BadLine("not a JSON object")
-    if "skipped" in obj and "body" not in obj:  # written by prepare_inputs for an importer's skip
-        raise BadLine("skipped by the importer", str(obj["skipped"])[:200])
-    env = obj
-    if isinstance(obj.get("request"), dict):
-        env = obj["request"]
-    if "body" in env or "body_base64" in env:
-        body, raw = _body(env)
-    elif "model" in obj and any(k in obj for k in ("messages", "contents", "input")):
-        body, raw = obj, line.strip()
-        env = {}
-    else:
-        raise BadLine("no body", "the line has no body and is not a request body")
-    t, day = _time(obj.get("time", obj.get("timestamp", obj.get("logged_at", env.get("time")))))
-    url = env.get("url") or env.get("uri") or obj.get("url")
-    url = url if isinstance(url, str) else ""
+        if isinstance(obj, dict) and "body" not in obj:
+            raise BadLine("skipped by the importer", str(obj["skipped"])[:200])
+    got = parse(line)
+    url = got.url
     problem = _url_problem(url) if url else None
     if problem is not None:  # set apart, as the importers set such an entry apart
         raise BadLine("malformed URL", problem)
-    hint = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     # the one detection (what replay and tokens-check route by)
     try:
-        chosen = detect_request(body, url=url or None, meta_dialect=hint)
+        chosen = detect_request(got.body, url=url or None, meta_dialect=got.hint)
     except InputError:
         chosen = None
     if chosen is None or chosen.dialect not in wire.names():
@@ -158,25 +93,10 @@ def parse_record(line: bytes) -> Record:
     if chosen.model is None:
         raise BadLine("no model", "neither the body nor the URL names a model")
     dialect = wire.get(chosen.dialect)
-    provider, model = chosen.family, chosen.model
     detected = not chosen.why.startswith(_NOT_BY_BODY)
-    used = _usage.normalise(obj.get("usage"))
-    if used is None and "response" in obj:
-        resp = obj["response"]
-        rbody = resp
-        if isinstance(resp, dict):  # claude-trace keeps a stream as body_raw
-            rbody = resp["body"] if resp.get("body") is not None else resp.get("body_raw", resp)
-        if isinstance(rbody, dict):
-            found = _usage.usage_of(rbody)
-            used = {**found, "source": "log"} if found else None
-        elif isinstance(rbody, str):
-            used = _usage.from_response(dialect.name, None, rbody.encode("utf-8", "surrogatepass"))
-    session = obj.get("session")
-    status = obj.get("status")
-    if status is None and isinstance(obj.get("response"), dict):  # claude-trace, the JSONL importer's envelope
-        status = obj["response"].get("status_code", obj["response"].get("status"))
-    return Record(t, day, dialect, provider or dialect.provider, model, body, used,
-                  str(session) if session is not None else None, raw, url, detected, http_status(status))
+    t = got.time
+    return Record(t, "unknown" if t is None else _day(t), dialect, chosen.family or dialect.provider, chosen.model,
+                  got.body, got.usage(), got.session, got.raw, url, detected, got.status)
 
 
 def iter_lines(path: str | Path, start: int = 0, end: int | None = None,

@@ -54,6 +54,8 @@ class Exchange:
     decoded: str | None = None
     #: the body size the recording states besides the headers (HAR ``bodySize``), if any
     recorded_size: int | None = None
+    #: ``(value,)`` when a request log names the request's ``parent`` line, else ``()``
+    parent: tuple[Any, ...] = ()
 
     @property
     def path(self) -> str:

@@ -411,8 +411,9 @@ def _jsonl(path: Path) -> list[Exchange]:
     "headers", "body"}, "response": {"headers", "body" | "body_raw",
     "status_code"}}``; a ``body`` logged as an object is kept as the bytes
     of that line (``reserialised``: the logger's bytes). Lines of another
-    shape (a request log for ``fidelity scan``) are not recordings; ``where``
-    is ``line N``, counting every line. A line that is not JSON (duplicate
+    shape are request-log lines, read by :func:`fidelity.traffic.requestlog.parse`
+    (a JSON object that holds no request: an entry with no body; any other
+    bad line: an error naming it); ``where`` is ``line N``, counting every line. A line that is not JSON (duplicate
     keys, ``NaN`` and over-deep nesting included) is an error naming it."""
     from ..jsonbytes import value_spans
 
@@ -425,6 +426,7 @@ def _jsonl(path: Path) -> list[Exchange]:
         req = rec.get("request") if isinstance(rec, dict) else None
         resp = rec.get("response") if isinstance(rec, dict) else None
         if not isinstance(req, dict) or not isinstance(req.get("body"), (dict, str)):
+            out.append(_logged(path, i, line, rec))
             continue
         raw = req["body"]
         if isinstance(raw, str):
@@ -448,6 +450,24 @@ def _jsonl(path: Path) -> list[Exchange]:
                             method=str(req.get("method") or "POST"),
                             pairs=_pairs(headers) if isinstance(headers, dict) else ()))
     return out
+
+
+def _logged(path: Path, i: int, line: bytes, obj: Any) -> Exchange:
+    """One request-log line (:mod:`.requestlog`) as an exchange."""
+    from dataclasses import replace
+
+    from .requestlog import BadLine, parse
+
+    try:
+        got = parse(line, obj)
+    except BadLine as exc:
+        if exc.reason != "no body":
+            raise InputError(str(exc), path=path, line=i + 1) from None
+        return exchange(str(path), i, b"", session=str(path), where=f"line {i + 1}")
+    ex = exchange(str(path), i, got.body_bytes(), url=got.url or None, time=got.time, usage=got.usage(),
+                  status=got.status, session=got.session or str(path), where=f"line {i + 1}", hint=got.hint,
+                  reserialised=got.raw is None, method=got.method, headers=dict(got.headers), pairs=got.headers)
+    return replace(ex, parent=got.parent) if got.parent else ex
 
 
 def _snapshots(folder: Path) -> list[Exchange]:

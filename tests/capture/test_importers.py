@@ -130,7 +130,7 @@ def test_jsonl_raw_lines_envelopes_and_parents(tmp_path: Path) -> None:
 def test_jsonl_bad_line(tmp_path: Path) -> None:
     src = tmp_path / "log.jsonl"
     src.write_text(BODY + "\n[1,2]\n")
-    with pytest.raises(InputError, match=r"log.jsonl:2: expected a JSON object"):
+    with pytest.raises(InputError, match=r"log.jsonl:2: not a JSON object"):
         import_file(src)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -11,12 +10,10 @@ from typing import Any
 
 from ...errors import InputError
 from ...jsonio import atomic_write
-from ...traffic.exchange import header, http_date_seconds, iso_seconds, iso_text
 from ..redact import Redactor, ensure_clean, url_problem
 from ..snapshot import Snapshot, SnapshotWriter, dumps, from_request, utf8_text
 
-__all__ = ["Imported", "write_imported", "looks_like_model_request", "response_usage", "iso_time",
-           "unwritable"]
+__all__ = ["Imported", "write_imported", "unwritable"]
 
 
 @dataclass
@@ -59,12 +56,11 @@ class Imported:
         parent: Any = None,
         has_parent: bool = False,
         time: Any = None,
-        response: tuple[Any, Any] | None = None,
         usage: dict[str, Any] | None = None,
     ) -> Snapshot | None:
         """Redact and append one request (``where`` locates it in the source),
-        with its ``time`` and the ``usage`` reported (or read from ``response``,
-        ``(headers, body)``); ``None`` when it is set apart as :func:`unwritable`."""
+        with its ``time`` and the ``usage`` reported; ``None`` when it is set
+        apart as :func:`unwritable`."""
         why = unwritable(method, url, headers)
         if why is not None:
             self.skip(why)
@@ -85,8 +81,6 @@ class Imported:
             seq=len(self.snapshots) + 1,
             **kwargs,
         )
-        if response is not None:
-            usage = response_usage(snap.provider, *response)
         if usage is not None:
             snap = replace(snap, usage=usage)
         self.snapshots.append(snap)
@@ -152,44 +146,3 @@ def write_imported(imported: Imported, folder: str | Path) -> list[Path]:
                 pass
         raise
     return paths
-
-
-def response_usage(provider: str | None, headers: Any, body: Any) -> dict[str, Any] | None:
-    """The usage a recorded response reported (its body decoded first); ``None``
-    when it reported none or cannot be read."""
-    from ...traffic.usage import decode_body, from_response
-
-    if isinstance(body, str):
-        body = body.encode("utf-8", "surrogatepass")
-    if not isinstance(body, (bytes, bytearray)) or not body:
-        return None
-    try:
-        raw = decode_body(bytes(body), header(headers, "content-encoding"))
-    except InputError:  # a recorder that kept the decoded text beside the original header
-        raw = bytes(body)
-    return from_response(provider, header(headers, "content-type"), raw)
-
-
-def iso_time(value: Any) -> str | None:
-    """An ISO 8601 UTC time (``2026-11-30T12:00:00.123Z``) from an ISO
-    string, epoch seconds / milliseconds or an HTTP date; ``None`` when unknown."""
-    seconds = iso_seconds(value)
-    return iso_text(seconds if seconds is not None else http_date_seconds(value))
-
-
-_HINTS = (b'"messages"', b'"contents"', b'"input"', b'"prompt"', b'"system"')
-
-
-def looks_like_model_request(body: bytes) -> bool:
-    """A JSON object body with a model request's members (``model`` plus
-    ``messages`` / ``contents`` / ``input`` ...): cheap, before parsing."""
-    head = body.lstrip()[:1]
-    if head != b"{":
-        return False
-    if not any(h in body for h in _HINTS):
-        return False
-    try:  # lenient on purpose: keep the bytes of any JSON request; `fidelity diff` judges them
-        obj = json.loads(body.decode("utf-8", "surrogatepass"))
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and any(k in obj for k in ("messages", "contents", "input", "prompt"))

@@ -56,9 +56,11 @@ def read_recorded(path: str | Path, kind: str) -> Imported:
     return out
 
 
-def add(out: Imported, ex: Exchange, kind: str) -> str | None:
+def add(out: Imported, ex: Exchange, kind: str, parent: tuple[str | None, ...] = (),
+        notes: list[str] | None = None) -> str | None:
     """Append the snapshot of one exchange to ``out``, or count it as
-    skipped; the snapshot's name, or ``None`` when skipped or set apart."""
+    skipped; the snapshot's name, or ``None`` when skipped or set apart.
+    ``parent``: ``(name,)`` to name the snapshot's parent; ``notes``: more notes."""
     skip = ex.skip or ""
     if ex.body and ex.set_apart is not None and not ex.set_apart.startswith(NOT_GENERATION):
         out.set_apart[ex.set_apart] += 1
@@ -66,9 +68,11 @@ def add(out: Imported, ex: Exchange, kind: str) -> str | None:
         out.skip(skip.removeprefix(NOT_GENERATION) or "no request body")
         return None
     where = ex.where + "/request" if kind in ("vcr", "ruby-vcr") else ex.where
-    notes, warnings, exact = _notes(ex, kind, where)
-    snap = out.add(method=ex.method, url=ex.url or "", headers=ex.headers, body=ex.body, where=where, notes=notes,
-                   body_exact=exact, time=iso_text(ex.time), usage=dict(ex.usage) if ex.usage is not None else None)
+    found, warnings, exact = _notes(ex, kind, where)
+    snap = out.add(method=ex.method, url=ex.url or "", headers=ex.headers, body=ex.body, where=where,
+                   notes=found + (notes or []), body_exact=exact, time=iso_text(ex.time),
+                   usage=dict(ex.usage) if ex.usage is not None else None,
+                   has_parent=bool(parent), parent=parent[0] if parent else None)
     if snap is None:  # set apart (a malformed URL): the warnings say why
         return None
     out.warnings.extend(warnings)
