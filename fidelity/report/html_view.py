@@ -55,8 +55,11 @@ def _bar(y: int, row: dict[str, Any] | None, provider: str, scale: float) -> str
     d = row["divergence"]
     if d["first_divergent_byte"] is not None:
         mx = LABEL + t["common_prefix"] * scale
+        where = _fmt.where(row)
+        if d["region"] and not where.endswith(f"({d['region']})"):  # a name may already say its region
+            where += f" ({d['region']})"
         parts.append(f'<line x1="{mx:.2f}" y1="{y - 2}" x2="{mx:.2f}" y2="{y + BAR + 2}" stroke="#111" stroke-width="1.5">'
-                     f'<title>first divergence: {escape(_fmt.where(row))} ({escape(d["region"] or "")}), '
+                     f'<title>first divergence: {escape(where)}, '
                      f'after {t["common_prefix"]:,} tokens; cause {escape(d["cause"])}</title></line>')
     end = LABEL + t["child_prompt"] * scale
     label = f"lost {t['lost']:,} · {d['region'] or 'identical'}"

@@ -33,7 +33,7 @@ CLAUDE_47_RANK = 30_000
 GEMINI_FACTOR = 1.0
 #: ``(factor, rank)`` per table of ``framing_estimate.CONSTANTS``
 FITTED = {"anthropic": (CLAUDE_FACTOR, CLAUDE_RANK), "anthropic-4.7": (CLAUDE_47_FACTOR, CLAUDE_47_RANK),
-          "gemini": (GEMINI_FACTOR, 0)}
+          "gemini": (GEMINI_FACTOR, 0), "gemini-2.0": (GEMINI_FACTOR, 0)}
 _EXTRA = 1 << 40
 #: texts of fewer base tokens are stretched in a loop (numpy's per-call cost dominates)
 _SHORT = 32

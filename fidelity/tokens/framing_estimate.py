@@ -45,6 +45,8 @@ CONSTANTS: dict[str, dict[str, float]] = {
                       "system": 0.0, "document": 37.0, "base": 6.0},
     "gemini": {"message": 1.0, "tool": 0.0, "thinking": 0.0, "adaptive": 0.0, "schema": 0.0, "call": 0.0,
                "system": 1.0, "document": 0.0, "base": 0.0},
+    "gemini-2.0": {"message": 0.0, "tool": 0.0, "thinking": 0.0, "adaptive": 0.0, "schema": 0.0, "call": 0.0,
+                   "system": 0.0, "document": 0.0, "base": 0.0},
 }
 
 #: keys whose string values the model does not read as text
@@ -78,14 +80,24 @@ def claude_version(model: str) -> tuple[int, int] | None:
 NEW_TOKENIZER = (4, 7)
 
 
+#: Gemini 1.0, 1.5 and 2.0 ids (``gemini-2.0-flash``, ``models/gemini-1.5-pro-002``,
+#: ``gemini-pro``): recorded usage bills their text with no per-turn or
+#: system-instruction token, where 2.5 and later bill one each
+#: (docs/tokens-billed.md, "Gemini generations")
+_GEMINI_EARLY = re.compile(r"gemini-(?:1\.0|1\.5|2\.0|pro\b|pro-vision)")
+
+
 def table_of(provider: str, model: str) -> str:
     """The key of :data:`CONSTANTS` and of :data:`fidelity.tokens.calibrated.FITTED`
     that counts ``model``: ``anthropic-4.7`` for Claude models of the Opus 4.7
-    tokenizer and later, else ``provider`` (also for an unreadable version)."""
+    tokenizer and later, ``gemini-2.0`` for Gemini 1.0 to 2.0, else
+    ``provider`` (also for an unreadable version)."""
     if provider == "anthropic":
         version = claude_version(model)
         if version is not None and version >= NEW_TOKENIZER:
             return "anthropic-4.7"
+    if provider == "gemini" and _GEMINI_EARLY.search(model.lower()):
+        return "gemini-2.0"
     return provider
 
 

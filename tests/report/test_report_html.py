@@ -112,3 +112,11 @@ def test_report_segments_carry_the_diffs_name_found_at_the_byte(report):
         assert _fmt.where(r) == f"byte {d['first_divergent_byte']:,} in {name}"
         assert _fmt.where(r) in md and _fmt.where(r) in html
     assert any(r["divergence"]["segment"]["name"] == "messages[0] (system)" for r in named)
+
+
+def test_divergence_titles_say_each_region_once(report):
+    titles = re.findall(r"<title>first divergence: ([^<]*?), after", report[1])
+    assert titles, "the bundled report has divergence markers"
+    for title in titles:
+        assert not re.search(r"\((\w[\w ]*)\) \(\1\)", title), title
+        assert "()" not in title, title

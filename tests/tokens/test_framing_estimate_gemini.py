@@ -20,10 +20,14 @@ def _turn(text: str, role: str = "user") -> dict:
     return {"parts": [{"text": text}], "role": role}
 
 
-def test_one_word_prompt_bills_its_text_and_a_turn() -> None:
+def test_one_word_prompt_is_within_a_token() -> None:
     """test_google_extra_headers: "Hello" billed 2 on gemini-1.5-flash (the
-    constants before issue 31 counted 3 and a system instruction 3 more)."""
-    assert _count({"contents": [_turn("Hello")], "generationConfig": {}}, "gemini-1.5-flash") == 2
+    constants before issue 31 counted 3 and a system instruction 3 more).
+    Gemini 1.0 to 2.0 bill no turn token on most single-turn fit rows
+    (test_gemini_generations), so this one counts its text alone, 1."""
+    body = {"contents": [_turn("Hello")], "generationConfig": {}}
+    assert _count(body, "gemini-1.5-flash") == 1
+    assert _count(body, "gemini-2.5-flash") == 2
 
 
 def test_system_instruction_adds_its_text_and_one_token() -> None:
