@@ -109,5 +109,5 @@ def test_the_matrix_rows_for_dsh_come_from_these_bytes() -> None:
     judged = [r for r in rows if r["verdict"] in VERDICTS]
     assert {r["release"] for r in judged} == {"0.1.0-rc.8"}
     for r in judged:  # the child's directive replaces the parent's prompt: the first message after the system
-        assert (r["segment"], r["pointer"], r["cause"]) == ("message[0]", "/messages/1/content", "messages_rewritten")
+        assert (r["segment"], r["pointer"], r["cause"]) == ("messages[1]", "/messages/1/content", "messages_rewritten")
     assert all(r["note"].startswith("installing @deepseek-ai/dsh@") for r in rows if r["verdict"] == "not run")
