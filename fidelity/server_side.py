@@ -167,13 +167,16 @@ def has_marks(raw: bytes, skip: tuple[int, int] = (0, 0)) -> bool:
     return any(raw.find(m, 0, a) >= 0 or raw.find(m, b) >= 0 for m in _SERVER_TOOL_MARKS)
 
 
-def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: bool | None = None) -> str | None:
+def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: bool | None = None, *,
+           dialect: str | None = None, provider: str | None = None, when: float | None = None) -> str | None:
     """Why the billed prompt of a request holds what its body does not
     (one of :data:`REASONS`), or ``None``. ``body``: the parsed body;
     ``raw``: bytes to look for server tool calls and results in (the body's,
     or a whole log line with its response), or ``marks``: whether they hold
     one (:func:`has_marks`); ``server_prompt``: the endpoint's
-    (:attr:`fidelity.providers.Endpoint.server_prompt`)."""
+    (:attr:`fidelity.providers.Endpoint.server_prompt`); ``dialect``,
+    ``provider`` and ``when`` (epoch seconds): a Responses request of the
+    launch weeks (:func:`early_responses`) is "server template" too."""
     if marks is None:
         marks = raw is not None and has_marks(raw)
     if marks or _server_tool_in(body):
@@ -184,7 +187,7 @@ def reason(body: Any, raw: bytes | None = None, server_prompt: str = "", marks: 
         return "server template"
     if isinstance(body, dict) and any(body.get(k) for k in _STATE_MEMBERS):
         return "server state"
-    return None
+    return "server template" if early_responses(dialect, provider, when) else None
 
 
 def early_responses(dialect: str | None, provider: str | None, when: float | None) -> bool:

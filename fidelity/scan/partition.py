@@ -513,7 +513,9 @@ def _apart(parsed: Parsed) -> str | None:
     if parsed.marks is None:
         parsed.marks = server_side.has_marks(line, parsed.shared if parsed.shared_clean else (0, 0))
     ep = endpoint_of(rec.url) if rec.url else None
-    return server_side.reason(rec.body, server_prompt=ep.server_prompt if ep is not None else "", marks=parsed.marks)
+    return server_side.reason(rec.body, server_prompt=ep.server_prompt if ep is not None else "", marks=parsed.marks,
+                              dialect=rec.dialect.name, provider=ep.provider if ep is not None else None,
+                              when=rec.time)
 
 
 _placed = functools.lru_cache(maxsize=4096)(placed_url)  # a log names few URLs

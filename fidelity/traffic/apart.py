@@ -71,10 +71,8 @@ def decide(obj: Any, body: bytes, url: str | None, dialect: str | None, status: 
     if dialect not in wire.names():
         return f"an API fidelity has no wire dialect for ({dialect})", None
     ep = endpoint_of(url) if url else None
-    why = server_side.reason(obj, raw=body, server_prompt=ep.server_prompt if ep is not None else "")
-    if why is None and server_side.early_responses(dialect, ep.provider if ep is not None else None, when):
-        why = "server template"
-    return None, why
+    return None, server_side.reason(obj, raw=body, server_prompt=ep.server_prompt if ep is not None else "",
+                                    dialect=dialect, provider=ep.provider if ep is not None else None, when=when)
 
 
 def response_time(response: bytes | None) -> float | None:
