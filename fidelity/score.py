@@ -453,7 +453,7 @@ def _vocabularies(setups: Sequence[ProviderSetup]) -> list[list[int]]:
     for k, setup in enumerate(setups):
         tok = tokens.for_model(setup.model, wire.get(setup.dialect).provider)
         tok.ids("a")
-        billed = billing_tokenizer(tok, setup.dialect, setup.model)
+        billed = billing_tokenizer(tok, setup.model)
         billed.ids("a")
         vocab.setdefault(getattr(billed, "base_name", billed.name), []).append(k)
     return list(vocab.values())

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..proxy.harness_rows import SCENARIOS, Scenario
 from ..proxy.parent import judge as verdict_of
+from ..wire.anthropic_messages import billing_block_keyed
 
 __all__ = ["Finding", "PROVIDERS", "VERDICTS", "judge", "providers_for", "provider_id", "verdict"]
 
@@ -22,7 +23,7 @@ _FAMILIES: dict[str, tuple[Scenario, ...]] = {**SCENARIOS, "gemini": _GEMINI, "o
 def provider_id(sc: Scenario) -> str:
     """A short name for ``--provider``: the dialect, or
     ``anthropic-third-party`` for an Anthropic-compatible endpoint elsewhere."""
-    if sc.dialect == "anthropic-messages" and sc.endpoint and "api.anthropic.com" not in sc.endpoint:
+    if sc.dialect == "anthropic-messages" and sc.endpoint and billing_block_keyed(sc.endpoint):
         return "anthropic-third-party"
     return sc.dialect
 

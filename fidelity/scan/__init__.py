@@ -126,7 +126,7 @@ def _preload(models: set[tuple[str, str]], ex: Executor) -> None:
             for name in wire.names():
                 d = wire.get(name)
                 if d.provider == provider:
-                    billing_tokenizer(tok, name, model).ids("warm")
+                    billing_tokenizer(tok, model).ids("warm")
         except Exception:  # an unknown model: the replay reports it
             continue
     restart = getattr(ex, "restart", None)

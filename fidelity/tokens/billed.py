@@ -45,7 +45,7 @@ def _register() -> None:
         register("gemini-calibrated", gemini_calibrated)
 
 
-def billing_tokenizer(tok: Tokenizer, dialect: str, model: str = "") -> Tokenizer:
+def billing_tokenizer(tok: Tokenizer, model: str = "") -> Tokenizer:
     """The tokenizer billed counts use: for Claude and Gemini models the
     calibrated estimate (:mod:`.calibrated`) in place of the plain one,
     whatever the body's shape (a gateway's OpenAI-shaped body too). ``model``
@@ -68,7 +68,7 @@ def prompt_tokenizer(model: str, provider: str, dialect: str) -> Tokenizer:
     (:func:`billing_tokenizer`)."""
     from . import for_model
 
-    return billing_tokenizer(for_model(model, provider, nearest=True), dialect, model)
+    return billing_tokenizer(for_model(model, provider, nearest=True), model)
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ def segment_ids(tok: Tokenizer, segs: Sequence[Segment], *, dialect: str, provid
     docstring). The params segment holds tokens only where the provider
     renders part of it (a response schema). Arrays may be shared with
     memos: read-only."""
-    tok = billing_tokenizer(tok, dialect, model)
+    tok = billing_tokenizer(tok, model)
     framed = segment_pieces(dialect, segs, model)
     if framed is not None:
         known = _encode_pieces(tok, framed)
@@ -301,7 +301,7 @@ def prompt_media(body: bytes, segs: Sequence[Segment], tok: Tokenizer, *, dialec
     framed = segment_pieces(dialect, segs, model)
     if framed is None:
         framed = [(_plain_media(s) if s.kind != "params" else None) or [] for s in segs]
-    tok = billing_tokenizer(tok, dialect, model)
+    tok = billing_tokenizer(tok, model)
     parts = tuple(_measure(p, provider, model, tok) for pieces in framed for p in pieces
                   if not isinstance(p, (str, Special)))
     return _kinds(body, dialect, segs, parts), parts

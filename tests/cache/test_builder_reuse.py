@@ -295,7 +295,7 @@ def test_calibrated_stretch_follows_the_documented_rule(text: str) -> None:
     base = tokens.get("o200k_base").ids(text)
     for name, dialect in (("claude-sonnet-4-5", "anthropic-messages"), ("claude-opus-4-8", "anthropic-messages"),
                           ("gemini-2.5-pro", "gemini")):
-        tok = billing_tokenizer(tokens.for_model(name, dialect.split("-")[0]), dialect, name)
+        tok = billing_tokenizer(tokens.for_model(name, dialect.split("-")[0]), name)
         f, rank = tok.factor, tok.rank  # type: ignore[attr-defined]
         want = array("q")
         j = 0

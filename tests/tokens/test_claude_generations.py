@@ -65,9 +65,9 @@ def test_generation_of_a_model_id() -> None:
     assert table_of("anthropic", "claude-next") == "anthropic"  # no version: the earlier table
     assert table_of("gemini", "gemini-3-pro") == "gemini"
     plain = tokens.for_model("claude-opus-4-8", "anthropic")
-    assert billing_tokenizer(plain, "anthropic-messages", "claude-opus-4-8").name == "claude-calibrated-4.7"
-    assert billing_tokenizer(plain, "anthropic-messages", "claude-sonnet-4-5").name == "claude-calibrated"
-    assert billing_tokenizer(plain, "anthropic-messages").name == "claude-calibrated"
+    assert billing_tokenizer(plain, "claude-opus-4-8").name == "claude-calibrated-4.7"
+    assert billing_tokenizer(plain, "claude-sonnet-4-5").name == "claude-calibrated"
+    assert billing_tokenizer(plain).name == "claude-calibrated"
 
 
 _TEXT = st.lists(st.sampled_from(["the", " cat", " specializes", " calculations", "\n", "{\"k\":", "12345", "ü",
