@@ -14,7 +14,7 @@ from .._registry import Registry
 from ..errors import InputError
 from ..model import Request
 
-__all__ = ["SegmentKind", "Segment", "Dialect", "register", "unregister", "names", "get", "detect", "joined"]
+__all__ = ["SegmentKind", "Segment", "Dialect", "register", "unregister", "names", "get", "detect", "undetected", "joined"]
 
 SegmentKind = Literal["params", "tools", "system", "message"]
 
@@ -90,17 +90,19 @@ def get(name: str) -> Dialect:
     return _DIALECTS.get(name)
 
 
+def undetected(path: Any = None) -> InputError:
+    """The one error for a body no dialect (and no URL) places."""
+    return InputError("cannot detect the provider of this body; pass --provider (known: " + ", ".join(names()) + ")",
+                      path=path)
+
+
 def detect(obj: Any, *, path: str | None = None) -> Dialect:
     """Guess the dialect of a parsed wire body; the error says why it could not."""
     hits = [d for d in map(_DIALECTS.get, _DIALECTS.names()) if d.detect(obj)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise InputError(
-            "cannot detect the provider of this body; pass --provider (known: "
-            + ", ".join(names()) + ")",
-            path=path,
-        )
+        raise undetected(path)
     # Anthropic-only marks win over OpenAI-family dialects; among these the most
     # specific (highest ``priority``) wins, e.g. deepseek over openai-chat.
     hits.sort(key=lambda d: (d.name == "anthropic-messages", getattr(d, "priority", 0)), reverse=True)

@@ -21,7 +21,7 @@ import orjson
 
 from .. import providers
 from ..errors import FidelityError, InputError, UnknownName
-from . import _DIALECTS, detect, get, names
+from . import _DIALECTS, detect, get, undetected
 
 __all__ = ["Detection", "detect_request", "route", "describe_bytes", "dialect_of_path", "endpoint_of",
            "anthropic_marks", "request_marks", "parse_body", "OPENAI_FAMILY"]
@@ -260,8 +260,7 @@ def detect_request(
     if url:
         found = _by_path(found, url, endpoint, model)
     if found is None:
-        raise InputError("cannot detect the provider of this body; pass --provider (known: "
-                         + ", ".join(names()) + ")", path=path)
+        raise undetected(path)
     return found
 
 
