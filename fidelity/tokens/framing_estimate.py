@@ -84,7 +84,7 @@ NEW_TOKENIZER = (4, 7)
 #: ``gemini-pro``): recorded usage bills their text with no per-turn or
 #: system-instruction token, where 2.5 and later bill one each
 #: (docs/tokens-billed.md, "Gemini generations")
-_GEMINI_EARLY = re.compile(r"gemini-(?:1\.0|1\.5|2\.0|pro\b|pro-vision)")
+_GEMINI_EARLY = re.compile(r"gemini-(?:1\.0|1\.5|2\.0)|gemini-pro(?:-vision)?$")  # not gemini-pro-latest, an alias of today's Pro
 
 
 def table_of(provider: str, model: str) -> str:

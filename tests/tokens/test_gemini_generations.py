@@ -30,7 +30,7 @@ def _count(model: str) -> int:
     ("gemini-2.0-flash", "gemini-2.0"), ("gemini-2.0-flash-exp", "gemini-2.0"), ("gemini-1.5-flash", "gemini-2.0"),
     ("models/gemini-1.5-pro-002", "gemini-2.0"), ("gemini-pro", "gemini-2.0"), ("gemini-1.0-pro-vision", "gemini-2.0"),
     ("gemini-2.5-flash", "gemini"), ("gemini-2.5-pro", "gemini"), ("gemini-3-flash-preview", "gemini"),
-    ("gemini-3.5-flash", "gemini"), ("gemini-20-flash", "gemini"),
+    ("gemini-3.5-flash", "gemini"), ("gemini-20-flash", "gemini"), ("gemini-pro-latest", "gemini"),
 ])
 def test_table_of_reads_the_generation(model: str, table: str) -> None:
     assert table_of("gemini", model) == table
